@@ -1,0 +1,66 @@
+#include "gpu/buffer.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace wgrt::gpu {
+
+Buffer create_buffer(Device& dev, uint64_t bytes, WGPUBufferUsage usage, std::string_view label) {
+  WGPUBufferDescriptor desc{};
+  desc.label = sv(label);
+  desc.usage = usage;
+  desc.size = align_up(bytes == 0 ? 4 : bytes, 4);
+  return scoped(dev, fmt::format("creating buffer '{}' of {} bytes", label, desc.size),
+                [&] { return Buffer::adopt(wgpuDeviceCreateBuffer(dev.get(), &desc)); });
+}
+
+void upload(Device& dev, WGPUBuffer dst, uint64_t offset, const void* data, size_t bytes) {
+  size_t whole = bytes & ~size_t(3);
+  if (whole) wgpuQueueWriteBuffer(dev.queue.get(), dst, offset, data, whole);
+  if (size_t tail = bytes - whole) {
+    uint8_t word[4] = {0, 0, 0, 0};
+    std::memcpy(word, static_cast<const uint8_t*>(data) + whole, tail);
+    wgpuQueueWriteBuffer(dev.queue.get(), dst, offset + whole, word, 4);
+  }
+}
+
+void map_read(Device& dev, WGPUBuffer staging, size_t bytes, void* dst) {
+  size_t mapped = size_t(align_up(bytes, 4));
+  struct Mapped {
+    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+    std::string message;
+  } m;
+  WGPUBufferMapCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView message, void* u1, void*) {
+    auto* r = static_cast<Mapped*>(u1);
+    r->status = status;
+    r->message = to_string(message);
+  };
+  cb.userdata1 = &m;
+  wait(dev, wgpuBufferMapAsync(staging, WGPUMapMode_Read, 0, mapped, cb));
+  check(dev);
+  if (m.status != WGPUMapAsyncStatus_Success)
+    throw GpuError(fmt::format("mapping a read-back buffer failed: {}", m.message));
+  const void* src = wgpuBufferGetConstMappedRange(staging, 0, mapped);
+  if (!src) {
+    wgpuBufferUnmap(staging);
+    throw GpuError("read-back buffer mapped but its range is unavailable");
+  }
+  std::memcpy(dst, src, bytes);
+  wgpuBufferUnmap(staging);
+}
+
+void read_buffer(Device& dev, WGPUBuffer src, uint64_t offset, size_t bytes, void* dst) {
+  uint64_t copy = align_up(bytes, 4);
+  Buffer staging = create_buffer(dev, copy, kReadbackUsage, "read_buffer staging");
+  auto enc = CommandEncoder::adopt(wgpuDeviceCreateCommandEncoder(dev.get(), nullptr));
+  wgpuCommandEncoderCopyBufferToBuffer(enc.get(), src, offset, staging.get(), 0, copy);
+  auto cmd = CommandBuffer::adopt(wgpuCommandEncoderFinish(enc.get(), nullptr));
+  WGPUCommandBuffer raw = cmd.get();
+  wgpuQueueSubmit(dev.queue.get(), 1, &raw);
+  map_read(dev, staging.get(), bytes, dst);
+}
+
+}  // namespace wgrt::gpu

@@ -1,0 +1,401 @@
+#include "gpu/device.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "gpu/pipeline.h"
+
+namespace wgrt::gpu {
+
+// Written by Dawn's callbacks (possibly from Dawn's threads), read at sync points.
+struct ErrorSink {
+  std::mutex mu;
+  std::string first_error;  // first uncaptured error since the last sync point
+  int more_errors = 0;
+  bool lost = false;
+  std::string lost_message;
+};
+
+Device::Device() = default;
+Device::Device(Device&&) noexcept = default;
+Device& Device::operator=(Device&&) noexcept = default;
+Device::~Device() {
+  // Objects before the device, the device before the sink its callbacks write to.
+  pipelines.reset();
+  queue.reset();
+  device.reset();
+  if (instance) wgpuInstanceProcessEvents(instance.get());
+  adapter.reset();
+  instance.reset();
+  errors.reset();
+}
+
+const char* backend_name(WGPUBackendType t) {
+  switch (t) {
+    case WGPUBackendType_Null: return "null";
+    case WGPUBackendType_WebGPU: return "webgpu";
+    case WGPUBackendType_D3D11: return "d3d11";
+    case WGPUBackendType_D3D12: return "d3d12";
+    case WGPUBackendType_Metal: return "metal";
+    case WGPUBackendType_Vulkan: return "vulkan";
+    case WGPUBackendType_OpenGL: return "opengl";
+    case WGPUBackendType_OpenGLES: return "opengles";
+    default: return "undefined";
+  }
+}
+
+const char* adapter_type_name(WGPUAdapterType t) {
+  switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return "discrete GPU";
+    case WGPUAdapterType_IntegratedGPU: return "integrated GPU";
+    case WGPUAdapterType_CPU: return "CPU";
+    default: return "unknown";
+  }
+}
+
+std::string feature_name(WGPUFeatureName f) {
+  switch (f) {
+    case WGPUFeatureName_DepthClipControl: return "depth-clip-control";
+    case WGPUFeatureName_Depth32FloatStencil8: return "depth32float-stencil8";
+    case WGPUFeatureName_TimestampQuery: return "timestamp-query";
+    case WGPUFeatureName_TextureCompressionBC: return "texture-compression-bc";
+    case WGPUFeatureName_TextureCompressionBCSliced3D: return "texture-compression-bc-sliced-3d";
+    case WGPUFeatureName_TextureCompressionETC2: return "texture-compression-etc2";
+    case WGPUFeatureName_TextureCompressionASTC: return "texture-compression-astc";
+    case WGPUFeatureName_TextureCompressionASTCSliced3D:
+      return "texture-compression-astc-sliced-3d";
+    case WGPUFeatureName_IndirectFirstInstance: return "indirect-first-instance";
+    case WGPUFeatureName_ShaderF16: return "shader-f16";
+    case WGPUFeatureName_RG11B10UfloatRenderable: return "rg11b10ufloat-renderable";
+    case WGPUFeatureName_BGRA8UnormStorage: return "bgra8unorm-storage";
+    case WGPUFeatureName_Float32Filterable: return "float32-filterable";
+    case WGPUFeatureName_Float32Blendable: return "float32-blendable";
+    case WGPUFeatureName_ClipDistances: return "clip-distances";
+    case WGPUFeatureName_DualSourceBlending: return "dual-source-blending";
+    case WGPUFeatureName_Subgroups: return "subgroups";
+    case WGPUFeatureName_CoreFeaturesAndLimits: return "core-features-and-limits";
+    case WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses:
+      return "chromium-experimental-timestamp-query-inside-passes";
+    case WGPUFeatureName_ShaderModuleCompilationOptions:
+      return "shader-module-compilation-options";
+    case WGPUFeatureName_ChromiumExperimentalSubgroupMatrix:
+      return "chromium-experimental-subgroup-matrix";
+    default: return fmt::format("dawn-feature-0x{:x}", uint32_t(f));
+  }
+}
+
+namespace {
+
+WGPUBackendType parse_backend(const std::string& name) {
+  if (name.empty()) return WGPUBackendType_Undefined;
+  static const std::pair<const char*, WGPUBackendType> table[] = {
+      {"vulkan", WGPUBackendType_Vulkan},   {"metal", WGPUBackendType_Metal},
+      {"d3d12", WGPUBackendType_D3D12},     {"d3d11", WGPUBackendType_D3D11},
+      {"opengl", WGPUBackendType_OpenGL},   {"opengles", WGPUBackendType_OpenGLES},
+      {"null", WGPUBackendType_Null}};
+  for (auto& [n, t] : table)
+    if (name == n) return t;
+  throw GpuError(fmt::format(
+      "unknown backend '{}' (hint: one of vulkan, metal, d3d12, d3d11, opengl, opengles, null)",
+      name));
+}
+
+Instance make_instance() {
+  WGPUInstanceDescriptor desc{};
+  desc.capabilities.timedWaitAnyEnable = 1;  // lets wait() block instead of spinning
+  desc.capabilities.timedWaitAnyMaxCount = 1;
+  auto inst = Instance::adopt(wgpuCreateInstance(&desc));
+  if (!inst) throw GpuError("could not create a WebGPU instance (Dawn failed to start)");
+  return inst;
+}
+
+void wait_on(WGPUInstance instance, WGPUFuture future) {
+  WGPUFutureWaitInfo info{future, 0};
+  WGPUWaitStatus s = wgpuInstanceWaitAny(instance, 1, &info, UINT64_MAX);
+  if (s != WGPUWaitStatus_Success || !info.completed)
+    throw GpuError(fmt::format("waiting on a WebGPU future failed (status {})", int(s)));
+}
+
+AdapterDesc describe(WGPUAdapter adapter) {
+  WGPUAdapterInfo info{};
+  if (wgpuAdapterGetInfo(adapter, &info) != WGPUStatus_Success)
+    throw GpuError("wgpuAdapterGetInfo failed");
+  AdapterDesc d;
+  d.name = to_string(info.device);
+  d.vendor = to_string(info.vendor);
+  d.architecture = to_string(info.architecture);
+  d.driver = to_string(info.description);
+  d.backend = info.backendType;
+  d.type = info.adapterType;
+  d.vendor_id = info.vendorID;
+  d.device_id = info.deviceID;
+  wgpuAdapterInfoFreeMembers(info);
+  return d;
+}
+
+Adapter request_adapter(WGPUInstance instance, WGPUBackendType backend, WGPUPowerPreference pref,
+                        bool fallback) {
+  WGPURequestAdapterOptions opts{};
+  opts.featureLevel = WGPUFeatureLevel_Core;
+  opts.powerPreference = pref;
+  opts.forceFallbackAdapter = fallback ? 1 : 0;
+  opts.backendType = backend;
+  WGPUAdapter got = nullptr;
+  WGPURequestAdapterCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPURequestAdapterStatus status, WGPUAdapter a, WGPUStringView, void* u1,
+                   void*) {
+    if (status == WGPURequestAdapterStatus_Success) *static_cast<WGPUAdapter*>(u1) = a;
+  };
+  cb.userdata1 = &got;
+  wait_on(instance, wgpuInstanceRequestAdapter(instance, &opts, cb));
+  return Adapter::adopt(got);
+}
+
+int type_rank(WGPUAdapterType t) {
+  switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return 0;
+    case WGPUAdapterType_IntegratedGPU: return 1;
+    case WGPUAdapterType_CPU: return 3;
+    default: return 2;
+  }
+}
+
+struct Candidate {
+  Adapter adapter;
+  AdapterDesc desc;
+};
+
+// Dawn's C API has no enumeration call; asking with each power preference and with the
+// fallback flag finds every distinct adapter it would hand out.
+std::vector<Candidate> find_adapters(WGPUInstance instance, const DeviceOptions& opts) {
+  WGPUBackendType backend = parse_backend(opts.backend);
+  std::vector<Candidate> found;
+  const std::pair<WGPUPowerPreference, bool> asks[] = {
+      {WGPUPowerPreference_HighPerformance, false},
+      {WGPUPowerPreference_LowPower, false},
+      {WGPUPowerPreference_Undefined, true}};
+  for (auto [pref, fallback] : asks) {
+    Adapter a = request_adapter(instance, backend, pref, fallback);
+    if (!a) continue;
+    AdapterDesc d = describe(a.get());
+    bool seen = std::any_of(found.begin(), found.end(), [&](const Candidate& c) {
+      return c.desc.name == d.name && c.desc.backend == d.backend &&
+             c.desc.vendor_id == d.vendor_id && c.desc.device_id == d.device_id;
+    });
+    if (!seen) found.push_back({std::move(a), std::move(d)});
+  }
+  std::stable_sort(found.begin(), found.end(), [](const Candidate& x, const Candidate& y) {
+    return type_rank(x.desc.type) < type_rank(y.desc.type);
+  });
+  return found;
+}
+
+int chosen_index(const DeviceOptions& opts, size_t count) {
+  int index = opts.adapter_index;
+  std::string source = "--adapter";
+  if (index < 0) {
+    if (const char* env = std::getenv("WGRT_ADAPTER"); env && *env) {
+      char* end = nullptr;
+      long v = std::strtol(env, &end, 10);
+      if (*end != '\0' || v < 0)
+        throw GpuError(fmt::format(
+            "WGRT_ADAPTER='{}' is not an adapter index (hint: a number from `wgrt info`)", env));
+      index = int(v);
+      source = "WGRT_ADAPTER";
+    }
+  }
+  if (index < 0) return 0;
+  if (size_t(index) >= count)
+    throw GpuError(fmt::format("{} {} is out of range: {} adapter(s) found (hint: `wgrt info` "
+                               "lists them)", source, index, count));
+  return index;
+}
+
+void on_device_lost(WGPUDevice const*, WGPUDeviceLostReason reason, WGPUStringView message,
+                    void* u1, void*) {
+  // Destroyed / CallbackCancelled are wgrt's own teardown, not a failure.
+  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled)
+    return;
+  auto* sink = static_cast<ErrorSink*>(u1);
+  std::lock_guard lock(sink->mu);
+  sink->lost = true;
+  sink->lost_message = to_string(message);
+}
+
+void on_uncaptured_error(WGPUDevice const*, WGPUErrorType type, WGPUStringView message, void* u1,
+                         void*) {
+  auto* sink = static_cast<ErrorSink*>(u1);
+  std::lock_guard lock(sink->mu);
+  if (sink->first_error.empty()) {
+    const char* kind = type == WGPUErrorType_Validation    ? "validation"
+                       : type == WGPUErrorType_OutOfMemory ? "out of memory"
+                       : type == WGPUErrorType_Internal    ? "internal"
+                                                           : "unknown";
+    sink->first_error = fmt::format("WebGPU {} error: {}", kind, to_string(message));
+  } else {
+    ++sink->more_errors;
+  }
+}
+
+}  // namespace
+
+std::vector<AdapterDesc> list_adapters(const DeviceOptions& opts) {
+  Instance instance = make_instance();
+  std::vector<AdapterDesc> out;
+  for (auto& c : find_adapters(instance.get(), opts)) out.push_back(c.desc);
+  return out;
+}
+
+Device create_device(const DeviceOptions& opts) {
+  Device dev;
+  dev.errors = std::make_unique<ErrorSink>();
+  dev.instance = make_instance();
+  auto candidates = find_adapters(dev.instance.get(), opts);
+  if (candidates.empty())
+    throw GpuError(fmt::format(
+        "no WebGPU adapter found{} (hint: install a Vulkan driver, e.g. mesa-vulkan-drivers "
+        ">= 25 for a CPU device, or check VK_DRIVER_FILES)",
+        opts.backend.empty() ? "" : " for backend " + opts.backend));
+  int index = chosen_index(opts, candidates.size());
+  dev.adapter = std::move(candidates[size_t(index)].adapter);
+  dev.caps.adapter = candidates[size_t(index)].desc;
+  WGPUAdapter adapter = dev.adapter.get();
+
+  WGPULimits limits{};
+  if (wgpuAdapterGetLimits(adapter, &limits) != WGPUStatus_Success)
+    throw GpuError("wgpuAdapterGetLimits failed");
+  limits.nextInChain = nullptr;
+
+  WGPUSupportedFeatures supported{};
+  wgpuAdapterGetFeatures(adapter, &supported);
+  dev.caps.adapter_features.assign(supported.features, supported.features + supported.featureCount);
+  wgpuSupportedFeaturesFreeMembers(supported);
+  auto offered = [&](WGPUFeatureName f) {
+    return std::find(dev.caps.adapter_features.begin(), dev.caps.adapter_features.end(), f) !=
+           dev.caps.adapter_features.end();
+  };
+  std::vector<WGPUFeatureName> wanted;
+  for (auto f : {WGPUFeatureName_ShaderF16, WGPUFeatureName_Subgroups,
+                 WGPUFeatureName_TimestampQuery})
+    if (offered(f)) wanted.push_back(f);
+
+  // Timestamps at full resolution: Dawn quantizes them by default (a browser concern).
+  const char* disabled_toggles[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor toggles{};
+  toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  toggles.disabledToggleCount = 1;
+  toggles.disabledToggles = disabled_toggles;
+
+  WGPUDeviceDescriptor desc{};
+  desc.nextInChain = &toggles.chain;
+  desc.label = sv("wgrt");
+  desc.requiredFeatureCount = wanted.size();
+  desc.requiredFeatures = wanted.data();
+  desc.requiredLimits = &limits;
+  desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  desc.deviceLostCallbackInfo.callback = on_device_lost;
+  desc.deviceLostCallbackInfo.userdata1 = dev.errors.get();
+  desc.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
+  desc.uncapturedErrorCallbackInfo.userdata1 = dev.errors.get();
+
+  struct Result {
+    WGPUDevice device = nullptr;
+    std::string message;
+  } result;
+  WGPURequestDeviceCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPURequestDeviceStatus status, WGPUDevice d, WGPUStringView message, void* u1,
+                   void*) {
+    auto* r = static_cast<Result*>(u1);
+    if (status == WGPURequestDeviceStatus_Success) r->device = d;
+    else r->message = to_string(message);
+  };
+  cb.userdata1 = &result;
+  wait_on(dev.instance.get(), wgpuAdapterRequestDevice(adapter, &desc, cb));
+  if (!result.device)
+    throw GpuError(fmt::format("requesting a device on '{}' failed: {}", dev.caps.adapter.name,
+                               result.message));
+  dev.device = DeviceHandle::adopt(result.device);
+  dev.queue = Queue::adopt(wgpuDeviceGetQueue(dev.get()));
+
+  WGPULimits granted{};
+  wgpuDeviceGetLimits(dev.get(), &granted);
+  granted.nextInChain = nullptr;
+  dev.caps.limits = granted;
+  dev.caps.shader_f16 = wgpuDeviceHasFeature(dev.get(), WGPUFeatureName_ShaderF16);
+  dev.caps.subgroups = wgpuDeviceHasFeature(dev.get(), WGPUFeatureName_Subgroups);
+  dev.caps.timestamp_query = wgpuDeviceHasFeature(dev.get(), WGPUFeatureName_TimestampQuery);
+
+  WGPUAdapterInfo info{};
+  if (wgpuAdapterGetInfo(adapter, &info) == WGPUStatus_Success) {
+    dev.caps.subgroup_min_size = info.subgroupMinSize;
+    dev.caps.subgroup_max_size = info.subgroupMaxSize;
+    wgpuAdapterInfoFreeMembers(info);
+  }
+  dev.pipelines = std::make_unique<PipelineCache>();
+  return dev;
+}
+
+void check(Device& dev) {
+  wgpuInstanceProcessEvents(dev.instance.get());
+  std::lock_guard lock(dev.errors->mu);
+  if (dev.errors->lost)
+    throw GpuError(fmt::format("WebGPU device lost: {}", dev.errors->lost_message));
+  if (!dev.errors->first_error.empty()) {
+    std::string msg = std::move(dev.errors->first_error);
+    if (dev.errors->more_errors) msg += fmt::format(" (and {} more)", dev.errors->more_errors);
+    dev.errors->first_error.clear();
+    dev.errors->more_errors = 0;
+    throw GpuError(msg);
+  }
+}
+
+void wait(Device& dev, WGPUFuture future) { wait_on(dev.instance.get(), future); }
+
+void wait_idle(Device& dev) {
+  WGPUQueueWorkDoneStatus status = WGPUQueueWorkDoneStatus_Error;
+  WGPUQueueWorkDoneCallbackInfo cb{};
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUQueueWorkDoneStatus s, void* u1, void*) {
+    *static_cast<WGPUQueueWorkDoneStatus*>(u1) = s;
+  };
+  cb.userdata1 = &status;
+  wait(dev, wgpuQueueOnSubmittedWorkDone(dev.queue.get(), cb));
+  check(dev);
+  if (status != WGPUQueueWorkDoneStatus_Success)
+    throw GpuError(fmt::format("queue work failed to complete (status {})", int(status)));
+}
+
+void push_error_scopes(Device& dev) {
+  wgpuDevicePushErrorScope(dev.get(), WGPUErrorFilter_OutOfMemory);
+  wgpuDevicePushErrorScope(dev.get(), WGPUErrorFilter_Validation);
+}
+
+void pop_error_scopes(Device& dev, const std::string& what) {
+  std::string first;
+  for (int i = 0; i < 2; ++i) {  // validation first (pushed last), then out-of-memory
+    struct Popped {
+      WGPUErrorType type = WGPUErrorType_NoError;
+      std::string message;
+    } popped;
+    WGPUPopErrorScopeCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView message,
+                     void* u1, void*) {
+      auto* p = static_cast<Popped*>(u1);
+      p->type = type;
+      p->message = to_string(message);
+    };
+    cb.userdata1 = &popped;
+    wait(dev, wgpuDevicePopErrorScope(dev.get(), cb));
+    if (popped.type != WGPUErrorType_NoError && first.empty())
+      first = popped.message.empty() ? "unknown WebGPU error" : popped.message;
+  }
+  if (!first.empty()) throw GpuError(fmt::format("{}: {}", what, first));
+}
+
+}  // namespace wgrt::gpu

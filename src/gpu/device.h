@@ -1,0 +1,105 @@
+// The WebGPU device: adapter choice, limits and features (DeviceCaps), and the error model.
+//
+// Errors: object creation runs inside error scopes and throws GpuError with Dawn's message;
+// errors outside scopes (uncaptured) and device loss are recorded by callbacks and thrown at
+// the next sync point (check(), wait_idle(), a read back). After a thrown validation error
+// the device stays usable; after device loss it does not.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu/handles.h"
+
+namespace wgrt::gpu {
+
+struct GpuError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct DeviceOptions {
+  std::string backend;     // "" (any), "vulkan", "metal", "d3d12", "opengl", "opengles", "null"
+  int adapter_index = -1;  // index into list_adapters(); -1: env WGRT_ADAPTER, else best GPU
+};
+
+struct AdapterDesc {
+  std::string name;          // e.g. "NVIDIA H200"
+  std::string vendor;
+  std::string architecture;
+  std::string driver;        // Dawn's adapter description: the driver and its version
+  WGPUBackendType backend = WGPUBackendType_Undefined;
+  WGPUAdapterType type = WGPUAdapterType_Unknown;
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+};
+
+// What the device can do, passed explicitly to whatever needs it.
+struct DeviceCaps {
+  AdapterDesc adapter;
+  WGPULimits limits{};                          // as granted to the device (= the adapter's)
+  std::vector<WGPUFeatureName> adapter_features;
+  bool shader_f16 = false;
+  bool subgroups = false;
+  bool timestamp_query = false;
+  uint32_t subgroup_min_size = 0;
+  uint32_t subgroup_max_size = 0;
+};
+
+struct ErrorSink;       // callback-owned error record (device.cpp)
+struct PipelineCache;   // pipeline.h
+
+struct Device {
+  Instance instance;
+  Adapter adapter;
+  DeviceHandle device;
+  Queue queue;
+  DeviceCaps caps;
+  std::unique_ptr<ErrorSink> errors;        // stable address for the callbacks
+  std::unique_ptr<PipelineCache> pipelines; // owned by the device, shared by graphs
+
+  Device();
+  Device(Device&&) noexcept;
+  Device& operator=(Device&&) noexcept;
+  ~Device();
+  WGPUDevice get() const { return device.get(); }
+};
+
+const char* backend_name(WGPUBackendType t);
+const char* adapter_type_name(WGPUAdapterType t);
+std::string feature_name(WGPUFeatureName f);
+
+// Every adapter Dawn offers for the options' backend, best first (discrete, integrated,
+// others, CPU). Indices here are what --adapter and WGRT_ADAPTER mean.
+std::vector<AdapterDesc> list_adapters(const DeviceOptions& opts);
+
+Device create_device(const DeviceOptions& opts = {});
+
+// Sync point: lets Dawn deliver callbacks, then throws the first recorded uncaptured error
+// (clearing it) or the device loss.
+void check(Device& dev);
+// Waits until all submitted work is done, then check().
+void wait_idle(Device& dev);
+// Blocks on one future of this device's instance.
+void wait(Device& dev, WGPUFuture future);
+
+// Runs `create` inside validation and out-of-memory error scopes; throws GpuError
+// "<what>: <Dawn's message>" when either caught an error.
+void push_error_scopes(Device& dev);
+void pop_error_scopes(Device& dev, const std::string& what);
+template <class F>
+auto scoped(Device& dev, const std::string& what, F&& create) {
+  push_error_scopes(dev);
+  try {
+    auto r = create();
+    pop_error_scopes(dev, what);
+    return r;
+  } catch (...) {
+    try { pop_error_scopes(dev, what); } catch (...) {}
+    throw;
+  }
+}
+
+}  // namespace wgrt::gpu

@@ -1,0 +1,109 @@
+#include "gpu/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace wgrt::gpu {
+
+std::string_view kernel_source(std::string_view name) {
+  for (const auto& k : embedded_kernels())
+    if (name == k.name) return k.source;
+  throw GpuError(fmt::format("no embedded WGSL kernel named '{}' (hint: is {}.wgsl listed in a "
+                             "wgrt_embed_wgsl() call?)", name, name));
+}
+
+PipelineKey make_key(std::string kernel, std::string entry, std::vector<OverrideConstant> constants) {
+  std::sort(constants.begin(), constants.end());
+  return PipelineKey{std::move(kernel), std::move(entry), std::move(constants)};
+}
+
+ShaderModule compile_wgsl(Device& dev, std::string_view label, std::string_view source) {
+  WGPUShaderSourceWGSL wgsl{};
+  wgsl.chain.sType = WGPUSType_ShaderSourceWGSL;
+  wgsl.code = sv(source);
+  WGPUShaderModuleDescriptor desc{};
+  desc.nextInChain = &wgsl.chain;
+  desc.label = sv(label);
+  return scoped(dev, fmt::format("compiling WGSL '{}'", label), [&] {
+    return ShaderModule::adopt(wgpuDeviceCreateShaderModule(dev.get(), &desc));
+  });
+}
+
+namespace {
+
+Pipeline make_pipeline(Device& dev, std::string_view label, WGPUShaderModule module,
+                       const std::string& entry, const std::vector<OverrideConstant>& constants) {
+  std::vector<WGPUConstantEntry> entries;
+  for (const auto& c : constants) {
+    WGPUConstantEntry e{};
+    e.key = sv(c.name);
+    e.value = c.value;
+    entries.push_back(e);
+  }
+  WGPUComputePipelineDescriptor desc{};
+  desc.label = sv(label);
+  desc.layout = nullptr;  // derived from the shader: group 0 is the kernel's bindings
+  desc.compute.module = module;
+  desc.compute.entryPoint = sv(entry);
+  desc.compute.constantCount = entries.size();
+  desc.compute.constants = entries.data();
+  std::string what = fmt::format("creating pipeline '{}' (entry {})", label, entry);
+  Pipeline p;
+  p.pipeline = scoped(dev, what, [&] {
+    return ComputePipeline::adopt(wgpuDeviceCreateComputePipeline(dev.get(), &desc));
+  });
+  p.layout = scoped(dev, what + " layout", [&] {
+    return BindGroupLayout::adopt(wgpuComputePipelineGetBindGroupLayout(p.pipeline.get(), 0));
+  });
+  return p;
+}
+
+}  // namespace
+
+const Pipeline& get_pipeline(Device& dev, const PipelineKey& key) {
+  PipelineCache& cache = *dev.pipelines;
+  if (auto it = cache.pipelines.find(key); it != cache.pipelines.end()) {
+    ++cache.hits;
+    return *it->second;
+  }
+  ++cache.misses;
+  auto mod = cache.modules.find(key.kernel);
+  if (mod == cache.modules.end())
+    mod = cache.modules.emplace(key.kernel, compile_wgsl(dev, key.kernel, kernel_source(key.kernel)))
+              .first;
+  std::string label = key.kernel;
+  for (const auto& c : key.constants) label += fmt::format(" {}={}", c.name, c.value);
+  auto p = std::make_unique<Pipeline>(
+      make_pipeline(dev, label, mod->second.get(), key.entry, key.constants));
+  return *cache.pipelines.emplace(key, std::move(p)).first->second;
+}
+
+Pipeline create_pipeline(Device& dev, std::string_view label, std::string_view source,
+                         const std::string& entry, const std::vector<OverrideConstant>& constants) {
+  ShaderModule mod = compile_wgsl(dev, label, source);
+  return make_pipeline(dev, label, mod.get(), entry, constants);
+}
+
+BindGroup create_bind_group(Device& dev, WGPUBindGroupLayout layout,
+                            std::span<const BufferBinding> entries, std::string_view label) {
+  std::vector<WGPUBindGroupEntry> raw;
+  raw.reserve(entries.size());
+  for (const auto& b : entries) {
+    WGPUBindGroupEntry e{};
+    e.binding = b.binding;
+    e.buffer = b.buffer;
+    e.offset = b.offset;
+    e.size = b.size;
+    raw.push_back(e);
+  }
+  WGPUBindGroupDescriptor desc{};
+  desc.label = sv(label);
+  desc.layout = layout;
+  desc.entryCount = raw.size();
+  desc.entries = raw.data();
+  return scoped(dev, fmt::format("creating bind group '{}'", label),
+                [&] { return BindGroup::adopt(wgpuDeviceCreateBindGroup(dev.get(), &desc)); });
+}
+
+}  // namespace wgrt::gpu
