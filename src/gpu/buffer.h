@@ -13,7 +13,9 @@ namespace wgrt::gpu {
 
 constexpr WGPUBufferUsage kStorageUsage =
     WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst | WGPUBufferUsage_CopySrc;
-constexpr WGPUBufferUsage kUniformUsage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+// CopySrc so tests can read uniform blocks back.
+constexpr WGPUBufferUsage kUniformUsage =
+    WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst | WGPUBufferUsage_CopySrc;
 constexpr WGPUBufferUsage kReadbackUsage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
 
 // Size is rounded up to a multiple of 4 bytes (WebGPU copies move whole words).

@@ -1,0 +1,297 @@
+// Graph construction and build: checks, allocation at max shape, pipelines and bind groups.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "gpu/buffer.h"
+#include "graph/graph.h"
+#include "graph/update_internal.h"
+
+namespace wgrt::graph {
+namespace {
+
+void require_unbuilt(const Graph& g, const char* what) {
+  if (g.built) throw std::logic_error(fmt::format("{}: the graph is already built", what));
+}
+
+void check_tensor_id(const Graph& g, TensorId t, const std::string& where) {
+  if (t.v >= g.tensors.size())
+    throw std::invalid_argument(fmt::format("{}: tensor id {} does not exist ({} tensors)", where,
+                                            t.v, g.tensors.size()));
+}
+
+void check_shape(const Shape& s, const std::string& what) {
+  if (s.rank == 0) throw std::invalid_argument(fmt::format("{}: shape has rank 0", what));
+  for (int i = 0; i < s.rank; ++i)
+    if (s[i] == 0)
+      throw std::invalid_argument(fmt::format("{}: dim {} of {} is zero", what, i, to_string(s)));
+}
+
+TensorId push_tensor(Graph& g, Tensor t) {
+  check_shape(t.max_shape, fmt::format("tensor '{}'", t.name));
+  for (const auto& other : g.tensors)
+    if (other.name == t.name)
+      throw std::invalid_argument(fmt::format("tensor name '{}' is used twice", t.name));
+  t.bytes = dtype_bytes(t.dtype, t.max_shape);
+  g.tensors.push_back(std::move(t));
+  return TensorId{uint32_t(g.tensors.size() - 1)};
+}
+
+// Dataflow in insertion order: intermediates produced once, before any use.
+void check_dataflow(const Graph& g) {
+  std::vector<int> producer(g.tensors.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    for (TensorId t : node.inputs) {
+      const Tensor& in = g.tensors[t.v];
+      if (in.role == TensorRole::Intermediate && producer[t.v] < 0)
+        throw std::invalid_argument(fmt::format(
+            "node '{}' reads '{}' before any node produces it (hint: add nodes in execution "
+            "order)", node.name, in.name));
+    }
+    for (TensorId t : node.outputs) {
+      const Tensor& out = g.tensors[t.v];
+      if (out.role == TensorRole::Input || out.role == TensorRole::Weight)
+        throw std::invalid_argument(fmt::format("node '{}' writes '{}', which is a graph {}",
+                                                node.name, out.name,
+                                                out.role == TensorRole::Input ? "input" : "weight"));
+      if (out.role == TensorRole::Intermediate) {
+        if (producer[t.v] >= 0)
+          throw std::invalid_argument(fmt::format("'{}' is produced by both '{}' and '{}'",
+                                                  out.name, g.nodes[size_t(producer[t.v])].name,
+                                                  node.name));
+        producer[t.v] = int(n);
+      }
+    }
+  }
+}
+
+// Which tensors can change shape between steps, and whether every node can cope.
+void find_varying(Graph& g) {
+  for (auto& t : g.tensors) t.may_vary = t.role == TensorRole::Input && t.dynamic_dims != 0;
+  for (const Node& node : g.nodes) {
+    bool varies = false;
+    for (TensorId t : node.inputs) {
+      if (!g.tensors[t.v].may_vary) continue;
+      if (!node.dynamic)
+        throw std::invalid_argument(fmt::format(
+            "node '{}' ({}) does not support dynamic shapes, but its input '{}' may change shape "
+            "per step (hint: give the input a fixed shape, or use an op that supports dynamic "
+            "dims)", node.name, node.op, g.tensors[t.v].name));
+      varies = true;
+    }
+    for (SymbolId s : node.shape_symbols) {
+      if (g.symbols[s.v].lo == g.symbols[s.v].hi) continue;
+      if (!node.dynamic)
+        throw std::invalid_argument(fmt::format(
+            "node '{}' ({}) does not support dynamic shapes, but its shape depends on symbol "
+            "'{}' in [{}, {}]", node.name, node.op, g.symbols[s.v].name, g.symbols[s.v].lo,
+            g.symbols[s.v].hi));
+      varies = true;
+    }
+    for (TensorId t : node.outputs)
+      if (g.tensors[t.v].role == TensorRole::Intermediate) g.tensors[t.v].may_vary = varies;
+  }
+}
+
+struct KeyDomain {
+  int64_t lo, hi;
+  std::string name;
+};
+
+KeyDomain key_domain(const Graph& g, const Node& node) {
+  const RouteKey& k = node.routes.key;
+  if (k.kind == RouteKey::Kind::Symbol) {
+    if (k.symbol.v >= g.symbols.size())
+      throw std::invalid_argument(
+          fmt::format("node '{}': its routes are keyed on unknown symbol id {}", node.name, k.symbol.v));
+    const Symbol& s = g.symbols[k.symbol.v];
+    return {s.lo, s.hi, fmt::format("symbol '{}'", s.name)};
+  }
+  check_tensor_id(g, k.tensor, fmt::format("node '{}' route key", node.name));
+  const Tensor& t = g.tensors[k.tensor.v];
+  if (k.dim < 0 || k.dim >= t.max_shape.rank)
+    throw std::invalid_argument(fmt::format("node '{}': routes keyed on dim {} of '{}', which has "
+                                            "rank {}", node.name, k.dim, t.name, t.max_shape.rank));
+  return {1, int64_t(t.max_shape[k.dim]), fmt::format("dim {} of '{}'", k.dim, t.name)};
+}
+
+void check_routes(const Graph& g) {
+  for (const Node& node : g.nodes) {
+    KeyDomain d = key_domain(g, node);
+    try {
+      validate_routes(node.routes, d.lo, d.hi, d.name);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("node '{}' ({}): {}", node.name, node.op, e.what()));
+    }
+    for (const Route& r : node.routes.routes) {
+      if (r.kernels.size() > size_t(kMaxDispatches))
+        throw std::invalid_argument(fmt::format("node '{}': route '{}' has {} kernels (at most {})",
+                                                node.name, r.name, r.kernels.size(), kMaxDispatches));
+      for (const KernelSpec& k : r.kernels)
+        for (const Binding& b : k.bindings)
+          if (!b.uniform)
+            check_tensor_id(g, b.tensor, fmt::format("node '{}' route '{}' kernel '{}' binding {}",
+                                                     node.name, r.name, k.pipeline.kernel, b.slot));
+    }
+  }
+}
+
+bool uses_params(const Node& node) {
+  for (const Route& r : node.routes.routes)
+    for (const KernelSpec& k : r.kernels)
+      for (const Binding& b : k.bindings)
+        if (b.uniform) return true;
+  return false;
+}
+
+void allocate(Graph& g) {
+  gpu::Device& dev = *g.dev;
+  const WGPULimits& lim = dev.caps.limits;
+  for (const Tensor& t : g.tensors)
+    if (t.bytes > lim.maxStorageBufferBindingSize || t.bytes > lim.maxBufferSize)
+      throw std::invalid_argument(fmt::format(
+          "tensor '{}' {} {} needs {} bytes, past this device's storage binding limit of {} "
+          "(hint: a smaller context or batch)", t.name, dtype_name(t.dtype),
+          to_string(t.max_shape), t.bytes, lim.maxStorageBufferBindingSize));
+  g.uniform_stride = uint32_t(gpu::align_up(kParamBytes, lim.minUniformBufferOffsetAlignment));
+  g.buffers.clear();
+  g.staging.clear();
+  g.uniforms.clear();
+  for (const Tensor& t : g.tensors) {
+    g.buffers.push_back(gpu::create_buffer(dev, t.bytes, gpu::kStorageUsage, t.name));
+    g.staging.push_back(t.is_output
+                            ? gpu::create_buffer(dev, t.bytes, gpu::kReadbackUsage, t.name + " readback")
+                            : gpu::Buffer{});
+  }
+  for (const Node& node : g.nodes)
+    g.uniforms.push_back(uses_params(node)
+                             ? gpu::create_buffer(dev, uint64_t(g.uniform_stride) * kMaxDispatches,
+                                                  gpu::kUniformUsage, node.name + " params")
+                             : gpu::Buffer{});
+}
+
+void compile(Graph& g) {
+  gpu::Device& dev = *g.dev;
+  g.compiled.clear();
+  g.compiled.resize(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    for (const Route& r : node.routes.routes) {
+      auto& route_kernels = g.compiled[n].emplace_back();
+      for (size_t j = 0; j < r.kernels.size(); ++j) {
+        const KernelSpec& k = r.kernels[j];
+        std::string label = fmt::format("{}/{}/{}", node.name, r.name, k.pipeline.kernel);
+        CompiledKernel ck;
+        try {
+          ck.pipeline = &gpu::get_pipeline(dev, k.pipeline);
+        } catch (const gpu::GpuError& e) {
+          throw gpu::GpuError(fmt::format("node '{}' route '{}': {}", node.name, r.name, e.what()));
+        }
+        std::vector<gpu::BufferBinding> entries;
+        for (const Binding& b : k.bindings) {
+          if (b.uniform)
+            entries.push_back({b.slot, g.uniforms[n].get(), uint64_t(g.uniform_stride) * j, kParamBytes});
+          else
+            entries.push_back({b.slot, g.buffers[b.tensor.v].get(), 0, WGPU_WHOLE_SIZE});
+        }
+        ck.bind_group = gpu::create_bind_group(dev, ck.pipeline->layout.get(), entries, label);
+        route_kernels.push_back(std::move(ck));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TensorId add_input(Graph& g, const InputDesc& d) {
+  require_unbuilt(g, "add_input");
+  if (d.dynamic_dims >> d.max_shape.rank)
+    throw std::invalid_argument(fmt::format("input '{}': dynamic_dims marks dims past rank {}",
+                                            d.name, d.max_shape.rank));
+  return push_tensor(g, Tensor{.name = d.name, .dtype = d.dtype, .role = TensorRole::Input,
+                               .max_shape = d.max_shape, .dynamic_dims = d.dynamic_dims});
+}
+
+TensorId add_weight(Graph& g, const WeightDesc& d) {
+  require_unbuilt(g, "add_weight");
+  if (d.role != TensorRole::Weight && d.role != TensorRole::State)
+    throw std::invalid_argument(fmt::format("weight '{}': role must be Weight or State", d.name));
+  return push_tensor(g, Tensor{.name = d.name, .dtype = d.dtype, .role = d.role, .max_shape = d.shape});
+}
+
+TensorId add_tensor(Graph& g, std::string name, DType dtype, Shape max_shape) {
+  require_unbuilt(g, "add_tensor");
+  return push_tensor(g, Tensor{.name = std::move(name), .dtype = dtype,
+                               .role = TensorRole::Intermediate, .max_shape = max_shape});
+}
+
+SymbolId add_symbol(Graph& g, const SymbolDesc& d) {
+  require_unbuilt(g, "add_symbol");
+  if (d.lo > d.hi)
+    throw std::invalid_argument(fmt::format("symbol '{}': empty range [{}, {}]", d.name, d.lo, d.hi));
+  for (const auto& s : g.symbols)
+    if (s.name == d.name) throw std::invalid_argument(fmt::format("symbol '{}' declared twice", d.name));
+  g.symbols.push_back(Symbol{d.name, d.lo, d.hi});
+  return SymbolId{uint32_t(g.symbols.size() - 1)};
+}
+
+NodeId add_node(Graph& g, Node node) {
+  require_unbuilt(g, "add_node");
+  std::string where = fmt::format("node '{}' ({})", node.name, node.op);
+  if (node.name.empty()) throw std::invalid_argument("a node needs a name");
+  for (const auto& other : g.nodes)
+    if (other.name == node.name)
+      throw std::invalid_argument(fmt::format("node name '{}' is used twice", node.name));
+  if (!node.infer || !node.plan)
+    throw std::invalid_argument(fmt::format("{}: infer and plan are both required", where));
+  if (node.inputs.size() > kMaxNodeTensors || node.outputs.size() > kMaxNodeTensors)
+    throw std::invalid_argument(fmt::format("{}: more than {} inputs or outputs", where, kMaxNodeTensors));
+  for (TensorId t : node.inputs) check_tensor_id(g, t, where + " input");
+  for (TensorId t : node.outputs) check_tensor_id(g, t, where + " output");
+  for (SymbolId s : node.shape_symbols)
+    if (s.v >= g.symbols.size())
+      throw std::invalid_argument(fmt::format("{}: unknown symbol id {}", where, s.v));
+  g.nodes.push_back(std::move(node));
+  return NodeId{uint32_t(g.nodes.size() - 1)};
+}
+
+void mark_output(Graph& g, TensorId t) {
+  require_unbuilt(g, "mark_output");
+  check_tensor_id(g, t, "mark_output");
+  if (!g.tensors[t.v].is_output) g.outputs.push_back(t);
+  g.tensors[t.v].is_output = true;
+}
+
+void build(Graph& g) {
+  require_unbuilt(g, "build");
+  check_dataflow(g);
+  find_varying(g);
+  check_routes(g);
+  allocate(g);
+  compile(g);
+
+  // Live state starts at max shapes and each symbol's lower bound; plan once for it.
+  g.live.shapes.clear();
+  for (const Tensor& t : g.tensors) g.live.shapes.push_back(t.max_shape);
+  g.live.symbols.clear();
+  for (const Symbol& s : g.symbols) g.live.symbols.push_back(s.lo);
+  g.live.nodes.assign(g.nodes.size(), NodeState{});
+  g.staged = g.live;
+  g.built = true;
+  propagate_and_commit(g);
+}
+
+TensorId find_tensor(const Graph& g, std::string_view name) {
+  for (uint32_t i = 0; i < g.tensors.size(); ++i)
+    if (g.tensors[i].name == name) return TensorId{i};
+  throw std::invalid_argument(fmt::format("no tensor named '{}'", name));
+}
+
+NodeId find_node(const Graph& g, std::string_view name) {
+  for (uint32_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].name == name) return NodeId{i};
+  throw std::invalid_argument(fmt::format("no node named '{}'", name));
+}
+
+}  // namespace wgrt::graph

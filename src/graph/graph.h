@@ -1,0 +1,241 @@
+// The dynamic-shape graph: one graph, allocated once at maximum shape, serves every live
+// shape (prefill and decode alike).
+//
+//   build    once: check the graph (dynamic capability, routes), allocate every tensor at its
+//            max shape, create all routes' pipelines and bind groups, plan at max shape.
+//   update   per step: new input shapes and symbol values -> infer + plan every node into a
+//            staged state -> validate -> commit (live shapes, routes, grids, uniform writes).
+//            Anything that throws leaves the graph exactly as it was; unchanged inputs do
+//            nothing at all.
+//   execute  per step: one compute pass with every active dispatch in order, output copies,
+//            one submit. Creates nothing but the single-use encoder, pass and command buffer.
+//
+// Nodes hold ids (tensors, symbols) and pipeline keys, never WebGPU handles; the graph owns
+// every buffer and bind group through RAII. docs/ARCHITECTURE.md has the picture.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/pipeline.h"
+#include "gpu/profiler.h"
+#include "graph/routes.h"
+#include "graph/shape.h"
+
+namespace wgrt::graph {
+
+// ---- tensors and symbols -----------------------------------------------------------------
+enum class TensorRole : uint8_t {
+  Input,         // written by the caller each step; its dynamic dims are set by update()
+  Weight,        // fixed, written once after build
+  State,         // persistent across steps (KV cache): fixed shape, written by nodes
+  Intermediate,  // produced by exactly one node
+};
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::F32;
+  TensorRole role = TensorRole::Intermediate;
+  Shape max_shape;
+  uint64_t bytes = 0;        // allocation size, from max_shape
+  uint8_t dynamic_dims = 0;  // inputs: bit i set = dim i may change per step
+  bool may_vary = false;     // found at build: the live shape can differ between steps
+  bool is_output = false;
+};
+
+struct Symbol {
+  std::string name;
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+struct InputDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape max_shape;
+  uint8_t dynamic_dims = 0;
+};
+
+struct WeightDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;  // DType::Bytes: {byte count}
+  TensorRole role = TensorRole::Weight;  // or State
+};
+
+struct SymbolDesc {
+  std::string name;
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+// ---- nodes -------------------------------------------------------------------------------
+constexpr int kMaxDispatches = 4;     // kernels per route
+constexpr size_t kParamBytes = 256;   // one uniform block per dispatch
+constexpr size_t kMaxNodeTensors = 16;  // inputs, and outputs, per node
+
+struct Grid {
+  uint32_t x = 1, y = 1, z = 1;
+  bool operator==(const Grid&) const = default;
+};
+
+struct ParamBlock {
+  alignas(16) std::array<std::byte, kParamBytes> bytes{};
+  uint32_t size = 0;
+  template <class P>
+  void set(const P& p) {
+    static_assert(std::is_trivially_copyable_v<P> && sizeof(P) <= kParamBytes && sizeof(P) % 16 == 0,
+                  "a uniform block is a trivially copyable struct of 16-byte multiple size");
+    std::memcpy(bytes.data(), &p, sizeof(P));
+    size = sizeof(P);
+  }
+  bool operator==(const ParamBlock&) const = default;
+};
+
+// What `plan` produces for the active route: a grid and a uniform block per kernel.
+struct Plan {
+  std::array<Grid, kMaxDispatches> grids{};
+  std::array<ParamBlock, kMaxDispatches> params{};
+  bool operator==(const Plan&) const = default;
+};
+
+struct SymbolValues {
+  std::span<const int64_t> values;
+  int64_t operator[](SymbolId s) const { return values[s.v]; }
+};
+
+// Generic views handed to a node's hooks; each op turns them into its own typed context.
+struct InferArgs {
+  std::span<const Shape> in;
+  std::span<Shape> out;  // preset to the outputs' current live shapes
+  SymbolValues sym;
+};
+struct PlanArgs {
+  std::span<const Shape> in;
+  std::span<const Shape> out;
+  SymbolValues sym;
+  uint32_t route = 0;  // chosen by the graph from the node's RouteSet
+  const gpu::DeviceCaps* caps = nullptr;
+};
+using InferFn = std::function<void(const InferArgs&)>;
+using PlanFn = std::function<void(const PlanArgs&, Plan&)>;
+
+struct Node {
+  std::string name;  // unique, e.g. "attn_norm.3"
+  std::string op;    // e.g. "rms_norm"
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> outputs;
+  std::vector<SymbolId> shape_symbols;  // symbols `infer` reads
+  bool dynamic = true;                  // supports inputs whose live shape varies
+  RouteSet routes;
+  InferFn infer;
+  PlanFn plan;
+};
+
+// ---- the graph ---------------------------------------------------------------------------
+struct NodeState {
+  uint32_t route = 0;
+  Plan plan;
+};
+
+// Everything update() may change; staged in a copy, committed by swap.
+struct LiveState {
+  std::vector<Shape> shapes;      // per tensor
+  std::vector<int64_t> symbols;   // per symbol
+  std::vector<NodeState> nodes;   // per node
+};
+
+struct GraphStats {
+  int64_t updates = 0;          // update() calls that changed inputs
+  int64_t plans = 0;            // node plan() calls
+  int64_t uniform_uploads = 0;  // queue writes of uniform blocks
+  int64_t executes = 0;
+};
+
+struct CompiledKernel {
+  const gpu::Pipeline* pipeline = nullptr;  // owned by the device's cache
+  gpu::BindGroup bind_group;
+};
+
+struct Graph {
+  explicit Graph(gpu::Device& device) : dev(&device) {}
+
+  gpu::Device* dev;
+  std::vector<Tensor> tensors;
+  std::vector<Symbol> symbols;
+  std::vector<Node> nodes;
+  std::vector<TensorId> outputs;
+
+  // Set by build().
+  bool built = false;
+  uint32_t uniform_stride = 256;  // per dispatch slot, >= minUniformBufferOffsetAlignment
+  std::vector<gpu::Buffer> buffers;   // per tensor
+  std::vector<gpu::Buffer> uniforms;  // per node: kMaxDispatches slots
+  std::vector<gpu::Buffer> staging;   // per tensor; only outputs have one
+  std::vector<std::vector<std::vector<CompiledKernel>>> compiled;  // [node][route][kernel]
+
+  LiveState live;
+  LiveState staged;  // scratch for update(); same sizes as live, reused every step
+  bool planned = false;
+  GraphStats stats;
+};
+
+TensorId add_input(Graph& g, const InputDesc& d);
+TensorId add_weight(Graph& g, const WeightDesc& d);
+// An intermediate tensor (a node's output or scratch).
+TensorId add_tensor(Graph& g, std::string name, DType dtype, Shape max_shape);
+SymbolId add_symbol(Graph& g, const SymbolDesc& d);
+// For op authors: checks the node's ids and names, then appends it.
+NodeId add_node(Graph& g, Node node);
+void mark_output(Graph& g, TensorId t);
+
+// Checks, allocates, compiles and plans at max shape. Throws with a message naming the node,
+// tensor or route at fault.
+void build(Graph& g);
+
+struct ShapeInput {
+  TensorId tensor;
+  Shape shape;
+};
+struct SymbolInput {
+  SymbolId symbol;
+  int64_t value = 0;
+};
+// Atomic: either every change is committed or none (then the exception says why).
+void update(Graph& g, std::span<const ShapeInput> shapes, std::span<const SymbolInput> symbols = {});
+
+// Writes the first `bytes` of a tensor (inputs each step, weights once).
+void write_tensor(Graph& g, TensorId t, const void* data, size_t bytes);
+template <class T>
+void write_tensor(Graph& g, TensorId t, std::span<const T> values) {
+  write_tensor(g, t, values.data(), values.size_bytes());
+}
+
+void execute(Graph& g, gpu::Profiler* profiler = nullptr);
+
+// An output's contents at its live size, after execute().
+void read_output(Graph& g, TensorId t, void* dst, size_t bytes);
+template <class T>
+std::vector<T> read_output(Graph& g, TensorId t) {
+  std::vector<T> out(size_t(dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]) / sizeof(T)));
+  read_output(g, t, out.data(), out.size() * sizeof(T));
+  return out;
+}
+
+// Introspection (tests, dumps).
+inline const Shape& live_shape(const Graph& g, TensorId t) { return g.live.shapes[t.v]; }
+inline uint32_t active_route(const Graph& g, NodeId n) { return g.live.nodes[n.v].route; }
+inline const Plan& active_plan(const Graph& g, NodeId n) { return g.live.nodes[n.v].plan; }
+inline WGPUBuffer tensor_buffer(const Graph& g, TensorId t) { return g.buffers[t.v].get(); }
+inline WGPUBuffer uniform_buffer(const Graph& g, NodeId n) { return g.uniforms[n.v].get(); }
+TensorId find_tensor(const Graph& g, std::string_view name);
+NodeId find_node(const Graph& g, std::string_view name);
+
+}  // namespace wgrt::graph

@@ -1,0 +1,70 @@
+#include "graph/routes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace wgrt::graph {
+
+RouteSet single_route(RouteKey key, int64_t lo, int64_t hi, std::vector<KernelSpec> kernels,
+                      std::string name) {
+  RouteSet set;
+  set.key = key;
+  set.routes.push_back(Route{std::move(name), lo, hi, std::move(kernels)});
+  return set;
+}
+
+void validate_routes(const RouteSet& set, int64_t lo, int64_t hi, const std::string& key_name) {
+  if (set.routes.empty())
+    throw std::invalid_argument(fmt::format("routes on {}: none declared", key_name));
+  for (const auto& r : set.routes) {
+    if (r.lo > r.hi)
+      throw std::invalid_argument(fmt::format(
+          "routes on {}: route '{}' has the empty range [{}, {}] (hint: lo must be <= hi)",
+          key_name, r.name, r.lo, r.hi));
+    if (r.kernels.empty())
+      throw std::invalid_argument(
+          fmt::format("routes on {}: route '{}' [{}, {}] has no kernel", key_name, r.name, r.lo, r.hi));
+  }
+  std::vector<const Route*> sorted;
+  for (const auto& r : set.routes) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->lo < b->lo; });
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    const Route& a = *sorted[i - 1];
+    const Route& b = *sorted[i];
+    if (b.lo <= a.hi)
+      throw std::invalid_argument(fmt::format(
+          "routes on {}: '{}' [{}, {}] and '{}' [{}, {}] overlap on [{}, {}]", key_name, a.name,
+          a.lo, a.hi, b.name, b.lo, b.hi, b.lo, std::min(a.hi, b.hi)));
+  }
+  // Walk the domain: every value in [lo, hi] must fall in some route.
+  int64_t next = lo;
+  for (const Route* r : sorted) {
+    if (r->hi < lo || r->lo > hi)
+      throw std::invalid_argument(fmt::format(
+          "routes on {}: '{}' [{}, {}] lies outside the domain [{}, {}]", key_name, r->name, r->lo,
+          r->hi, lo, hi));
+    if (r->lo > next)
+      throw std::invalid_argument(fmt::format(
+          "routes on {}: gap [{}, {}] in the domain [{}, {}] is covered by no route", key_name,
+          next, r->lo - 1, lo, hi));
+    next = std::max(next, r->hi + 1);
+  }
+  if (next <= hi)
+    throw std::invalid_argument(fmt::format(
+        "routes on {}: gap [{}, {}] in the domain [{}, {}] is covered by no route", key_name, next,
+        hi, lo, hi));
+  if (sorted.front()->lo < lo || sorted.back()->hi > hi)
+    throw std::invalid_argument(fmt::format(
+        "routes on {}: ranges [{}, {}] reach past the domain [{}, {}]", key_name,
+        sorted.front()->lo, sorted.back()->hi, lo, hi));
+}
+
+uint32_t select_route(const RouteSet& set, int64_t value) {
+  for (uint32_t i = 0; i < set.routes.size(); ++i)
+    if (value >= set.routes[i].lo && value <= set.routes[i].hi) return i;
+  throw std::logic_error(fmt::format("no route holds {} (routes were not validated)", value));
+}
+
+}  // namespace wgrt::graph

@@ -1,0 +1,67 @@
+// Declared routes: a node's kernels chosen by the live value of one key (a symbol or a live
+// dim), each route owning a closed range of that key. At build the ranges must be non-empty,
+// must not overlap and must cover the key's whole domain; only the active route is encoded.
+//
+//   q4gsw linear on n_tokens:  [1,1] GEMV   [2,7] small-M   [8,max] tiled GEMM
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/pipeline.h"
+#include "graph/shape.h"
+
+namespace wgrt::graph {
+
+struct RouteKey {
+  enum class Kind : uint8_t { Symbol, Dim };
+  Kind kind = Kind::Dim;
+  SymbolId symbol;
+  TensorId tensor;  // Dim: whose live dim
+  int dim = 0;
+
+  static RouteKey of_symbol(SymbolId s) { return {Kind::Symbol, s, {}, 0}; }
+  static RouteKey of_dim(TensorId t, int d) { return {Kind::Dim, {}, t, d}; }
+};
+
+// A kernel's binding: a tensor's buffer, or (uniform = true) the node's uniform block for
+// this dispatch.
+struct Binding {
+  uint32_t slot = 0;
+  TensorId tensor;
+  bool uniform = false;
+
+  static Binding of(uint32_t slot, TensorId t) { return {slot, t, false}; }
+  static Binding params(uint32_t slot) { return {slot, {}, true}; }
+};
+
+struct KernelSpec {
+  gpu::PipelineKey pipeline;
+  std::vector<Binding> bindings;
+};
+
+struct Route {
+  std::string name;  // e.g. "gemv"
+  int64_t lo = 0;
+  int64_t hi = 0;    // inclusive
+  std::vector<KernelSpec> kernels;
+};
+
+struct RouteSet {
+  RouteKey key;
+  std::vector<Route> routes;
+};
+
+// A RouteSet of one route over the whole domain [lo, hi] (ops without variants).
+RouteSet single_route(RouteKey key, int64_t lo, int64_t hi, std::vector<KernelSpec> kernels,
+                      std::string name = "main");
+
+// Throws std::invalid_argument naming `key_name` and the empty range, overlap or gap when
+// the ranges are not an exact cover of [lo, hi].
+void validate_routes(const RouteSet& set, int64_t lo, int64_t hi, const std::string& key_name);
+
+// Index of the route whose range holds `value` (validated sets only).
+uint32_t select_route(const RouteSet& set, int64_t value);
+
+}  // namespace wgrt::graph

@@ -1,0 +1,64 @@
+#include "ops/elementwise/elementwise.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace wgrt::ops {
+
+namespace {
+constexpr ParamField kFields[] = {{"n", offsetof(ElementwiseParams, n)},
+                                  {"b_n", offsetof(ElementwiseParams, b_n)},
+                                  {"_pad0", offsetof(ElementwiseParams, _pad0)},
+                                  {"_pad1", offsetof(ElementwiseParams, _pad1)}};
+constexpr uint32_t kWorkgroup = 256;
+}  // namespace
+
+const ParamLayout kElementwiseLayout{"elementwise", sizeof(ElementwiseParams), kFields};
+
+graph::Shape infer_binary(const BinaryInferCtx& c) {
+  uint64_t an = c.a.numel(), bn = c.b.numel();
+  if (bn == 0 || an % bn != 0)
+    throw std::invalid_argument(fmt::format("binary op: b {} does not broadcast over a {}",
+                                            graph::to_string(c.b), graph::to_string(c.a)));
+  return c.a;
+}
+
+void plan_binary(const BinaryPlanCtx& c, graph::Plan& plan) {
+  ElementwiseParams p{};
+  p.n = uint32_t(c.out.numel());
+  p.b_n = uint32_t(c.b.numel());
+  plan.params[0].set(p);
+  plan.grids[0] = grid_1d(ceil_div(p.n, kWorkgroup), c.max_groups_per_dim);
+}
+
+graph::TensorId add_binary(graph::Graph& g, const BinaryDesc& d) {
+  const graph::Tensor& a = g.tensors.at(d.a.v);
+  const graph::Tensor& b = g.tensors.at(d.b.v);
+  if (a.dtype != graph::DType::F32 || b.dtype != graph::DType::F32)
+    throw std::invalid_argument(fmt::format("{}: binary ops take f32 tensors", d.name));
+  infer_binary({a.max_shape, b.max_shape});  // rejects non-broadcastable shapes at build
+  graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, a.max_shape);
+  const char* entry = d.op == Binary::Add ? "add" : "mul";
+
+  graph::KernelSpec k{gpu::make_key("elementwise", entry),
+                      {graph::Binding::of(0, d.a), graph::Binding::of(1, d.b),
+                       graph::Binding::of(2, out), graph::Binding::params(3)}};
+  graph::Node node{
+      .name = d.name,
+      .op = entry,
+      .inputs = {d.a, d.b},
+      .outputs = {out},
+      .dynamic = true,
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.a, 0), 1, a.max_shape[0], {k}),
+      .infer = [](const graph::InferArgs& x) { x.out[0] = infer_binary({x.in[0], x.in[1]}); },
+      .plan =
+          [](const graph::PlanArgs& x, graph::Plan& p) {
+            plan_binary({x.out[0], x.in[1], x.caps->limits.maxComputeWorkgroupsPerDimension}, p);
+          },
+  };
+  graph::add_node(g, std::move(node));
+  return out;
+}
+
+}  // namespace wgrt::ops

@@ -1,0 +1,34 @@
+// Elementwise binary ops over flat f32 arrays; b broadcasts by index modulo its length.
+struct Params {
+  n: u32,
+  b_n: u32,
+  _pad0: u32,
+  _pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+const WG: u32 = 256u;
+
+fn flat_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+  return (wid.x + wid.y * nwg.x) * WG + lid;
+}
+
+@compute @workgroup_size(WG)
+fn add(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+       @builtin(local_invocation_index) lid: u32) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.n) { return; }
+  out[i] = a[i] + b[i % p.b_n];
+}
+
+@compute @workgroup_size(WG)
+fn mul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+       @builtin(local_invocation_index) lid: u32) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.n) { return; }
+  out[i] = a[i] * b[i % p.b_n];
+}

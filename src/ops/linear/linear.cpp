@@ -1,0 +1,77 @@
+#include "ops/linear/linear.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace wgrt::ops {
+
+namespace {
+constexpr ParamField kFields[] = {{"m", offsetof(LinearParams, m)},
+                                  {"n", offsetof(LinearParams, n)},
+                                  {"k", offsetof(LinearParams, k)},
+                                  {"has_bias", offsetof(LinearParams, has_bias)}};
+constexpr uint32_t kGemvRows = 4;  // linear.wgsl ROWS
+constexpr uint32_t kTile = 64;     // linear.wgsl TILE
+}  // namespace
+
+const ParamLayout kLinearLayout{"linear", sizeof(LinearParams), kFields};
+
+graph::Shape infer_linear(const LinearInferCtx& c) {
+  if (c.x.rank != 2 || c.w.rank != 2 || c.x[1] != c.w[1])
+    throw std::invalid_argument(fmt::format("linear: x {} and w {} do not agree on K",
+                                            graph::to_string(c.x), graph::to_string(c.w)));
+  return graph::Shape{c.x[0], c.w[0]};
+}
+
+void plan_linear(const LinearPlanCtx& c, graph::Plan& plan) {
+  plan.params[0].set(LinearParams{c.m, c.n, c.k, c.has_bias ? 1u : 0u});
+  if (c.route == kLinearGemv)
+    plan.grids[0] = grid_1d(ceil_div(c.n, kGemvRows), c.max_groups_per_dim);
+  else
+    plan.grids[0] = {uint32_t(ceil_div(c.n, kTile)), uint32_t(ceil_div(c.m, kTile)), 1};
+}
+
+graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
+  const graph::Tensor& x = g.tensors.at(d.x.v);
+  const graph::Tensor& w = g.tensors.at(d.w.v);
+  if (x.dtype != graph::DType::F32 || w.dtype != graph::DType::F32)
+    throw std::invalid_argument(fmt::format("{}: linear takes f32 x and w", d.name));
+  graph::Shape out_shape = infer_linear({x.max_shape, w.max_shape});
+  if (d.bias && g.tensors.at(d.bias->v).max_shape != graph::Shape{w.max_shape[0]})
+    throw std::invalid_argument(fmt::format("{}: bias must have shape [{}]", d.name, w.max_shape[0]));
+  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
+  graph::TensorId bias = d.bias.value_or(d.w);  // bound but unread when there is none
+
+  auto kernel = [&](const char* entry) {
+    return graph::KernelSpec{gpu::make_key("linear", entry),
+                             {graph::Binding::of(0, d.x), graph::Binding::of(1, d.w),
+                              graph::Binding::of(2, bias), graph::Binding::of(3, y),
+                              graph::Binding::params(4)}};
+  };
+  graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
+  routes.routes.push_back({"gemv", 1, 1, {kernel("gemv")}});
+  if (x.max_shape[0] >= 2) routes.routes.push_back({"tiled", 2, x.max_shape[0], {kernel("tiled")}});
+
+  bool has_bias = d.bias.has_value();
+  std::vector<graph::TensorId> inputs = {d.x, d.w};
+  if (has_bias) inputs.push_back(*d.bias);
+  graph::add_node(g, graph::Node{
+      .name = d.name,
+      .op = "linear",
+      .inputs = inputs,
+      .outputs = {y},
+      .dynamic = true,
+      .routes = std::move(routes),
+      .infer = [](const graph::InferArgs& a) { a.out[0] = infer_linear({a.in[0], a.in[1]}); },
+      .plan =
+          [has_bias](const graph::PlanArgs& a, graph::Plan& p) {
+            plan_linear({a.in[0][0], a.in[1][0], a.in[0][1], has_bias, a.route,
+                         a.caps->limits.maxComputeWorkgroupsPerDimension},
+                        p);
+          },
+  });
+  return y;
+}
+
+}  // namespace wgrt::ops

@@ -1,0 +1,42 @@
+// linear with f32 weights: y[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]).
+// Weight layout [N, K] (row n holds output n's weights), as in GGUF and PyTorch.
+// Routes on x's live rows (n_tokens): [1, 1] GEMV, [2, max] tiled GEMM.
+#pragma once
+
+#include <optional>
+
+#include "graph/graph.h"
+#include "ops/common.h"
+
+namespace wgrt::ops {
+
+struct LinearDesc {
+  std::string name;  // node and output name, e.g. "attn_q.0"
+  graph::TensorId x;  // [M, K], M may vary
+  graph::TensorId w;  // [N, K] f32
+  std::optional<graph::TensorId> bias;  // [N] f32
+};
+
+graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d);
+
+struct LinearParams {
+  uint32_t m, n, k, has_bias;
+};
+static_assert(sizeof(LinearParams) == 16);
+extern const ParamLayout kLinearLayout;
+
+struct LinearInferCtx {
+  graph::Shape x, w;
+};
+graph::Shape infer_linear(const LinearInferCtx& c);
+
+enum LinearRoute : uint32_t { kLinearGemv = 0, kLinearTiled = 1 };
+struct LinearPlanCtx {
+  uint32_t m, n, k;
+  bool has_bias;
+  uint32_t route;
+  uint32_t max_groups_per_dim;
+};
+void plan_linear(const LinearPlanCtx& c, graph::Plan& plan);
+
+}  // namespace wgrt::ops

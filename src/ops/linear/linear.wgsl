@@ -1,0 +1,99 @@
+// f32 linear: y[m, n] = sum_k x[m, k] * w[n, k] + bias[n].
+struct Params {
+  m: u32,
+  n: u32,
+  k: u32,
+  has_bias: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+// GEMV (m = 1): a workgroup per ROWS outputs, its threads split K and reduce in memory.
+const GEMV_WG: u32 = 256u;
+const ROWS: u32 = 4u;
+var<workgroup> partial: array<f32, GEMV_WG>;
+
+@compute @workgroup_size(GEMV_WG)
+fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let base = (wid.x + wid.y * nwg.x) * ROWS;
+  // Each group of 64 threads owns one output row.
+  let r = lid / 64u;
+  let t = lid % 64u;
+  let n = base + r;
+  var acc = 0.0;
+  if (n < p.n) {
+    let row = n * p.k;
+    for (var k = t; k < p.k; k += 64u) {
+      acc += x[k] * w[row + k];
+    }
+  }
+  partial[lid] = acc;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (t < s) { partial[lid] += partial[lid + s]; }
+    workgroupBarrier();
+  }
+  if (t == 0u && n < p.n) {
+    var v = partial[lid];
+    if (p.has_bias != 0u) { v += bias[n]; }
+    y[n] = v;
+  }
+}
+
+// Tiled GEMM: 64x64 outputs per workgroup, 4x4 per thread, K in steps of 16.
+const TILE: u32 = 64u;
+const BK: u32 = 16u;
+var<workgroup> xs: array<f32, 1024>;  // [TILE m][BK]
+var<workgroup> ws: array<f32, 1024>;  // [TILE n][BK]
+
+@compute @workgroup_size(16, 16)
+fn tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>,
+         @builtin(local_invocation_index) lid: u32) {
+  let m0 = wid.y * TILE;
+  let n0 = wid.x * TILE;
+  var acc: array<array<f32, 4>, 4>;
+  for (var k0 = 0u; k0 < p.k; k0 += BK) {
+    // 256 threads load 64x16 of x and of w: 4 values each.
+    for (var i = 0u; i < 4u; i++) {
+      let e = lid * 4u + i;
+      let r = e / BK;
+      let c = e % BK;
+      let gm = m0 + r;
+      let gn = n0 + r;
+      let gk = k0 + c;
+      xs[e] = select(0.0, x[gm * p.k + gk], gm < p.m && gk < p.k);
+      ws[e] = select(0.0, w[gn * p.k + gk], gn < p.n && gk < p.k);
+    }
+    workgroupBarrier();
+    for (var c = 0u; c < BK; c++) {
+      var xv: array<f32, 4>;
+      var wv: array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) {
+        xv[i] = xs[(lid3.y * 4u + i) * BK + c];
+        wv[i] = ws[(lid3.x * 4u + i) * BK + c];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) {
+          acc[i][j] = fma(xv[i], wv[j], acc[i][j]);
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let gm = m0 + lid3.y * 4u + i;
+    if (gm >= p.m) { continue; }
+    for (var j = 0u; j < 4u; j++) {
+      let gn = n0 + lid3.x * 4u + j;
+      if (gn >= p.n) { continue; }
+      var v = acc[i][j];
+      if (p.has_bias != 0u) { v += bias[gn]; }
+      y[gm * p.n + gn] = v;
+    }
+  }
+}

@@ -1,0 +1,10 @@
+#include "support/device.h"
+
+namespace wgrt::test {
+
+gpu::Device& device() {
+  static gpu::Device dev = gpu::create_device();
+  return dev;
+}
+
+}  // namespace wgrt::test
