@@ -1,0 +1,52 @@
+// Elementwise ops against the CPU reference, through the table-driven harness.
+#include <fmt/format.h>
+
+#include "ops/elementwise/elementwise.h"
+#include "reference/reference.h"
+#include "support/device.h"
+#include "support/op_harness.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+
+OpCase binary_case(ops::Binary op, uint32_t rows, uint32_t cols, bool broadcast) {
+  std::string name = fmt::format("{}_{}x{}{}", op == ops::Binary::Add ? "add" : "mul", rows, cols,
+                                 broadcast ? "_bcast" : "");
+  return {name, [=] {
+            Graph g(device());
+            TensorId a = add_input(g, {.name = "a", .max_shape = {rows, cols}, .dynamic_dims = 1});
+            Shape bshape = broadcast ? Shape{cols} : Shape{rows, cols};
+            TensorId b = add_weight(g, {.name = "b", .shape = bshape});
+            TensorId out = ops::add_binary(g, {.name = "out", .op = op, .a = a, .b = b});
+            mark_output(g, out);
+            build(g);
+            auto bv = random_floats(bshape.numel(), 2, -1e3f, 1e3f);
+            write_tensor<float>(g, b, bv);
+            // The max shape, then a smaller live shape on the same graph.
+            for (uint32_t live : {rows, (rows + 1) / 2, 1u}) {
+              if (broadcast == false && live != rows) continue;  // b is not row-sized then
+              auto av = random_floats(size_t(live) * cols, live, -1e3f, 1e3f);
+              ShapeInput s{a, {live, cols}};
+              StepInput in{a, av.data(), av.size() * 4};
+              auto got = run_step(g, {&s, 1}, {}, {&in, 1}, out);
+              auto want = op == ops::Binary::Add ? ref::add(av, bv) : ref::mul(av, bv);
+              EXPECT_TRUE(all_close(got, want, 0, 1e-6f)) << "live rows " << live;
+            }
+          }};
+}
+
+std::vector<OpCase> elementwise_cases() {
+  std::vector<OpCase> cases;
+  for (auto op : {ops::Binary::Add, ops::Binary::Mul})
+    for (auto [r, c] : {std::pair{1u, 1u}, {3u, 7u}, {37u, 97u}, {7u, 4099u}})
+      for (bool bc : {false, true}) cases.push_back(binary_case(op, r, c, bc));
+  return cases;
+}
+
+WGRT_OP_CASES(Elementwise, elementwise_cases);
+
+}  // namespace
+}  // namespace wgrt::test

@@ -1,0 +1,51 @@
+// The table-driven op harness: each op test file lists cases (name, shapes, dtypes,
+// tolerance folded into a body that builds a one-op graph, runs it on the GPU and compares
+// with the CPU reference in tests/reference/).
+//
+//   std::vector<test::OpCase> rms_norm_cases() { ... {"f32_37x4099", [] { ... }} ... }
+//   WGRT_OP_CASES(RmsNorm, rms_norm_cases)
+//
+// Heavy cases (big shapes; run on a real GPU, skipped in CI) go in *_heavy.cpp files.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace wgrt::test {
+
+struct OpCase {
+  std::string name;  // letters, digits and '_' (a gtest name)
+  std::function<void()> body;
+};
+
+class OpCaseTest : public ::testing::TestWithParam<OpCase> {};
+
+// GPU values against reference values: |got - want| <= atol + rtol * |want| everywhere;
+// the failure names the worst index and both values. NaN or size mismatch fails.
+::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want,
+                                     float atol, float rtol);
+
+// One step of a built graph: set shapes/symbols, write inputs, execute, read one output.
+struct StepInput {
+  graph::TensorId tensor;
+  const void* data;
+  size_t bytes;
+};
+std::vector<float> run_step(graph::Graph& g, std::span<const graph::ShapeInput> shapes,
+                            std::span<const graph::SymbolInput> symbols,
+                            std::span<const StepInput> inputs, graph::TensorId output);
+
+}  // namespace wgrt::test
+
+#define WGRT_OP_CASES(Suite, cases_fn)                                                     \
+  class Suite : public ::wgrt::test::OpCaseTest {};                                        \
+  TEST_P(Suite, MatchesReference) { GetParam().body(); }                                   \
+  INSTANTIATE_TEST_SUITE_P(, Suite, ::testing::ValuesIn(cases_fn()),                       \
+                           [](const ::testing::TestParamInfo<::wgrt::test::OpCase>& i) {   \
+                             return i.param.name;                                          \
+                           })
