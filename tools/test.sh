@@ -5,6 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/tools/setup.sh"
+bash "$root/tools/setup-test-data.sh"
 werror=OFF; [ -n "${CI:-}" ] && werror=ON
 cmake -S "$root" -B "$root/build" -G Ninja -DWGRT_WERROR=$werror
 cmake --build "$root/build"
