@@ -9,8 +9,8 @@ namespace wgrt::gpu {
 std::string_view kernel_source(std::string_view name) {
   for (const auto& k : embedded_kernels())
     if (name == k.name) return k.source;
-  throw GpuError(fmt::format("no embedded WGSL kernel named '{}' (hint: is {}.wgsl listed in a "
-                             "wgrt_embed_wgsl() call?)", name, name));
+  throw GpuError(fmt::format("no embedded WGSL kernel named '{}' (hint: kernels are the .wgsl files under src/ and "
+                             "bench/, found by file stem; re-run cmake after adding one)", name));
 }
 
 PipelineKey make_key(std::string kernel, std::string entry, std::vector<OverrideConstant> constants) {

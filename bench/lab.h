@@ -1,0 +1,122 @@
+// Shared helpers for the kernel labs (bench/): timing one compute pass with GPU timestamps
+// (wall clock when the device has none), medians over repeats, a markdown table, and the
+// device peaks file that `wgrt_lab_peaks --out` writes and later labs read to print ratios.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/profiler.h"
+
+namespace wgrt::lab {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// --backend / --adapter, as `wgrt info` takes them.
+void add_device_flags(CLI::App& app, gpu::DeviceOptions& opts);
+
+// "NVIDIA H200 [vulkan, discrete GPU] driver ..." for the first line of a lab's output.
+std::string adapter_line(const gpu::DeviceCaps& caps);
+
+// Today's date (UTC), YYYY-MM-DD.
+std::string today();
+
+// ---- timing -------------------------------------------------------------------------------
+
+// Times compute passes: GPU timestamps around the pass when the device has timestamp-query,
+// always the wall time from encoding to completion.
+struct Timer {
+  gpu::Device* dev = nullptr;
+  std::optional<gpu::Profiler> prof;  // empty: no timestamps, GPU times are wall times
+  bool gpu_clock() const { return prof.has_value(); }
+};
+
+Timer create_timer(gpu::Device& dev);
+
+// One timed pass. gpu_s is the pass's timestamp duration (NaN without timestamps); wall_s runs
+// from creating the encoder to the work being done (encode + submit + wait).
+struct Sample {
+  double gpu_s = kNaN;
+  double wall_s = 0;
+};
+
+using RecordPass = std::function<void(WGPUComputePassEncoder)>;
+
+// Encodes `record` into one compute pass of its own command buffer, submits it, waits.
+Sample time_pass(Timer& timer, std::string_view label, const RecordPass& record);
+
+struct TimeOptions {
+  int warmup = 2;
+  int repeats = 10;
+};
+
+// Medians over `repeats` passes after `warmup` untimed ones. `seconds` is the GPU time where
+// the device has timestamps, else the wall time.
+struct Timing {
+  double seconds = 0;       // median of the chosen clock
+  double min_seconds = 0;
+  double max_seconds = 0;
+  double wall_seconds = 0;  // median wall time (encode + submit + wait)
+  double wall_min_seconds = 0;
+  double wall_max_seconds = 0;
+  bool gpu_clock = false;
+};
+
+Timing measure(Timer& timer, std::string_view label, const TimeOptions& opts,
+               const RecordPass& record);
+
+double median(std::vector<double> values);
+
+// ---- output -------------------------------------------------------------------------------
+
+// A markdown table (pastes into docs/PERFORMANCE.md as is); columns padded to line up.
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+};
+void print_table(const Table& table);
+
+// ---- device peaks -------------------------------------------------------------------------
+
+// What `wgrt_lab_peaks` measured on one adapter. NaN where not measured (e.g. GPU dispatch
+// time on a device without timestamps).
+struct Peaks {
+  std::string adapter;       // e.g. "NVIDIA H200"
+  std::string driver;
+  std::string backend;       // "vulkan"
+  std::string adapter_type;  // "discrete GPU", "CPU"
+  std::string date;          // YYYY-MM-DD
+  std::string timer;         // "gpu-timestamps" or "wall-clock"
+  uint64_t bytes = 0;        // buffer size the bandwidth figures used
+  double read_gbps = kNaN;   // best read kernel, bytes read / time
+  double write_gbps = kNaN;  // best fill kernel, bytes written / time
+  double copy_gbps = kNaN;   // best copy kernel, (bytes read + bytes written) / time
+  double fma_gflops = kNaN;  // f32, 2 flops per lane-FMA
+  double dispatch_wall_us = kNaN;     // one trivial dispatch, encode + submit + wait, amortized
+  double dispatch_gpu_us = kNaN;      // the same, GPU time from pass timestamps
+  double dispatch_ro_gpu_us = kNaN;   // trivial dispatches with no writable binding (no barrier)
+  double dispatch_ro_wall_us = kNaN;
+};
+
+// Writes `peaks` plus `details` (per-variant rows, free-form) as JSON, format "wgrt-peaks" v1.
+void save_peaks(const std::string& path, const Peaks& peaks, const nlohmann::json& details);
+
+// Reads a file save_peaks wrote; throws std::runtime_error naming the file and the field, with
+// a hint, when it is missing, malformed or of another format version.
+Peaks load_peaks(const std::string& path);
+
+// "62.3%" of a measured peak, or "-" when either side is missing.
+std::string percent_of(double achieved, double peak);
+
+}  // namespace wgrt::lab

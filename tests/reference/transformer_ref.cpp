@@ -1,0 +1,128 @@
+#include "reference/transformer_ref.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace wgrt::ref {
+namespace {
+
+const std::vector<float>& get(const Weights& w, const std::string& name) {
+  auto it = w.find(name);
+  if (it == w.end()) throw std::runtime_error("reference: missing weight " + name);
+  return it->second;
+}
+
+void rms_norm(float* x, const float* weight, size_t n, float eps) {
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  double inv = 1.0 / std::sqrt(ss / double(n) + eps);
+  for (size_t i = 0; i < n; ++i) x[i] = float(x[i] * inv * weight[i]);
+}
+
+// out[o] = sum_i w[o, i] x[i] (+ bias[o])
+std::vector<float> matvec(const std::vector<float>& w, const float* x, size_t out, size_t in,
+                          const std::vector<float>* bias) {
+  std::vector<float> y(out);
+  for (size_t o = 0; o < out; ++o) {
+    double acc = bias ? (*bias)[o] : 0.0;
+    for (size_t i = 0; i < in; ++i) acc += double(w[o * in + i]) * x[i];
+    y[o] = float(acc);
+  }
+  return y;
+}
+
+void rope(float* head, uint32_t head_dim, uint32_t pos, const TransformerConfig& c) {
+  uint32_t half = head_dim / 2;
+  for (uint32_t j = 0; j < half; ++j) {
+    double freq = std::pow(double(c.rope_theta), -2.0 * j / head_dim);
+    if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[j];
+    double angle = pos * freq;
+    double cs = std::cos(angle), sn = std::sin(angle);
+    uint32_t a = c.rope_neox ? j : 2 * j;
+    uint32_t b = c.rope_neox ? j + half : 2 * j + 1;
+    double x0 = head[a], x1 = head[b];
+    head[a] = float(x0 * cs - x1 * sn);
+    head[b] = float(x0 * sn + x1 * cs);
+  }
+}
+
+}  // namespace
+
+std::vector<float> transformer_forward(const TransformerConfig& c, const Weights& w,
+                                       const std::vector<int32_t>& tokens) {
+  const size_t T = tokens.size(), D = c.dim, hd = c.head_dim;
+  const size_t q_dim = size_t(c.n_heads) * hd, kv_dim = size_t(c.n_kv_heads) * hd;
+  const std::vector<float>& embd = get(w, "token_embd.weight");
+  std::vector<float> x(T * D);
+  for (size_t t = 0; t < T; ++t)
+    for (size_t i = 0; i < D; ++i) x[t * D + i] = embd[size_t(tokens[t]) * D + i];
+
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    std::string p = "blk." + std::to_string(l) + ".";
+    std::vector<float> q(T * q_dim), k(T * kv_dim), v(T * kv_dim);
+    for (size_t t = 0; t < T; ++t) {
+      std::vector<float> h(x.begin() + long(t * D), x.begin() + long((t + 1) * D));
+      rms_norm(h.data(), get(w, p + "attn_norm.weight").data(), D, c.norm_eps);
+      auto qt = matvec(get(w, p + "attn_q.weight"), h.data(), q_dim, D, c.qkv_bias ? &get(w, p + "attn_q.bias") : nullptr);
+      auto kt = matvec(get(w, p + "attn_k.weight"), h.data(), kv_dim, D, c.qkv_bias ? &get(w, p + "attn_k.bias") : nullptr);
+      auto vt = matvec(get(w, p + "attn_v.weight"), h.data(), kv_dim, D, c.qkv_bias ? &get(w, p + "attn_v.bias") : nullptr);
+      for (uint32_t hh = 0; hh < c.n_heads; ++hh) {
+        if (c.qk_norm) rms_norm(&qt[hh * hd], get(w, p + "attn_q_norm.weight").data(), hd, c.norm_eps);
+        rope(&qt[hh * hd], c.head_dim, uint32_t(t), c);
+      }
+      for (uint32_t hh = 0; hh < c.n_kv_heads; ++hh) {
+        if (c.qk_norm) rms_norm(&kt[hh * hd], get(w, p + "attn_k_norm.weight").data(), hd, c.norm_eps);
+        rope(&kt[hh * hd], c.head_dim, uint32_t(t), c);
+      }
+      std::copy(qt.begin(), qt.end(), q.begin() + long(t * q_dim));
+      std::copy(kt.begin(), kt.end(), k.begin() + long(t * kv_dim));
+      std::copy(vt.begin(), vt.end(), v.begin() + long(t * kv_dim));
+    }
+    // Causal attention with grouped KV heads.
+    std::vector<float> attn(T * q_dim);
+    const uint32_t group = c.n_heads / c.n_kv_heads;
+    const double scale = 1.0 / std::sqrt(double(hd));
+    for (size_t t = 0; t < T; ++t)
+      for (uint32_t hh = 0; hh < c.n_heads; ++hh) {
+        const float* qh = &q[t * q_dim + hh * hd];
+        size_t kvh = hh / group;
+        std::vector<double> s(t + 1);
+        double mx = -INFINITY;
+        for (size_t j = 0; j <= t; ++j) {
+          double dot = 0;
+          for (size_t d = 0; d < hd; ++d) dot += double(qh[d]) * k[j * kv_dim + kvh * hd + d];
+          s[j] = dot * scale;
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (size_t d = 0; d < hd; ++d) {
+          double acc = 0;
+          for (size_t j = 0; j <= t; ++j) acc += s[j] * v[j * kv_dim + kvh * hd + d];
+          attn[t * q_dim + hh * hd + d] = float(acc / sum);
+        }
+      }
+    for (size_t t = 0; t < T; ++t) {
+      auto o = matvec(get(w, p + "attn_output.weight"), &attn[t * q_dim], D, q_dim, nullptr);
+      for (size_t i = 0; i < D; ++i) x[t * D + i] += o[i];
+      std::vector<float> h(x.begin() + long(t * D), x.begin() + long((t + 1) * D));
+      rms_norm(h.data(), get(w, p + "ffn_norm.weight").data(), D, c.norm_eps);
+      auto gate = matvec(get(w, p + "ffn_gate.weight"), h.data(), c.ff, D, nullptr);
+      auto up = matvec(get(w, p + "ffn_up.weight"), h.data(), c.ff, D, nullptr);
+      for (size_t i = 0; i < c.ff; ++i) gate[i] = float(gate[i] / (1.0 + std::exp(-double(gate[i]))) * up[i]);
+      auto down = matvec(get(w, p + "ffn_down.weight"), gate.data(), D, c.ff, nullptr);
+      for (size_t i = 0; i < D; ++i) x[t * D + i] += down[i];
+    }
+  }
+
+  const std::vector<float>& out_w = w.count("output.weight") ? get(w, "output.weight") : embd;
+  std::vector<float> logits(T * c.n_vocab);
+  for (size_t t = 0; t < T; ++t) {
+    rms_norm(&x[t * D], get(w, "output_norm.weight").data(), D, c.norm_eps);
+    auto lt = matvec(out_w, &x[t * D], c.n_vocab, D, nullptr);
+    std::copy(lt.begin(), lt.end(), logits.begin() + long(t * c.n_vocab));
+  }
+  return logits;
+}
+
+}  // namespace wgrt::ref

@@ -1,0 +1,34 @@
+// An independent CPU forward pass for llama-family decoders (llama 2/3, mistral, qwen2,
+// qwen3), on f32 weights, in the plainest loops (double accumulation). It shares no code
+// with src/: it is the yardstick for the GPU graph.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace wgrt::ref {
+
+struct TransformerConfig {
+  uint32_t n_vocab = 0, dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ff = 0;
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.f;
+  bool rope_neox = false;            // pairs (j, j + d/2) instead of (2j, 2j + 1)
+  std::vector<float> rope_freq_factors;  // per pair divisor of the frequency (llama 3.1); empty = 1
+  bool qkv_bias = false;             // qwen2
+  bool qk_norm = false;              // qwen3: RMS norm over each head of q and k
+};
+
+// Weights by GGUF-style name, f32, row-major [out, in] for matrices:
+//   token_embd.weight [n_vocab, dim], output_norm.weight [dim], output.weight [n_vocab, dim]
+//   (absent: tied to token_embd), blk.<i>.attn_norm.weight, attn_q/k/v/output.weight,
+//   attn_q/k/v.bias, attn_q_norm/attn_k_norm.weight [head_dim], ffn_norm.weight,
+//   ffn_gate/ffn_up.weight [ff, dim], ffn_down.weight [dim, ff].
+using Weights = std::map<std::string, std::vector<float>>;
+
+// Logits [tokens.size(), n_vocab] for a whole sequence from position 0.
+std::vector<float> transformer_forward(const TransformerConfig& c, const Weights& w,
+                                       const std::vector<int32_t>& tokens);
+
+}  // namespace wgrt::ref
