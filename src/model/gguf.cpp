@@ -1,23 +1,12 @@
 #include "model/gguf.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <limits>
+
+#include "model/mapped_file.h"
 
 namespace wgrt::model {
-
-struct Mapping {
-  void* addr = nullptr;
-  size_t size = 0;
-  ~Mapping() {
-    if (addr && size) munmap(addr, size);
-  }
-};
 
 const char* gguf_type_name(GgufType t) {
   switch (t) {
@@ -355,28 +344,13 @@ GgufFile parse_gguf(std::span<const uint8_t> bytes, const std::string& name) {
 }
 
 GgufFile open_gguf(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    throw GgufError(fmt::format("{}: cannot open: {} (hint: check the path)", path, std::strerror(errno)));
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw GgufError(fmt::format("{}: not a regular file", path));
+  std::shared_ptr<Mapping> m;
+  try {
+    m = map_file(path);
+  } catch (const std::runtime_error& e) {
+    throw GgufError(e.what());
   }
-  auto m = std::make_shared<Mapping>();
-  m->size = size_t(st.st_size);
-  if (m->size > 0) {
-    m->addr = mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m->addr == MAP_FAILED) {
-      m->addr = nullptr;
-      ::close(fd);
-      throw GgufError(fmt::format("{}: mmap failed: {}", path, std::strerror(errno)));
-    }
-  }
-  ::close(fd);
-  static const uint8_t empty = 0;
-  const uint8_t* base = m->addr ? static_cast<const uint8_t*>(m->addr) : &empty;
-  GgufFile f = parse(base, m->size, path);
+  GgufFile f = parse(m->bytes(), m->size, path);
   f.mapping = std::move(m);
   return f;
 }

@@ -1,0 +1,54 @@
+// The hyperparameters of a llama-family decoder, from GGUF metadata or a Hugging Face
+// config.json. Architectures: llama (1/2/3/3.1/3.2), mistral, qwen2/2.5, qwen3.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/gguf.h"
+
+namespace wgrt::model {
+
+struct ModelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3 };
+const char* arch_name(Arch a);
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  uint32_t n_vocab = 0;
+  uint32_t dim = 0;          // embedding width
+  uint32_t n_layers = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_kv_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t ff = 0;           // feed-forward width
+  uint32_t n_ctx_train = 0;
+  float norm_eps = 1e-5f;
+  float rope_theta = 10000.f;
+  bool rope_neox = false;    // rotate (j, j + d/2) pairs (HF layout) instead of (2j, 2j + 1)
+  std::vector<float> rope_freq_factors;  // llama 3.1 scaling, a divisor per pair; empty = none
+  bool tied_embeddings = false;
+  bool qkv_bias = false;     // qwen2
+  bool qk_norm = false;      // qwen3
+};
+
+// From GGUF metadata (general.architecture selects; tensors refine tied/bias flags).
+ModelConfig config_from_gguf(const GgufFile& f);
+// From a parsed config.json (`path` for messages).
+ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path);
+
+// The published llama 3 frequency scaling as per-pair divisors.
+std::vector<float> llama3_freq_factors(uint32_t head_dim, float theta, float factor,
+                                       float low_freq_factor, float high_freq_factor,
+                                       uint32_t original_max_positions);
+
+// Checks the numbers agree (heads divide, head_dim even, ...); throws ModelError with a hint.
+void validate_config(const ModelConfig& c, const std::string& where);
+
+}  // namespace wgrt::model

@@ -1,0 +1,140 @@
+#include "model/model_file.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace wgrt::model {
+
+uint64_t WeightView::n_elements() const {
+  uint64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+
+namespace {
+
+std::string dims_str(const std::vector<uint64_t>& d) { return fmt::format("[{}]", fmt::join(d, ", ")); }
+
+// Hugging Face names -> GGUF names ("" for tensors wgrt does not use).
+std::string gguf_name(const std::string& hf) {
+  static const std::pair<const char*, const char*> top[] = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"}};
+  for (auto [from, to] : top)
+    if (hf == from) return to;
+  static const std::regex layer(R"(model\.layers\.(\d+)\.(.+))");
+  std::smatch m;
+  if (!std::regex_match(hf, m, layer)) return "";
+  static const std::pair<const char*, const char*> parts[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"}};
+  for (auto [from, to] : parts)
+    if (m[2] == from) return fmt::format("blk.{}.{}", m[1].str(), to);
+  return "";
+}
+
+ModelFile open_hf_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  ModelFile mf;
+  mf.path = dir;
+  fs::path cfg = fs::path(dir) / "config.json";
+  std::ifstream in(cfg);
+  if (!in)
+    throw ModelError(fmt::format("{}: no config.json (hint: -m takes a .gguf file or a Hugging Face model "
+                                 "directory)", dir));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw ModelError(fmt::format("{}: does not parse: {} (hint: the file is corrupt)", cfg.string(), e.what()));
+  }
+  mf.config = config_from_hf(j, cfg.string());
+  mf.checkpoint = open_safetensors_dir(dir);
+  for (const StTensor& t : mf.checkpoint->tensors) {
+    std::string name = gguf_name(t.name);
+    if (name.empty()) continue;
+    WeightView w;
+    w.name = name;
+    w.type = t.dtype == StDtype::F32 ? GgmlType::F32 : t.dtype == StDtype::F16 ? GgmlType::F16 : GgmlType::BF16;
+    w.dims.assign(t.shape.rbegin(), t.shape.rend());
+    w.data = t.data;
+    w.n_bytes = t.n_bytes;
+    mf.weights.emplace(name, std::move(w));
+  }
+  fs::path tok = fs::path(dir) / "tokenizer.json";
+  if (fs::exists(tok)) mf.tokenizer_json = tok.string();
+  return mf;
+}
+
+ModelFile open_gguf_model(const std::string& path) {
+  ModelFile mf;
+  mf.path = path;
+  mf.gguf = open_gguf(path);
+  mf.config = config_from_gguf(*mf.gguf);
+  for (const GgufTensorInfo& t : mf.gguf->tensors) {
+    WeightView w;
+    w.name = t.name;
+    w.type = t.type;
+    w.dims = t.dims;
+    w.data = t.data;
+    w.n_bytes = t.n_bytes;
+    mf.weights.emplace(t.name, std::move(w));
+  }
+  return mf;
+}
+
+}  // namespace
+
+ModelFile open_model(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path)) return open_hf_dir(path);
+  if (!fs::exists(path))
+    throw ModelError(fmt::format("{}: no such file or directory (hint: -m takes a .gguf file or a Hugging "
+                                 "Face model directory)", path));
+  return open_gguf_model(path);
+}
+
+const WeightView* find_weight(const ModelFile& m, const std::string& name) {
+  auto it = m.weights.find(name);
+  return it == m.weights.end() ? nullptr : &it->second;
+}
+
+const WeightView& get_weight(const ModelFile& m, const std::string& name, const std::vector<uint64_t>& dims) {
+  const WeightView* w = find_weight(m, name);
+  if (!w)
+    throw ModelError(fmt::format("{}: tensor '{}' is missing (hint: the file is incomplete or of another "
+                                 "architecture than '{}')", m.path, name, arch_name(m.config.arch)));
+  const GgmlTypeInfo* info = ggml_type_info(uint32_t(w->type));
+  if (!info || !info->supported)
+    throw ModelError(fmt::format("{}: tensor '{}' has type {}, which wgrt does not load (hint: use F32, F16, "
+                                 "BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K or Q6_K)", m.path, name,
+                                 ggml_type_name(uint32_t(w->type))));
+  if (w->dims != dims)
+    throw ModelError(fmt::format("{}: tensor '{}' has shape {}, expected {} from the model's config (GGUF "
+                                 "order, fastest dim first)", m.path, name, dims_str(w->dims), dims_str(dims)));
+  return *w;
+}
+
+std::vector<float> weight_to_f32(const WeightView& w) {
+  std::vector<float> out(w.n_elements());
+  dequantize(w.type, w.data, out.data(), out.size());
+  return out;
+}
+
+}  // namespace wgrt::model

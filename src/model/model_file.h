@@ -1,0 +1,47 @@
+// A model on disk, opened: its config and its weights under GGUF-style names, whether it
+// came as a GGUF file or a Hugging Face directory (config.json + *.safetensors +
+// tokenizer.json). Weight data stays memory-mapped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/safetensors.h"
+
+namespace wgrt::model {
+
+struct WeightView {
+  std::string name;            // "blk.3.attn_q.weight"
+  GgmlType type = GgmlType::F32;  // F32/F16/BF16 for safetensors
+  std::vector<uint64_t> dims;  // GGUF order: dims[0] fastest (K of a [N, K] matrix)
+  const uint8_t* data = nullptr;
+  uint64_t n_bytes = 0;
+  uint64_t n_elements() const;
+};
+
+struct ModelFile {
+  std::string path;
+  ModelConfig config;
+  std::map<std::string, WeightView, std::less<>> weights;
+  std::optional<GgufFile> gguf;        // GGUF: also the tokenizer's metadata
+  std::optional<StCheckpoint> checkpoint;
+  std::string tokenizer_json;          // HF directory: path of tokenizer.json ("" if absent)
+};
+
+// `path`: a .gguf file or a Hugging Face model directory. Errors name the file and a hint.
+ModelFile open_model(const std::string& path);
+
+// The weight `name` with `dims` in GGUF order, or ModelError naming what is wrong.
+const WeightView& get_weight(const ModelFile& m, const std::string& name,
+                             const std::vector<uint64_t>& dims);
+const WeightView* find_weight(const ModelFile& m, const std::string& name);
+
+// The weight as f32 values (dequantized / widened), for loading and tools.
+std::vector<float> weight_to_f32(const WeightView& w);
+
+}  // namespace wgrt::model
