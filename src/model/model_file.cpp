@@ -82,10 +82,10 @@ ModelFile open_hf_dir(const std::string& dir) {
   return mf;
 }
 
-ModelFile open_gguf_model(const std::string& path) {
+ModelFile from_gguf(GgufFile f) {
   ModelFile mf;
-  mf.path = path;
-  mf.gguf = open_gguf(path);
+  mf.path = f.path;
+  mf.gguf = std::move(f);
   mf.config = config_from_gguf(*mf.gguf);
   for (const GgufTensorInfo& t : mf.gguf->tensors) {
     WeightView w;
@@ -107,7 +107,14 @@ ModelFile open_model(const std::string& path) {
   if (!fs::exists(path))
     throw ModelError(fmt::format("{}: no such file or directory (hint: -m takes a .gguf file or a Hugging "
                                  "Face model directory)", path));
-  return open_gguf_model(path);
+  return from_gguf(open_gguf(path));
+}
+
+ModelFile open_gguf_bytes(std::vector<uint8_t> bytes, const std::string& name) {
+  auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  ModelFile mf = from_gguf(parse_gguf(*owned, name));
+  mf.bytes = std::move(owned);
+  return mf;
 }
 
 const WeightView* find_weight(const ModelFile& m, const std::string& name) {

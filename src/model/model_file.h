@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,13 @@ struct ModelFile {
   std::optional<GgufFile> gguf;        // GGUF: also the tokenizer's metadata
   std::optional<StCheckpoint> checkpoint;
   std::string tokenizer_json;          // HF directory: path of tokenizer.json ("" if absent)
+  std::shared_ptr<const std::vector<uint8_t>> bytes;  // a model built in memory
 };
 
 // `path`: a .gguf file or a Hugging Face model directory. Errors name the file and a hint.
 ModelFile open_model(const std::string& path);
+// A GGUF image in memory (the built-in default model), named `name` in messages.
+ModelFile open_gguf_bytes(std::vector<uint8_t> bytes, const std::string& name);
 
 // The weight `name` with `dims` in GGUF order, or ModelError naming what is wrong.
 const WeightView& get_weight(const ModelFile& m, const std::string& name,
