@@ -1,0 +1,173 @@
+// Model files: GGUF and Hugging Face directories to one config and GGUF-named weights;
+// malformed inputs give errors that name what, where and a hint.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "model/ggml_quantize.h"
+#include "model/model_file.h"
+#include "model/random_model.h"
+#include "support/hf_fixture.h"
+#include "support/random.h"
+
+namespace wgrt::model {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelFile, RandomGgufOpens) {
+  RandomModelSpec spec;
+  spec.arch = Arch::Qwen3;
+  spec.matrix_type = GgmlType::Q4_K;
+  spec.dim = 256;  // K-quant rows are multiples of 256
+  spec.n_heads = 8;
+  spec.head_dim = 32;
+  spec.ff = 512;
+  ModelFile m = open_gguf_bytes(gguf_serialize(make_random_model(spec)), "mem.gguf");
+  EXPECT_EQ(m.config.arch, Arch::Qwen3);
+  EXPECT_EQ(m.config.n_vocab, 258u);
+  EXPECT_TRUE(m.config.qk_norm);
+  EXPECT_TRUE(m.config.rope_neox);
+  EXPECT_FALSE(m.config.tied_embeddings);
+  const WeightView& q = get_weight(m, "blk.1.attn_q.weight", {256, 256});
+  EXPECT_EQ(q.type, GgmlType::Q4_K);
+  EXPECT_EQ(weight_to_f32(q).size(), 256u * 256);
+  std::string e = error_of([&] { get_weight(m, "blk.1.attn_q.weight", {256, 65}); });
+  EXPECT_NE(e.find("shape [256, 256], expected [256, 65]"), std::string::npos) << e;
+  e = error_of([&] { get_weight(m, "blk.9.attn_q.weight", {256, 256}); });
+  EXPECT_NE(e.find("'blk.9.attn_q.weight' is missing"), std::string::npos) << e;
+}
+
+TEST(ModelFile, UnsupportedTensorTypeNamed) {
+  GgufWriter w = make_random_model(RandomModelSpec{});
+  w.tensors[1].type = GgmlType::Q5_0;  // same block count as Q4_0? no: resize the data to match
+  w.tensors[1].data.assign(w.tensors[1].dims[0] / 32 * w.tensors[1].dims[1] * 22, 0);
+  ModelFile m = open_gguf_bytes(gguf_serialize(w), "q5.gguf");
+  std::string name = w.tensors[1].name;
+  std::string e = error_of([&] { get_weight(m, name, w.tensors[1].dims); });
+  EXPECT_NE(e.find(name), std::string::npos) << e;
+  EXPECT_NE(e.find("Q5_0"), std::string::npos) << e;
+}
+
+TEST(ModelFile, UnknownArchitectureAndMissingKeys) {
+  GgufWriter w = make_random_model(RandomModelSpec{});
+  gguf_set_string(w, "general.architecture", "gptj");
+  std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "gptj.gguf"); });
+  EXPECT_NE(e.find("'gptj' is not supported"), std::string::npos) << e;
+
+  w = make_random_model(RandomModelSpec{});
+  std::erase_if(w.kv, [](auto& kv) { return kv.first == "llama.block_count"; });
+  e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "nolayers.gguf"); });
+  EXPECT_NE(e.find("'llama.block_count'"), std::string::npos) << e;
+  EXPECT_NE(e.find("hint"), std::string::npos) << e;
+
+  w = make_random_model(RandomModelSpec{});
+  gguf_set_u32(w, "llama.attention.head_count_kv", 3);  // 4 heads, 3 kv heads
+  e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "gqa.gguf"); });
+  EXPECT_NE(e.find("not a multiple"), std::string::npos) << e;
+}
+
+nlohmann::json llama_config() {
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"vocab_size", 40},
+          {"hidden_size", 32},
+          {"num_hidden_layers", 1},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"intermediate_size", 64},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 500000.0},
+          {"tie_word_embeddings", true},
+          {"rope_scaling",
+           {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+            {"original_max_position_embeddings", 8192}}}};
+}
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+TEST(ModelFile, HuggingFaceDirectory) {
+  std::string dir = test::temp_dir("hf");
+  std::ofstream(dir + "/config.json") << llama_config().dump();
+  auto emb = test::random_floats(40 * 32, 1);
+  test::write_safetensors(dir + "/model.safetensors",
+                          {{"model.embed_tokens.weight", {"F32", {40, 32}, f32_bytes(emb)}},
+                           {"model.layers.0.self_attn.q_proj.weight", {"F32", {32, 32}, f32_bytes(test::random_floats(32 * 32, 2))}},
+                           {"model.layers.0.rotary_emb.inv_freq", {"F32", {4}, f32_bytes({1, 2, 3, 4})}}});
+  ModelFile m = open_model(dir);
+  EXPECT_EQ(m.config.arch, Arch::Llama);
+  EXPECT_TRUE(m.config.rope_neox);
+  EXPECT_TRUE(m.config.tied_embeddings);
+  ASSERT_EQ(m.config.rope_freq_factors.size(), 4u);
+  EXPECT_FLOAT_EQ(m.config.rope_freq_factors[0], 1.f);    // high frequency: unscaled
+  EXPECT_FLOAT_EQ(m.config.rope_freq_factors[3], 32.f);   // wavelength past 8192: divided by factor
+  const WeightView& e = get_weight(m, "token_embd.weight", {32, 40});
+  EXPECT_EQ(weight_to_f32(e), emb);
+  EXPECT_NE(find_weight(m, "blk.0.attn_q.weight"), nullptr);
+  EXPECT_EQ(m.weights.size(), 2u);  // inv_freq is not a weight wgrt uses
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ModelFile, BadHuggingFaceInputs) {
+  std::string dir = test::temp_dir("hfbad");
+  std::string e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("no config.json"), std::string::npos) << e;
+
+  std::ofstream(dir + "/config.json") << "{\"architectures\": [\"LlamaForCausalLM\"], ";
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("does not parse"), std::string::npos) << e;
+
+  auto cfg = llama_config();
+  cfg["architectures"] = {"GPT2LMHeadModel"};
+  std::ofstream(dir + "/config.json", std::ios::trunc) << cfg.dump();
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("GPT2LMHeadModel"), std::string::npos) << e;
+
+  cfg = llama_config();
+  cfg.erase("hidden_size");
+  std::ofstream(dir + "/config.json", std::ios::trunc) << cfg.dump();
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("\"hidden_size\""), std::string::npos) << e;
+
+  std::ofstream(dir + "/config.json", std::ios::trunc) << llama_config().dump();
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
+
+  // A truncated safetensors file.
+  std::ofstream(dir + "/model.safetensors", std::ios::binary) << std::string("\x40\x00\x00\x00\x00\x00\x00\x00{\"a\":", 13);
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("header size"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ModelFile, ShardedCheckpoint) {
+  std::string dir = test::temp_dir("shards");
+  std::ofstream(dir + "/config.json") << llama_config().dump();
+  test::write_safetensors(dir + "/a.safetensors", {{"model.embed_tokens.weight", {"F32", {40, 32}, f32_bytes(test::random_floats(1280, 3))}}});
+  test::write_safetensors(dir + "/b.safetensors", {{"model.norm.weight", {"BF16", {32}, std::vector<uint8_t>(64, 0x3f)}}});
+  nlohmann::json index = {{"weight_map", {{"model.embed_tokens.weight", "a.safetensors"}, {"model.norm.weight", "b.safetensors"}}}};
+  std::ofstream(dir + "/model.safetensors.index.json") << index.dump();
+  ModelFile m = open_model(dir);
+  EXPECT_EQ(get_weight(m, "output_norm.weight", {32}).type, GgmlType::BF16);
+  EXPECT_EQ(weight_to_f32(get_weight(m, "output_norm.weight", {32}))[0], bf16_to_f32(0x3f3f));
+  index["weight_map"]["model.layers.0.mlp.up_proj.weight"] = "a.safetensors";
+  std::ofstream(dir + "/model.safetensors.index.json", std::ios::trunc) << index.dump();
+  std::string e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("up_proj"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace wgrt::model
