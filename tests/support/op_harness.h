@@ -49,3 +49,8 @@ std::vector<float> run_step(graph::Graph& g, std::span<const graph::ShapeInput> 
                            [](const ::testing::TestParamInfo<::wgrt::test::OpCase>& i) {   \
                              return i.param.name;                                          \
                            })
+
+namespace wgrt::test {
+// gtest prints the parameter of each case: its name, not its bytes.
+inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+}  // namespace wgrt::test
