@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
 #include "model/ggml_quantize.h"
 
@@ -50,6 +51,18 @@ void add_byte_vocab(GgufWriter& w) {
   gguf_set_bool(w, "tokenizer.ggml.add_bos_token", true);
 }
 
+// Appends unused tokens so the vocabulary has `n` entries.
+void pad_vocab(GgufWriter& w, uint32_t n) {
+  for (auto& [key, value] : w.kv) {
+    auto* a = std::get_if<GgufArray>(&value.v);
+    if (!a) continue;
+    if (key == "tokenizer.ggml.tokens")
+      for (size_t i = a->strings.size(); i < n; ++i) a->strings.push_back(fmt::format("<|reserved_{}|>", i));
+    if (key == "tokenizer.ggml.token_type") a->ints.resize(std::max<size_t>(a->ints.size(), n), 5);  // unused
+    if (key == "tokenizer.ggml.scores") a->floats.resize(std::max<size_t>(a->floats.size(), n), -1e9);
+  }
+}
+
 uint32_t copy_vocab(GgufWriter& w, const GgufFile& from) {
   uint32_t n = 0;
   for (const auto& [key, value] : from.kv)
@@ -92,15 +105,39 @@ RandomModelSpec default_model_spec() {
   s.arch = Arch::Llama;
   s.dim = 256;
   s.n_layers = 4;
-  s.n_heads = 8;
+  s.n_heads = 4;
   s.n_kv_heads = 2;
-  s.head_dim = 32;
+  s.head_dim = 64;
   s.ff = 768;
   s.matrix_type = GgmlType::Q4_0;
   s.embd_type = GgmlType::Q8_0;
   s.seed = 20261130;
   s.name = "wgrt default (random weights)";
   return s;
+}
+
+RandomModelSpec preset_model_spec(const std::string& name) {
+  RandomModelSpec s = default_model_spec();
+  s.name = name + " (random weights)";
+  if (name == "tiny") return s;
+  if (name == "llama-3.2-1b") {
+    s.dim = 2048, s.n_layers = 16, s.n_heads = 32, s.n_kv_heads = 8, s.head_dim = 64, s.ff = 8192;
+    s.n_vocab = 128256, s.rope_theta = 500000.f, s.tied_embeddings = true, s.n_ctx_train = 131072;
+    return s;
+  }
+  if (name == "llama-3.1-8b") {
+    s.dim = 4096, s.n_layers = 32, s.n_heads = 32, s.n_kv_heads = 8, s.head_dim = 128, s.ff = 14336;
+    s.n_vocab = 128256, s.rope_theta = 500000.f, s.n_ctx_train = 131072;
+    return s;
+  }
+  if (name == "qwen2.5-0.5b") {
+    s.arch = Arch::Qwen2;
+    s.dim = 896, s.n_layers = 24, s.n_heads = 14, s.n_kv_heads = 2, s.head_dim = 64, s.ff = 4864;
+    s.n_vocab = 151936, s.rope_theta = 1000000.f, s.tied_embeddings = true, s.n_ctx_train = 32768;
+    return s;
+  }
+  throw std::invalid_argument(fmt::format("no model preset '{}' (hint: tiny, llama-3.2-1b, llama-3.1-8b, "
+                                          "qwen2.5-0.5b)", name));
 }
 
 GgufWriter make_random_model(const RandomModelSpec& s) {
@@ -111,6 +148,10 @@ GgufWriter make_random_model(const RandomModelSpec& s) {
   uint32_t n_vocab = 258;
   if (s.vocab_from) n_vocab = copy_vocab(w, *s.vocab_from);
   else add_byte_vocab(w);
+  if (s.n_vocab > n_vocab) {
+    pad_vocab(w, s.n_vocab);
+    n_vocab = s.n_vocab;
+  }
   gguf_set_u32(w, a + ".vocab_size", n_vocab);
   gguf_set_u32(w, a + ".context_length", s.n_ctx_train);
   gguf_set_u32(w, a + ".embedding_length", s.dim);

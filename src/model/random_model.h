@@ -13,7 +13,7 @@ namespace wgrt::model {
 
 struct RandomModelSpec {
   Arch arch = Arch::Llama;
-  uint32_t dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ff = 128;
+  uint32_t dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 64, ff = 128;
   uint32_t n_ctx_train = 2048;
   float rope_theta = 10000.f;
   std::vector<float> rope_freq_factors;  // written as rope_freqs.weight when non-empty
@@ -25,7 +25,14 @@ struct RandomModelSpec {
   // Tokenizer metadata (tokenizer.ggml.*) copied into the file; its token count is the
   // vocabulary size. Empty: a byte-level vocabulary of 256 bytes plus BOS and EOS.
   const GgufFile* vocab_from = nullptr;
+  // Pads the vocabulary with unused tokens up to this size (0: as the vocabulary has it), for
+  // the shapes of real models (128256 for Llama 3).
+  uint32_t n_vocab = 0;
 };
+
+// Shapes of well-known models with random weights, for benchmarks: "tiny", "llama-3.2-1b",
+// "llama-3.1-8b", "qwen2.5-0.5b". Throws std::invalid_argument for other names.
+RandomModelSpec preset_model_spec(const std::string& name);
 
 GgufWriter make_random_model(const RandomModelSpec& spec);
 

@@ -1,0 +1,84 @@
+// Tokenize and detokenize with a Vocab (vocab.h).
+//
+// tokenize: split out added/special tokens (USER_DEFINED always, CONTROL/UNKNOWN only with
+// parse_special; longest match at the leftmost position), then per text fragment:
+//   Spm: spaces → "▁", a "▁" prefix when add_space_prefix (at the start and after a special
+//        token, as llama.cpp does), characters merged by best score (or rank), leftovers as
+//        <0xXX> byte tokens (else unk);
+//   Bpe: pre-tokenizer regexes (PCRE2, UTF + Unicode properties), bytes spelled through the
+//        GPT-2 table, merges by lowest rank (ties: leftmost).
+// add_special adds BOS/EOS as the vocab says.
+//
+// detokenize returns the exact bytes (the concatenated pieces); StreamDecoder returns only
+// complete UTF-8, holding back a partial sequence until its next bytes arrive and turning bytes
+// that can never form UTF-8 into U+FFFD.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace wgrt::tokenizer {
+
+struct PreTokenizer;  // compiled PCRE2 regexes (pretokenize.h)
+
+struct Tokenizer {
+  Vocab vocab;
+  std::unordered_map<std::string, int32_t> token_ids;   // text → id (first id wins)
+  std::unordered_map<std::string, int32_t> merge_rank;  // left + '\xff' + right → rank
+  std::array<int32_t, 256> byte_token{};                // byte → its token (-1: none)
+  struct Special {
+    std::string text;
+    int32_t id = -1;
+    bool always = false;  // USER_DEFINED: matched even without parse_special
+  };
+  std::array<std::vector<Special>, 256> specials;       // by first byte, longest first
+  std::vector<std::string> pieces;                      // [n_vocab] decoded bytes of each token
+  std::shared_ptr<const PreTokenizer> pre;              // Bpe only
+};
+
+// Builds the lookup tables once. Throws TokenizerError for an inconsistent vocab (a merge of
+// unknown tokens, a regex that does not compile, ...).
+Tokenizer build_tokenizer(Vocab vocab);
+
+std::vector<int32_t> tokenize(const Tokenizer& tok, std::string_view text, bool add_special,
+                              bool parse_special);
+
+// The bytes a token stands for. CONTROL tokens give their text only with render_special; an
+// UNKNOWN token gives U+FFFD unless render_special. Throws TokenizerError for an id out of range.
+std::string token_to_piece(const Tokenizer& tok, int32_t id, bool render_special = false);
+
+// Whole sequence: exact bytes. For Spm with add_space_prefix the dummy space of the first
+// piece is dropped, so detokenize(tokenize(s)) == s for lossless vocabs.
+std::string detokenize(const Tokenizer& tok, const std::vector<int32_t>& ids,
+                       bool render_special = false);
+
+struct StreamDecoder {
+  const Tokenizer* tok = nullptr;
+  bool render_special = false;
+  bool strip_leading_space = false;  // drop the Spm dummy space of the first piece
+  std::string pending;               // bytes of an incomplete UTF-8 sequence
+};
+
+// sequence_start: the next id begins a tokenized text (prompt start), so the Spm dummy space
+// is dropped; false when continuing after a prompt.
+StreamDecoder make_stream_decoder(const Tokenizer& tok, bool sequence_start,
+                                  bool render_special = false);
+// Feeds one id; returns the complete UTF-8 now available (possibly empty).
+std::string decode_next(StreamDecoder& d, int32_t id);
+// End of stream: whatever is still pending, as U+FFFD.
+std::string decode_flush(StreamDecoder& d);
+
+// UTF-8 helpers (also used by the tests).
+bool is_valid_utf8(std::string_view s);
+// Length of the complete UTF-8 sequence starting at s[i] (1..4), or 0 when s[i] does not start a
+// valid sequence; `*incomplete` is set when it could still become valid with more bytes.
+size_t utf8_sequence_length(std::string_view s, size_t i, bool* incomplete);
+
+}  // namespace wgrt::tokenizer
