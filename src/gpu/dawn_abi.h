@@ -322,8 +322,11 @@ typedef void (*WGPUPopErrorScopeCallback)(WGPUPopErrorScopeStatus status, WGPUEr
                                           void* userdata2);
 typedef void (*WGPUBufferMapCallback)(WGPUMapAsyncStatus status, WGPUStringView message,
                                       void* userdata1, void* userdata2);
-typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, void* userdata1,
-                                          void* userdata2);
+// dawn.json gives this callback no message, but the pinned libwebgpu_dawn.so passes one
+// (status, message, userdata1, userdata2), as later upstream Dawn does: without it userdata1
+// lands in the message's place (tests/gpu/abi_test.cpp CallbackArityMatchesDawnJson).
+typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, WGPUStringView message,
+                                          void* userdata1, void* userdata2);
 
 typedef struct WGPURequestAdapterCallbackInfo {
   WGPUChainedStruct* nextInChain;

@@ -360,7 +360,7 @@ void wait_idle(Device& dev) {
   WGPUQueueWorkDoneStatus status = WGPUQueueWorkDoneStatus_Error;
   WGPUQueueWorkDoneCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPUQueueWorkDoneStatus s, void* u1, void*) {
+  cb.callback = [](WGPUQueueWorkDoneStatus s, WGPUStringView, void* u1, void*) {
     *static_cast<WGPUQueueWorkDoneStatus*>(u1) = s;
   };
   cb.userdata1 = &status;

@@ -1,0 +1,130 @@
+// WGSL kernels against the CPU, and the pipeline cache (typed keys, override constants).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gpu/pipeline.h"
+#include "selftest.h"
+#include "support/device.h"
+
+namespace wgrt::gpu {
+namespace {
+
+using test::SelftestParams;
+
+// Written here rather than embedded: create_pipeline must take any source.
+constexpr std::string_view kInlineAxpb = R"(
+struct Params {
+  n: u32,
+  a: f32,
+  b: f32,
+  pad: u32,
+}
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(64)
+fn axpb(@builtin(global_invocation_id) gid: vec3<u32>) {
+  if (gid.x < params.n) {
+    y[gid.x] = params.a * x[gid.x] + params.b;
+  }
+}
+)";
+
+TEST(GpuKernel, InlineWgslMatchesCpu) {
+  Device& dev = test::device();
+  Pipeline pipe = create_pipeline(dev, "inline axpb", kInlineAxpb, "axpb");
+  ASSERT_TRUE(pipe.pipeline);
+  ASSERT_TRUE(pipe.layout);
+  for (uint32_t n : {1u, 63u, 65u, 1001u}) {  // odd lengths: partial last workgroup
+    SCOPED_TRACE(n);
+    SelftestParams p{.n = n, .a = 1.5f, .b = -0.25f};
+    auto x = test::selftest_input(n);
+    auto y = test::run_selftest(dev, pipe, p, x);
+    EXPECT_EQ(y, test::selftest_cpu(p, x));
+  }
+  check(dev);
+}
+
+TEST(GpuKernel, WritesOnlyTheLiveRange) {
+  Device& dev = test::device();
+  Pipeline pipe = create_pipeline(dev, "inline axpb", kInlineAxpb, "axpb");
+  SelftestParams p{.n = 100, .a = 2.0f, .b = 1.0f};
+  auto x = test::selftest_input(130);
+  test::SelftestJob job = test::make_selftest_job(dev, pipe, SelftestParams{.n = 130}, x);
+  upload(dev, job.params.get(), 0, &p, sizeof(p));  // live n 100 of 130 allocated
+  auto enc = test::make_encoder(dev);
+  test::encode_selftest(enc.get(), pipe, job);
+  test::submit(dev, enc);
+  auto y = read_buffer<float>(dev, job.y.get(), 130);
+  auto want = test::selftest_cpu(p, x);
+  for (uint32_t i = 0; i < 130; ++i) {
+    if (i < 100) EXPECT_EQ(y[i], want[i]) << i;
+    else EXPECT_TRUE(std::isnan(y[i])) << i << ": " << y[i];
+  }
+}
+
+TEST(GpuPipelineCache, SelftestKernelIsEmbedded) {
+  EXPECT_NE(kernel_source("gpu_selftest").find("override SCALE"), std::string_view::npos);
+  EXPECT_THROW(kernel_source("no_such_kernel_anywhere"), GpuError);
+}
+
+TEST(GpuPipelineCache, HitForEqualKeysMissForOtherConstant) {
+  Device& dev = test::device();
+  PipelineCache& cache = *dev.pipelines;
+  // Constants not used elsewhere in the suite, so the first lookup of each is a miss.
+  PipelineKey k3 = make_key("gpu_selftest", "main", {{"SCALE", 3.0}, {"OFFSET", 0.5}});
+  PipelineKey k3_again = make_key("gpu_selftest", "main", {{"OFFSET", 0.5}, {"SCALE", 3.0}});
+  PipelineKey k_neg = make_key("gpu_selftest", "main", {{"SCALE", -0.5}, {"OFFSET", 0.5}});
+  EXPECT_EQ(k3, k3_again);  // make_key sorts constants
+  EXPECT_NE(k3, k_neg);
+  const bool warm = cache.pipelines.contains(k3) || cache.pipelines.contains(k_neg);  // --gtest_repeat
+
+  const int64_t hits0 = cache.hits, misses0 = cache.misses;
+  const Pipeline* p3 = &get_pipeline(dev, k3);
+  EXPECT_EQ(cache.misses - misses0, warm ? 0 : 1);
+  EXPECT_EQ(cache.hits - hits0, warm ? 1 : 0);
+
+  const int64_t hits1 = cache.hits, misses1 = cache.misses;
+  const Pipeline* p3_again = &get_pipeline(dev, k3_again);
+  EXPECT_EQ(cache.hits - hits1, 1);
+  EXPECT_EQ(cache.misses - misses1, 0);
+  EXPECT_EQ(p3, p3_again);
+  EXPECT_EQ(p3->pipeline.get(), p3_again->pipeline.get());
+
+  const int64_t hits2 = cache.hits, misses2 = cache.misses;
+  const Pipeline* p_neg = &get_pipeline(dev, k_neg);
+  if (!warm) {
+    EXPECT_EQ(cache.misses - misses2, 1);
+    EXPECT_EQ(cache.hits - hits2, 0);
+  }
+  EXPECT_NE(p3, p_neg);
+  EXPECT_NE(p3->pipeline.get(), p_neg->pipeline.get());
+  // One shader module per kernel, whatever the constants.
+  EXPECT_EQ(cache.modules.count("gpu_selftest"), 1u);
+
+  // Each pipeline computes with its own constant.
+  SelftestParams p{.n = 257, .a = 1.5f, .b = -0.25f};
+  auto x = test::selftest_input(p.n);
+  auto y3 = test::run_selftest(dev, *p3, p, x);
+  auto y_neg = test::run_selftest(dev, *p_neg, p, x);
+  EXPECT_EQ(y3, test::selftest_cpu(p, x, 3.0f, 0.5f));
+  EXPECT_EQ(y_neg, test::selftest_cpu(p, x, -0.5f, 0.5f));
+  EXPECT_NE(y3, y_neg);
+
+  // Defaults from the WGSL when a key sets no constants.
+  auto y_default = test::run_selftest(dev, get_pipeline(dev, make_key("gpu_selftest")), p, x);
+  EXPECT_EQ(y_default, test::selftest_cpu(p, x, 1.0f, 0.0f));
+  check(dev);
+}
+
+TEST(GpuPipelineCache, UnknownKernelThrowsAndCachesNothing) {
+  Device& dev = test::device();
+  size_t before = dev.pipelines->pipelines.size();
+  EXPECT_THROW(get_pipeline(dev, make_key("no_such_kernel_anywhere")), GpuError);
+  EXPECT_EQ(dev.pipelines->pipelines.size(), before);
+}
+
+}  // namespace
+}  // namespace wgrt::gpu
