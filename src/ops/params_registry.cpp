@@ -1,7 +1,17 @@
 // Every op's uniform block, listed for the C++/WGSL agreement test.
+#include "ops/attention/attention.h"
 #include "ops/common.h"
 #include "ops/elementwise/elementwise.h"
+#include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
+#include "ops/softmax/softmax.h"
+#include "ops/norm/norm.h"
+#include "ops/rope/rope.h"
+#include "ops/sampling/sampling.h"
+#include "ops/silu_mul/silu_mul.h"
+#include "ops/linear_q/linear_q.h"
+#include "ops/embedding/embedding.h"
+#include "ops/slice/slice.h"
 
 namespace wgrt::ops {
 
@@ -9,6 +19,16 @@ std::span<const ParamLayout> param_layouts() {
   static const ParamLayout layouts[] = {
       kElementwiseLayout,
       kLinearLayout,
+      kAttentionLayout,
+      kKvCacheLayout,
+      kSoftmaxLayout,
+      kRmsNormLayout,
+      kRopeLayout,
+      kSiluMulLayout,
+      kSamplingLayout,
+      kLinearQLayout,
+      kEmbeddingLayout,
+      kSliceLayout,
   };
   return layouts;
 }

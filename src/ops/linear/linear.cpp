@@ -35,17 +35,23 @@ void plan_linear(const LinearPlanCtx& c, graph::Plan& plan) {
 graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
   const graph::Tensor& x = g.tensors.at(d.x.v);
   const graph::Tensor& w = g.tensors.at(d.w.v);
-  if (x.dtype != graph::DType::F32 || w.dtype != graph::DType::F32)
-    throw std::invalid_argument(fmt::format("{}: linear takes f32 x and w", d.name));
+  const bool f16 = w.dtype == graph::DType::F16;
+  if (x.dtype != graph::DType::F32 || (w.dtype != graph::DType::F32 && !f16))
+    throw std::invalid_argument(fmt::format("{}: linear takes f32 x and f32 or f16 w", d.name));
+  if (f16 && w.max_shape.rank == 2 && w.max_shape[1] % 2 != 0)
+    throw std::invalid_argument(fmt::format("{}: f16 weights need an even K (whole u32 rows), not {}",
+                                            d.name, w.max_shape[1]));
   graph::Shape out_shape = infer_linear({x.max_shape, w.max_shape});
   if (d.bias && g.tensors.at(d.bias->v).max_shape != graph::Shape{w.max_shape[0]})
     throw std::invalid_argument(fmt::format("{}: bias must have shape [{}]", d.name, w.max_shape[0]));
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
   graph::TensorId bias = d.bias.value_or(d.w);  // bound but unread when there is none
 
-  auto kernel = [&](const char* entry) {
+  auto kernel = [&](std::string entry) {
+    // f16 weights: the *_f16 entry points read them as u32 pairs at binding 5.
+    if (f16) entry += "_f16";
     return graph::KernelSpec{gpu::make_key("linear", entry),
-                             {graph::Binding::of(0, d.x), graph::Binding::of(1, d.w),
+                             {graph::Binding::of(0, d.x), graph::Binding::of(f16 ? 5 : 1, d.w),
                               graph::Binding::of(2, bias), graph::Binding::of(3, y),
                               graph::Binding::params(4)}};
   };

@@ -1,4 +1,5 @@
-// linear with f32 weights: y[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]).
+// linear with f32 or f16 weights: y[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]).
+// f16 weights are a DType::F16 tensor (two halves per u32, pack2x16float) with K even.
 // Weight layout [N, K] (row n holds output n's weights), as in GGUF and PyTorch.
 // Routes on x's live rows (n_tokens): [1, 1] GEMV, [2, max] tiled GEMM.
 #pragma once
@@ -13,7 +14,7 @@ namespace wgrt::ops {
 struct LinearDesc {
   std::string name;  // node and output name, e.g. "attn_q.0"
   graph::TensorId x;  // [M, K], M may vary
-  graph::TensorId w;  // [N, K] f32
+  graph::TensorId w;  // [N, K] f32 or f16
   std::optional<graph::TensorId> bias;  // [N] f32
 };
 

@@ -1,0 +1,157 @@
+// wgrt_lab_attention: SDPA over the KV cache at llama-3-8B-like head counts (32 query heads,
+// 8 KV heads), head dim 64/128, f32 and f16 caches, contexts 128..8192.
+//
+//   wgrt_lab_attention [--peaks bench/peaks-h200.json] [--repeats 10] [--inner 4]
+//
+// decode (flash-decoding, n_tokens 1 at pos = ctx - 1): one graph holds `layers` attention
+// nodes, each over its own caches, so a timed pass reads more KV than the L2 holds (as a real
+// decode step across layers does); time per call = pass time / layers. GB/s = KV bytes read
+// (2 x n_kv_heads x ctx x head_dim x element size) / time, against the measured read peak.
+// prefill (n_tokens = min(512, ctx) ending at ctx): GFLOP/s = 4 x head_dim x n_heads x
+// (keys attended, summed over tokens) / time, against the measured f32 FMA peak.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "lab.h"
+#include "ops/attention/attention.h"
+#include "ops/kv_cache/kv_cache.h"
+
+namespace wgrt {
+namespace {
+
+using namespace graph;
+
+struct Options {
+  std::string peaks = "bench/peaks-h200.json";
+  lab::TimeOptions time;
+  int inner = 4;
+  uint32_t max_chunks = 0;
+  gpu::DeviceOptions device;
+};
+
+constexpr uint32_t kHeads = 32, kKvHeads = 8;
+
+void record_graph(const Graph& g, WGPUComputePassEncoder pass) {
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const auto& kernels = g.compiled[n][g.live.nodes[n].route];
+    for (size_t j = 0; j < kernels.size(); ++j) {
+      const Grid& gr = g.live.nodes[n].plan.grids[j];
+      wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
+      wgpuComputePassEncoderSetBindGroup(pass, 0, kernels[j].bind_group.get(), 0, nullptr);
+      wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
+    }
+  }
+}
+
+std::vector<uint32_t> random_words(size_t n, uint32_t seed, bool f16) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> w(n);
+  // f32 values in [-1, 1), or pairs of halves in [-1, 1): sign, exponent 0..14, mantissa.
+  for (auto& x : w) {
+    if (f16) {
+      auto half = [&] { return uint32_t((rng() & 0x8000u) | ((rng() % 15u) << 10) | (rng() & 0x3ffu)); };
+      x = half() | (half() << 16);
+    } else {
+      float f = std::uniform_real_distribution<float>(-1.f, 1.f)(rng);
+      std::memcpy(&x, &f, 4);
+    }
+  }
+  return w;
+}
+
+struct Lab {
+  gpu::Device& dev;
+  lab::Timer timer;
+  Options opts;
+  lab::Peaks peaks;
+  lab::Table table{{"route", "cache", "head dim", "ctx", "tokens", "chunks", "layers", "µs / call",
+                    "GB/s (KV)", "% of read peak", "GFLOP/s", "% of FMA peak"},
+                   {}};
+
+  void run(bool decode, bool f16, uint32_t hd, uint32_t ctx) {
+    const uint32_t n_tokens = decode ? 1 : std::min<uint32_t>(512, ctx);
+    const uint32_t pos = ctx - n_tokens;
+    const double elem = f16 ? 2 : 4;
+    const double kv_bytes = 2.0 * kKvHeads * ctx * hd * elem;
+    uint32_t layers = decode ? uint32_t(std::clamp(256e6 / kv_bytes, 1.0, 64.0)) : 1;
+    Graph g(dev);
+    SymbolId ps = add_symbol(g, {.name = "pos", .lo = 0, .hi = ctx - 1});
+    TensorId q = add_input(g, {.name = "q", .max_shape = {n_tokens, kHeads * hd}});
+    std::vector<TensorId> caches;
+    for (uint32_t l = 0; l < layers; ++l) {
+      DType dt = f16 ? DType::F16 : DType::F32;
+      TensorId kc = ops::add_kv_cache(g, fmt::format("k.{}", l), dt, kKvHeads, ctx, hd);
+      TensorId vc = ops::add_kv_cache(g, fmt::format("v.{}", l), dt, kKvHeads, ctx, hd);
+      caches.push_back(kc);
+      caches.push_back(vc);
+      ops::add_attention(g, {.name = fmt::format("attn.{}", l), .q = q, .k_cache = kc, .v_cache = vc,
+                             .pos = ps, .n_heads = kHeads, .decode_max_chunks = opts.max_chunks});
+    }
+    build(g);
+    for (size_t i = 0; i < caches.size(); ++i)
+      write_tensor<uint32_t>(g, caches[i], random_words(g.tensors[caches[i].v].bytes / 4, uint32_t(i), f16));
+    std::vector<float> qv(size_t(n_tokens) * kHeads * hd);
+    std::mt19937 rng(7);
+    for (auto& x : qv) x = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
+    write_tensor<float>(g, q, qv);
+    SymbolInput si{ps, pos};
+    update(g, {}, {&si, 1});
+    int inner = decode ? 1 : opts.inner;
+    lab::Timing t = lab::measure(timer, "attention", opts.time, [&](WGPUComputePassEncoder pass) {
+      for (int i = 0; i < inner; ++i) record_graph(g, pass);
+    });
+    double per_call = t.seconds / (double(layers) * inner);
+    NodeId n0 = find_node(g, "attn.0");
+    std::string chunks = decode ? fmt::format("{}", active_plan(g, n0).grids[0].x) : "-";
+    double keys = double(n_tokens) * pos + double(n_tokens) * (n_tokens + 1) / 2;  // causal
+    double flops = 4.0 * hd * kHeads * keys;
+    double gbps = kv_bytes / per_call / 1e9;
+    double gflops = flops / per_call / 1e9;
+    table.rows.push_back({decode ? "decode" : "prefill", f16 ? "f16" : "f32", fmt::format("{}", hd),
+                          fmt::format("{}", ctx), fmt::format("{}", n_tokens), chunks,
+                          fmt::format("{}", layers), fmt::format("{:.2f}", per_call * 1e6),
+                          decode ? fmt::format("{:.0f}", gbps) : "-",
+                          decode ? lab::percent_of(gbps, peaks.read_gbps) : "-",
+                          fmt::format("{:.0f}", gflops),
+                          decode ? "-" : lab::percent_of(gflops, peaks.fma_gflops)});
+  }
+};
+
+}  // namespace
+}  // namespace wgrt
+
+int main(int argc, char** argv) {
+  using namespace wgrt;
+  Options opts;
+  CLI::App app{"wgrt_lab_attention: flash-decoding and prefill attention timings"};
+  app.add_option("--peaks", opts.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
+  app.add_option("--repeats", opts.time.repeats, "timed passes per measurement (median)");
+  app.add_option("--inner", opts.inner, "prefill calls per timed pass");
+  app.add_option("--max-chunks", opts.max_chunks, "flash-decoding split cap (0: the op's default)");
+  lab::add_device_flags(app, opts.device);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    gpu::Device dev = gpu::create_device(opts.device);
+    Lab lab{dev, lab::create_timer(dev), opts, lab::load_peaks(opts.peaks)};
+    fmt::print("{}\npeaks: read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s ({}, {})\n\n", lab::adapter_line(dev.caps),
+               lab.peaks.read_gbps, lab.peaks.fma_gflops, lab.peaks.adapter, lab.peaks.date);
+    for (bool decode : {true, false})
+      for (bool f16 : {false, true})
+        for (uint32_t hd : {64u, 128u})
+          for (uint32_t ctx : {128u, 1024u, 4096u, 8192u}) lab.run(decode, f16, hd, ctx);
+    lab::print_table(lab.table);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "wgrt_lab_attention: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

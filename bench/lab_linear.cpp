@@ -1,0 +1,163 @@
+// wgrt_lab_linear: the quantized linear (q4gsw, q8) per route, timed on the GPU, with ratios to
+// the device's measured peaks: GB/s against the read bandwidth (weights + x + y bytes), and
+// GFLOP/s (2 M N K) against the f32 FMA peak.
+//
+//   wgrt_lab_linear [--peaks bench/peaks-h200.json] [--formats q4,q8] [--m 1,4,16,128,512]
+//                   [--shapes 2048x2048,4096x4096] [--gs 32] [--rotate-mb 256] [--repeats 10]
+//
+// Shapes are K x N (the weight is [N, K]). Each timed pass runs C copies of the layer, each with
+// its own weights, C chosen so the copies together pass --rotate-mb (the H200's L2 is 50 MB):
+// a call never finds its weights in cache, as in a model's forward pass. Time per call = pass
+// time / C, so it includes the dispatch and barrier cost a real graph pays between kernels.
+#include <fmt/format.h>
+
+#include <random>
+#include <sstream>
+
+#include "graph/graph.h"
+#include "lab.h"
+#include "ops/linear_q/linear_q.h"
+
+namespace wgrt {
+namespace {
+
+struct Options {
+  std::string peaks = "bench/peaks-h200.json";
+  std::vector<std::string> formats = {"q4", "q8"};
+  std::vector<uint32_t> ms = {1, 4, 16, 128, 512};
+  std::vector<std::string> shapes = {"2048x2048",  "2048x512",   "2048x8192",  "8192x2048",
+                                     "2048x128256", "4096x4096", "4096x1024", "4096x14336",
+                                     "14336x4096", "4096x128256"};
+  uint32_t gs = 32;
+  double rotate_mb = 256;
+  int max_copies = 64;
+  lab::TimeOptions time;
+  gpu::DeviceOptions device;
+};
+
+const char* kRouteNames[] = {"gemv", "small_m", "gemm"};
+
+// One layer shape at every M: a graph of C copies, x at the largest M.
+void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, const Options& o,
+               ops::QuantFormat f, uint32_t k, uint32_t n, lab::Table& table) {
+  const uint64_t wbytes = ops::quant_q_words(f, n, k) * 4 + ops::quant_scale_words(n, k, o.gs) * 4;
+  const int copies = int(std::clamp<double>(std::ceil(o.rotate_mb * 1e6 / double(wbytes)), 1, o.max_copies));
+  const uint32_t max_m = *std::max_element(o.ms.begin(), o.ms.end());
+  graph::Graph g(dev);
+  graph::TensorId x = graph::add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
+  std::vector<ops::QuantTensors> weights;
+  std::vector<graph::NodeId> nodes;
+  for (int c = 0; c < copies; ++c) {
+    std::string name = fmt::format("lin.{}", c);
+    weights.push_back(ops::add_quant_weight(g, name + ".w", f, n, k, o.gs));
+    ops::add_linear_q(g, {.name = name, .format = f, .gs = o.gs, .x = x, .q = weights.back().q,
+                          .scales = weights.back().scales});
+    nodes.push_back(graph::find_node(g, name));
+  }
+  graph::build(g);
+  // Random words; scales are f16 values in [2^-8, 2^-6): timing does not depend on them.
+  std::mt19937 rng(1);
+  std::vector<uint32_t> q(ops::quant_q_words(f, n, k)), s(ops::quant_scale_words(n, k, o.gs));
+  for (auto& v : q) v = rng();
+  for (auto& v : s) v = (0x1C00u + rng() % 0x0800u) | ((0x1C00u + rng() % 0x0800u) << 16);
+  for (const auto& w : weights) {
+    graph::write_tensor<uint32_t>(g, w.q, q);
+    graph::write_tensor<uint32_t>(g, w.scales, s);
+  }
+  std::vector<float> xv(size_t(max_m) * k);
+  for (auto& v : xv) v = float(int(rng() % 2001) - 1000) / 1000.f;
+  graph::write_tensor<float>(g, x, xv);
+
+  for (uint32_t m : o.ms) {
+    graph::ShapeInput shape{x, {m, k}};
+    graph::update(g, {&shape, 1});
+    uint32_t route = graph::active_route(g, nodes[0]);
+    auto record = [&](WGPUComputePassEncoder pass) {
+      for (graph::NodeId id : nodes) {
+        const auto& ns = g.live.nodes[id.v];
+        const auto& kernels = g.compiled[id.v][ns.route];
+        for (size_t j = 0; j < kernels.size(); ++j) {
+          const graph::Grid& gr = ns.plan.grids[j];
+          wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
+          wgpuComputePassEncoderSetBindGroup(pass, 0, kernels[j].bind_group.get(), 0, nullptr);
+          wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
+        }
+      }
+    };
+    lab::Timing t = lab::measure(timer, fmt::format("{} {}x{} m{}", ops::quant_format_name(f), k, n, m),
+                                 o.time, record);
+    double per_call = t.seconds / copies;
+    double bytes = double(wbytes) + 4.0 * m * (double(k) + n);
+    double gbps = bytes / per_call / 1e9;
+    double gflops = 2.0 * m * double(n) * k / per_call / 1e9;
+    table.rows.push_back({ops::quant_format_name(f), std::to_string(m), std::to_string(k),
+                          std::to_string(n), kRouteNames[route], std::to_string(copies),
+                          fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),
+                          lab::percent_of(gbps, peaks.read_gbps), fmt::format("{:.0f}", gflops),
+                          lab::percent_of(gflops, peaks.fma_gflops)});
+    fmt::print(stderr, "  {} m={} {}x{}: {:.2f} us\n", ops::quant_format_name(f), m, k, n, per_call * 1e6);
+  }
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  CLI::App app{"wgrt_lab_linear: quantized linear layers against the device peaks"};
+  lab::add_device_flags(app, o.device);
+  app.add_option("--peaks", o.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
+  std::string formats = "q4,q8", shapes, ms;
+  app.add_option("--formats", formats, "comma list of q4, q8");
+  app.add_option("--shapes", shapes, "comma list of KxN (default: the Llama set)");
+  app.add_option("--m", ms, "comma list of M (n_tokens)");
+  app.add_option("--gs", o.gs, "group size")->check(CLI::IsMember({32, 64, 128}));
+  app.add_option("--rotate-mb", o.rotate_mb, "weights per pass, MB, to defeat the cache");
+  app.add_option("--max-copies", o.max_copies, "most layer copies per pass");
+  app.add_option("--repeats", o.time.repeats, "timed passes (median)");
+  CLI11_PARSE(app, argc, argv);
+  o.formats = split(formats);
+  if (!shapes.empty()) o.shapes = split(shapes);
+  if (!ms.empty()) {
+    o.ms.clear();
+    for (const auto& v : split(ms)) o.ms.push_back(uint32_t(std::stoul(v)));
+  }
+
+  gpu::Device dev = gpu::create_device(o.device);
+  fmt::print("{}\n", lab::adapter_line(dev.caps));
+  lab::Peaks peaks = lab::load_peaks(o.peaks);
+  fmt::print("peaks ({}, {}): read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s; gs {}\n\n", peaks.adapter,
+             peaks.date, peaks.read_gbps, peaks.fma_gflops, o.gs);
+  lab::Timer timer = lab::create_timer(dev);
+  lab::Table table{{"fmt", "M", "K", "N", "route", "copies", "us/call", "GB/s", "% read BW",
+                    "GFLOP/s", "% FMA peak"},
+                   {}};
+  for (const auto& fs : o.formats) {
+    ops::QuantFormat f = fs == "q8" ? ops::QuantFormat::Q8 : ops::QuantFormat::Q4gsw;
+    for (const auto& sh : o.shapes) {
+      auto xpos = sh.find('x');
+      uint32_t k = uint32_t(std::stoul(sh.substr(0, xpos))), n = uint32_t(std::stoul(sh.substr(xpos + 1)));
+      run_shape(dev, timer, peaks, o, f, k, n, table);
+    }
+  }
+  fmt::print("\n");
+  lab::print_table(table);
+  return 0;
+}
+
+}  // namespace
+}  // namespace wgrt
+
+int main(int argc, char** argv) {
+  try {
+    return wgrt::run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "wgrt_lab_linear: {}\n", e.what());
+    return 1;
+  }
+}

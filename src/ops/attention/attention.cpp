@@ -1,0 +1,151 @@
+#include "ops/attention/attention.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace wgrt::ops {
+
+namespace {
+constexpr ParamField kFields[] = {{"n_tokens", offsetof(AttentionParams, n_tokens)},
+                                  {"n_heads", offsetof(AttentionParams, n_heads)},
+                                  {"n_kv_heads", offsetof(AttentionParams, n_kv_heads)},
+                                  {"pos", offsetof(AttentionParams, pos)},
+                                  {"n_ctx", offsetof(AttentionParams, n_ctx)},
+                                  {"n_chunks", offsetof(AttentionParams, n_chunks)},
+                                  {"chunk_blocks", offsetof(AttentionParams, chunk_blocks)},
+                                  {"ml_offset", offsetof(AttentionParams, ml_offset)},
+                                  {"scale", offsetof(AttentionParams, scale)},
+                                  {"_pad0", offsetof(AttentionParams, _pad0)},
+                                  {"_pad1", offsetof(AttentionParams, _pad1)},
+                                  {"_pad2", offsetof(AttentionParams, _pad2)}};
+constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
+
+// Scratch: per query head and chunk, head_dim weighted-V sums, then (max, sum) pairs.
+uint32_t ml_offset(uint32_t n_heads, uint32_t max_chunks, uint32_t head_dim) {
+  return n_heads * max_chunks * head_dim;
+}
+}  // namespace
+
+const ParamLayout kAttentionLayout{"attention", sizeof(AttentionParams), kFields};
+
+DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks) {
+  uint32_t blocks = uint32_t(ceil_div(n_keys, kAttnKeyBlock));
+  uint32_t per = uint32_t(ceil_div(blocks, max_chunks));
+  return {uint32_t(ceil_div(blocks, per)), per};
+}
+
+graph::Shape infer_attention(const AttentionInferCtx& c) {
+  if (c.q.rank != 2 || c.cache.rank != 3 || c.n_heads == 0 || c.q[1] != c.n_heads * c.cache[2])
+    throw std::invalid_argument(fmt::format(
+        "attention: q {} must be [n_tokens, {} heads x head_dim {}]", graph::to_string(c.q),
+        c.n_heads, c.cache.rank == 3 ? c.cache[2] : 0));
+  return c.q;
+}
+
+void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
+  if (c.pos < 0 || c.pos + c.n_tokens > c.n_ctx)
+    throw std::out_of_range(fmt::format(
+        "attention: {} tokens at pos {} need keys past the context of {}", c.n_tokens, c.pos, c.n_ctx));
+  AttentionParams p{};
+  p.n_tokens = c.n_tokens;
+  p.n_heads = c.n_heads;
+  p.n_kv_heads = c.n_kv_heads;
+  p.pos = uint32_t(c.pos);
+  p.n_ctx = c.n_ctx;
+  p.scale = c.scale;
+  const uint32_t group = c.n_heads / c.n_kv_heads;
+  if (c.route == kAttentionDecode) {
+    DecodeSplit s = decode_split(uint32_t(c.pos) + 1, c.max_chunks);
+    p.n_chunks = s.n_chunks;
+    p.chunk_blocks = s.chunk_blocks;
+    p.ml_offset = ml_offset(c.n_heads, c.max_chunks, c.head_dim);
+    plan.params[0].set(p);
+    plan.params[1].set(p);
+    plan.grids[0] = {s.n_chunks, c.n_kv_heads, 1};
+    plan.grids[1] = {c.n_heads, 1, 1};
+  } else {
+    plan.params[0].set(p);
+    uint32_t tokens_per_tile = kPrefillRows / group;
+    plan.grids[0] = {uint32_t(ceil_div(c.n_tokens, tokens_per_tile)), c.n_kv_heads, 1};
+  }
+}
+
+graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
+  const graph::Tensor& q = g.tensors.at(d.q.v);
+  const graph::Tensor& kc = g.tensors.at(d.k_cache.v);
+  const graph::Tensor& vc = g.tensors.at(d.v_cache.v);
+  if (q.dtype != graph::DType::F32)
+    throw std::invalid_argument(fmt::format("{}: attention takes f32 q", d.name));
+  if (kc.dtype != vc.dtype || kc.max_shape != vc.max_shape ||
+      (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16))
+    throw std::invalid_argument(fmt::format("{}: k and v caches must share one shape and dtype (f32 or f16)", d.name));
+  graph::Shape out_shape = infer_attention({q.max_shape, kc.max_shape, d.n_heads});
+  const uint32_t n_kv = kc.max_shape[0], n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
+  const uint32_t max_tokens = q.max_shape[0];  // copied: add_tensor below may move g.tensors
+  if (head_dim != 64 && head_dim != 128)
+    throw std::invalid_argument(fmt::format("{}: head_dim {} (supported: 64, 128)", d.name, head_dim));
+  if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup || kPrefillRows % (d.n_heads / n_kv) != 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: {} query heads over {} KV heads (supported GQA ratios: 1, 2, 4, 8)", d.name, d.n_heads, n_kv));
+  uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks : kDefaultDecodeChunks;
+  if (max_chunks > kMaxDecodeChunks)
+    throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
+  max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, kAttnKeyBlock)));
+  const uint32_t group = d.n_heads / n_kv;
+  const bool f16 = kc.dtype == graph::DType::F16;
+  const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
+
+  graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
+  graph::TensorId scratch =
+      graph::add_tensor(g, d.name + ".split", graph::DType::F32,
+                        {ml_offset(d.n_heads, max_chunks, head_dim) + d.n_heads * max_chunks * 2});
+
+  std::vector<gpu::OverrideConstant> consts = {
+      {"HEAD_DIM", double(head_dim)}, {"GROUP", double(group)}, {"F16", f16 ? 1.0 : 0.0}};
+  auto key = [&](const char* entry) { return gpu::make_key("attention", entry, consts); };
+  // Prefill key tile: 32 keys where workgroup memory allows (48 KiB on the H200), else 16.
+  const uint32_t d4 = head_dim / 4;
+  const uint64_t smem32 = uint64_t(kPrefillRows) * (d4 + 1) * 16 + 32ull * d4 * 16 + kPrefillRows * 33 * 4 + 128;
+  const uint32_t bk = g.dev->caps.limits.maxComputeWorkgroupStorageSize >= smem32 ? 32 : 16;
+  std::vector<gpu::OverrideConstant> prefill_consts = consts;
+  prefill_consts.push_back({"BK", double(bk)});
+  graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
+  routes.routes.push_back(
+      {"flash_decode", 1, 1,
+       {{key("decode_split"),
+         {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
+          graph::Binding::of(4, scratch), graph::Binding::params(5)}},
+        {key("decode_reduce"),
+         {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)}}}});
+  if (max_tokens >= 2)
+    routes.routes.push_back(
+        {"prefill", 2, max_tokens,
+         {{gpu::make_key("attention", "prefill", prefill_consts),
+           {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
+            graph::Binding::of(3, out), graph::Binding::params(5)}}}});
+
+  const uint32_t n_heads = d.n_heads;
+  graph::add_node(g, graph::Node{
+      .name = d.name,
+      .op = "attention",
+      .inputs = {d.q, d.k_cache, d.v_cache},
+      .outputs = {out, scratch},
+      .dynamic = true,
+      .routes = std::move(routes),
+      .infer =
+          [n_heads](const graph::InferArgs& a) {
+            a.out[0] = infer_attention({a.in[0], a.in[1], n_heads});
+          },
+      .plan =
+          [=, pos = d.pos](const graph::PlanArgs& a, graph::Plan& p) {
+            plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[pos], scale,
+                            max_chunks, a.route},
+                           p);
+          },
+  });
+  return out;
+}
+
+}  // namespace wgrt::ops

@@ -1,0 +1,79 @@
+// Scaled dot-product attention over the KV cache, causal, with GQA.
+//
+//   q    [n_tokens, n_heads * head_dim] f32 (post-RoPE), token i at absolute position pos + i
+//   k/v  caches [n_kv_heads, n_ctx, head_dim] f32 or f16 (ops/kv_cache), already holding
+//        positions 0 .. pos + n_tokens - 1
+//   out  [n_tokens, n_heads * head_dim]; query i attends keys 0 .. pos + i, query head h
+//        reads KV head h / (n_heads / n_kv_heads); scale 1/sqrt(head_dim) unless given.
+//
+// Routes on n_tokens:
+//   [1, 1]    decode, flash-decoding: `decode_split` gives each (KV head, chunk of the
+//             pos + 1 keys) a workgroup that handles all query heads of the group, with an
+//             online softmax over blocks of 64 keys, and writes (max, sum, weighted V) per
+//             query head and chunk to a scratch tensor; `decode_reduce` merges the chunks.
+//             plan picks the chunk count from the live context length.
+//   [2, max]  prefill: `prefill` tiles 32 rows (tokens x the group's query heads) against
+//             tiles of 32 keys in workgroup memory, online softmax, causal mask; a K/V tile
+//             is loaded once for all query heads of its group.
+// head_dim 64 or 128 and the GQA ratio (1..8) are override constants, as is the cache dtype.
+#pragma once
+
+#include <optional>
+
+#include "graph/graph.h"
+#include "ops/common.h"
+
+namespace wgrt::ops {
+
+struct AttentionDesc {
+  std::string name;  // node and output name, e.g. "attn.3"
+  graph::TensorId q;        // [n_tokens, n_heads * head_dim] f32
+  graph::TensorId k_cache;  // [n_kv_heads, n_ctx, head_dim] F32 or F16 (State)
+  graph::TensorId v_cache;
+  graph::SymbolId pos;      // absolute position of q's first token
+  uint32_t n_heads = 0;
+  std::optional<float> scale;     // default 1 / sqrt(head_dim)
+  uint32_t decode_max_chunks = 0;  // flash-decoding split cap, 1..kMaxDecodeChunks; 0: default
+};
+
+constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB: keys per decode block
+constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
+constexpr uint32_t kDefaultDecodeChunks = 128;
+constexpr uint32_t kPrefillRows = 32;       // attention.wgsl ROWS: (token, head) rows per tile
+
+graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
+
+struct AttentionParams {
+  uint32_t n_tokens, n_heads, n_kv_heads, pos;
+  uint32_t n_ctx, n_chunks, chunk_blocks, ml_offset;
+  float scale;
+  uint32_t _pad0, _pad1, _pad2;
+};
+static_assert(sizeof(AttentionParams) == 48);
+extern const ParamLayout kAttentionLayout;
+
+struct AttentionInferCtx {
+  graph::Shape q, cache;
+  uint32_t n_heads;
+};
+graph::Shape infer_attention(const AttentionInferCtx& c);
+
+enum AttentionRoute : uint32_t { kAttentionDecode = 0, kAttentionPrefill = 1 };
+struct AttentionPlanCtx {
+  uint32_t n_tokens, n_heads, n_kv_heads, head_dim, n_ctx;
+  int64_t pos;
+  float scale;
+  uint32_t max_chunks;  // the split cap
+  uint32_t route;
+};
+// Throws std::out_of_range when pos + n_tokens > n_ctx.
+void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan);
+
+// Flash-decoding split for a context of `n_keys`: chunks of whole 64-key blocks, as many
+// chunks as blocks up to `max_chunks`.
+struct DecodeSplit {
+  uint32_t n_chunks, chunk_blocks;
+};
+DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks);
+
+}  // namespace wgrt::ops

@@ -1,0 +1,326 @@
+// Causal scaled dot-product attention over the KV cache, with GQA (see attention.h).
+// Caches are read as vec4<u32> words: 4 f32 elements, or (F16) 8 halves.
+struct Params {
+  n_tokens: u32,
+  n_heads: u32,
+  n_kv_heads: u32,
+  pos: u32,
+  n_ctx: u32,
+  n_chunks: u32,
+  chunk_blocks: u32,
+  ml_offset: u32,
+  scale: f32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+override HEAD_DIM: u32 = 128u;  // 64 or 128
+override GROUP: u32 = 1u;       // query heads per KV head, 1..MAX_GROUP
+override F16: bool = false;     // cache dtype
+
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> v_cache: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> split: array<f32>;  // decode partials
+@group(0) @binding(5) var<uniform> p: Params;
+
+const WG: u32 = 256u;
+const MAX_GROUP: u32 = 8u;
+const NEG: f32 = -3.4e38;
+
+// Elements 0..3 and 4..7 of a cache word; an f32 word holds only the first four.
+fn unpack_word(w: vec4<u32>) -> array<vec4<f32>, 2> {
+  if (F16) {
+    return array<vec4<f32>, 2>(vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+                               vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)));
+  }
+  return array<vec4<f32>, 2>(bitcast<vec4<f32>>(w), vec4<f32>(0.0));
+}
+
+fn row_words() -> u32 { return HEAD_DIM / select(4u, 8u, F16); }
+fn word_vec4s() -> u32 { return select(1u, 2u, F16); }
+
+// ---- decode, split: a workgroup per (chunk, KV head) -------------------------------------
+// Blocks of KB keys: LANES threads per key form the dot products with the group's queries;
+// then every thread owns one word of the row and a strided share of the keys for P*V. V for
+// the block is loaded before the scores are known so both loads are in flight together.
+const KB: u32 = 64u;
+const LANES: u32 = 4u;
+const MAX_CHUNKS: u32 = 256u;
+
+var<workgroup> dq: array<vec4<f32>, 256>;     // [GROUP][HEAD_DIM / 4], scaled
+var<workgroup> dpart: array<f32, 2048>;       // [GROUP][KB][LANES] partial dot products
+var<workgroup> dp: array<f32, 512>;           // [GROUP][KB] scores, then probabilities
+var<workgroup> dalpha: array<f32, MAX_GROUP>; // per head: rescale of the running sums
+var<workgroup> dmax: array<f32, MAX_GROUP>;
+var<workgroup> dred: array<vec4<f32>, 512>;   // [WG][2] per-thread sums for the final reduce
+
+@compute @workgroup_size(WG)
+fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let R = row_words();
+  let E4 = word_vec4s();
+  let D4 = HEAD_DIM / 4u;
+  let NVL = WG / R;  // key lanes in the P*V phase
+  let c = wid.x;
+  let g = wid.y;
+  let head0 = g * GROUP;
+  let k_begin = c * p.chunk_blocks * KB;
+  let k_end = min(k_begin + p.chunk_blocks * KB, p.pos + 1u);
+  let row0 = g * p.n_ctx;
+
+  for (var i = t; i < GROUP * D4; i += WG) { dq[i] = q[head0 * D4 + i] * p.scale; }
+  let sj = t / LANES;  // score phase: key of the block
+  let sl = t % LANES;  // and lane
+  let vw = t % R;      // P*V phase: word of the row
+  let vl = t / R;      // and key lane
+  var acc: array<array<vec4<f32>, 2>, MAX_GROUP>;
+  var m_run = NEG;  // threads t < GROUP: head t's running max and sum
+  var l_run = 0.0;
+  workgroupBarrier();
+
+  for (var b0 = k_begin; b0 < k_end; b0 += KB) {
+    let n_valid = min(KB, k_end - b0);
+    var vv: array<vec4<u32>, 8>;
+    for (var i = 0u; i < KB / NVL; i++) {
+      let key = b0 + vl + i * NVL;
+      vv[i] = vec4<u32>(0u);
+      if (key < k_end) { vv[i] = v_cache[(row0 + key) * R + vw]; }
+    }
+    var part = array<f32, MAX_GROUP>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);  // explicit: a bare loop-local var was not re-zeroed per turn on lavapipe
+    let key = b0 + sj;
+    if (key < k_end) {
+      for (var i = 0u; i < R / LANES; i++) {
+        let w = sl + i * LANES;
+        let kv = unpack_word(k_cache[(row0 + key) * R + w]);
+        for (var u = 0u; u < E4; u++) {
+          for (var h = 0u; h < GROUP; h++) { part[h] += dot(dq[h * D4 + w * E4 + u], kv[u]); }
+        }
+      }
+    }
+    for (var h = 0u; h < GROUP; h++) { dpart[(h * KB + sj) * LANES + sl] = part[h]; }
+    workgroupBarrier();
+    for (var i = t; i < GROUP * KB; i += WG) {
+      let b = i * LANES;
+      dp[i] = (dpart[b] + dpart[b + 1u]) + (dpart[b + 2u] + dpart[b + 3u]);
+    }
+    workgroupBarrier();
+    if (t < GROUP) {
+      var bm = NEG;
+      for (var j = 0u; j < n_valid; j++) { bm = max(bm, dp[t * KB + j]); }
+      let m_new = max(m_run, bm);
+      dalpha[t] = exp(m_run - m_new);
+      dmax[t] = m_new;
+      m_run = m_new;
+    }
+    workgroupBarrier();
+    for (var i = t; i < GROUP * KB; i += WG) {
+      dp[i] = select(0.0, exp(dp[i] - dmax[i / KB]), i % KB < n_valid);
+    }
+    workgroupBarrier();
+    if (t < GROUP) {
+      var s = 0.0;
+      for (var j = 0u; j < n_valid; j++) { s += dp[t * KB + j]; }
+      l_run = l_run * dalpha[t] + s;
+    }
+    for (var h = 0u; h < GROUP; h++) {
+      let a = dalpha[h];
+      var s0 = acc[h][0] * a;
+      var s1 = acc[h][1] * a;
+      for (var i = 0u; i < KB / NVL; i++) {
+        let pj = dp[h * KB + vl + i * NVL];
+        let vf = unpack_word(vv[i]);
+        s0 += pj * vf[0];
+        s1 += pj * vf[1];
+      }
+      acc[h][0] = s0;
+      acc[h][1] = s1;
+    }
+    workgroupBarrier();
+  }
+
+  // Sum the key lanes' partial P*V per head; write this chunk's (V sums, max, sum).
+  for (var h = 0u; h < GROUP; h++) {
+    dred[t * 2u] = acc[h][0];
+    dred[t * 2u + 1u] = acc[h][1];
+    workgroupBarrier();
+    if (t < R) {
+      var s0 = vec4<f32>(0.0);
+      var s1 = vec4<f32>(0.0);
+      for (var l = 0u; l < NVL; l++) {
+        s0 += dred[(l * R + t) * 2u];
+        s1 += dred[(l * R + t) * 2u + 1u];
+      }
+      let o = ((head0 + h) * p.n_chunks + c) * HEAD_DIM + t * E4 * 4u;
+      split[o] = s0.x;
+      split[o + 1u] = s0.y;
+      split[o + 2u] = s0.z;
+      split[o + 3u] = s0.w;
+      if (F16) {
+        split[o + 4u] = s1.x;
+        split[o + 5u] = s1.y;
+        split[o + 6u] = s1.z;
+        split[o + 7u] = s1.w;
+      }
+    }
+    workgroupBarrier();
+  }
+  if (t < GROUP) {
+    let i = p.ml_offset + ((head0 + t) * p.n_chunks + c) * 2u;
+    split[i] = m_run;
+    split[i + 1u] = l_run;
+  }
+}
+
+// ---- decode, reduce: a workgroup per query head merges its chunks -------------------------
+const RWG: u32 = 128u;
+var<workgroup> rw: array<f32, MAX_CHUNKS>;  // per chunk: exp(m_c - M)
+var<workgroup> rr: array<f32, RWG>;
+
+fn reduce_rr(t: u32, is_max: bool) -> f32 {
+  workgroupBarrier();
+  for (var s = RWG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) {
+      rr[t] = select(rr[t] + rr[t + s], max(rr[t], rr[t + s]), is_max);
+    }
+    workgroupBarrier();
+  }
+  let r = rr[0];
+  workgroupBarrier();
+  return r;
+}
+
+@compute @workgroup_size(RWG)
+fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let h = wid.x;
+  let nc = p.n_chunks;
+  let ml = p.ml_offset + h * nc * 2u;
+  var m = NEG;
+  for (var c = t; c < nc; c += RWG) { m = max(m, split[ml + c * 2u]); }
+  rr[t] = m;
+  let big_m = reduce_rr(t, true);
+  var l = 0.0;
+  for (var c = t; c < nc; c += RWG) {
+    let w = exp(split[ml + c * 2u] - big_m);
+    rw[c] = w;
+    l += w * split[ml + c * 2u + 1u];
+  }
+  rr[t] = l;
+  let inv = 1.0 / reduce_rr(t, false);
+  for (var d = t; d < HEAD_DIM; d += RWG) {
+    var o = 0.0;
+    for (var c = 0u; c < nc; c++) { o += rw[c] * split[(h * nc + c) * HEAD_DIM + d]; }
+    out[h * HEAD_DIM + d] = o * inv;
+  }
+}
+
+// ---- prefill: a workgroup per (tile of ROWS (token, head) rows, KV head) -----------------
+// Row r is token tok0 + r / GROUP and query head g * GROUP + r % GROUP, so one K/V tile in
+// workgroup memory serves all query heads of the group. Tiles of BK keys up to the causal
+// limit of the tile's last token; an online softmax per row.
+const ROWS: u32 = 32u;
+override BK: u32 = 32u;  // keys per tile: 32, or 16 where workgroup memory is 32 KiB
+
+var<workgroup> pq: array<vec4<f32>, ROWS * (HEAD_DIM / 4u + 1u)>;  // [ROWS][HEAD_DIM/4 + 1]
+var<workgroup> pkv: array<vec4<f32>, BK * HEAD_DIM / 4u>;           // [BK][HEAD_DIM/4]: K, then V
+var<workgroup> pp: array<f32, ROWS * (BK + 1u)>;                    // [ROWS][BK + 1] scores, then p
+var<workgroup> palpha: array<f32, ROWS>;
+
+@compute @workgroup_size(WG)
+fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let R = row_words();
+  let E4 = word_vec4s();
+  let D4 = HEAD_DIM / 4u;
+  let QST = D4 + 1u;
+  let OV = D4 / 8u;  // output vec4s per thread
+  let tpt = ROWS / GROUP;
+  let tok0 = wid.x * tpt;
+  let g = wid.y;
+  let last_tok = min(tok0 + tpt, p.n_tokens) - 1u;
+  let kv_len = p.pos + last_tok + 1u;
+  let row0 = g * p.n_ctx;
+
+  for (var i = t; i < ROWS * D4; i += WG) {
+    let r = i / D4;
+    let d4 = i % D4;
+    let tok = tok0 + r / GROUP;
+    var v = vec4<f32>(0.0);
+    if (tok < p.n_tokens) { v = q[(tok * p.n_heads + g * GROUP + r % GROUP) * D4 + d4] * p.scale; }
+    pq[r * QST + d4] = v;
+  }
+  let r = t % ROWS;
+  let grp = t / ROWS;  // scores: keys grp * KPT ..; output: vec4s grp * OV ..
+  let KPT = BK / 8u;   // keys per thread in the score phase
+  let PST = BK + 1u;   // padded row stride of pp (banks)
+  let limit = p.pos + min(tok0 + r / GROUP, p.n_tokens - 1u);  // last key row r sees
+  var m_run = NEG;  // threads t < ROWS: row t's running max and sum
+  var l_run = 0.0;
+  var acc: array<vec4<f32>, 4>;
+
+  for (var k0 = 0u; k0 < kv_len; k0 += BK) {
+    workgroupBarrier();
+    for (var i = t; i < BK * R; i += WG) {
+      let j = i / R;
+      let w = i % R;
+      var word = vec4<u32>(0u);
+      if (k0 + j < kv_len) { word = k_cache[(row0 + k0 + j) * R + w]; }
+      let f = unpack_word(word);
+      for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
+    }
+    workgroupBarrier();
+    var s = array<f32, 4>(0.0, 0.0, 0.0, 0.0);  // explicit, as `part` above
+    for (var d4 = 0u; d4 < D4; d4++) {
+      let qv = pq[r * QST + d4];
+      for (var u = 0u; u < KPT; u++) { s[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
+    }
+    for (var u = 0u; u < KPT; u++) { pp[r * PST + grp * KPT + u] = s[u]; }
+    workgroupBarrier();
+    for (var i = t; i < BK * R; i += WG) {
+      let j = i / R;
+      let w = i % R;
+      var word = vec4<u32>(0u);
+      if (k0 + j < kv_len) { word = v_cache[(row0 + k0 + j) * R + w]; }
+      let f = unpack_word(word);
+      for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
+    }
+    if (t < ROWS) {
+      let n_valid = select(0u, min(BK, limit + 1u - k0), limit >= k0);
+      var bm = NEG;
+      for (var j = 0u; j < n_valid; j++) { bm = max(bm, pp[r * PST + j]); }
+      let m_new = max(m_run, bm);
+      let a = exp(m_run - m_new);
+      var sum = 0.0;
+      for (var j = 0u; j < BK; j++) {
+        let e = select(0.0, exp(pp[r * PST + j] - m_new), j < n_valid);
+        pp[r * PST + j] = e;
+        sum += e;
+      }
+      l_run = l_run * a + sum;
+      m_run = m_new;
+      palpha[r] = a;
+    }
+    workgroupBarrier();
+    let a = palpha[r];
+    for (var v = 0u; v < OV; v++) { acc[v] *= a; }
+    for (var j = 0u; j < BK; j++) {
+      let pj = pp[r * PST + j];
+      for (var v = 0u; v < OV; v++) { acc[v] += pj * pkv[j * D4 + grp * OV + v]; }
+    }
+  }
+  workgroupBarrier();
+  if (t < ROWS) { palpha[t] = 1.0 / l_run; }
+  workgroupBarrier();
+  let tok = tok0 + r / GROUP;
+  if (tok < p.n_tokens) {
+    let inv = palpha[r];
+    for (var v = 0u; v < OV; v++) {
+      let o = acc[v] * inv;
+      let b = ((tok * p.n_heads + g * GROUP + r % GROUP) * D4 + grp * OV + v) * 4u;
+      out[b] = o.x;
+      out[b + 1u] = o.y;
+      out[b + 2u] = o.z;
+      out[b + 3u] = o.w;
+    }
+  }
+}

@@ -1,0 +1,46 @@
+// embedding: out[t, :] = table[ids[t], :] as f32, for f32, f16, q8 and q4gsw tables
+// (ops/quant/quant.h has the quantized layouts; an f16 table is [vocab, dim] in f16 pairs).
+// ids is u32 [n_tokens] and may vary per step. An id >= vocab gives a row of zeros: the
+// kernel never reads past the table (validate token ids on the CPU for a proper error).
+#pragma once
+
+#include <optional>
+
+#include "graph/graph.h"
+#include "ops/common.h"
+#include "ops/quant/quant.h"
+
+namespace wgrt::ops {
+
+enum class EmbeddingType : uint8_t { F32, F16, Q8, Q4gsw };
+
+struct EmbeddingDesc {
+  std::string name;  // node and output name, e.g. "token_embd"
+  EmbeddingType type = EmbeddingType::F32;
+  graph::TensorId ids;    // u32 [n_tokens]
+  graph::TensorId table;  // f32/f16 [vocab, dim], or the q words u32 [vocab, dim / (8 or 4)]
+  std::optional<graph::TensorId> scales;  // quantized tables: f16 [vocab, dim / gs]
+  uint32_t gs = 32;                       // quantized tables: group size
+};
+
+graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d);
+
+struct EmbeddingParams {
+  uint32_t n_tokens, dim, vocab, gs;
+};
+static_assert(sizeof(EmbeddingParams) == 16);
+extern const ParamLayout kEmbeddingLayout;
+
+struct EmbeddingInferCtx {
+  graph::Shape ids;
+  uint32_t dim;
+};
+graph::Shape infer_embedding(const EmbeddingInferCtx& c);
+
+struct EmbeddingPlanCtx {
+  uint32_t n_tokens, dim, vocab, gs;
+  uint32_t max_groups_per_dim;
+};
+void plan_embedding(const EmbeddingPlanCtx& c, graph::Plan& plan);
+
+}  // namespace wgrt::ops

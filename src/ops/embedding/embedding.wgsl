@@ -1,0 +1,86 @@
+// Embedding lookup: out[t, d] = table[ids[t], d] as f32; ids >= vocab give zeros.
+// One thread per output value; one entry point per table type.
+struct Params {
+  n_tokens: u32,
+  dim: u32,
+  vocab: u32,
+  gs: u32,
+}
+
+@group(0) @binding(0) var<storage, read> ids: array<u32>;
+@group(0) @binding(1) var<storage, read> tf32: array<f32>;
+@group(0) @binding(2) var<storage, read> tw: array<u32>;  // f16 pairs, or quantized words
+@group(0) @binding(3) var<storage, read> sc: array<u32>;  // f16 scales, pairs
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+const WG: u32 = 256u;
+
+fn half_at(i: u32) -> f32 {
+  let h = unpack2x16float(tw[i >> 1u]);
+  return select(h.x, h.y, (i & 1u) == 1u);
+}
+
+fn scale_at(i: u32) -> f32 {
+  let h = unpack2x16float(sc[i >> 1u]);
+  return select(h.x, h.y, (i & 1u) == 1u);
+}
+
+// Index of this thread's output value, or p.n_tokens * p.dim when past the end.
+fn out_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+  return min((wid.x + wid.y * nwg.x) * WG + lid, p.n_tokens * p.dim);
+}
+
+@compute @workgroup_size(WG)
+fn emb_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = tf32[id * p.dim + i % p.dim]; }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = half_at(id * p.dim + i % p.dim); }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  let d = i % p.dim;
+  var v = 0.0;
+  if (id < p.vocab) {
+    let e = id * p.dim + d;
+    let q = unpack4xI8(tw[e / 4u])[e % 4u];
+    v = f32(q) * scale_at(id * (p.dim / p.gs) + d / p.gs);
+  }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  let d = i % p.dim;
+  var v = 0.0;
+  if (id < p.vocab) {
+    let e = id * p.dim + d;
+    let q = i32((tw[e / 8u] >> (4u * (e % 8u))) & 15u) - 8;
+    v = f32(q) * scale_at(id * (p.dim / p.gs) + d / p.gs);
+  }
+  out[i] = v;
+}

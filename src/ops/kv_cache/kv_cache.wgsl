@@ -1,0 +1,44 @@
+// KV-cache write: rows of k and v [n_tokens, n_kv_heads * head_dim] (f32) into caches
+// [n_kv_heads, n_ctx, head_dim] at positions pos + token. One thread per cache word: an f32,
+// or (F16) two halves packed with pack2x16float.
+struct Params {
+  n_tokens: u32,
+  n_kv_heads: u32,
+  head_dim: u32,
+  pos: u32,
+  n_ctx: u32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+override F16: bool = false;
+
+@group(0) @binding(0) var<storage, read> k: array<f32>;
+@group(0) @binding(1) var<storage, read> v: array<f32>;
+@group(0) @binding(2) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(3) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+const WG: u32 = 256u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let per = select(1u, 2u, F16);          // elements per word
+  let row_words = p.head_dim / per;
+  let i = (wid.x + wid.y * nwg.x) * WG + lid;
+  if (i >= p.n_tokens * p.n_kv_heads * row_words) { return; }
+  let w = i % row_words;
+  let head = (i / row_words) % p.n_kv_heads;
+  let token = i / (row_words * p.n_kv_heads);
+  let src = (token * p.n_kv_heads + head) * p.head_dim + w * per;
+  let dst = (head * p.n_ctx + p.pos + token) * row_words + w;
+  if (F16) {
+    k_cache[dst] = pack2x16float(vec2<f32>(k[src], k[src + 1u]));
+    v_cache[dst] = pack2x16float(vec2<f32>(v[src], v[src + 1u]));
+  } else {
+    k_cache[dst] = bitcast<u32>(k[src]);
+    v_cache[dst] = bitcast<u32>(v[src]);
+  }
+}

@@ -1,0 +1,70 @@
+#include "ops/norm/norm.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace wgrt::ops {
+
+namespace {
+constexpr ParamField kFields[] = {{"n_rows", offsetof(RmsNormParams, n_rows)},
+                                  {"row_size", offsetof(RmsNormParams, row_size)},
+                                  {"eps", offsetof(RmsNormParams, eps)},
+                                  {"_pad0", offsetof(RmsNormParams, _pad0)}};
+}  // namespace
+
+const ParamLayout kRmsNormLayout{"rms_norm", sizeof(RmsNormParams), kFields};
+
+graph::Shape infer_rms_norm(const RmsNormInferCtx& c) {
+  if (c.x.rank < 1 || c.row_size == 0 || c.x[c.x.rank - 1] % c.row_size != 0)
+    throw std::invalid_argument(fmt::format("rms_norm: rows of {} do not divide x {}",
+                                            c.row_size, graph::to_string(c.x)));
+  return c.x;
+}
+
+void plan_rms_norm(const RmsNormPlanCtx& c, graph::Plan& plan) {
+  RmsNormParams p{};
+  p.n_rows = uint32_t(c.x.numel() / c.row_size);
+  p.row_size = c.row_size;
+  p.eps = c.eps;
+  plan.params[0].set(p);
+  plan.grids[0] = grid_1d(p.n_rows, c.max_groups_per_dim);  // a workgroup per row
+}
+
+graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d) {
+  const graph::Tensor& x = g.tensors.at(d.x.v);
+  const graph::Tensor& w = g.tensors.at(d.weight.v);
+  if (x.dtype != graph::DType::F32 || w.dtype != graph::DType::F32)
+    throw std::invalid_argument(fmt::format("{}: rms_norm takes f32 x and weight", d.name));
+  if (x.max_shape.rank < 1)
+    throw std::invalid_argument(fmt::format("{}: x needs rank >= 1", d.name));
+  uint32_t row = d.row_size ? d.row_size : x.max_shape[x.max_shape.rank - 1];
+  infer_rms_norm({x.max_shape, row});
+  if (w.max_shape != graph::Shape{row})
+    throw std::invalid_argument(fmt::format("{}: weight is {}, expected [{}]", d.name,
+                                            graph::to_string(w.max_shape), row));
+  if (!(d.eps >= 0.f))
+    throw std::invalid_argument(fmt::format("{}: eps must be >= 0, got {}", d.name, d.eps));
+  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, x.max_shape);
+
+  graph::KernelSpec k{gpu::make_key("rms_norm", "rms_norm"),
+                      {graph::Binding::of(0, d.x), graph::Binding::of(1, d.weight),
+                       graph::Binding::of(2, y), graph::Binding::params(3)}};
+  float eps = d.eps;
+  graph::add_node(g, graph::Node{
+      .name = d.name,
+      .op = "rms_norm",
+      .inputs = {d.x, d.weight},
+      .outputs = {y},
+      .dynamic = true,
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.x, 0), 1, x.max_shape[0], {k}),
+      .infer = [row](const graph::InferArgs& a) { a.out[0] = infer_rms_norm({a.in[0], row}); },
+      .plan =
+          [row, eps](const graph::PlanArgs& a, graph::Plan& p) {
+            plan_rms_norm({a.in[0], row, eps, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
+          },
+  });
+  return y;
+}
+
+}  // namespace wgrt::ops

@@ -1,0 +1,200 @@
+#include "ops/quant/quant.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+
+namespace wgrt::ops {
+
+const char* quant_format_name(QuantFormat f) { return f == QuantFormat::Q4gsw ? "q4gsw" : "q8"; }
+
+uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k) {
+  return uint64_t(n) * (k / values_per_word(f));
+}
+uint64_t quant_scale_words(uint32_t n, uint32_t k, uint32_t gs) {
+  return (uint64_t(n) * (k / gs) + 1) / 2;
+}
+
+void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what) {
+  if (gs != 32 && gs != 64 && gs != 128)
+    throw std::invalid_argument(fmt::format("{}: group size {} (hint: use 32, 64 or 128)", what, gs));
+  if (n == 0 || k == 0 || k % gs != 0)
+    throw std::invalid_argument(
+        fmt::format("{}: weight [{}, {}] needs K a positive multiple of the group size {}", what, n, k, gs));
+}
+
+uint16_t f32_to_f16(float x) {
+  uint32_t b = std::bit_cast<uint32_t>(x);
+  uint32_t sign = (b >> 16) & 0x8000u;
+  uint32_t exp = (b >> 23) & 0xFFu;
+  uint32_t man = b & 0x7FFFFFu;
+  if (exp == 0xFF) return uint16_t(sign | 0x7C00u | (man ? 0x200u : 0u));  // inf / nan
+  int e = int(exp) - 127 + 15;
+  if (e >= 31) return uint16_t(sign | 0x7C00u);
+  if (e <= 0) {  // subnormal half (or zero)
+    if (e < -10) return uint16_t(sign);
+    man |= 0x800000u;
+    uint32_t shift = uint32_t(14 - e);
+    uint32_t h = man >> shift;
+    uint32_t rem = man & ((1u << shift) - 1);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return uint16_t(sign | h);
+  }
+  uint32_t h = (uint32_t(e) << 10) | (man >> 13);
+  uint32_t rem = man & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: fine
+  return uint16_t(sign | h);
+}
+
+float f16_to_f32(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t man = h & 0x3FFu;
+  if (exp == 0) {
+    float v = std::ldexp(float(man), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (man << 13));
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+namespace {
+
+uint16_t get_half(const std::vector<uint32_t>& words, uint64_t i) {
+  return uint16_t(words[i / 2] >> (16 * (i % 2)));
+}
+void set_half(std::vector<uint32_t>& words, uint64_t i, uint16_t h) {
+  words[i / 2] |= uint32_t(h) << (16 * (i % 2));
+}
+
+QuantWeight empty_weight(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
+  QuantWeight w{f, n, k, gs, {}, {}};
+  w.q.assign(quant_q_words(f, n, k), 0);
+  w.scales.assign(quant_scale_words(n, k, gs), 0);
+  return w;
+}
+
+void set_q(QuantWeight& w, uint64_t idx, int q) {  // idx = n * k + k
+  if (w.format == QuantFormat::Q4gsw)
+    w.q[idx / 8] |= uint32_t(q + 8) << (4 * (idx % 8));
+  else
+    w.q[idx / 4] |= uint32_t(uint8_t(int8_t(q))) << (8 * (idx % 4));
+}
+
+int get_q(const QuantWeight& w, uint64_t idx) {
+  if (w.format == QuantFormat::Q4gsw) return int((w.q[idx / 8] >> (4 * (idx % 8))) & 0xFu) - 8;
+  return int(int8_t(uint8_t(w.q[idx / 4] >> (8 * (idx % 4)))));
+}
+
+}  // namespace
+
+QuantWeight quantize(QuantFormat f, std::span<const float> w, uint32_t n, uint32_t k, uint32_t gs) {
+  check_quant_shape(n, k, gs, "quantize");
+  if (w.size() != uint64_t(n) * k)
+    throw std::invalid_argument(fmt::format("quantize: {} values for a [{}, {}] weight", w.size(), n, k));
+  const int qmax = f == QuantFormat::Q4gsw ? 7 : 127;
+  const int qmin = f == QuantFormat::Q4gsw ? -8 : -127;
+  QuantWeight out = empty_weight(f, n, k, gs);
+  const uint32_t groups = k / gs;
+  for (uint32_t r = 0; r < n; ++r)
+    for (uint32_t g = 0; g < groups; ++g) {
+      const float* x = w.data() + uint64_t(r) * k + uint64_t(g) * gs;
+      float amax = 0;
+      for (uint32_t i = 0; i < gs; ++i) {
+        if (!std::isfinite(x[i]))
+          throw std::invalid_argument(fmt::format("quantize: non-finite value at [{}, {}]", r, g * gs + i));
+        amax = std::max(amax, std::fabs(x[i]));
+      }
+      uint16_t sh = f32_to_f16(amax / float(qmax));
+      float scale = f16_to_f32(sh);
+      if (std::isinf(scale))
+        throw std::invalid_argument(fmt::format(
+            "quantize {}: row {} group {} has |x| = {}, past what an f16 scale covers",
+            quant_format_name(f), r, g, amax));
+      set_half(out.scales, uint64_t(r) * groups + g, sh);
+      for (uint32_t i = 0; i < gs; ++i) {
+        int q = scale > 0 ? int(std::lround(x[i] / scale)) : 0;
+        set_q(out, uint64_t(r) * k + uint64_t(g) * gs + i, std::clamp(q, qmin, qmax));
+      }
+    }
+  return out;
+}
+
+std::vector<float> dequantize(const QuantWeight& w) {
+  check_quant_shape(w.n, w.k, w.gs, "dequantize");
+  if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.n, w.k, w.gs))
+    throw std::invalid_argument("dequantize: array sizes do not match the shape");
+  const uint32_t groups = w.k / w.gs;
+  std::vector<float> out(uint64_t(w.n) * w.k);
+  for (uint32_t r = 0; r < w.n; ++r)
+    for (uint32_t c = 0; c < w.k; ++c) {
+      float scale = f16_to_f32(get_half(w.scales, uint64_t(r) * groups + c / w.gs));
+      uint64_t idx = uint64_t(r) * w.k + c;
+      out[idx] = float(get_q(w, idx)) * scale;
+    }
+  return out;
+}
+
+namespace {
+
+void check_gguf(std::span<const uint8_t> blocks, uint32_t n, uint32_t k, uint32_t block_bytes,
+                const char* what) {
+  if (n == 0 || k == 0 || k % 32 != 0)
+    throw std::invalid_argument(fmt::format("{}: a [{}, {}] tensor needs K a multiple of 32", what, n, k));
+  uint64_t want = uint64_t(n) * (k / 32) * block_bytes;
+  if (blocks.size() != want)
+    throw std::invalid_argument(fmt::format("{}: {} bytes for [{}, {}] (expected {})", what,
+                                            blocks.size(), n, k, want));
+}
+
+}  // namespace
+
+QuantWeight repack_gguf_q4_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  check_gguf(blocks, n, k, 18, "repack Q4_0");
+  QuantWeight out = empty_weight(QuantFormat::Q4gsw, n, k, 32);
+  const uint64_t nblocks = uint64_t(n) * (k / 32);
+  for (uint64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = blocks.data() + b * 18;
+    set_half(out.scales, b, uint16_t(blk[0] | (blk[1] << 8)));
+    // Block b covers k = 32b' .. of its row; the q words of consecutive blocks are consecutive.
+    uint32_t* words = out.q.data() + b * 4;
+    for (uint32_t i = 0; i < 16; ++i) {
+      uint32_t lo = blk[2 + i] & 0xFu, hi = blk[2 + i] >> 4;
+      words[i / 8] |= lo << (4 * (i % 8));                 // element i
+      words[(i + 16) / 8] |= hi << (4 * ((i + 16) % 8));   // element i + 16
+    }
+  }
+  return out;
+}
+
+QuantWeight repack_gguf_q8_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  check_gguf(blocks, n, k, 34, "repack Q8_0");
+  QuantWeight out = empty_weight(QuantFormat::Q8, n, k, 32);
+  const uint64_t nblocks = uint64_t(n) * (k / 32);
+  for (uint64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* blk = blocks.data() + b * 34;
+    set_half(out.scales, b, uint16_t(blk[0] | (blk[1] << 8)));
+    uint32_t* words = out.q.data() + b * 8;
+    for (uint32_t i = 0; i < 32; ++i) words[i / 4] |= uint32_t(blk[2 + i]) << (8 * (i % 4));
+  }
+  return out;
+}
+
+std::vector<uint32_t> pack_f16(std::span<const float> x) {
+  std::vector<uint32_t> out((x.size() + 1) / 2, 0);
+  for (size_t i = 0; i < x.size(); ++i) set_half(out, i, f32_to_f16(x[i]));
+  return out;
+}
+
+std::vector<float> unpack_f16(std::span<const uint32_t> words, size_t count) {
+  if (words.size() * 2 < count) throw std::invalid_argument("unpack_f16: too few words");
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = f16_to_f32(uint16_t(words[i / 2] >> (16 * (i % 2))));
+  return out;
+}
+
+}  // namespace wgrt::ops

@@ -1,0 +1,89 @@
+// Rotary position embedding on x [n_tokens, n_heads * head_dim]; row i sits at position
+// pos + i, where `pos` is a graph symbol. Within each head the first n_rot dims rotate in
+// pairs, the rest pass through:
+//   normal (llama, GGUF):   pairs (2j, 2j + 1)
+//   neox   (qwen, HF):      pairs (j, j + n_rot / 2)
+// pair j turns by angle (pos + i) * inv_freq[j], inv_freq[j] = theta^(-2j / n_rot), with
+// optional llama3 frequency scaling and per-pair frequency factors.
+//
+// Frequencies are computed on the CPU, in double, into a weight tensor (`add_rope_freqs`,
+// filled with `rope_freq_table` after build, like any weight; one table serves every layer).
+// Each entry is inv_freq / 2π (turns per position) as a 0.64 fixed-point fraction in two
+// u32 (hi, lo). The kernel multiplies it by the integer position in 64-bit integer arithmetic,
+// which wraps exactly at whole turns: the angle reaches sin/cos already reduced to [-π, π)
+// with an error of ~1e-7 rad at any position, where f32 `pos * inv_freq` would be off by
+// ~1e-2 rad at position 100k.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/common.h"
+
+namespace wgrt::ops {
+
+enum class RopeLayout : uint8_t { Normal, Neox };
+
+// The published llama3 rope_scaling (Llama 3.1+ config.json "rope_type": "llama3").
+struct Llama3RopeScaling {
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  double original_max_position = 8192;  // original_max_position_embeddings
+};
+
+struct RopeFreqs {
+  uint32_t n_rot = 0;  // rotated dims per head (even)
+  double theta = 10000.0;
+  std::optional<Llama3RopeScaling> llama3;
+  std::vector<float> freq_factors;  // empty, or n_rot / 2 divisors of inv_freq (GGUF rope_freqs)
+};
+
+// inv_freq[j] for j < n_rot / 2, in double (scaling and factors applied).
+std::vector<double> rope_inv_freqs(const RopeFreqs& f);
+// The table's contents: [n_rot / 2][2] u32 = (hi, lo) of inv_freq / 2π * 2^64.
+std::vector<uint32_t> rope_freq_table(const RopeFreqs& f);
+// A weight [n_rot / 2, 2] u32 to hold rope_freq_table(f); write it after build.
+graph::TensorId add_rope_freqs(graph::Graph& g, std::string name, uint32_t n_rot);
+
+struct RopeDesc {
+  std::string name;       // node and output name, e.g. "q_rope.3"
+  graph::TensorId x;      // [n_tokens, n_heads * head_dim] f32
+  graph::TensorId freqs;  // from add_rope_freqs, [n_rot / 2, 2] u32
+  graph::SymbolId pos;    // position of row 0
+  uint32_t head_dim = 0;
+  uint32_t n_rot = 0;     // 0: head_dim
+  RopeLayout layout = RopeLayout::Normal;
+};
+
+graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d);
+
+struct RopeParams {
+  uint32_t n_tokens;
+  uint32_t n_heads;
+  uint32_t head_dim;
+  uint32_t n_rot;
+  uint32_t pos;
+  uint32_t neox;  // 1: pairs (j, j + n_rot / 2)
+  uint32_t _pad0, _pad1;
+};
+static_assert(sizeof(RopeParams) == 32);
+extern const ParamLayout kRopeLayout;
+
+struct RopeInferCtx {
+  graph::Shape x;
+  uint32_t head_dim;
+};
+graph::Shape infer_rope(const RopeInferCtx& c);
+
+struct RopePlanCtx {
+  graph::Shape x;
+  uint32_t head_dim, n_rot;
+  int64_t pos;
+  RopeLayout layout;
+  uint32_t max_groups_per_dim;
+};
+void plan_rope(const RopePlanCtx& c, graph::Plan& plan);
+
+}  // namespace wgrt::ops

@@ -1,0 +1,125 @@
+#include "ops/sampling/sampling.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace wgrt::ops {
+
+namespace {
+constexpr ParamField kFields[] = {{"n_rows", offsetof(SamplingParams, n_rows)},
+                                  {"n_vocab", offsetof(SamplingParams, n_vocab)},
+                                  {"n_blocks", offsetof(SamplingParams, n_blocks)},
+                                  {"chunk", offsetof(SamplingParams, chunk)},
+                                  {"k", offsetof(SamplingParams, k)},
+                                  {"_pad0", offsetof(SamplingParams, _pad0)},
+                                  {"_pad1", offsetof(SamplingParams, _pad1)},
+                                  {"_pad2", offsetof(SamplingParams, _pad2)}};
+
+uint32_t chunk_of(SamplingKind kind) { return kind == SamplingKind::Argmax ? kArgmaxChunk : kTopKChunk; }
+
+// Both passes of a route: (pass 1, pass 2) with their bindings.
+std::vector<graph::KernelSpec> kernels(SamplingKind kind, graph::TensorId logits, graph::TensorId partial,
+                                       graph::TensorId indices, graph::TensorId values) {
+  using graph::Binding;
+  if (kind == SamplingKind::Argmax)
+    return {{gpu::make_key("sampling", "argmax_partial"),
+             {Binding::of(0, logits), Binding::of(1, partial), Binding::params(4)}},
+            {gpu::make_key("sampling", "argmax_final"),
+             {Binding::of(1, partial), Binding::of(2, indices), Binding::params(4)}}};
+  return {{gpu::make_key("sampling", "topk_partial"),
+           {Binding::of(0, logits), Binding::of(1, partial), Binding::params(4)}},
+          {gpu::make_key("sampling", "topk_final"),
+           {Binding::of(1, partial), Binding::of(2, indices), Binding::of(3, values), Binding::params(4)}}};
+}
+
+void check_logits(const graph::Graph& g, const std::string& name, graph::TensorId logits) {
+  const graph::Tensor& l = g.tensors.at(logits.v);
+  if (l.dtype != graph::DType::F32 || l.max_shape.rank != 2)
+    throw std::invalid_argument(fmt::format("{}: logits '{}' must be f32 [n_rows, n_vocab], got {} {}",
+                                            name, l.name, graph::dtype_name(l.dtype),
+                                            graph::to_string(l.max_shape)));
+}
+
+graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph::TensorId logits,
+                                SamplingKind kind, uint32_t k, std::vector<graph::TensorId> outputs,
+                                graph::TensorId partial) {
+  const graph::Tensor& l = g.tensors.at(logits.v);
+  graph::TensorId values = outputs.size() > 1 ? outputs[1] : outputs[0];  // argmax: unused
+  outputs.push_back(partial);
+  return graph::add_node(
+      g, graph::Node{
+             .name = name,
+             .op = kind == SamplingKind::Argmax ? "argmax" : "top_k",
+             .inputs = {logits},
+             .outputs = outputs,
+             .dynamic = true,
+             .routes = graph::single_route(graph::RouteKey::of_dim(logits, 0), 1, l.max_shape[0],
+                                           kernels(kind, logits, partial, outputs[0], values)),
+             .infer =
+                 [kind, k](const graph::InferArgs& a) {
+                   SamplingShapes s = infer_sampling({a.in[0], kind, k});
+                   for (size_t i = 0; i + 1 < a.out.size(); ++i) a.out[i] = s.out;
+                   a.out[a.out.size() - 1] = s.partial;
+                 },
+             .plan =
+                 [kind, k](const graph::PlanArgs& a, graph::Plan& p) {
+                   plan_sampling({a.in[0], kind, k, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
+                 },
+         });
+}
+}  // namespace
+
+const ParamLayout kSamplingLayout{"sampling", sizeof(SamplingParams), kFields};
+
+SamplingShapes infer_sampling(const SamplingInferCtx& c) {
+  if (c.logits.rank != 2)
+    throw std::invalid_argument(fmt::format("sampling: logits {} are not [n_rows, n_vocab]",
+                                            graph::to_string(c.logits)));
+  uint32_t rows = c.logits[0], vocab = c.logits[1];
+  if (c.k == 0 || c.k > vocab)
+    throw std::invalid_argument(fmt::format("top_k: k = {} is outside [1, n_vocab = {}]", c.k, vocab));
+  uint32_t blocks = uint32_t(ceil_div(vocab, chunk_of(c.kind)));
+  if (c.kind == SamplingKind::Argmax) return {graph::Shape{rows}, graph::Shape{rows, blocks, 2}};
+  return {graph::Shape{rows, c.k}, graph::Shape{rows, blocks * c.k, 2}};
+}
+
+void plan_sampling(const SamplingPlanCtx& c, graph::Plan& plan) {
+  SamplingParams p{};
+  p.n_rows = c.logits[0];
+  p.n_vocab = c.logits[1];
+  p.chunk = chunk_of(c.kind);
+  p.n_blocks = uint32_t(ceil_div(p.n_vocab, p.chunk));
+  p.k = c.kind == SamplingKind::Argmax ? 1 : c.k;
+  if (p.n_rows > c.max_groups_per_dim || p.n_blocks > c.max_groups_per_dim)
+    throw std::invalid_argument(fmt::format("sampling: {} rows of {} chunks pass the grid limit {}",
+                                            p.n_rows, p.n_blocks, c.max_groups_per_dim));
+  plan.params[0].set(p);
+  plan.params[1].set(p);
+  plan.grids[0] = {p.n_blocks, p.n_rows, 1};  // (chunk, row)
+  plan.grids[1] = {1, p.n_rows, 1};           // a workgroup per row
+}
+
+graph::TensorId add_argmax(graph::Graph& g, const ArgmaxDesc& d) {
+  check_logits(g, d.name, d.logits);
+  SamplingShapes s = infer_sampling({g.tensors.at(d.logits.v).max_shape, SamplingKind::Argmax, 1});
+  graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::U32, s.out);
+  graph::TensorId partial = graph::add_tensor(g, d.name + ".partial", graph::DType::U32, s.partial);
+  add_sampling_node(g, d.name, d.logits, SamplingKind::Argmax, 1, {out}, partial);
+  return out;
+}
+
+TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d) {
+  check_logits(g, d.name, d.logits);
+  if (d.k == 0 || d.k > kTopKMax)
+    throw std::invalid_argument(fmt::format("{}: k = {} is outside [1, {}]", d.name, d.k, kTopKMax));
+  SamplingShapes s = infer_sampling({g.tensors.at(d.logits.v).max_shape, SamplingKind::TopK, d.k});
+  TopKOutputs out;
+  out.indices = graph::add_tensor(g, d.name + ".indices", graph::DType::U32, s.out);
+  out.values = graph::add_tensor(g, d.name + ".values", graph::DType::F32, s.out);
+  graph::TensorId partial = graph::add_tensor(g, d.name + ".partial", graph::DType::U32, s.partial);
+  add_sampling_node(g, d.name, d.logits, SamplingKind::TopK, d.k, {out.indices, out.values}, partial);
+  return out;
+}
+
+}  // namespace wgrt::ops

@@ -1,0 +1,78 @@
+// Sampling reductions over logits [n_rows, n_vocab] f32 on the GPU, so a step reads back a
+// few indices instead of the whole vocabulary. n_rows may vary.
+//
+//   argmax: indices [n_rows] u32, the first index of the row's maximum.
+//   top_k:  indices [n_rows, k] u32 and values [n_rows, k] f32, best first.
+//
+// Order: a total order on (value, index): larger value first, equal values by lower index.
+// NaN ranks as -inf and -0 as +0 (values come back that way), so every result is
+// deterministic whatever the reduction order.
+//
+// Two passes, so a 152k vocabulary is many workgroups' work: pass 1 splits each row into
+// chunks (argmax 2048, top-k 4096 logits), a workgroup per (chunk, row) writes its best (or
+// best k) into a scratch tensor `<name>.partial`; pass 2, a workgroup per row, reduces those.
+// Top-k keeps a sorted top-k in workgroup memory and appends only candidates that beat its
+// current k-th entry, bitonic-sorting when the 1024-entry buffer fills: most logits are
+// rejected by one comparison.
+#pragma once
+
+#include "graph/graph.h"
+#include "ops/common.h"
+
+namespace wgrt::ops {
+
+constexpr uint32_t kArgmaxChunk = 2048;  // sampling.wgsl: WG * 8
+constexpr uint32_t kTopKChunk = 4096;
+constexpr uint32_t kTopKMax = 512;       // the buffer (1024) holds k kept + a 256 tile
+
+struct ArgmaxDesc {
+  std::string name;         // node and output name, e.g. "argmax"
+  graph::TensorId logits;   // [n_rows, n_vocab] f32
+};
+// Returns indices [n_rows] u32.
+graph::TensorId add_argmax(graph::Graph& g, const ArgmaxDesc& d);
+
+struct TopKDesc {
+  std::string name;         // node name; outputs "<name>.indices", "<name>.values"
+  graph::TensorId logits;   // [n_rows, n_vocab] f32
+  uint32_t k = 0;           // 1..min(n_vocab, kTopKMax)
+};
+struct TopKOutputs {
+  graph::TensorId indices;  // [n_rows, k] u32
+  graph::TensorId values;   // [n_rows, k] f32
+};
+TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d);
+
+struct SamplingParams {
+  uint32_t n_rows;
+  uint32_t n_vocab;
+  uint32_t n_blocks;  // chunks per row in pass 1
+  uint32_t chunk;     // logits per chunk
+  uint32_t k;         // top-k (argmax: 1)
+  uint32_t _pad0, _pad1, _pad2;
+};
+static_assert(sizeof(SamplingParams) == 32);
+extern const ParamLayout kSamplingLayout;
+
+enum class SamplingKind : uint8_t { Argmax, TopK };
+
+struct SamplingInferCtx {
+  graph::Shape logits;
+  SamplingKind kind;
+  uint32_t k;
+};
+struct SamplingShapes {
+  graph::Shape out;      // indices (and values)
+  graph::Shape partial;  // [n_rows, n_blocks * k, 2] u32 (key, index) pairs
+};
+SamplingShapes infer_sampling(const SamplingInferCtx& c);
+
+struct SamplingPlanCtx {
+  graph::Shape logits;
+  SamplingKind kind;
+  uint32_t k;
+  uint32_t max_groups_per_dim;
+};
+void plan_sampling(const SamplingPlanCtx& c, graph::Plan& plan);
+
+}  // namespace wgrt::ops

@@ -1,0 +1,44 @@
+// SwiGLU: out = silu(gate) * up, silu(g) = g / (1 + e^-g).
+//
+// Either two tensors gate, up [n_tokens, ff], or one fused [n_tokens, 2 * ff] holding gate
+// then up in each row (a merged gate|up projection). out [n_tokens, ff]; n_tokens may vary.
+#pragma once
+
+#include <optional>
+
+#include "graph/graph.h"
+#include "ops/common.h"
+
+namespace wgrt::ops {
+
+struct SiluMulDesc {
+  std::string name;                   // node and output name, e.g. "ffn_act.3"
+  graph::TensorId gate;               // [n_tokens, ff], or fused [n_tokens, 2 * ff] without up
+  std::optional<graph::TensorId> up;  // [n_tokens, ff]; absent: gate is the fused gate|up
+};
+
+graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d);
+
+struct SiluMulParams {
+  uint32_t n_tokens;
+  uint32_t ff;
+  uint32_t fused;  // 1: gate and up are halves of one [n_tokens, 2 * ff] row
+  uint32_t _pad0;
+};
+static_assert(sizeof(SiluMulParams) == 16);
+extern const ParamLayout kSiluMulLayout;
+
+struct SiluMulInferCtx {
+  graph::Shape gate;
+  std::optional<graph::Shape> up;
+};
+graph::Shape infer_silu_mul(const SiluMulInferCtx& c);
+
+struct SiluMulPlanCtx {
+  graph::Shape out;
+  bool fused;
+  uint32_t max_groups_per_dim;
+};
+void plan_silu_mul(const SiluMulPlanCtx& c, graph::Plan& plan);
+
+}  // namespace wgrt::ops

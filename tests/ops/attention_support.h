@@ -1,0 +1,102 @@
+// Shared by the attention, KV-cache and heavy attention tests: a graph of
+// [kv write ->] attention over f32/f16 caches, with a CPU mirror of the caches.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/attention/attention.h"
+#include "ops/kv_cache/kv_cache.h"
+#include "reference/attention_ref.h"
+#include "support/device.h"
+
+namespace wgrt::test {
+
+struct AttnConfig {
+  uint32_t head_dim = 64;
+  uint32_t n_kv_heads = 2;
+  uint32_t group = 1;  // query heads per KV head
+  uint32_t n_ctx = 131;
+  uint32_t max_tokens = 64;
+  bool f16 = false;
+  bool with_write = true;   // kv write node before attention
+  bool with_attention = true;
+  uint32_t max_chunks = 0;  // AttentionDesc::decode_max_chunks
+  uint32_t n_heads() const { return n_kv_heads * group; }
+  ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
+};
+
+struct AttnGraph {
+  std::unique_ptr<graph::Graph> g;
+  graph::TensorId q, k, v, kc, vc, out;
+  graph::SymbolId pos;
+  graph::NodeId write, attn;
+};
+
+inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) {
+  using namespace graph;
+  AttnGraph a;
+  a.g = std::make_unique<Graph>(device());
+  Graph& g = *a.g;
+  DType dt = c.f16 ? DType::F16 : DType::F32;
+  a.pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(c.n_ctx) - 1});
+  a.kc = ops::add_kv_cache(g, "k_cache", dt, c.n_kv_heads, c.n_ctx, c.head_dim);
+  a.vc = ops::add_kv_cache(g, "v_cache", dt, c.n_kv_heads, c.n_ctx, c.head_dim);
+  if (c.with_write) {
+    Shape kv{c.max_tokens, c.n_kv_heads * c.head_dim};
+    a.k = add_input(g, {.name = "k", .max_shape = kv, .dynamic_dims = 1});
+    a.v = add_input(g, {.name = "v", .max_shape = kv, .dynamic_dims = 1});
+    a.write = ops::add_kv_write(g, {.name = "kv_write", .k = a.k, .v = a.v, .k_cache = a.kc,
+                                    .v_cache = a.vc, .pos = a.pos});
+  }
+  if (c.with_attention) {
+    a.q = add_input(g, {.name = "q", .max_shape = {c.max_tokens, c.n_heads() * c.head_dim},
+                        .dynamic_dims = 1});
+    a.out = ops::add_attention(g, {.name = "attn", .q = a.q, .k_cache = a.kc, .v_cache = a.vc,
+                                   .pos = a.pos, .n_heads = c.n_heads(),
+                                   .decode_max_chunks = c.max_chunks});
+    a.attn = find_node(g, "attn");
+    mark_output(g, a.out);
+  }
+  if (caches_out) {
+    mark_output(g, a.kc);
+    mark_output(g, a.vc);
+  }
+  build(g);
+  return a;
+}
+
+// A host cache as the GPU holds it: f32 words, or halves packed two per u32.
+inline std::vector<uint32_t> pack_cache(const std::vector<float>& v, bool f16) {
+  std::vector<uint32_t> w(f16 ? (v.size() + 1) / 2 : v.size());
+  if (!f16) {
+    std::memcpy(w.data(), v.data(), v.size() * 4);
+  } else {
+    for (size_t i = 0; i < v.size(); ++i)
+      w[i / 2] |= uint32_t(ref::f32_to_f16(v[i])) << (16 * (i % 2));
+  }
+  return w;
+}
+
+inline std::vector<float> unpack_cache(const std::vector<uint32_t>& w, size_t n, bool f16) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (f16) {
+      v[i] = ref::f16_to_f32(uint16_t(w[i / 2] >> (16 * (i % 2))));
+    } else {
+      std::memcpy(&v[i], &w[i], 4);
+    }
+  }
+  return v;
+}
+
+// Values as an f16 cache stores them (identity for f32).
+inline std::vector<float> as_stored(std::vector<float> v, bool f16) {
+  if (f16)
+    for (auto& x : v) x = ref::round_f16(x);
+  return v;
+}
+
+}  // namespace wgrt::test

@@ -1,0 +1,160 @@
+// SDPA over the KV cache against the CPU reference: head dims 64/128, GQA ratios 1/4/8,
+// odd token counts, prime contexts, f32 and f16 caches, both routes; and one graph of
+// kv write + attention driven through a prefill/decode sequence.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "attention_support.h"
+#include "support/op_harness.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+
+constexpr float kAtol = 2e-4f, kRtol = 2e-3f;
+
+// Attention alone over caches filled on the host: n_tokens queries ending at key ctx - 1.
+// Slots past ctx - 1 hold NaN, so a kernel reading past the causal limit fails the case.
+void check_single(const AttnConfig& c, uint32_t n_tokens, uint32_t ctx, uint32_t seed) {
+  AttnGraph a = build_attn_graph(c);
+  Graph& g = *a.g;
+  const size_t cache_n = size_t(c.n_kv_heads) * c.n_ctx * c.head_dim;
+  auto kc = as_stored(random_floats(cache_n, seed, -1.f, 1.f), c.f16);
+  auto vc = as_stored(random_floats(cache_n, seed + 1, -1.f, 1.f), c.f16);
+  for (uint32_t h = 0; h < c.n_kv_heads; ++h)
+    for (size_t i = size_t(h * c.n_ctx + ctx) * c.head_dim; i < size_t(h + 1) * c.n_ctx * c.head_dim; ++i)
+      kc[i] = vc[i] = std::numeric_limits<float>::quiet_NaN();
+  auto kw = pack_cache(kc, c.f16), vw = pack_cache(vc, c.f16);
+  write_tensor<uint32_t>(g, a.kc, kw);
+  write_tensor<uint32_t>(g, a.vc, vw);
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+
+  // The case's shape, then a decode step at the last position on the same graph.
+  for (uint32_t n : {n_tokens, 1u}) {
+    uint32_t pos = ctx - n;
+    auto q = random_floats(size_t(n) * c.n_heads() * c.head_dim, seed + 2 + n, -4.f, 4.f);
+    ShapeInput s{a.q, {n, c.n_heads() * c.head_dim}};
+    SymbolInput p{a.pos, pos};
+    StepInput in{a.q, q.data(), q.size() * 4};
+    auto got = run_step(g, {&s, 1}, {&p, 1}, {&in, 1}, a.out);
+    EXPECT_EQ(active_route(g, a.attn), n == 1 ? ops::kAttentionDecode : ops::kAttentionPrefill);
+    auto want = ref::attention(q, kc, vc, c.kv(), n, c.n_heads(), pos, scale);
+    EXPECT_TRUE(all_close(got, want, kAtol, kRtol)) << "n_tokens " << n << " pos " << pos;
+    if (n_tokens == 1) break;
+  }
+}
+
+std::vector<OpCase> attention_cases() {
+  std::vector<OpCase> cases;
+  auto add = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, uint32_t ctx, bool f16,
+                 uint32_t max_chunks = 0) {
+    std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}", hd, group, n_tokens, ctx,
+                                   f16 ? "f16" : "f32", max_chunks ? fmt::format("_split{}", max_chunks) : "");
+    AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group,
+                 .n_ctx = ctx + 6, .max_tokens = n_tokens, .f16 = f16, .with_write = false,
+                 .max_chunks = max_chunks};
+    cases.push_back({name, [=] { check_single(c, n_tokens, ctx, hd + group * 7 + n_tokens); }});
+  };
+  for (uint32_t hd : {64u, 128u})
+    for (uint32_t group : {1u, 4u, 8u})
+      for (uint32_t n : {1u, 3u, 7u, 37u}) add(hd, group, n, 131, false);
+  for (uint32_t hd : {64u, 128u})
+    for (uint32_t group : {1u, 8u})
+      for (uint32_t n : {1u, 37u}) add(hd, group, n, 131, true);
+  // Long prime context: several blocks per chunk (split 4) and one block per chunk.
+  add(128, 4, 1, 1031, false);
+  add(64, 8, 1, 1031, true, 4);
+  add(128, 1, 7, 1031, true, 3);
+  add(64, 4, 37, 1031, false);
+  add(64, 1, 2, 64, false);   // one key tile exactly
+  add(128, 8, 1, 1, false);   // a context of one key
+  return cases;
+}
+
+WGRT_OP_CASES(Attention, attention_cases);
+
+// One graph, kv write + attention, n_tokens 37 -> 1 -> 1 -> 64 -> 1 with pos advancing;
+// every step against the reference over the whole cache history.
+void run_sequence(const AttnConfig& c) {
+  AttnGraph a = build_attn_graph(c);
+  Graph& g = *a.g;
+  const size_t cache_n = size_t(c.n_kv_heads) * c.n_ctx * c.head_dim;
+  std::vector<float> kc(cache_n, 0.f), vc(cache_n, 0.f);
+  const uint32_t kv_w = c.n_kv_heads * c.head_dim, q_w = c.n_heads() * c.head_dim;
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  uint32_t pos = 0, step = 0;
+  std::vector<uint32_t> splits;
+
+  auto run = [&](uint32_t n) {
+    auto q = random_floats(size_t(n) * q_w, 1000 + step, -4.f, 4.f);
+    auto k = random_floats(size_t(n) * kv_w, 2000 + step, -1.f, 1.f);
+    auto v = random_floats(size_t(n) * kv_w, 3000 + step, -1.f, 1.f);
+    ShapeInput shapes[] = {{a.q, {n, q_w}}, {a.k, {n, kv_w}}, {a.v, {n, kv_w}}};
+    SymbolInput p{a.pos, pos};
+    StepInput in[] = {{a.q, q.data(), q.size() * 4}, {a.k, k.data(), k.size() * 4},
+                      {a.v, v.data(), v.size() * 4}};
+    auto got = run_step(g, shapes, {&p, 1}, in, a.out);
+    ref::kv_write(kc, c.kv(), as_stored(k, c.f16), n, pos);
+    ref::kv_write(vc, c.kv(), as_stored(v, c.f16), n, pos);
+    auto want = ref::attention(q, kc, vc, c.kv(), n, c.n_heads(), pos, scale);
+    EXPECT_TRUE(all_close(got, want, kAtol, kRtol)) << "step " << step << " n_tokens " << n << " pos " << pos;
+    EXPECT_EQ(active_route(g, a.attn), n == 1 ? ops::kAttentionDecode : ops::kAttentionPrefill);
+    if (n == 1) {
+      uint32_t chunks = active_plan(g, a.attn).grids[0].x;
+      EXPECT_EQ(chunks, ops::decode_split(pos + 1, c.max_chunks ? c.max_chunks : 128).n_chunks);
+      splits.push_back(chunks);
+    }
+    pos += n;
+    ++step;
+  };
+  for (uint32_t n : {37u, 1u, 1u, 64u, 1u}) run(n);
+  if (c.max_chunks == 0) {
+    EXPECT_NE(splits.front(), splits.back()) << "the flash-decoding split did not follow the context";
+  }
+
+  // Past the context: 37 tokens at pos 104 of 131 must fail and change nothing.
+  Plan before = active_plan(g, a.attn);
+  ShapeInput bad[] = {{a.q, {37, q_w}}, {a.k, {37, kv_w}}, {a.v, {37, kv_w}}};
+  SymbolInput bad_pos{a.pos, pos};
+  EXPECT_THROW(update(g, bad, {&bad_pos, 1}), std::out_of_range);
+  EXPECT_EQ(live_shape(g, a.q), (Shape{1, q_w}));
+  EXPECT_EQ(active_plan(g, a.attn), before);
+  // Still usable: decode continues, then a prefill that ends exactly at n_ctx.
+  run(1);
+  run(c.n_ctx - pos);
+}
+
+TEST(AttentionSequence, F32Hd64Gqa4) {
+  run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 4, .n_ctx = 131, .max_tokens = 64});
+}
+TEST(AttentionSequence, F16Hd128Gqa8) {
+  run_sequence({.head_dim = 128, .n_kv_heads = 1, .group = 8, .n_ctx = 131, .max_tokens = 64, .f16 = true});
+}
+TEST(AttentionSequence, F32Hd128Gqa1SmallSplit) {
+  run_sequence({.head_dim = 128, .n_kv_heads = 2, .group = 1, .n_ctx = 131, .max_tokens = 64,
+                .max_chunks = 1});
+}
+
+TEST(AttentionBuild, RejectsUnsupportedShapes) {
+  Graph g(device());
+  auto kc = ops::add_kv_cache(g, "kc", DType::F32, 2, 16, 96);
+  auto vc = ops::add_kv_cache(g, "vc", DType::F32, 2, 16, 96);
+  auto pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = 15});
+  auto q = add_input(g, {.name = "q", .max_shape = {4, 2 * 96}, .dynamic_dims = 1});
+  EXPECT_THROW(ops::add_attention(g, {.name = "a", .q = q, .k_cache = kc, .v_cache = vc, .pos = pos,
+                                      .n_heads = 2}),
+               std::invalid_argument);  // head_dim 96
+  auto kc2 = ops::add_kv_cache(g, "kc2", DType::F32, 2, 16, 64);
+  auto vc2 = ops::add_kv_cache(g, "vc2", DType::F32, 2, 16, 64);
+  auto q2 = add_input(g, {.name = "q2", .max_shape = {4, 6 * 64}, .dynamic_dims = 1});
+  EXPECT_THROW(ops::add_attention(g, {.name = "b", .q = q2, .k_cache = kc2, .v_cache = vc2,
+                                      .pos = pos, .n_heads = 6}),
+               std::invalid_argument);  // GQA ratio 3
+}
+
+}  // namespace
+}  // namespace wgrt::test

@@ -1,0 +1,182 @@
+// embedding against the CPU references, bit for bit: f32 rows are copies, f16 rows exact
+// conversions, and q8/q4gsw values (an f16 scale times a small integer) exact in f32, so the
+// GPU's dequantized values must equal tests/reference/quant_ref's. Ids past the vocabulary
+// give rows of zeros. One graph per case through n_tokens 37 -> 1 -> 1 -> 64 -> 1.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "ops/embedding/embedding.h"
+#include "ops/quant/quant.h"
+#include "reference/quant_ref.h"
+#include "support/device.h"
+#include "support/op_harness.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+using ops::EmbeddingType;
+
+::testing::AssertionResult bit_equal(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], 4) != 0)
+      return ::testing::AssertionFailure() << fmt::format("[{}]: got {} want {}", i, got[i], want[i]);
+  return ::testing::AssertionSuccess();
+}
+
+// A table in the given type, uploaded into tensors added before build(), and the values the
+// reference reads from it.
+struct Table {
+  TensorId table;
+  std::optional<TensorId> scales;
+  std::vector<uint32_t> words;   // table contents (f32 as bits, f16 pairs, q words)
+  std::vector<uint32_t> scale_words;
+  std::vector<float> values;     // [vocab, dim], the reference's reading
+};
+
+Table add_table(Graph& g, EmbeddingType type, uint32_t vocab, uint32_t dim, uint32_t gs) {
+  Table t;
+  switch (type) {
+    case EmbeddingType::F32:
+      t.table = add_weight(g, {.name = "table", .shape = {vocab, dim}});
+      break;
+    case EmbeddingType::F16:
+      t.table = add_weight(g, {.name = "table", .dtype = DType::F16, .shape = {vocab, dim}});
+      break;
+    default: {
+      uint32_t per = type == EmbeddingType::Q8 ? 4 : 8;
+      t.table = add_weight(g, {.name = "table", .dtype = DType::U32, .shape = {vocab, dim / per}});
+      t.scales = add_weight(g, {.name = "scales", .dtype = DType::F16, .shape = {vocab, dim / gs}});
+    }
+  }
+  auto v = random_floats(size_t(vocab) * dim, vocab + dim, -300.f, 300.f);
+  switch (type) {
+    case EmbeddingType::F32:
+      t.words.resize(v.size());
+      std::memcpy(t.words.data(), v.data(), v.size() * 4);
+      t.values = v;
+      break;
+    case EmbeddingType::F16:
+      t.words = ops::pack_f16(v);
+      for (size_t i = 0; i < v.size(); ++i)
+        t.values.push_back(ref::half_to_float(uint16_t(t.words[i / 2] >> (16 * (i % 2)))));
+      break;
+    default: {
+      auto f = type == EmbeddingType::Q8 ? ops::QuantFormat::Q8 : ops::QuantFormat::Q4gsw;
+      ops::QuantWeight w = ops::quantize(f, v, vocab, dim, gs);
+      t.words = w.q;
+      t.scale_words = w.scales;
+      t.values = type == EmbeddingType::Q8 ? ref::dequant_q8(w.q, w.scales, vocab, dim, gs)
+                                           : ref::dequant_q4gsw(w.q, w.scales, vocab, dim, gs);
+    }
+  }
+  return t;
+}
+
+void write_table(Graph& g, const Table& t) {
+  write_tensor<uint32_t>(g, t.table, t.words);
+  if (t.scales) write_tensor<uint32_t>(g, *t.scales, t.scale_words);
+}
+
+std::vector<float> reference_rows(const std::vector<float>& values, const std::vector<uint32_t>& ids,
+                                  uint32_t vocab, uint32_t dim) {
+  std::vector<float> out;
+  for (uint32_t id : ids)
+    for (uint32_t d = 0; d < dim; ++d) out.push_back(id < vocab ? values[size_t(id) * dim + d] : 0.f);
+  return out;
+}
+
+void run_sequence(Graph& g, TensorId ids, TensorId out, const std::vector<float>& values,
+                  uint32_t vocab, uint32_t dim) {
+  uint32_t step = 0;
+  for (uint32_t n : {37u, 1u, 1u, 64u, 1u, 5u}) {
+    SCOPED_TRACE(fmt::format("step {}: n_tokens {}", step, n));
+    std::vector<uint32_t> idv(n);
+    for (uint32_t i = 0; i < n; ++i) idv[i] = (i * 7919u + step * 31u) % vocab;
+    if (n > 1) {  // past the vocabulary: zeros, never a read out of bounds
+      idv[1] = vocab;
+      idv[n - 1] = 0xFFFFFFFFu;
+    } else if (step == 2) {
+      idv[0] = vocab + 5;
+    }
+    ++step;
+    ShapeInput s{ids, {n}};
+    StepInput in{ids, idv.data(), idv.size() * 4};
+    auto got = run_step(g, {&s, 1}, {}, {&in, 1}, out);
+    ASSERT_TRUE(bit_equal(got, reference_rows(values, idv, vocab, dim)));
+  }
+}
+
+std::vector<OpCase> embedding_cases() {
+  std::vector<OpCase> cases;
+  const char* names[] = {"f32", "f16", "q8", "q4"};
+  for (EmbeddingType type : {EmbeddingType::F32, EmbeddingType::F16, EmbeddingType::Q8, EmbeddingType::Q4gsw})
+    for (auto [vocab, dim, gs] : {std::tuple{37u, 96u, 32u}, {131u, 448u, 64u}, {97u, 640u, 128u}}) {
+      cases.push_back({fmt::format("{}_v{}_d{}_gs{}", names[int(type)], vocab, dim, gs), [=] {
+                         Graph g(device());
+                         TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                         Table t = add_table(g, type, vocab, dim, gs);
+                         TensorId out = ops::add_embedding(g, {.name = "emb", .type = type, .ids = ids,
+                                                               .table = t.table, .scales = t.scales, .gs = gs});
+                         mark_output(g, out);
+                         build(g);
+                         write_table(g, t);
+                         run_sequence(g, ids, out, t.values, vocab, dim);
+                       }});
+    }
+  // GGUF Q4_0 / Q8_0 blocks repacked at load: the GPU reads exactly what GGUF's own
+  // dequantization gives.
+  for (bool q8 : {false, true}) {
+    cases.push_back({q8 ? "gguf_q8_0_repack" : "gguf_q4_0_repack", [q8] {
+                       const uint32_t vocab = 41, dim = 160;
+                       const size_t bsize = q8 ? 34 : 18;
+                       std::vector<uint8_t> blocks(size_t(vocab) * dim / 32 * bsize);
+                       std::mt19937 rng(99);
+                       for (size_t b = 0; b < blocks.size() / bsize; ++b) {
+                         uint16_t d = uint16_t(0x2000 + rng() % 0x3000);  // normal halves, either sign
+                         if (rng() % 2) d |= 0x8000;
+                         blocks[b * bsize] = uint8_t(d);
+                         blocks[b * bsize + 1] = uint8_t(d >> 8);
+                         for (size_t i = 2; i < bsize; ++i) blocks[b * bsize + i] = uint8_t(rng());
+                       }
+                       ops::QuantWeight w = q8 ? ops::repack_gguf_q8_0(blocks, vocab, dim)
+                                               : ops::repack_gguf_q4_0(blocks, vocab, dim);
+                       auto want = q8 ? ref::dequant_gguf_q8_0(blocks, size_t(vocab) * dim)
+                                      : ref::dequant_gguf_q4_0(blocks, size_t(vocab) * dim);
+                       Graph g(device());
+                       TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                       TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32, .shape = {vocab, dim / (q8 ? 4 : 8)}});
+                       TensorId s = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {vocab, dim / 32}});
+                       TensorId out = ops::add_embedding(g, {.name = "emb", .type = q8 ? EmbeddingType::Q8 : EmbeddingType::Q4gsw,
+                                                             .ids = ids, .table = q, .scales = s, .gs = 32});
+                       mark_output(g, out);
+                       build(g);
+                       write_tensor<uint32_t>(g, q, w.q);
+                       write_tensor<uint32_t>(g, s, w.scales);
+                       run_sequence(g, ids, out, want, vocab, dim);
+                     }});
+  }
+  return cases;
+}
+
+WGRT_OP_CASES(Embedding, embedding_cases);
+
+TEST(EmbeddingErrors, RejectsBadTables) {
+  Graph g(device());
+  TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {8}, .dynamic_dims = 1});
+  TensorId f = add_input(g, {.name = "f", .max_shape = {8}, .dynamic_dims = 1});
+  TensorId t = add_weight(g, {.name = "t", .shape = {10, 64}});
+  EXPECT_THROW(ops::add_embedding(g, {.name = "e", .ids = f, .table = t}), std::invalid_argument);
+  EXPECT_THROW(ops::add_embedding(g, {.name = "e", .type = EmbeddingType::F16, .ids = ids, .table = t}),
+               std::invalid_argument);
+  TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32, .shape = {10, 8}});
+  EXPECT_THROW(ops::add_embedding(g, {.name = "e", .type = EmbeddingType::Q4gsw, .ids = ids, .table = q}),
+               std::invalid_argument);  // no scales
+}
+
+}  // namespace
+}  // namespace wgrt::test

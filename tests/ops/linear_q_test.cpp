@@ -1,0 +1,222 @@
+// linear_q4gsw / linear_q8 (and f16-weight linear) against CPU references, through the
+// table-driven harness. Every step of every case checks the route it took.
+//
+// Tolerances:
+//   gemv, small_m (f32 activations): |err| <= 1e-5 * sum_k |x w| (f32 accumulation order).
+//   gemm (int8 activations), two checks:
+//     tight: against the same activation rounding done on the CPU (ref::quantize_activations):
+//            1e-5 * sum_k |x w| + one activation step on the largest term, because the GPU's
+//            127 / absmax may round a value sitting on a .5 tie the other way;
+//     f32:   against f32 math on the dequantized weights: the exact worst case of rounding each
+//            activation to its group's int8 grid (ref::int8_act_error_bound: |dx| <= absmax/254).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "ops/linear/linear.h"
+#include "ops/linear_q/linear_q.h"
+#include "ops/quant/quant.h"
+#include "reference/linear_q_ref.h"
+#include "reference/quant_ref.h"
+#include "reference/reference.h"
+#include "support/device.h"
+#include "support/op_harness.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+using ops::QuantFormat;
+
+::testing::AssertionResult within(const std::vector<float>& got, const std::vector<float>& want,
+                                  const std::vector<float>& bound) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  size_t bad = 0, worst = 0;
+  double worst_ratio = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs(double(got[i]) - want[i]);
+    double ratio = std::isnan(got[i]) ? 1e300 : err / std::max<double>(bound[i], 1e-30);
+    if (ratio > 1) ++bad;
+    if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << fmt::format(
+             "{} of {} values off; worst [{}]: got {}, want {}, allowed error {}", bad, got.size(),
+             worst, got[worst], want[worst], bound[worst]);
+}
+
+std::vector<float> ref_dequant(const ops::QuantWeight& w) {
+  return w.format == QuantFormat::Q4gsw ? ref::dequant_q4gsw(w.q, w.scales, w.n, w.k, w.gs)
+                                        : ref::dequant_q8(w.q, w.scales, w.n, w.k, w.gs);
+}
+
+uint32_t expected_route(uint32_t m) { return m == 1 ? 0 : m <= 7 ? 1 : 2; }
+
+struct QCase {
+  QuantFormat format;
+  uint32_t gs, k, n, max_m;
+  std::vector<uint32_t> steps;  // live M per step, all on one graph
+  bool bias = false;
+  float magnitude = 1.f;        // x and w drawn from [-magnitude, magnitude]
+};
+
+void run_q_case(const QCase& c) {
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {c.max_m, c.k}, .dynamic_dims = 1});
+  ops::QuantTensors wt = ops::add_quant_weight(g, "w", c.format, c.n, c.k, c.gs);
+  std::optional<TensorId> bias;
+  if (c.bias) bias = add_weight(g, {.name = "bias", .shape = {c.n}});
+  TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x,
+                                     .q = wt.q, .scales = wt.scales, .bias = bias});
+  NodeId node = find_node(g, "y");
+  mark_output(g, y);
+  build(g);
+
+  auto wf = random_floats(size_t(c.n) * c.k, 7 + c.n, -c.magnitude, c.magnitude);
+  ops::QuantWeight w = ops::quantize(c.format, wf, c.n, c.k, c.gs);
+  ops::write_quant_weight(g, wt, w);
+  std::vector<float> wdeq = ref_dequant(w);
+  std::vector<float> bv;
+  if (c.bias) {
+    bv = random_floats(c.n, 3, -c.magnitude, c.magnitude);
+    write_tensor<float>(g, *bias, bv);
+  }
+
+  uint32_t step = 0;
+  for (uint32_t m : c.steps) {
+    SCOPED_TRACE(fmt::format("step {}: M = {}", step, m));
+    auto xv = random_floats(size_t(m) * c.k, 100 + step++, -c.magnitude, c.magnitude);
+    ShapeInput s{x, {m, c.k}};
+    StepInput in{x, xv.data(), xv.size() * 4};
+    auto got = run_step(g, {&s, 1}, {}, {&in, 1}, y);
+    ASSERT_EQ(active_route(g, node), expected_route(m));
+    ASSERT_EQ(live_shape(g, y), (Shape{m, c.n}));
+
+    std::vector<float> mass = ref::abs_dot(xv, wdeq, m, c.n, c.k);
+    for (size_t i = 0; i < mass.size(); ++i) mass[i] += bv.empty() ? 0.f : std::fabs(bv[i % c.n]);
+    std::vector<float> f32_want = ref::linear(xv, wdeq, bv, m, c.n, c.k);
+    if (m < 8) {
+      std::vector<float> bound(mass.size());
+      for (size_t i = 0; i < mass.size(); ++i) bound[i] = 1e-5f * mass[i] + 1e-30f;
+      EXPECT_TRUE(within(got, f32_want, bound)) << "f32-activation route vs f32 reference";
+      continue;
+    }
+    // int8 activations: tight against the same rounding, bounded against f32 math.
+    ref::QuantizedActivations qa = ref::quantize_activations(xv, m, c.k, c.gs);
+    std::vector<float> want = ref::linear_int8_act(qa, wdeq, bv, m, c.n, c.k, c.gs);
+    std::vector<float> tight(mass.size()), loose = ref::int8_act_error_bound(xv, wdeq, m, c.n, c.k, c.gs);
+    for (uint32_t r = 0; r < m; ++r)
+      for (uint32_t j = 0; j < c.n; ++j) {
+        float step_term = 0;  // one activation step on the largest weight of the row
+        for (uint32_t i = 0; i < c.k; ++i)
+          step_term = std::max(step_term, qa.scales[r * (c.k / c.gs) + i / c.gs] *
+                                              std::fabs(wdeq[size_t(j) * c.k + i]));
+        size_t o = size_t(r) * c.n + j;
+        tight[o] = 1e-5f * mass[o] + 1.01f * step_term + 1e-30f;
+        loose[o] += 1e-5f * mass[o] + 1e-30f;
+      }
+    EXPECT_TRUE(within(got, want, tight)) << "gemm vs CPU int8-activation reference";
+    EXPECT_TRUE(within(got, f32_want, loose)) << "gemm vs f32 reference (activation rounding bound)";
+  }
+}
+
+std::string fmt_name(QuantFormat f) { return f == QuantFormat::Q4gsw ? "q4" : "q8"; }
+
+std::vector<OpCase> linear_q_cases() {
+  std::vector<OpCase> cases;
+  struct Shape4 {
+    uint32_t m, k, gs, n;
+    bool bias;
+  };
+  // Primes and odd counts of groups: K = 32*3, 64*7, 128*5.
+  const Shape4 shapes[] = {
+      {1, 96, 32, 4099, false}, {3, 96, 32, 131, true},  {7, 448, 64, 97, false},
+      {37, 640, 128, 37, true}, {37, 96, 32, 1, false},  {1, 640, 128, 7, true},
+      {8, 448, 64, 131, false}, {37, 448, 64, 4099, true},
+  };
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
+    for (const Shape4& s : shapes) {
+      QCase c{f, s.gs, s.k, s.n, s.m, {s.m}, s.bias};
+      if (s.m > 1) c.steps.push_back(1);  // the same graph shrunk to one token
+      cases.push_back({fmt::format("{}_m{}_k{}_gs{}_n{}{}", fmt_name(f), s.m, s.k, s.gs, s.n,
+                                   s.bias ? "_bias" : ""),
+                       [c] { run_q_case(c); }});
+    }
+  // Dynamic sequences on one graph through every route.
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
+    for (uint32_t gs : {32u, 64u, 128u}) {
+      QCase c{f, gs, gs * 3, 97, 64, {37, 1, 1, 64, 1, 2, 3, 4, 5, 6, 7, 8, 1, 9, 37}, gs == 64};
+      cases.push_back({fmt::format("{}_dynamic_gs{}", fmt_name(f), gs), [c] { run_q_case(c); }});
+    }
+  // Large magnitudes (scales far from 1; f16 scales cover |w| up to 65504 * 7 for q4gsw).
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8}) {
+    QCase c{f, 32, 96, 37, 16, {16, 1, 5}, true, 3e4f};
+    cases.push_back({fmt::format("{}_large_values", fmt_name(f)), [c] { run_q_case(c); }});
+  }
+  return cases;
+}
+
+WGRT_OP_CASES(LinearQ, linear_q_cases);
+
+// f16 weights on the f32 linear's routes: exact products of f16-rounded weights, so the f32
+// tolerance applies.
+std::vector<OpCase> linear_f16_cases() {
+  std::vector<OpCase> cases;
+  for (auto [k, n, bias] : {std::tuple{96u, 131u, true}, {448u, 37u, false}, {2u, 7u, true}}) {
+    cases.push_back({fmt::format("f16_k{}_n{}{}", k, n, bias ? "_bias" : ""), [=] {
+                       Graph g(device());
+                       const uint32_t max_m = 37;
+                       TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
+                       TensorId w = add_weight(g, {.name = "w", .dtype = DType::F16, .shape = {n, k}});
+                       std::optional<TensorId> b;
+                       if (bias) b = add_weight(g, {.name = "b", .shape = {n}});
+                       TensorId y = ops::add_linear(g, {.name = "y", .x = x, .w = w, .bias = b});
+                       NodeId node = find_node(g, "y");
+                       mark_output(g, y);
+                       build(g);
+                       auto wf = random_floats(size_t(n) * k, 5, -2.f, 2.f);
+                       auto words = ops::pack_f16(wf);
+                       write_tensor<uint32_t>(g, w, words);
+                       std::vector<float> wr(wf.size());
+                       for (size_t i = 0; i < wr.size(); ++i)
+                         wr[i] = ref::half_to_float(uint16_t(words[i / 2] >> (16 * (i % 2))));
+                       std::vector<float> bv;
+                       if (bias) {
+                         bv = random_floats(n, 6);
+                         write_tensor<float>(g, *b, bv);
+                       }
+                       for (uint32_t m : {max_m, 1u, 5u, 1u}) {
+                         auto xv = random_floats(size_t(m) * k, m, -3.f, 3.f);
+                         ShapeInput s{x, {m, k}};
+                         StepInput in{x, xv.data(), xv.size() * 4};
+                         auto got = run_step(g, {&s, 1}, {}, {&in, 1}, y);
+                         EXPECT_EQ(active_route(g, node), m == 1 ? ops::kLinearGemv : ops::kLinearTiled);
+                         EXPECT_TRUE(all_close(got, ref::linear(xv, wr, bv, m, n, k), 1e-4f, 1e-5f)) << "M " << m;
+                       }
+                     }});
+  }
+  return cases;
+}
+
+WGRT_OP_CASES(LinearF16, linear_f16_cases);
+
+TEST(LinearQErrors, RejectsBadShapes) {
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {4, 100}, .dynamic_dims = 1});
+  TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32, .shape = {8, 12}});
+  TensorId s = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {8, 3}});
+  EXPECT_THROW(ops::add_linear_q(g, {.name = "y", .x = x, .q = q, .scales = s}), std::invalid_argument);
+  TensorId x2 = add_input(g, {.name = "x2", .max_shape = {4, 96}, .dynamic_dims = 1});
+  TensorId s2 = add_weight(g, {.name = "s2", .dtype = DType::F32, .shape = {8, 3}});
+  EXPECT_THROW(ops::add_linear_q(g, {.name = "y", .x = x2, .q = q, .scales = s2}), std::invalid_argument);
+  EXPECT_THROW(ops::add_linear_q(g, {.name = "y", .gs = 48, .x = x2, .q = q, .scales = s}),
+               std::invalid_argument);
+  TensorId w = add_weight(g, {.name = "w", .dtype = DType::F16, .shape = {8, 7}});
+  TensorId x3 = add_input(g, {.name = "x3", .max_shape = {4, 7}, .dynamic_dims = 1});
+  EXPECT_THROW(ops::add_linear(g, {.name = "y", .x = x3, .w = w}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace wgrt::test

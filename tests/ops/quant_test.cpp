@@ -1,0 +1,165 @@
+// The quantized weight formats on the CPU (src/ops/quant) against the independent reference
+// dequantizer (tests/reference/quant_ref): f16 conversion, pack/unpack round trips, GGUF
+// Q4_0/Q8_0 repacks bit for bit, and the errors for shapes and values the formats cannot hold.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "ops/quant/quant.h"
+#include "reference/quant_ref.h"
+#include "support/random.h"
+
+namespace wgrt::ops {
+namespace {
+
+bool bits_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+std::vector<float> ref_dequant(const QuantWeight& w) {
+  return w.format == QuantFormat::Q4gsw ? ref::dequant_q4gsw(w.q, w.scales, w.n, w.k, w.gs)
+                                        : ref::dequant_q8(w.q, w.scales, w.n, w.k, w.gs);
+}
+
+TEST(QuantF16, EveryHalfDecodesAsTheReference) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    float a = f16_to_f32(uint16_t(h)), b = ref::half_to_float(uint16_t(h));
+    if (std::isnan(b)) {
+      ASSERT_TRUE(std::isnan(a)) << h;
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b)) << "half " << h;
+    ASSERT_EQ(f32_to_f16(a), h) << "round trip of half " << h;
+  }
+}
+
+TEST(QuantF16, RoundsToNearestEven) {
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3C00);
+  EXPECT_EQ(f32_to_f16(65504.f), 0x7BFF);
+  EXPECT_EQ(f32_to_f16(65520.f), 0x7C00);              // half-way past the largest: inf
+  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3C00);   // tie, to even
+  EXPECT_EQ(f32_to_f16(1.0f + 3.0f / 2048), 0x3C02);   // tie, to even (up)
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.f, -24)), 0x0001); // smallest subnormal
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.f, -26)), 0x0000);
+  EXPECT_EQ(f32_to_f16(-2.0f), 0xC000);
+}
+
+struct RoundTrip {
+  QuantFormat f;
+  uint32_t n, k, gs;
+};
+
+TEST(QuantPack, RoundTripsWithinHalfAStep) {
+  for (RoundTrip c : {RoundTrip{QuantFormat::Q4gsw, 7, 96, 32}, {QuantFormat::Q4gsw, 37, 448, 64},
+                      {QuantFormat::Q4gsw, 3, 640, 128}, {QuantFormat::Q8, 7, 96, 32},
+                      {QuantFormat::Q8, 37, 448, 64}, {QuantFormat::Q8, 3, 640, 128}}) {
+    SCOPED_TRACE(testing::Message() << quant_format_name(c.f) << " " << c.n << "x" << c.k << " gs " << c.gs);
+    for (float mag : {1e-2f, 1.f, 3e4f}) {
+      auto w = test::random_floats(size_t(c.n) * c.k, c.n * c.k, -mag, mag);
+      w[5] = 0.f;
+      QuantWeight q = quantize(c.f, w, c.n, c.k, c.gs);
+      ASSERT_EQ(q.q.size(), quant_q_words(c.f, c.n, c.k));
+      ASSERT_EQ(q.scales.size(), quant_scale_words(c.n, c.k, c.gs));
+      std::vector<float> deq = dequantize(q);
+      ASSERT_TRUE(bits_equal(deq, ref_dequant(q))) << "runtime and reference dequantizers differ";
+      const uint32_t groups = c.k / c.gs;
+      for (uint32_t r = 0; r < c.n; ++r)
+        for (uint32_t i = 0; i < c.k; ++i) {
+          size_t s = size_t(r) * groups + i / c.gs;
+          float scale = ref::half_to_float(uint16_t(q.scales[s / 2] >> (16 * (s % 2))));
+          size_t e = size_t(r) * c.k + i;
+          ASSERT_LE(std::fabs(deq[e] - w[e]), 0.5f * scale * (1 + 1e-5f)) << "at " << r << "," << i;
+        }
+      // Packing the dequantized values again reproduces the packed words exactly.
+      QuantWeight again = quantize(c.f, deq, c.n, c.k, c.gs);
+      EXPECT_EQ(again.q, q.q);
+      EXPECT_EQ(again.scales, q.scales);
+    }
+  }
+}
+
+TEST(QuantPack, KnownLayout) {
+  // A q4gsw row: 0.5 * (-8..7), then 0.5 * (7..-8), scale 0.5; check where the nibbles go.
+  std::vector<float> w(32);
+  for (int i = 0; i < 16; ++i) {
+    w[i] = 0.5f * float(i - 8);
+    w[16 + i] = 0.5f * float(7 - i);
+  }
+  w[0] = w[31] = -3.5f;  // absmax 3.5 -> scale 0.5 exactly
+  QuantWeight q = quantize(QuantFormat::Q4gsw, w, 1, 32, 32);
+  EXPECT_EQ(q.scales[0] & 0xFFFF, 0x3800u);  // f16 0.5
+  // k = 0: -3.5/0.5 = -7 -> nibble 1; k = 1: -7*0.5/0.5 = -7 -> 1; k = 8: 0 -> 8
+  EXPECT_EQ(q.q[0] & 0xF, 1u);
+  EXPECT_EQ((q.q[1] >> 0) & 0xF, 8u);         // k = 8
+  EXPECT_EQ((q.q[1] >> 28) & 0xF, 15u);       // k = 15: +7
+  EXPECT_EQ((q.q[2] >> 0) & 0xF, 15u);        // k = 16: +7
+  QuantWeight q8 = quantize(QuantFormat::Q8, std::vector<float>(32, -1.0f), 1, 32, 32);
+  EXPECT_EQ(q8.q[0], 0x81818181u);  // -127 in every byte
+}
+
+std::vector<uint8_t> random_blocks(size_t count, size_t bsize, uint32_t seed) {
+  std::vector<uint8_t> blocks(count * bsize);
+  std::mt19937 rng(seed);
+  for (size_t b = 0; b < count; ++b) {
+    uint16_t d = uint16_t(0x0400 + rng() % 0x7400);  // any normal, finite half
+    if (rng() % 2) d |= 0x8000;
+    blocks[b * bsize] = uint8_t(d);
+    blocks[b * bsize + 1] = uint8_t(d >> 8);
+    for (size_t i = 2; i < bsize; ++i) blocks[b * bsize + i] = uint8_t(rng());
+  }
+  return blocks;
+}
+
+TEST(QuantGguf, Q4_0RepackIsBitExact) {
+  for (auto [n, k] : {std::pair{1u, 32u}, {7u, 96u}, {37u, 640u}}) {
+    auto blocks = random_blocks(size_t(n) * k / 32, 18, n + k);
+    QuantWeight w = repack_gguf_q4_0(blocks, n, k);
+    EXPECT_EQ(w.gs, 32u);
+    auto want = ref::dequant_gguf_q4_0(blocks, size_t(n) * k);
+    EXPECT_TRUE(bits_equal(ref::dequant_q4gsw(w.q, w.scales, n, k, 32), want)) << n << "x" << k;
+    EXPECT_TRUE(bits_equal(dequantize(w), want));
+  }
+  // One hand-made block: d = 2, byte i = (i) | (15 - i) << 4.
+  std::vector<uint8_t> blk = {0x00, 0x40};
+  for (int i = 0; i < 16; ++i) blk.push_back(uint8_t(i | ((15 - i) << 4)));
+  auto v = dequantize(repack_gguf_q4_0(blk, 1, 32));
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(v[i], 2.0f * float(i - 8));
+    EXPECT_EQ(v[16 + i], 2.0f * float(7 - i));
+  }
+  EXPECT_THROW(repack_gguf_q4_0(blk, 1, 64), std::invalid_argument);
+}
+
+TEST(QuantGguf, Q8_0RepackIsBitExact) {
+  for (auto [n, k] : {std::pair{1u, 32u}, {7u, 96u}, {37u, 640u}}) {
+    auto blocks = random_blocks(size_t(n) * k / 32, 34, n * k);
+    QuantWeight w = repack_gguf_q8_0(blocks, n, k);
+    auto want = ref::dequant_gguf_q8_0(blocks, size_t(n) * k);
+    EXPECT_TRUE(bits_equal(ref::dequant_q8(w.q, w.scales, n, k, 32), want)) << n << "x" << k;
+    EXPECT_TRUE(bits_equal(dequantize(w), want));
+  }
+  std::vector<uint8_t> blk = {0x00, 0x3C, 0x80, 0x7F};  // d = 1; -128, 127, then zeros
+  blk.resize(34, 0);
+  auto v = dequantize(repack_gguf_q8_0(blk, 1, 32));
+  EXPECT_EQ(v[0], -128.f);
+  EXPECT_EQ(v[1], 127.f);
+  EXPECT_EQ(v[2], 0.f);
+}
+
+TEST(QuantPack, RejectsWhatTheFormatCannotHold) {
+  std::vector<float> w(96, 1.f);
+  EXPECT_THROW(quantize(QuantFormat::Q4gsw, w, 1, 96, 48), std::invalid_argument);  // group size
+  EXPECT_THROW(quantize(QuantFormat::Q4gsw, w, 2, 48, 32), std::invalid_argument);  // K % gs
+  EXPECT_THROW(quantize(QuantFormat::Q4gsw, w, 2, 96, 32), std::invalid_argument);  // size
+  w[3] = 1e6f;  // scale 1e6 / 7 > 65504
+  EXPECT_THROW(quantize(QuantFormat::Q4gsw, w, 1, 96, 32), std::invalid_argument);
+  EXPECT_NO_THROW(quantize(QuantFormat::Q8, w, 1, 96, 32));  // 1e6 / 127 fits
+  w[3] = NAN;
+  EXPECT_THROW(quantize(QuantFormat::Q8, w, 1, 96, 32), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace wgrt::ops

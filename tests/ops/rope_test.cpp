@@ -1,0 +1,149 @@
+// rope against the CPU reference (double angles): both layouts, partial rotation, llama3
+// scaling, frequency factors, large positions, and a dynamic sequence with pos advancing.
+#include <fmt/format.h>
+
+#include "ops/rope/rope.h"
+#include "reference/rope_ref.h"
+#include "support/device.h"
+#include "support/op_harness.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+
+struct RopeCase {
+  uint32_t n_heads = 1, head_dim = 64, n_rot = 0;
+  bool neox = false;
+  double theta = 10000;
+  bool llama3 = false;
+  bool factors = false;
+};
+
+ops::RopeFreqs freqs_of(const RopeCase& c) {
+  ops::RopeFreqs f{.n_rot = c.n_rot ? c.n_rot : c.head_dim, .theta = c.theta};
+  if (c.llama3) f.llama3 = ops::Llama3RopeScaling{.factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                                                  .original_max_position = 8192};
+  if (c.factors)
+    for (uint32_t j = 0; j < f.n_rot / 2; ++j) f.freq_factors.push_back(1.f + 0.25f * float(j % 5));
+  return f;
+}
+
+ref::RopeRefConfig ref_of(const RopeCase& c) {
+  ref::RopeRefConfig r{.n_heads = c.n_heads, .head_dim = c.head_dim, .n_rot = c.n_rot ? c.n_rot : c.head_dim,
+                       .neox = c.neox, .theta = c.theta};
+  if (c.llama3) {
+    r.factor = 8;
+    r.low_freq_factor = 1;
+    r.high_freq_factor = 4;
+    r.original_max_position = 8192;
+  }
+  if (c.factors)
+    for (uint32_t j = 0; j < r.n_rot / 2; ++j) r.freq_factors.push_back(1.0 + 0.25 * (j % 5));
+  return r;
+}
+
+struct RopeGraph {
+  Graph g;
+  TensorId x, freqs, y;
+  SymbolId pos;
+  RopeGraph(uint32_t max_tokens, int64_t max_pos, const RopeCase& c) : g(device()) {
+    uint32_t cols = c.n_heads * c.head_dim;
+    ops::RopeFreqs f = freqs_of(c);
+    x = add_input(g, {.name = "x", .max_shape = {max_tokens, cols}, .dynamic_dims = 1});
+    pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = max_pos});
+    freqs = ops::add_rope_freqs(g, "rope_freqs", f.n_rot);
+    y = ops::add_rope(g, {.name = "y", .x = x, .freqs = freqs, .pos = pos, .head_dim = c.head_dim,
+                          .n_rot = c.n_rot, .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal});
+    mark_output(g, y);
+    build(g);
+    write_tensor<uint32_t>(g, freqs, ops::rope_freq_table(f));
+  }
+  std::vector<float> run(const std::vector<float>& xv, uint32_t tokens, uint32_t cols, int64_t p) {
+    ShapeInput s{x, {tokens, cols}};
+    SymbolInput sv{pos, p};
+    StepInput in{x, xv.data(), xv.size() * 4};
+    return run_step(g, {&s, 1}, {&sv, 1}, {&in, 1}, y);
+  }
+};
+
+// Angles are reduced exactly (rope.h), so the error stays at f32 sin/cos level at any position.
+constexpr float kAtol = 2e-5f, kRtol = 1e-5f;
+
+OpCase rope_case(std::string name, uint32_t tokens, int64_t pos, RopeCase c) {
+  return {name, [=] {
+            uint32_t cols = c.n_heads * c.head_dim;
+            RopeGraph rg(tokens, pos + 1, c);
+            auto xv = random_floats(size_t(tokens) * cols, tokens + cols + uint32_t(pos), -2.f, 2.f);
+            auto got = rg.run(xv, tokens, cols, pos);
+            EXPECT_TRUE(all_close(got, ref::rope(xv, tokens, pos, ref_of(c)), kAtol, kRtol));
+          }};
+}
+
+OpCase dynamic_case(RopeCase c) {
+  return {fmt::format("dynamic_{}_hd{}", c.neox ? "neox" : "normal", c.head_dim), [=] {
+            uint32_t cols = c.n_heads * c.head_dim;
+            RopeGraph rg(64, 4096, c);
+            int64_t pos = 0;
+            uint32_t step = 0;
+            for (uint32_t tokens : {37u, 1u, 1u, 64u, 1u}) {
+              auto xv = random_floats(size_t(tokens) * cols, 900 + step++, -2.f, 2.f);
+              auto got = rg.run(xv, tokens, cols, pos);
+              EXPECT_TRUE(all_close(got, ref::rope(xv, tokens, pos, ref_of(c)), kAtol, kRtol))
+                  << "step " << step << ", n_tokens " << tokens << ", pos " << pos;
+              pos += tokens;
+            }
+          }};
+}
+
+std::vector<OpCase> rope_cases() {
+  std::vector<OpCase> cases;
+  for (bool neox : {false, true}) {
+    std::string l = neox ? "neox" : "normal";
+    cases.push_back(rope_case(l + "_1tok_1x64", 1, 0, {.n_heads = 1, .head_dim = 64, .neox = neox}));
+    cases.push_back(rope_case(l + "_3tok_7x64", 3, 5, {.n_heads = 7, .head_dim = 64, .neox = neox}));
+    cases.push_back(rope_case(l + "_37tok_3x128", 37, 11, {.n_heads = 3, .head_dim = 128, .neox = neox}));
+    cases.push_back(rope_case(l + "_7tok_5x128_theta1e6", 7, 97, {.n_heads = 5, .head_dim = 128, .neox = neox, .theta = 1e6}));
+    // Partial rotation: the first n_rot dims turn, the rest pass through.
+    cases.push_back(rope_case(l + "_5tok_3x64_rot32", 5, 3, {.n_heads = 3, .head_dim = 64, .n_rot = 32, .neox = neox}));
+    cases.push_back(rope_case(l + "_3tok_2x128_rot26", 3, 131, {.n_heads = 2, .head_dim = 128, .n_rot = 26, .neox = neox}));
+    // llama3 frequency scaling (theta 500000, factor 8, 1/4, 8192), llama 3.1 positions.
+    cases.push_back(rope_case(l + "_7tok_4x128_llama3", 7, 70000, {.n_heads = 4, .head_dim = 128, .neox = neox, .theta = 500000, .llama3 = true}));
+    cases.push_back(rope_case(l + "_3tok_2x64_factors", 3, 4099, {.n_heads = 2, .head_dim = 64, .neox = neox, .factors = true}));
+    // Large positions: f32 pos * inv_freq would be off by ~1e-2 rad here.
+    cases.push_back(rope_case(l + "_3tok_2x128_pos131071", 3, 131071, {.n_heads = 2, .head_dim = 128, .neox = neox, .theta = 500000}));
+    cases.push_back(rope_case(l + "_2tok_3x64_pos1e7", 2, 10'000'000, {.n_heads = 3, .head_dim = 64, .neox = neox}));
+    cases.push_back(rope_case(l + "_1tok_1x64_pos2e9", 1, 2'000'000'000, {.n_heads = 1, .head_dim = 64, .neox = neox}));
+    cases.push_back(dynamic_case({.n_heads = 3, .head_dim = 128, .neox = neox, .theta = 1e6}));
+  }
+  cases.push_back(dynamic_case({.n_heads = 5, .head_dim = 64, .n_rot = 48, .theta = 500000, .llama3 = true}));
+  cases.push_back({"freq_table_matches_reference", [] {
+                     // The table's 0.64 fixed point turns per position, read back as radians.
+                     RopeCase c{.head_dim = 128, .theta = 500000, .llama3 = true};
+                     auto table = ops::rope_freq_table(freqs_of(c));
+                     auto want = ref::rope_inv_freq(ref_of(c));
+                     ASSERT_EQ(table.size(), want.size() * 2);
+                     for (size_t j = 0; j < want.size(); ++j) {
+                       double turns = (double(table[2 * j]) + double(table[2 * j + 1]) / 4294967296.0) / 4294967296.0;
+                       EXPECT_NEAR(turns * 2 * 3.14159265358979323846, want[j], 1e-15) << "pair " << j;
+                     }
+                   }});
+  cases.push_back({"rejects_bad_dims", [] {
+                     Graph g(device());
+                     TensorId x = add_input(g, {.name = "x", .max_shape = {4, 100}, .dynamic_dims = 1});
+                     SymbolId pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = 10});
+                     TensorId f = ops::add_rope_freqs(g, "f", 64);
+                     EXPECT_THROW(ops::add_rope(g, {.name = "y", .x = x, .freqs = f, .pos = pos, .head_dim = 64}),
+                                  std::invalid_argument);  // 100 is not n_heads * 64
+                     TensorId x2 = add_input(g, {.name = "x2", .max_shape = {4, 128}, .dynamic_dims = 1});
+                     EXPECT_THROW(ops::add_rope(g, {.name = "y2", .x = x2, .freqs = f, .pos = pos, .head_dim = 64, .n_rot = 32}),
+                                  std::invalid_argument);  // table is for n_rot 64
+                   }});
+  return cases;
+}
+
+WGRT_OP_CASES(Rope, rope_cases);
+
+}  // namespace
+}  // namespace wgrt::test

@@ -1,0 +1,162 @@
+// argmax and top-k over logits rows against the CPU reference: odd and prime vocabularies,
+// ties (lowest index wins), -inf and NaN logits, chunk boundaries, a 32000+ vocabulary, and
+// a dynamic row count on one graph.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ops/sampling/sampling.h"
+#include "reference/sampling_ref.h"
+#include "support/device.h"
+#include "support/op_harness.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+enum class Fill { Uniform, Ties, NegInf, AllNegInf, WithNaN, Huge };
+
+// rows x vocab logits; Ties: few distinct values (many equal maxima); NegInf: mostly -inf
+// (a row entirely -inf when vocab is small); WithNaN: NaNs among the values; Huge: ±3e38.
+std::vector<float> make_logits(uint32_t rows, uint32_t vocab, Fill fill, uint32_t seed) {
+  auto v = random_floats(size_t(rows) * vocab, seed, -20.f, 20.f);
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (fill) {
+      case Fill::Uniform: break;
+      case Fill::Ties: v[i] = std::floor(v[i] / 8.f); break;  // 5 distinct values
+      case Fill::NegInf: if (v[i] < 15.f) v[i] = -kInf; break;
+      case Fill::AllNegInf: v[i] = -kInf; break;
+      case Fill::WithNaN: if (i % 7 == 3) v[i] = std::numeric_limits<float>::quiet_NaN(); break;
+      case Fill::Huge: v[i] = v[i] * 1.5e37f; if (i % 11 == 0) v[i] = -0.f; break;
+    }
+  }
+  return v;
+}
+
+const char* fill_name(Fill f) {
+  switch (f) {
+    case Fill::Uniform: return "uniform";
+    case Fill::Ties: return "ties";
+    case Fill::NegInf: return "neginf";
+    case Fill::AllNegInf: return "all_neginf";
+    case Fill::WithNaN: return "nan";
+    case Fill::Huge: return "huge";
+  }
+  return "?";
+}
+
+void expect_argmax(uint32_t max_rows, uint32_t vocab, Fill fill, std::vector<uint32_t> row_steps) {
+  Graph g(device());
+  TensorId l = add_input(g, {.name = "logits", .max_shape = {max_rows, vocab}, .dynamic_dims = 1});
+  TensorId idx = ops::add_argmax(g, {.name = "argmax", .logits = l});
+  mark_output(g, idx);
+  build(g);
+  uint32_t step = 0;
+  for (uint32_t rows : row_steps) {
+    auto lv = make_logits(rows, vocab, fill, rows * 13 + vocab + step++);
+    ShapeInput s{l, {rows, vocab}};
+    update(g, {&s, 1});
+    write_tensor<float>(g, l, lv);
+    execute(g);
+    EXPECT_EQ(read_output<uint32_t>(g, idx), ref::argmax_rows(lv, vocab))
+        << "step " << step << ", rows " << rows;
+  }
+}
+
+void expect_top_k(uint32_t max_rows, uint32_t vocab, uint32_t k, Fill fill, std::vector<uint32_t> row_steps) {
+  Graph g(device());
+  TensorId l = add_input(g, {.name = "logits", .max_shape = {max_rows, vocab}, .dynamic_dims = 1});
+  ops::TopKOutputs t = ops::add_top_k(g, {.name = "topk", .logits = l, .k = k});
+  mark_output(g, t.indices);
+  mark_output(g, t.values);
+  build(g);
+  uint32_t step = 0;
+  for (uint32_t rows : row_steps) {
+    auto lv = make_logits(rows, vocab, fill, rows * 17 + vocab + k + step++);
+    ShapeInput s{l, {rows, vocab}};
+    update(g, {&s, 1});
+    write_tensor<float>(g, l, lv);
+    execute(g);
+    ref::TopKRef want = ref::top_k_rows(lv, vocab, k);
+    EXPECT_EQ(read_output<uint32_t>(g, t.indices), want.indices) << "step " << step << ", rows " << rows;
+    EXPECT_TRUE(all_close(read_output<float>(g, t.values), want.values, 0, 0)) << "step " << step;
+  }
+}
+
+std::vector<OpCase> argmax_cases() {
+  std::vector<OpCase> cases;
+  auto add = [&](uint32_t rows, uint32_t vocab, Fill fill) {
+    cases.push_back({fmt::format("{}x{}_{}", rows, vocab, fill_name(fill)),
+                     [=] { expect_argmax(rows, vocab, fill, {rows}); }});
+  };
+  for (auto [r, v] : {std::pair{1u, 1u}, {3u, 7u}, {7u, 97u}, {37u, 131u}, {3u, 4099u}, {2u, 2049u}})
+    add(r, v, Fill::Uniform);
+  for (Fill f : {Fill::Ties, Fill::NegInf, Fill::WithNaN, Fill::Huge}) {
+    add(5, 37, f);
+    add(3, 4099, f);
+  }
+  add(1, 32000, Fill::Uniform);
+  add(2, 32000, Fill::Ties);
+  add(1, 128256, Fill::Uniform);
+  add(4, 97, Fill::AllNegInf);
+  add(2, 4099, Fill::AllNegInf);
+  cases.push_back({"max_at_chunk_edges", [] {
+                     // The maximum at the last index of chunk 0 and first of chunk 1, tied.
+                     Graph g(device());
+                     uint32_t vocab = 3 * ops::kArgmaxChunk + 5;
+                     TensorId l = add_input(g, {.name = "logits", .max_shape = {2, vocab}});
+                     TensorId idx = ops::add_argmax(g, {.name = "argmax", .logits = l});
+                     mark_output(g, idx);
+                     build(g);
+                     auto lv = make_logits(2, vocab, Fill::Uniform, 5);
+                     lv[ops::kArgmaxChunk - 1] = 100.f;
+                     lv[ops::kArgmaxChunk] = 100.f;
+                     lv[vocab + vocab - 1] = 100.f;  // row 1: the very last logit
+                     write_tensor<float>(g, l, lv);
+                     execute(g);
+                     EXPECT_EQ(read_output<uint32_t>(g, idx),
+                               (std::vector<uint32_t>{ops::kArgmaxChunk - 1, vocab - 1}));
+                   }});
+  cases.push_back({"dynamic_rows", [] { expect_argmax(64, 4099, Fill::Ties, {37, 1, 1, 64, 1}); }});
+  return cases;
+}
+
+std::vector<OpCase> top_k_cases() {
+  std::vector<OpCase> cases;
+  auto add = [&](uint32_t rows, uint32_t vocab, uint32_t k, Fill fill) {
+    cases.push_back({fmt::format("{}x{}_k{}_{}", rows, vocab, k, fill_name(fill)),
+                     [=] { expect_top_k(rows, vocab, k, fill, {rows}); }});
+  };
+  add(1, 1, 1, Fill::Uniform);
+  add(3, 7, 7, Fill::Uniform);
+  add(7, 97, 5, Fill::Uniform);
+  add(3, 131, 64, Fill::Uniform);
+  add(2, 4099, 40, Fill::Uniform);
+  add(2, 4099, 128, Fill::Uniform);
+  add(1, 9000, 1, Fill::Uniform);
+  for (Fill f : {Fill::Ties, Fill::NegInf, Fill::WithNaN, Fill::Huge}) {
+    add(3, 37, 20, f);
+    add(2, 4099, 64, f);
+  }
+  add(3, 97, 10, Fill::AllNegInf);
+  add(1, 32000, 64, Fill::Uniform);
+  add(1, 32000, 128, Fill::Ties);
+  cases.push_back({"dynamic_rows", [] { expect_top_k(64, 1031, 16, Fill::Ties, {37, 1, 1, 64, 1}); }});
+  cases.push_back({"rejects_bad_k", [] {
+                     Graph g(device());
+                     TensorId l = add_input(g, {.name = "logits", .max_shape = {2, 50}});
+                     EXPECT_THROW(ops::add_top_k(g, {.name = "t0", .logits = l, .k = 0}), std::invalid_argument);
+                     EXPECT_THROW(ops::add_top_k(g, {.name = "t1", .logits = l, .k = 51}), std::invalid_argument);
+                   }});
+  return cases;
+}
+
+WGRT_OP_CASES(Argmax, argmax_cases);
+WGRT_OP_CASES(TopK, top_k_cases);
+
+}  // namespace
+}  // namespace wgrt::test

@@ -1,0 +1,76 @@
+#include "reference/quant_ref.h"
+
+#include <cmath>
+
+namespace wgrt::ref {
+
+float half_to_float(uint16_t h) {
+  int sign = (h >> 15) & 1;
+  int exponent = (h >> 10) & 31;
+  int fraction = h & 1023;
+  double v;
+  if (exponent == 0)
+    v = std::ldexp(double(fraction), -24);
+  else if (exponent == 31)
+    v = fraction ? NAN : INFINITY;
+  else
+    v = std::ldexp(1.0 + fraction / 1024.0, exponent - 15);
+  return float(sign ? -v : v);
+}
+
+namespace {
+float scale_of(const std::vector<uint32_t>& scales, size_t i) {
+  uint32_t word = scales.at(i / 2);
+  return half_to_float(uint16_t(i % 2 == 0 ? word & 0xFFFF : word >> 16));
+}
+}  // namespace
+
+std::vector<float> dequant_q4gsw(const std::vector<uint32_t>& q, const std::vector<uint32_t>& scales,
+                                 uint32_t n, uint32_t k, uint32_t gs) {
+  std::vector<float> out;
+  for (uint32_t row = 0; row < n; ++row)
+    for (uint32_t col = 0; col < k; ++col) {
+      uint32_t word = q.at((size_t(row) * k + col) / 8);
+      int nibble = int((word >> (4 * (col % 8))) & 15);
+      out.push_back(float(nibble - 8) * scale_of(scales, size_t(row) * (k / gs) + col / gs));
+    }
+  return out;
+}
+
+std::vector<float> dequant_q8(const std::vector<uint32_t>& q, const std::vector<uint32_t>& scales,
+                              uint32_t n, uint32_t k, uint32_t gs) {
+  std::vector<float> out;
+  for (uint32_t row = 0; row < n; ++row)
+    for (uint32_t col = 0; col < k; ++col) {
+      uint32_t word = q.at((size_t(row) * k + col) / 4);
+      int byte = int((word >> (8 * (col % 4))) & 255);
+      int value = byte >= 128 ? byte - 256 : byte;
+      out.push_back(float(value) * scale_of(scales, size_t(row) * (k / gs) + col / gs));
+    }
+  return out;
+}
+
+std::vector<float> dequant_gguf_q4_0(const std::vector<uint8_t>& blocks, size_t count) {
+  std::vector<float> out(count);
+  for (size_t b = 0; b < count / 32; ++b) {
+    const uint8_t* blk = &blocks.at(b * 18);
+    float d = half_to_float(uint16_t(blk[0] + 256 * blk[1]));
+    for (int i = 0; i < 16; ++i) {
+      out[b * 32 + i] = float((blk[2 + i] & 15) - 8) * d;
+      out[b * 32 + i + 16] = float((blk[2 + i] >> 4) - 8) * d;
+    }
+  }
+  return out;
+}
+
+std::vector<float> dequant_gguf_q8_0(const std::vector<uint8_t>& blocks, size_t count) {
+  std::vector<float> out(count);
+  for (size_t b = 0; b < count / 32; ++b) {
+    const uint8_t* blk = &blocks.at(b * 34);
+    float d = half_to_float(uint16_t(blk[0] + 256 * blk[1]));
+    for (int i = 0; i < 32; ++i) out[b * 32 + i] = float(int8_t(blk[2 + i])) * d;
+  }
+  return out;
+}
+
+}  // namespace wgrt::ref

@@ -1,0 +1,26 @@
+// Reference dequantizers for the quantized weight formats, written from the format
+// descriptions (ops/quant/quant.h, GGUF's Q4_0/Q8_0) without sharing code with src/ops/quant.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace wgrt::ref {
+
+// IEEE half -> float, by the formula (sign, exponent, fraction).
+float half_to_float(uint16_t h);
+
+// q4gsw: q [n, k/8] u32, scales f16 [n, k/gs] (two per u32, low half first).
+std::vector<float> dequant_q4gsw(const std::vector<uint32_t>& q, const std::vector<uint32_t>& scales,
+                                 uint32_t n, uint32_t k, uint32_t gs);
+// q8: q [n, k/4] u32 (int8 bytes), scales as above.
+std::vector<float> dequant_q8(const std::vector<uint32_t>& q, const std::vector<uint32_t>& scales,
+                              uint32_t n, uint32_t k, uint32_t gs);
+
+// GGUF blocks of 32: Q4_0 (f16 d, 16 bytes: byte i = element i low nibble, i + 16 high),
+// Q8_0 (f16 d, 32 int8).
+std::vector<float> dequant_gguf_q4_0(const std::vector<uint8_t>& blocks, size_t count);
+std::vector<float> dequant_gguf_q8_0(const std::vector<uint8_t>& blocks, size_t count);
+
+}  // namespace wgrt::ref

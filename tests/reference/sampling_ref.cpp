@@ -1,0 +1,41 @@
+#include "reference/sampling_ref.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace wgrt::ref {
+namespace {
+float rank_value(float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; }
+}  // namespace
+
+std::vector<uint32_t> argmax_rows(const std::vector<float>& logits, uint32_t n_vocab) {
+  std::vector<uint32_t> out;
+  for (size_t base = 0; base < logits.size(); base += n_vocab) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n_vocab; ++i)
+      if (rank_value(logits[base + i]) > rank_value(logits[base + best])) best = i;
+    out.push_back(best);
+  }
+  return out;
+}
+
+TopKRef top_k_rows(const std::vector<float>& logits, uint32_t n_vocab, uint32_t k) {
+  TopKRef r;
+  std::vector<uint32_t> order(n_vocab);
+  for (size_t base = 0; base < logits.size(); base += n_vocab) {
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return rank_value(logits[base + a]) > rank_value(logits[base + b]);
+    });
+    for (uint32_t i = 0; i < k; ++i) {
+      r.indices.push_back(order[i]);
+      float v = rank_value(logits[base + order[i]]);
+      r.values.push_back(v == 0.f ? 0.f : v);
+    }
+  }
+  return r;
+}
+
+}  // namespace wgrt::ref
