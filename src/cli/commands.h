@@ -16,5 +16,8 @@ using Run = std::function<int()>;
 void add_device_flags(CLI::App& cmd, gpu::DeviceOptions& opts);
 
 Run add_info(CLI::App& app, gpu::DeviceOptions& dev_opts);
+Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts);
+Run add_tokenize(CLI::App& app);
+Run add_perplexity(CLI::App& app, gpu::DeviceOptions& dev_opts);
 
 }  // namespace wgrt::cli

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 
@@ -13,7 +15,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("wgrt ") + WGRT_VERSION);
   app.require_subcommand(1);
   gpu::DeviceOptions dev_opts;
-  cli::Run run_info = cli::add_info(app, dev_opts);
+  const std::vector<std::pair<const char*, cli::Run>> commands = {
+      {"run", cli::add_run(app, dev_opts)},
+      {"tokenize", cli::add_tokenize(app)},
+      {"perplexity", cli::add_perplexity(app, dev_opts)},
+      {"info", cli::add_info(app, dev_opts)},
+  };
 
   try {
     app.parse(argc, argv);
@@ -24,13 +31,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "wgrt: {}\nhint: run `wgrt --help` (or `wgrt <command> --help`)\n",
-               e.what());
+    fmt::print(stderr, "wgrt: {}\nhint: run `wgrt --help` (or `wgrt <command> --help`)\n", e.what());
     return 2;
   }
 
   try {
-    if (app.got_subcommand("info")) return run_info();
+    for (const auto& [name, run] : commands)
+      if (app.got_subcommand(name)) return run();
   } catch (const std::exception& e) {
     fmt::print(stderr, "wgrt: error: {}\n", e.what());
     return 1;

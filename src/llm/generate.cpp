@@ -1,0 +1,164 @@
+#include "llm/generate.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+namespace wgrt::llm {
+
+std::string stop_filter_push(StopFilter& f, std::string_view text) {
+  if (f.stopped) return {};
+  f.held += text;
+  for (const std::string& s : f.stops) {
+    if (s.empty()) continue;
+    if (size_t at = f.held.find(s); at != std::string::npos) {
+      std::string out = f.held.substr(0, at);
+      f.held.clear();
+      f.stopped = true;
+      return out;
+    }
+  }
+  // Keep the longest tail that is a prefix of some stop string.
+  size_t keep = 0;
+  for (const std::string& s : f.stops)
+    for (size_t n = std::min(s.size() - 1, f.held.size()); n > keep; --n)
+      if (f.held.compare(f.held.size() - n, n, s, 0, n) == 0) {
+        keep = n;
+        break;
+      }
+  std::string out = f.held.substr(0, f.held.size() - keep);
+  f.held.erase(0, f.held.size() - keep);
+  return out;
+}
+
+std::string stop_filter_flush(StopFilter& f) {
+  std::string out = f.stopped ? std::string() : f.held;
+  f.held.clear();
+  return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool is_end_token(const Session& s, int32_t id) {
+  const tokenizer::Vocab& v = s.tok.vocab;
+  return id == v.eos_id || id == v.eot_id;
+}
+
+int32_t pick_next(Session& s, Sampler& sampler) {
+  if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
+    int32_t id = read_argmax(s);
+    accept_token(sampler, id);
+    return id;
+  }
+  std::vector<Candidate> cands;
+  if (needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k) {
+    std::vector<float> logits = read_logits(s);
+    const size_t v = s.mg.n_vocab, row = logits.size() / v - 1;
+    cands.resize(v);
+    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
+  } else {
+    cands = read_top_k(s);
+  }
+  return sample(sampler, cands);
+}
+
+}  // namespace
+
+GenerateStats generate(Session& s, const GenerateOptions& o, const std::function<void(std::string_view)>& on_text) {
+  GenerateStats st;
+  std::vector<int32_t> prompt = tokenizer::tokenize(s.tok, o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (prompt.empty())
+    throw std::invalid_argument("the prompt is empty after tokenization (hint: give -p some text)");
+  if (prompt.size() > s.mg.n_ctx - s.n_past)
+    throw std::invalid_argument(fmt::format("the prompt has {} tokens, past the context of {} (hint: a larger "
+                                            "--ctx-size or a shorter prompt)", prompt.size(), s.mg.n_ctx - s.n_past));
+  if (!o.dump_logits.empty() && !s.mg.all_logits)
+    throw std::logic_error("--dump-logits needs a session built with all_logits");
+  Sampler sampler = make_sampler(o.sampling);
+  for (int32_t id : prompt) accept_token(sampler, id);
+
+  std::ofstream dump;
+  if (!o.dump_logits.empty()) {
+    dump.open(o.dump_logits, std::ios::binary | std::ios::trunc);
+    if (!dump) throw std::runtime_error(fmt::format("{}: cannot open for writing (hint: check the path)", o.dump_logits));
+  }
+  auto t0 = Clock::now();
+  eval(s, prompt, [&](size_t, size_t) {
+    if (!dump.is_open()) return;
+    std::vector<float> rows = read_logits(s);
+    dump.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(float)));
+  });
+  st.n_prompt = prompt.size();
+  if (dump.is_open()) {
+    dump.close();
+    if (!dump) throw std::runtime_error(fmt::format("{}: write failed", o.dump_logits));
+  }
+  int32_t next = o.n_predict == 0 ? -1 : pick_next(s, sampler);
+  st.prompt_seconds = since(t0);
+
+  StopFilter filter{o.stop, {}, false};
+  tokenizer::StreamDecoder dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
+  auto t1 = Clock::now();
+  st.stop_reason = "length";
+  while (o.n_predict != 0) {
+    if (is_end_token(s, next)) {
+      st.stop_reason = "eos";
+      break;
+    }
+    ++st.n_generated;
+    std::string text = stop_filter_push(filter, tokenizer::decode_next(dec, next));
+    if (!text.empty()) on_text(text);
+    if (filter.stopped) {
+      st.stop_reason = "stop string";
+      break;
+    }
+    if (o.n_predict > 0 && st.n_generated >= size_t(o.n_predict)) break;
+    if (s.n_past >= s.mg.n_ctx) {
+      st.stop_reason = "context";
+      break;
+    }
+    eval(s, std::span<const int32_t>(&next, 1));
+    next = pick_next(s, sampler);
+  }
+  std::string tail = stop_filter_push(filter, tokenizer::decode_flush(dec)) + stop_filter_flush(filter);
+  if (!tail.empty()) on_text(tail);
+  st.generate_seconds = since(t1);
+  return st;
+}
+
+double PerplexityResult::perplexity() const { return n_scored ? std::exp(nll / double(n_scored)) : NAN; }
+
+PerplexityResult perplexity(Session& s, const std::vector<int32_t>& tokens,
+                            const std::function<void(size_t, size_t)>& progress) {
+  if (!s.mg.all_logits) throw std::logic_error("perplexity needs a session built with all_logits");
+  PerplexityResult r;
+  const size_t window = s.mg.n_ctx, v = s.mg.n_vocab;
+  for (size_t start = 0; start + 1 < tokens.size(); start += window) {
+    const size_t n = std::min(window, tokens.size() - start);
+    reset(s);
+    eval(s, std::span<const int32_t>(tokens.data() + start, n), [&](size_t first, size_t count) {
+      std::vector<float> logits = read_logits(s);
+      for (size_t i = 0; i < count; ++i) {
+        size_t pos = first + i;  // predicts tokens[start + pos + 1]
+        if (pos + 1 >= n) break;
+        const float* row = &logits[i * v];
+        double mx = row[0];
+        for (size_t j = 1; j < v; ++j) mx = std::max(mx, double(row[j]));
+        double sum = 0;
+        for (size_t j = 0; j < v; ++j) sum += std::exp(double(row[j]) - mx);
+        r.nll += -(double(row[tokens[start + pos + 1]]) - mx - std::log(sum));
+        ++r.n_scored;
+      }
+    });
+    if (progress) progress(start + n, tokens.size());
+  }
+  return r;
+}
+
+}  // namespace wgrt::llm

@@ -1,0 +1,86 @@
+#include "llm/session.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "model/random_model.h"
+
+namespace wgrt::llm {
+
+model::ModelFile open_model_or_default(const std::string& model_path) {
+  if (!model_path.empty()) return model::open_model(model_path);
+  model::GgufWriter w = model::make_random_model(model::default_model_spec());
+  return model::open_gguf_bytes(model::gguf_serialize(w), "<built-in default model>");
+}
+
+bool is_default_model(const Session& s) { return s.model.bytes != nullptr; }
+
+namespace {
+
+tokenizer::Tokenizer load_tokenizer(const model::ModelFile& m) {
+  if (m.gguf) return tokenizer::build_tokenizer(tokenizer::vocab_from_gguf(*m.gguf));
+  if (m.tokenizer_json.empty())
+    throw model::ModelError(fmt::format("{}: no tokenizer.json (hint: a Hugging Face model directory needs "
+                                        "its tokenizer.json)", m.path));
+  return tokenizer::build_tokenizer(tokenizer::vocab_from_tokenizer_json(m.tokenizer_json));
+}
+
+}  // namespace
+
+Session open_session(gpu::Device& dev, const std::string& model_path, const model::BuildOptions& o) {
+  Session s;
+  s.dev = &dev;
+  s.model = open_model_or_default(model_path);
+  s.tok = load_tokenizer(s.model);
+  if (uint32_t(s.tok.vocab.n_vocab()) > s.model.config.n_vocab)
+    throw model::ModelError(fmt::format("{}: the tokenizer has {} tokens but the model only {} embeddings",
+                                        s.model.path, s.tok.vocab.n_vocab(), s.model.config.n_vocab));
+  s.mg = model::build_model(dev, s.model, o);
+  return s;
+}
+
+void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(size_t, size_t)>& chunk_done) {
+  const model::ModelGraph& mg = s.mg;
+  if (tokens.empty()) return;
+  if (uint64_t(s.n_past) + tokens.size() > mg.n_ctx)
+    throw std::invalid_argument(fmt::format(
+        "{} tokens at position {} pass the context of {} (hint: a larger --ctx-size, or a shorter prompt)",
+        tokens.size(), s.n_past, mg.n_ctx));
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || uint32_t(tokens[i]) >= mg.n_vocab)
+      throw std::invalid_argument(fmt::format("token {} at index {} is outside the vocabulary of {}", tokens[i], i,
+                                              mg.n_vocab));
+  graph::Graph& g = *mg.graph;
+  for (size_t first = 0; first < tokens.size(); first += mg.max_batch) {
+    const uint32_t n = uint32_t(std::min<size_t>(mg.max_batch, tokens.size() - first));
+    graph::ShapeInput shape{mg.tokens, {n}};
+    graph::SymbolInput pos{mg.pos, int64_t(s.n_past)};
+    graph::update(g, {&shape, 1}, {&pos, 1});
+    graph::write_tensor(g, mg.tokens, tokens.data() + first, n * sizeof(int32_t));
+    graph::execute(g);
+    s.n_past += n;
+    if (chunk_done) chunk_done(first, n);
+  }
+}
+
+std::vector<float> read_logits(Session& s) { return graph::read_output<float>(*s.mg.graph, s.mg.logits); }
+
+int32_t read_argmax(Session& s) {
+  std::vector<uint32_t> ids = graph::read_output<uint32_t>(*s.mg.graph, s.mg.argmax);
+  return int32_t(ids.back());
+}
+
+std::vector<Candidate> read_top_k(Session& s) {
+  graph::Graph& g = *s.mg.graph;
+  std::vector<uint32_t> ids = graph::read_output<uint32_t>(g, s.mg.top_ids);
+  std::vector<float> vals = graph::read_output<float>(g, s.mg.top_logits);
+  const size_t k = s.mg.top_k, last = ids.size() / k - 1;
+  std::vector<Candidate> c(k);
+  for (size_t i = 0; i < k; ++i) c[i] = {int32_t(ids[last * k + i]), vals[last * k + i]};
+  return c;
+}
+
+void reset(Session& s) { s.n_past = 0; }
+
+}  // namespace wgrt::llm

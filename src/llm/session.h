@@ -1,0 +1,47 @@
+// A model ready to run: its file, tokenizer and graph (KV cache included), and how many
+// positions of the cache hold the conversation so far.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "llm/sampler.h"
+#include "model/model_file.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace wgrt::llm {
+
+struct Session {
+  gpu::Device* dev = nullptr;
+  model::ModelFile model;
+  tokenizer::Tokenizer tok;
+  model::ModelGraph mg;
+  uint32_t n_past = 0;  // positions of the KV cache in use
+};
+
+// Loads the tokenizer and builds the graph. `model` is "" for the built-in default model
+// (random weights).
+Session open_session(gpu::Device& dev, const std::string& model_path, const model::BuildOptions& o);
+model::ModelFile open_model_or_default(const std::string& model_path);
+bool is_default_model(const Session& s);
+
+// Runs `tokens` at positions n_past.. in chunks of at most max_batch, advancing n_past.
+// After each chunk `chunk_done(first, count)` may read the outputs (logits of that chunk's
+// rows with all_logits, else of its last token). Throws std::invalid_argument, with nothing
+// run, when the tokens would pass the context or an id is outside the vocabulary.
+void eval(Session& s, std::span<const int32_t> tokens,
+          const std::function<void(size_t first, size_t count)>& chunk_done = {});
+
+// Outputs of the last chunk.
+std::vector<float> read_logits(Session& s);  // [rows, n_vocab]
+int32_t read_argmax(Session& s);             // of the last row
+std::vector<Candidate> read_top_k(Session& s);  // of the last row, best first
+
+void reset(Session& s);  // forget the conversation (the cache is overwritten from 0)
+
+}  // namespace wgrt::llm

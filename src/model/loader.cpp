@@ -1,0 +1,151 @@
+#include "model/loader.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "ops/embedding/embedding.h"
+#include "ops/linear/linear.h"
+#include "ops/linear_q/linear_q.h"
+
+namespace wgrt::model {
+
+WeightFormat parse_weight_format(const std::string& s) {
+  if (s == "q4gsw") return WeightFormat::Q4gsw;
+  if (s == "q8") return WeightFormat::Q8;
+  if (s == "none") return WeightFormat::None;
+  if (s == "auto") return WeightFormat::Auto;
+  throw ModelError(fmt::format("--quantize '{}' is not a format (hint: q4gsw, q8, none or auto)", s));
+}
+
+namespace {
+
+// What the weight becomes on the GPU.
+LinearWeight::Kind choose_kind(const WeightView& w, const LoadOptions& o, uint32_t k, ops::QuantFormat& fmt,
+                               uint32_t& gs) {
+  const bool fits = [&](uint32_t g) { return (g == 32 || g == 64 || g == 128) && k % g == 0; }(o.group_size);
+  switch (o.quantize) {
+    case WeightFormat::Q4gsw:
+    case WeightFormat::Q8:
+      if (fits) {
+        fmt = o.quantize == WeightFormat::Q4gsw ? ops::QuantFormat::Q4gsw : ops::QuantFormat::Q8;
+        gs = o.group_size;
+        return LinearWeight::Kind::Quant;
+      }
+      return LinearWeight::Kind::F16;
+    case WeightFormat::None:
+      return w.type == GgmlType::F32 ? LinearWeight::Kind::F32 : LinearWeight::Kind::F16;
+    case WeightFormat::Auto:
+      break;
+  }
+  if (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0) {
+    fmt = w.type == GgmlType::Q4_0 ? ops::QuantFormat::Q4gsw : ops::QuantFormat::Q8;
+    gs = 32;
+    return LinearWeight::Kind::Quant;
+  }
+  return w.type == GgmlType::F32 ? LinearWeight::Kind::F32 : LinearWeight::Kind::F16;
+}
+
+ops::QuantWeight to_quant(const WeightView& w, ops::QuantFormat fmt, uint32_t n, uint32_t k, uint32_t gs) {
+  std::span<const uint8_t> raw(w.data, w.n_bytes);
+  if (gs == 32 && fmt == ops::QuantFormat::Q4gsw && w.type == GgmlType::Q4_0) return ops::repack_gguf_q4_0(raw, n, k);
+  if (gs == 32 && fmt == ops::QuantFormat::Q8 && w.type == GgmlType::Q8_0) return ops::repack_gguf_q8_0(raw, n, k);
+  std::vector<float> f = weight_to_f32(w);
+  return ops::quantize(fmt, f, n, k, gs);
+}
+
+}  // namespace
+
+LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
+                         const std::string& bias_name) {
+  const WeightView& w = get_weight(*l.model, name, {k, n});
+  LinearWeight lw;
+  lw.n = n;
+  lw.k = k;
+  lw.kind = choose_kind(w, l.opts, k, lw.format, lw.gs);
+  const WeightView* wp = &w;
+  switch (lw.kind) {
+    case LinearWeight::Kind::Quant: {
+      lw.q = ops::add_quant_weight(g, name, lw.format, n, k, lw.gs);
+      l.gpu_bytes += (ops::quant_q_words(lw.format, n, k) + ops::quant_scale_words(n, k, lw.gs)) * 4;
+      l.writes.push_back([wp, lw](graph::Graph& gg) {
+        ops::write_quant_weight(gg, lw.q, to_quant(*wp, lw.format, lw.n, lw.k, lw.gs));
+      });
+      break;
+    }
+    case LinearWeight::Kind::F16: {
+      lw.w = graph::add_weight(g, {.name = name, .dtype = graph::DType::F16, .shape = {n, k}});
+      l.gpu_bytes += graph::dtype_bytes(graph::DType::F16, {n, k});
+      l.writes.push_back([wp, t = lw.w](graph::Graph& gg) {
+        std::vector<uint32_t> words = ops::pack_f16(weight_to_f32(*wp));
+        graph::write_tensor(gg, t, words.data(), words.size() * 4);
+      });
+      break;
+    }
+    case LinearWeight::Kind::F32: {
+      lw.w = graph::add_weight(g, {.name = name, .dtype = graph::DType::F32, .shape = {n, k}});
+      l.gpu_bytes += uint64_t(n) * k * 4;
+      l.writes.push_back([wp, t = lw.w](graph::Graph& gg) {
+        std::vector<float> f = weight_to_f32(*wp);
+        graph::write_tensor(gg, t, f.data(), f.size() * 4);
+      });
+      break;
+    }
+  }
+  if (!bias_name.empty() && find_weight(*l.model, bias_name)) lw.bias = load_vector(g, l, bias_name, n);
+  return lw;
+}
+
+graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n) {
+  const WeightView& w = get_weight(*l.model, name, {n});
+  graph::TensorId t = graph::add_weight(g, {.name = name, .dtype = graph::DType::F32, .shape = {n}});
+  l.gpu_bytes += uint64_t(n) * 4;
+  const WeightView* wp = &w;
+  l.writes.push_back([wp, t](graph::Graph& gg) {
+    std::vector<float> f = weight_to_f32(*wp);
+    graph::write_tensor(gg, t, f.data(), f.size() * 4);
+  });
+  return t;
+}
+
+graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name) {
+  if (w.kind == LinearWeight::Kind::Quant)
+    return ops::add_linear_q(g, {.name = out_name, .format = w.format, .gs = w.gs, .x = x, .q = w.q.q,
+                                 .scales = w.q.scales, .bias = w.bias});
+  return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .bias = w.bias});
+}
+
+EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim) {
+  EmbeddingWeight e;
+  e.table = load_linear(g, l, name, n_vocab, dim);
+  return e;
+}
+
+graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name) {
+  const LinearWeight& t = e.table;
+  ops::EmbeddingDesc d{.name = out_name, .ids = ids};
+  switch (t.kind) {
+    case LinearWeight::Kind::Quant:
+      d.type = t.format == ops::QuantFormat::Q4gsw ? ops::EmbeddingType::Q4gsw : ops::EmbeddingType::Q8;
+      d.table = t.q.q;
+      d.scales = t.q.scales;
+      d.gs = t.gs;
+      break;
+    case LinearWeight::Kind::F16:
+      d.type = ops::EmbeddingType::F16;
+      d.table = t.w;
+      break;
+    case LinearWeight::Kind::F32:
+      d.type = ops::EmbeddingType::F32;
+      d.table = t.w;
+      break;
+  }
+  return ops::add_embedding(g, d);
+}
+
+void write_weights(graph::Graph& g, Loader& l) {
+  for (auto& w : l.writes) w(g);
+  l.writes.clear();
+}
+
+}  // namespace wgrt::model

@@ -1,0 +1,71 @@
+// Turning a model file's weights into graph tensors: the format each weight gets on the GPU
+// (q4gsw, q8, f16 or f32), the tensors it needs, and the deferred writes that fill them after
+// the graph is built (converting one weight at a time keeps host memory low).
+//
+// Formats, per weight (`auto` keeps what the file has where a kernel reads it directly):
+//   GGUF Q4_0 -> q4gsw gs 32 and Q8_0 -> q8 gs 32, repacked losslessly;
+//   F32 -> f32; F16 -> f16; BF16, Q4_1 and the K-quants (Q4_K, Q5_K, Q6_K) -> f16 of their
+//   exact f32 dequantization (no native K-quant kernels yet);
+//   --quantize q4gsw|q8 quantizes f32/f16/bf16 weights (Hugging Face checkpoints) at load.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "model/model_file.h"
+#include "ops/linear_q/linear_q.h"
+#include "ops/quant/quant.h"
+
+namespace wgrt::model {
+
+enum class WeightFormat : uint8_t { Auto, Q4gsw, Q8, None };
+WeightFormat parse_weight_format(const std::string& s);  // "q4gsw", "q8", "none", "auto"
+
+struct LoadOptions {
+  WeightFormat quantize = WeightFormat::Auto;
+  uint32_t group_size = 32;
+};
+
+// A matrix [n, k] on the GPU in one of four forms.
+struct LinearWeight {
+  enum class Kind : uint8_t { F32, F16, Quant } kind = Kind::F32;
+  uint32_t n = 0, k = 0;
+  graph::TensorId w;                 // F32 / F16
+  ops::QuantTensors q;               // Quant
+  ops::QuantFormat format = ops::QuantFormat::Q4gsw;
+  uint32_t gs = 32;
+  std::optional<graph::TensorId> bias;
+};
+
+struct Loader {
+  const ModelFile* model = nullptr;
+  LoadOptions opts;
+  std::vector<std::function<void(graph::Graph&)>> writes;  // run after build
+  uint64_t gpu_bytes = 0;                                 // weights' size on the GPU
+};
+
+// Declares the tensors of weight `name` ([n, k] row-major; GGUF dims {k, n}) and queues its
+// upload. `bias_name`, when the model has it, becomes a [n] f32 bias.
+LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
+                         const std::string& bias_name = "");
+// A vector [n] as f32 (norm weights, biases).
+graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n);
+
+// y = x · wᵀ (+ bias) with the kernel family the weight's form needs.
+graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name);
+
+// The token embedding table [n_vocab, dim] and its lookup for `ids`.
+struct EmbeddingWeight {
+  LinearWeight table;  // reused as the output projection when embeddings are tied
+};
+EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim);
+graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name);
+
+// Runs the queued writes (after build), then clears them.
+void write_weights(graph::Graph& g, Loader& l);
+
+}  // namespace wgrt::model

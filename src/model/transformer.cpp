@@ -1,0 +1,50 @@
+#include "model/transformer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/blocks.h"
+#include "ops/rope/rope.h"
+
+namespace wgrt::model {
+
+ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions& o) {
+  const ModelConfig& c = m.config;
+  if (o.n_ctx < 1 || o.max_batch < 1)
+    throw std::invalid_argument(fmt::format("context size {} and batch {} must be at least 1", o.n_ctx, o.max_batch));
+  ModelGraph mg;
+  mg.graph = std::make_unique<graph::Graph>(dev);
+  mg.n_vocab = c.n_vocab;
+  mg.n_ctx = o.n_ctx;
+  mg.max_batch = std::min(o.max_batch, o.n_ctx);
+  mg.all_logits = o.all_logits;
+  mg.top_k = std::clamp<uint32_t>(o.top_k, 1, std::min<uint32_t>(c.n_vocab, 256));
+  graph::Graph& g = *mg.graph;
+
+  Loader loader{.model = &m, .opts = o.load};
+  mg.tokens = graph::add_input(g, {.name = "tokens", .dtype = graph::DType::U32, .max_shape = {mg.max_batch},
+                                   .dynamic_dims = 1});
+  mg.pos = graph::add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(o.n_ctx) - 1});
+  graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
+  BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs};
+
+  graph::TensorId x;
+  switch (c.arch) {
+    case Arch::Llama: x = build_llama(b); break;
+    case Arch::Mistral: x = build_mistral(b); break;
+    case Arch::Qwen2: x = build_qwen2(b); break;
+    case Arch::Qwen3: x = build_qwen3(b); break;
+  }
+  output_head(b, x, mg);
+
+  graph::build(g);
+  ops::RopeFreqs rf{.n_rot = c.head_dim, .theta = c.rope_theta, .freq_factors = c.rope_freq_factors};
+  std::vector<uint32_t> table = ops::rope_freq_table(rf);
+  graph::write_tensor(g, freqs, table.data(), table.size() * 4);
+  write_weights(g, loader);
+  mg.weight_bytes = loader.gpu_bytes;
+  return mg;
+}
+
+}  // namespace wgrt::model

@@ -1,0 +1,47 @@
+// A decoder-only transformer as one wgrt graph, built at its maximum shape (max_batch tokens
+// per step, n_ctx positions of KV cache) from a model file, for any supported architecture.
+//
+// Inputs per step: `tokens` (u32 [n_tokens], n_tokens ≤ max_batch) and the symbol `pos` (the
+// position of the first token). Outputs: the logits of the last token ([1, n_vocab]), or of
+// every token with all_logits; and GPU sampling results over them (argmax, top-k).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "graph/graph.h"
+#include "model/loader.h"
+#include "model/model_file.h"
+
+namespace wgrt::model {
+
+struct BuildOptions {
+  uint32_t n_ctx = 2048;
+  uint32_t max_batch = 64;   // prefill chunk size
+  bool f16_kv = true;        // KV cache in f16 (half the bytes decode reads)
+  bool all_logits = false;   // logits of every position (perplexity, --dump-logits)
+  uint32_t top_k = 64;       // candidates the GPU hands the sampler
+  LoadOptions load;
+};
+
+struct ModelGraph {
+  std::unique_ptr<graph::Graph> graph;
+  graph::TensorId tokens;
+  graph::SymbolId pos;
+  graph::TensorId logits;     // [rows, n_vocab]
+  graph::TensorId argmax;     // [rows] u32
+  graph::TensorId top_ids;    // [rows, top_k] u32
+  graph::TensorId top_logits; // [rows, top_k] f32
+  uint32_t n_vocab = 0;
+  uint32_t n_ctx = 0;
+  uint32_t max_batch = 0;
+  uint32_t top_k = 0;
+  bool all_logits = false;
+  uint64_t weight_bytes = 0;
+};
+
+// Builds, allocates and uploads the weights. Throws ModelError for model problems and
+// std::invalid_argument for options the device cannot hold.
+ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions& o);
+
+}  // namespace wgrt::model
