@@ -1,0 +1,150 @@
+// The wgrt command as a user meets it: bad flags and bad files give a clear error and a
+// non-zero exit (2 for flags), and the main commands work on a GGUF written like a download.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "model/gguf_writer.h"
+#include "model/random_model.h"
+#include "support/hf_fixture.h"
+
+namespace wgrt {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr
+};
+
+Result wgrt(const std::string& args) {
+  std::string cmd = std::string(WGRT_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string fixture_path() {
+  static std::string path = [] {
+    std::string dir = test::temp_dir("cli");
+    model::RandomModelSpec spec;  // a tiny llama: 2 layers, GQA 4/2, byte-level vocab
+    spec.matrix_type = model::GgmlType::Q4_0;
+    spec.embd_type = model::GgmlType::Q8_0;
+    model::gguf_write_file(model::make_random_model(spec), dir + "/tiny-q4_0.gguf");
+    return dir + "/tiny-q4_0.gguf";
+  }();
+  return path;
+}
+
+TEST(Cli, HelpAndVersion) {
+  Result r = wgrt("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("run"), std::string::npos) << r.out;
+  r = wgrt("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("wgrt "), std::string::npos);
+}
+
+TEST(Cli, BadFlagsExitTwo) {
+  for (const char* args : {"--bogus", "info --bogus", "run --temp abc", "run -n", "run --top-p 2",
+                           "run --quantize q3", "tokenize", "frobnicate", "info --adapter -1"}) {
+    Result r = wgrt(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("hint"), std::string::npos) << args << ": " << r.out;
+  }
+}
+
+TEST(Cli, BadModelFilesFailCleanly) {
+  std::string dir = test::temp_dir("clibad");
+  std::ofstream(dir + "/junk.gguf") << "this is not a model";
+  Result r = wgrt("run -m " + dir + "/junk.gguf -n 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("magic"), std::string::npos) << r.out;
+
+  r = wgrt("run -m " + dir + "/missing.gguf -n 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("no such file"), std::string::npos) << r.out;
+
+  std::ofstream(dir + "/config.json") << R"({"architectures": ["BertModel"]})";
+  r = wgrt("run -m " + dir + " -n 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("BertModel"), std::string::npos) << r.out;
+
+  // A truncated copy of a real fixture.
+  std::ifstream in(fixture_path(), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(dir + "/cut.gguf", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  r = wgrt("run -m " + dir + "/cut.gguf -n 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Cli, RunGeneratesAndReportsSpeed) {
+  Result r = wgrt("run -m " + fixture_path() + " -p 'Hello' -n 6 --temp 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Hello"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tok/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("generated 6 tokens"), std::string::npos) << r.out;
+  // Greedy runs repeat exactly: the same text between the prompt and the speed line.
+  auto text = [](const std::string& out) {
+    size_t b = out.find("Hello"), e = out.find("\nwgrt: prompt");
+    return b == std::string::npos || e == std::string::npos ? out : out.substr(b, e - b);
+  };
+  EXPECT_EQ(text(wgrt("run -m " + fixture_path() + " -p 'Hello' -n 6 --temp 0").out), text(r.out));
+}
+
+TEST(Cli, DefaultModelSaysRandomWeights) {
+  Result r = wgrt("run -n 4 --seed 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("RANDOM WEIGHTS"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DumpLogitsWritesEveryPromptRow) {
+  std::string out = test::temp_dir("dump") + "/logits.bin";
+  Result r = wgrt("run -m " + fixture_path() + " -p 'abcd' -n 0 --dump-logits " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  Result ids = wgrt("tokenize -m " + fixture_path() + " --json abcd");
+  ASSERT_EQ(ids.code, 0) << ids.out;
+  size_t n_prompt = nlohmann::json::parse(ids.out).size();
+  EXPECT_EQ(n_prompt, 5u);  // BOS + 4 bytes
+  EXPECT_EQ(std::filesystem::file_size(out), n_prompt * 258 * sizeof(float));
+}
+
+TEST(Cli, TokenizeJsonAndNoBos) {
+  Result r = wgrt("tokenize -m " + fixture_path() + " --json 'hi'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json({256, 104, 105}));
+  r = wgrt("tokenize -m " + fixture_path() + " --json --no-bos 'hi'");
+  EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json({104, 105}));
+}
+
+TEST(Cli, PromptPastContextIsAnError) {
+  Result r = wgrt("run -m " + fixture_path() + " -c 8 -p 'a prompt longer than eight bytes' -n 2");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("past the context"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--ctx-size"), std::string::npos) << r.out;
+}
+
+TEST(Cli, Perplexity) {
+  std::string dir = test::temp_dir("ppl");
+  std::ofstream(dir + "/text.txt") << "In the beginning God created the heaven and the earth.";
+  Result r = wgrt("perplexity -m " + fixture_path() + " -f " + dir + "/text.txt -c 32");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("perplexity"), std::string::npos) << r.out;
+  r = wgrt("perplexity -m " + fixture_path() + " -f " + dir + "/none.txt");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace wgrt
