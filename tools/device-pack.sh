@@ -28,7 +28,7 @@ if [ ${#programs[@]} -eq 0 ]; then
 fi
 [ ${#programs[@]} -gt 0 ] || { echo "device-pack: nothing built in '$build'" >&2; exit 1; }
 
-carry="$root/.carry"
+carry="${WGRT_CARRY:-$root/.carry}"  # WGRT_CARRY: another folder, for runs side by side
 mkdir -p "$carry"
 rm -rf "$carry/bin" "$carry/lib" "$carry/lib-compat" "$carry/dawn"
 mkdir -p "$carry/bin" "$carry/lib" "$carry/lib-compat" "$carry/dawn"
