@@ -7,13 +7,22 @@
 //
 // Shapes are K x N (the weight is [N, K]). Each timed pass runs C copies of the layer, each with
 // its own weights, C chosen so the copies together pass --rotate-mb (the H200's L2 is 50 MB):
-// a call never finds its weights in cache, as in a model's forward pass. Time per call = pass
-// time / C, so it includes the dispatch and barrier cost a real graph pays between kernels.
+// a call never finds its weights in cache, as in a model's forward pass. Two timings per row:
+//   chain  the graph's own bind groups: every copy writes the output it wrote in the last pass,
+//          so Dawn puts a storage barrier (wait for the previous dispatch) before each one, as
+//          between the dependent kernels of a decode step. Time per call = pass time / C.
+//   indep  the same kernels and weights, but each pass binds outputs never used before (made
+//          and zero-filled by a queue write before the pass; Dawn tracks usage per buffer and
+//          needs no compute-to-compute barrier for them), so dispatches may overlap: the
+//          kernels' throughput. --indep-init lazy leaves the new outputs to Dawn's lazy clear.
+// GB/s and % read BW are given for both.
 #include <fmt/format.h>
 
 #include <random>
 #include <sstream>
 
+#include "gpu/buffer.h"
+#include "gpu/pipeline.h"
 #include "graph/graph.h"
 #include "lab.h"
 #include "ops/linear_q/linear_q.h"
@@ -31,11 +40,71 @@ struct Options {
   uint32_t gs = 32;
   double rotate_mb = 256;
   int max_copies = 64;
+  std::string indep_init = "write";  // "write" (queue write of zeros) or "lazy" (Dawn clears)
   lab::TimeOptions time;
   gpu::DeviceOptions device;
 };
 
 const char* kRouteNames[] = {"gemv", "small_m", "gemm"};
+
+// The pass of `nodes` at the graph's live shapes, each timed pass binding fresh output buffers
+// (see the header): median seconds per pass over --repeats, after the warm-up passes.
+double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector<graph::NodeId>& nodes,
+                           const Options& o, const std::string& label) {
+  gpu::Device& dev = *g.dev;
+  std::vector<double> samples;
+  for (int rep = 0; rep < o.time.warmup + o.time.repeats; ++rep) {
+    std::vector<gpu::Buffer> fresh;
+    std::vector<std::vector<gpu::BindGroup>> groups(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const graph::Node& node = g.nodes[nodes[i].v];
+      const uint32_t route = g.live.nodes[nodes[i].v].route;
+      std::vector<std::pair<uint32_t, WGPUBuffer>> outs;  // tensor id -> fresh buffer
+      for (graph::TensorId t : node.outputs) {
+        uint64_t bytes = graph::dtype_bytes(g.tensors[t.v].dtype, g.tensors[t.v].max_shape);
+        fresh.push_back(gpu::create_buffer(dev, bytes, gpu::kStorageUsage, "indep out"));
+        if (o.indep_init == "write") {
+          std::vector<uint8_t> zeros(size_t((bytes + 3) / 4 * 4), 0);
+          gpu::upload(dev, fresh.back().get(), 0, zeros.data(), zeros.size());
+        }
+        outs.push_back({t.v, fresh.back().get()});
+      }
+      const auto& kernels = node.routes.routes[route].kernels;
+      for (size_t j = 0; j < kernels.size(); ++j) {
+        std::vector<gpu::BufferBinding> entries;
+        for (const graph::Binding& b : kernels[j].bindings) {
+          if (b.uniform) {
+            entries.push_back({b.slot, g.uniforms[nodes[i].v].get(), uint64_t(g.uniform_stride) * j,
+                               graph::kParamBytes});
+            continue;
+          }
+          WGPUBuffer buf = g.buffers[b.tensor.v].get();
+          for (auto& [id, fb] : outs)
+            if (id == b.tensor.v) buf = fb;
+          entries.push_back({b.slot, buf, 0, WGPU_WHOLE_SIZE});
+        }
+        const auto* pipe = g.compiled[nodes[i].v][route][j].pipeline;
+        groups[i].push_back(gpu::create_bind_group(dev, pipe->layout.get(), entries, "indep"));
+      }
+    }
+    gpu::wait_idle(dev);  // the zero fills done before the timed pass
+    auto record = [&](WGPUComputePassEncoder pass) {
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const auto& ns = g.live.nodes[nodes[i].v];
+        const auto& kernels = g.compiled[nodes[i].v][ns.route];
+        for (size_t j = 0; j < kernels.size(); ++j) {
+          const graph::Grid& gr = ns.plan.grids[j];
+          wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
+          wgpuComputePassEncoderSetBindGroup(pass, 0, groups[i][j].get(), 0, nullptr);
+          wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
+        }
+      }
+    };
+    lab::Sample sm = lab::time_pass(timer, label + " indep", record);
+    if (rep >= o.time.warmup) samples.push_back(timer.gpu_clock() ? sm.gpu_s : sm.wall_s);
+  }
+  return lab::median(samples);
+}
 
 // One layer shape at every M: a graph of C copies, x at the largest M.
 void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, const Options& o,
@@ -84,18 +153,22 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
         }
       }
     };
-    lab::Timing t = lab::measure(timer, fmt::format("{} {}x{} m{}", ops::quant_format_name(f), k, n, m),
-                                 o.time, record);
-    double per_call = t.seconds / copies;
+    std::string label = fmt::format("{} {}x{} m{}", ops::quant_format_name(f), k, n, m);
+    lab::Timing t = lab::measure(timer, label, o.time, record);
+    double indep_s = measure_independent(g, timer, nodes, o, label);
+    double per_call = t.seconds / copies, indep_call = indep_s / copies;
     double bytes = double(wbytes) + 4.0 * m * (double(k) + n);
-    double gbps = bytes / per_call / 1e9;
-    double gflops = 2.0 * m * double(n) * k / per_call / 1e9;
+    double gbps = bytes / per_call / 1e9, indep_gbps = bytes / indep_call / 1e9;
+    double gflops = 2.0 * m * double(n) * k / indep_call / 1e9;
     table.rows.push_back({ops::quant_format_name(f), std::to_string(m), std::to_string(k),
                           std::to_string(n), kRouteNames[route], std::to_string(copies),
+                          fmt::format("{:.2f}", indep_call * 1e6), fmt::format("{:.0f}", indep_gbps),
+                          lab::percent_of(indep_gbps, peaks.read_gbps),
                           fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),
                           lab::percent_of(gbps, peaks.read_gbps), fmt::format("{:.0f}", gflops),
                           lab::percent_of(gflops, peaks.fma_gflops)});
-    fmt::print(stderr, "  {} m={} {}x{}: {:.2f} us\n", ops::quant_format_name(f), m, k, n, per_call * 1e6);
+    fmt::print(stderr, "  {} m={} {}x{}: indep {:.2f} us, chain {:.2f} us\n", ops::quant_format_name(f),
+               m, k, n, indep_call * 1e6, per_call * 1e6);
   }
 }
 
@@ -120,6 +193,8 @@ int run(int argc, char** argv) {
   app.add_option("--rotate-mb", o.rotate_mb, "weights per pass, MB, to defeat the cache");
   app.add_option("--max-copies", o.max_copies, "most layer copies per pass");
   app.add_option("--repeats", o.time.repeats, "timed passes (median)");
+  app.add_option("--indep-init", o.indep_init, "fresh outputs of the indep timing: write or lazy")
+      ->check(CLI::IsMember({"write", "lazy"}));
   CLI11_PARSE(app, argc, argv);
   o.formats = split(formats);
   if (!shapes.empty()) o.shapes = split(shapes);
@@ -134,8 +209,8 @@ int run(int argc, char** argv) {
   fmt::print("peaks ({}, {}): read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s; gs {}\n\n", peaks.adapter,
              peaks.date, peaks.read_gbps, peaks.fma_gflops, o.gs);
   lab::Timer timer = lab::create_timer(dev);
-  lab::Table table{{"fmt", "M", "K", "N", "route", "copies", "us/call", "GB/s", "% read BW",
-                    "GFLOP/s", "% FMA peak"},
+  lab::Table table{{"fmt", "M", "K", "N", "route", "copies", "indep us", "indep GB/s", "indep % BW",
+                    "chain us", "chain GB/s", "chain % BW", "GFLOP/s", "% FMA peak"},
                    {}};
   for (const auto& fs : o.formats) {
     ops::QuantFormat f = fs == "q8" ? ops::QuantFormat::Q8 : ops::QuantFormat::Q4gsw;

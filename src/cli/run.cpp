@@ -58,6 +58,7 @@ struct RunFlags {
   int64_t seed = -1;
   std::vector<std::string> stop;
   std::string dump_logits;
+  bool warmup = false;
 };
 
 int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
@@ -77,6 +78,13 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
   fmt::print(stderr, "wgrt: {} on {} ({}), {:.1f} MiB of weights, context {}, seed {}\n", s.model.path,
              dev.caps.adapter.name, gpu::backend_name(dev.caps.adapter.backend), s.mg.weight_bytes / 1048576.0,
              s.mg.n_ctx, seed);
+  if (f.warmup) {  // compile every pipeline the timed run uses (prefill and decode routes)
+    std::vector<int32_t> ids = tokenizer::tokenize(s.tok, f.prompt, true, true);
+    llm::eval(s, ids);
+    llm::eval(s, std::span<const int32_t>(ids.data(), 1));
+    (void)llm::read_top_k(s);
+    llm::reset(s);
+  }
   std::fputs(f.prompt.c_str(), stdout);
   std::fflush(stdout);
   llm::GenerateStats st = llm::generate(s, o, [](std::string_view text) {
@@ -132,6 +140,7 @@ Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("--seed", f->seed, "sampling seed (default: random)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--stop", f->stop, "stop before this text (repeatable)");
   cmd->add_option("--dump-logits", f->dump_logits, "write the prompt's logits, f32 [n_prompt, n_vocab], to FILE");
+  cmd->add_flag("--warmup", f->warmup, "run the prompt once untimed first, so shader compilation is not timed");
   add_device_flags(*cmd, dev_opts);
   return [&dev_opts, f] { return run_generate(dev_opts, *f); };
 }

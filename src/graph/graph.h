@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <span>
 #include <string>
@@ -168,7 +169,7 @@ struct Graph {
   explicit Graph(gpu::Device& device) : dev(&device) {}
 
   gpu::Device* dev;
-  std::vector<Tensor> tensors;
+  std::deque<Tensor> tensors;  // a deque: references stay valid while ops add tensors
   std::vector<Symbol> symbols;
   std::vector<Node> nodes;
   std::vector<TensorId> outputs;

@@ -17,8 +17,8 @@ std::string wname(uint32_t layer, const char* what) { return fmt::format("blk.{}
 std::string tname(const char* what, uint32_t layer) { return fmt::format("{}.{}", what, layer); }
 
 graph::TensorId embed_tokens(BuildContext& b) {
-  EmbeddingWeight e = load_embedding(b.g, b.loader, "token_embd.weight", b.c.n_vocab, b.c.dim);
-  return apply_embedding(b.g, e, b.tokens, "token_embd");
+  b.embedding = load_embedding(b.g, b.loader, "token_embd.weight", b.c.n_vocab, b.c.dim);
+  return apply_embedding(b.g, b.embedding, b.tokens, "token_embd");
 }
 
 graph::TensorId rms_norm(BuildContext& b, graph::TensorId x, const std::string& weight, const std::string& out) {
@@ -82,7 +82,7 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
   x = rms_norm(b, x, "output_norm.weight", "output_norm");
   const bool tied = c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
-  LinearWeight out = load_linear(b.g, b.loader, tied ? "token_embd.weight" : "output.weight", c.n_vocab, c.dim);
+  LinearWeight out = tied ? b.embedding.table : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim);
   mg.logits = apply_linear(b.g, out, x, "logits");
   mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits});
   ops::TopKOutputs top = ops::add_top_k(b.g, {.name = "top_k", .logits = mg.logits, .k = mg.top_k});

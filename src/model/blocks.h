@@ -18,6 +18,7 @@ struct BuildContext {
   graph::TensorId tokens;
   graph::SymbolId pos;
   graph::TensorId rope_freqs;
+  EmbeddingWeight embedding;  // set by embed_tokens; the output projection when tied
 };
 
 // "blk.3.attn_q.weight" style weight names and "attn_q.3" style tensor names.

@@ -27,7 +27,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
                                    .dynamic_dims = 1});
   mg.pos = graph::add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(o.n_ctx) - 1});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
-  BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs};
+  BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs, {}};
 
   graph::TensorId x;
   switch (c.arch) {

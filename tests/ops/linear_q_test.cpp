@@ -155,6 +155,22 @@ std::vector<OpCase> linear_q_cases() {
     QCase c{f, 32, 96, 37, 16, {16, 1, 5}, true, 3e4f};
     cases.push_back({fmt::format("{}_large_values", fmt_name(f)), [c] { run_q_case(c); }});
   }
+  // GEMV geometry: K past 16384 (q4) / 8192 (q8), many rows, wide K with few rows.
+  struct GemvShape {
+    uint32_t k, gs, n;
+    bool bias;
+  };
+  const GemvShape gemv_shapes[] = {
+      {16384 + 640, 128, 37, true}, {8192 + 96, 32, 5, false}, {96, 32, 140001, false},
+      {4096, 64, 300, true},
+  };
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
+    for (const GemvShape& s : gemv_shapes) {
+      QCase c{f, s.gs, s.k, s.n, 1, {1, 1}, s.bias};
+      cases.push_back({fmt::format("{}_gemv_k{}_gs{}_n{}{}", fmt_name(f), s.k, s.gs, s.n,
+                                   s.bias ? "_bias" : ""),
+                       [c] { run_q_case(c); }});
+    }
   return cases;
 }
 
