@@ -1,20 +1,9 @@
-// Mistral 7B: the llama forward pass (GQA, RoPE, SwiGLU). Its sliding window (4096) only
-// matters past that context; wgrt attends to the full context.
+// Mistral 7B: exactly the llama forward pass (GQA, RoPE, SwiGLU). Its sliding window (4096)
+// only matters past that context; wgrt attends to the full context.
 #include "model/blocks.h"
 
 namespace wgrt::model {
 
-graph::TensorId build_mistral(BuildContext& b) {
-  graph::TensorId x = embed_tokens(b);
-  for (uint32_t l = 0; l < b.c.n_layers; ++l) {
-    graph::TensorId h = rms_norm(b, x, wname(l, "attn_norm.weight"), tname("attn_norm", l));
-    graph::TensorId attn = self_attention(b, l, h, {});
-    x = residual(b, x, attn, tname("attn_residual", l));
-    h = rms_norm(b, x, wname(l, "ffn_norm.weight"), tname("ffn_norm", l));
-    graph::TensorId ffn = swiglu_ffn(b, l, h);
-    x = residual(b, x, ffn, tname("ffn_residual", l));
-  }
-  return x;
-}
+graph::TensorId build_mistral(BuildContext& b) { return build_llama(b); }
 
 }  // namespace wgrt::model
