@@ -47,11 +47,9 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
   graph::TensorId bias = d.bias.value_or(d.w);  // bound but unread when there is none
 
-  auto kernel = [&](std::string entry) {
-    // f16 weights: the *_f16 entry points read them as u32 pairs at binding 5.
-    if (f16) entry += "_f16";
-    return graph::KernelSpec{gpu::make_key("linear", entry),
-                             {graph::Binding::of(0, d.x), graph::Binding::of(f16 ? 5 : 1, d.w),
+  auto kernel = [&](const char* entry) {
+    return graph::KernelSpec{gpu::make_key("linear", entry, {{"F16", f16 ? 1.0 : 0.0}}),
+                             {graph::Binding::of(0, d.x), graph::Binding::of(1, d.w),
                               graph::Binding::of(2, bias), graph::Binding::of(3, y),
                               graph::Binding::params(4)}};
   };
