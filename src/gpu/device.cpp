@@ -278,17 +278,33 @@ Device create_device(const DeviceOptions& opts) {
     return std::find(dev.caps.adapter_features.begin(), dev.caps.adapter_features.end(), f) !=
            dev.caps.adapter_features.end();
   };
+  const char* env_sg = std::getenv("WGRT_SUBGROUPS");
+  const bool want_subgroups = opts.subgroups && !(env_sg && std::string_view(env_sg) == "0");
   std::vector<WGPUFeatureName> wanted;
   for (auto f : {WGPUFeatureName_ShaderF16, WGPUFeatureName_Subgroups,
                  WGPUFeatureName_TimestampQuery})
-    if (offered(f)) wanted.push_back(f);
+    if (offered(f) && (f != WGPUFeatureName_Subgroups || want_subgroups)) wanted.push_back(f);
 
   // Timestamps at full resolution: Dawn quantizes them by default (a browser concern).
   const char* disabled_toggles[] = {"timestamp_quantization"};
+  std::vector<std::string> enabled = opts.toggles;
+  if (const char* env = std::getenv("WGRT_TOGGLES")) {
+    std::string_view list(env);
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      std::string_view name = list.substr(0, comma);
+      if (!name.empty()) enabled.emplace_back(name);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+  }
+  std::vector<const char*> enabled_ptrs;
+  for (const std::string& t : enabled) enabled_ptrs.push_back(t.c_str());
   WGPUDawnTogglesDescriptor toggles{};
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
   toggles.disabledToggleCount = 1;
   toggles.disabledToggles = disabled_toggles;
+  toggles.enabledToggleCount = enabled_ptrs.size();
+  toggles.enabledToggles = enabled_ptrs.data();
 
   WGPUDeviceDescriptor desc{};
   desc.nextInChain = &toggles.chain;

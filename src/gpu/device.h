@@ -23,6 +23,12 @@ struct GpuError : std::runtime_error {
 struct DeviceOptions {
   std::string backend;     // "" (any), "vulkan", "metal", "d3d12", "opengl", "opengles", "null"
   int adapter_index = -1;  // index into list_adapters(); -1: env WGRT_ADAPTER, else best GPU
+  // Off: the subgroups feature is not requested (kernels take their workgroup-memory paths).
+  // Env WGRT_SUBGROUPS=0 turns it off too.
+  bool subgroups = true;
+  // Dawn device toggles to enable, e.g. "disable_robustness" (docs/PERFORMANCE.md says which
+  // are safe); env WGRT_TOGGLES adds a comma-separated list.
+  std::vector<std::string> toggles;
 };
 
 struct AdapterDesc {

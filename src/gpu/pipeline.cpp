@@ -30,7 +30,16 @@ ShaderModule compile_wgsl(Device& dev, std::string_view label, std::string_view 
   });
 }
 
+uint32_t subgroup_lanes(const DeviceCaps& caps) {
+  if (!caps.subgroups || caps.subgroup_min_size != caps.subgroup_max_size || caps.subgroup_min_size == 0) return 1;
+  return std::min<uint32_t>(caps.subgroup_min_size, 32);
+}
+
 namespace {
+
+constexpr std::string_view kSubgroupPrelude =
+    "enable subgroups; fn sg_xor(v: f32, mask: u32) -> f32 { return subgroupShuffleXor(v, mask); }\n";
+constexpr std::string_view kNoSubgroupPrelude = "fn sg_xor(v: f32, mask: u32) -> f32 { return v; }\n";
 
 Pipeline make_pipeline(Device& dev, std::string_view label, WGPUShaderModule module,
                        const std::string& entry, const std::vector<OverrideConstant>& constants) {
@@ -68,10 +77,13 @@ const Pipeline& get_pipeline(Device& dev, const PipelineKey& key) {
     return *it->second;
   }
   ++cache.misses;
-  auto mod = cache.modules.find(key.kernel);
-  if (mod == cache.modules.end())
-    mod = cache.modules.emplace(key.kernel, compile_wgsl(dev, key.kernel, kernel_source(key.kernel)))
-              .first;
+  const std::string module_name = key.sg_shim ? key.kernel + "+sg" : key.kernel;
+  auto mod = cache.modules.find(module_name);
+  if (mod == cache.modules.end()) {
+    std::string source(kernel_source(key.kernel));
+    if (key.sg_shim) source = std::string(dev.caps.subgroups ? kSubgroupPrelude : kNoSubgroupPrelude) + source;
+    mod = cache.modules.emplace(module_name, compile_wgsl(dev, key.kernel, source)).first;
+  }
   std::string label = key.kernel;
   for (const auto& c : key.constants) label += fmt::format(" {}={}", c.name, c.value);
   auto p = std::make_unique<Pipeline>(

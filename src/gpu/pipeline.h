@@ -36,11 +36,19 @@ struct PipelineKey {
   std::string kernel;
   std::string entry = "main";
   std::vector<OverrideConstant> constants;  // kept sorted by name
+  // The kernel calls sg_xor(v, mask) (a subgroup shuffle-xor of an f32). The source is compiled
+  // after a one-line prelude: `enable subgroups;` and the real shuffle on devices with the
+  // feature, an identity stand-in elsewhere (kernels then run with SG = 1, see subgroup_lanes).
+  bool sg_shim = false;
   auto operator<=>(const PipelineKey&) const = default;
 };
 
 PipelineKey make_key(std::string kernel, std::string entry = "main",
                      std::vector<OverrideConstant> constants = {});
+
+// Lanes a kernel using sg_xor may shuffle across (its SG override): the device's subgroup size
+// when it is fixed (capped at 32), else 1.
+uint32_t subgroup_lanes(const DeviceCaps& caps);
 
 struct Pipeline {
   ComputePipeline pipeline;

@@ -38,4 +38,22 @@ std::vector<float> run_step(graph::Graph& g, std::span<const graph::ShapeInput> 
   return graph::read_output<float>(g, output);
 }
 
+::testing::AssertionResult within(const std::vector<float>& got, const std::vector<float>& want,
+                                  const std::vector<float>& bound) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  size_t bad = 0, worst = 0;
+  double worst_ratio = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::fabs(double(got[i]) - want[i]);
+    double ratio = std::isnan(got[i]) ? 1e300 : err / std::max<double>(bound[i], 1e-30);
+    if (ratio > 1) ++bad;
+    if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << fmt::format(
+             "{} of {} values off; worst [{}]: got {}, want {}, allowed error {}", bad, got.size(),
+             worst, got[worst], want[worst], bound[worst]);
+}
+
 }  // namespace wgrt::test

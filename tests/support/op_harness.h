@@ -30,6 +30,10 @@ class OpCaseTest : public ::testing::TestWithParam<OpCase> {};
 ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want,
                                      float atol, float rtol);
 
+// |got - want| <= bound elementwise (NaN fails); the message names the worst element.
+::testing::AssertionResult within(const std::vector<float>& got, const std::vector<float>& want,
+                                  const std::vector<float>& bound);
+
 // One step of a built graph: set shapes/symbols, write inputs, execute, read one output.
 struct StepInput {
   graph::TensorId tensor;

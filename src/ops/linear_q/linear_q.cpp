@@ -4,26 +4,22 @@
 
 #include <stdexcept>
 
+#include "ops/norm/norm.h"
+#include "ops/sampling/sampling.h"
+#include "ops/silu_mul/silu_mul.h"
+
 namespace wgrt::ops {
 
 namespace {
 constexpr ParamField kFields[] = {
     {"m", offsetof(LinearQParams, m)},       {"n", offsetof(LinearQParams, n)},
     {"k", offsetof(LinearQParams, k)},       {"gs", offsetof(LinearQParams, gs)},
-    {"has_bias", offsetof(LinearQParams, has_bias)}, {"pad0", offsetof(LinearQParams, pad0)},
-    {"pad1", offsetof(LinearQParams, pad1)}, {"pad2", offsetof(LinearQParams, pad2)}};
+    {"has_bias", offsetof(LinearQParams, has_bias)}, {"x_row", offsetof(LinearQParams, x_row)},
+    {"eps", offsetof(LinearQParams, eps)},   {"pad0", offsetof(LinearQParams, pad0)}};
 constexpr uint32_t kWg = 256;  // linear_q.wgsl WG
 constexpr uint32_t kRpt = 4;   // linear_q.wgsl RPT
 constexpr uint32_t kSmallK = 32;  // linear_q.wgsl SK
-
-// GEMV threads along K (TK): enough workgroups to fill a large GPU (aim for 512), but no more
-// threads along K than the row has vec4 steps.
-uint32_t gemv_tk(QuantFormat f, uint32_t n, uint32_t k) {
-  const uint32_t steps = k / (f == QuantFormat::Q4gsw ? 32 : 16);
-  uint32_t tk = 32;
-  while (tk < kWg && tk * 2 <= steps && ceil_div(n, kRpt * (kWg / tk)) < 512) tk *= 2;
-  return tk;
-}
+constexpr uint32_t kSiluWg = 256;  // silu_mul.wgsl WG
 }  // namespace
 
 const ParamLayout kLinearQLayout{"linear_q", sizeof(LinearQParams), kFields};
@@ -35,21 +31,56 @@ graph::Shape infer_linear_q(const LinearQInferCtx& c) {
   return graph::Shape{c.x[0], c.n};
 }
 
+std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std::span<const uint32_t> up,
+                                             uint32_t ff, uint32_t row_words) {
+  if (ff % 16 != 0 || gate.size() != size_t(ff) * row_words || up.size() != gate.size())
+    throw std::invalid_argument(fmt::format("interleave_swiglu_rows: ff {} must be a multiple of 16 with "
+                                            "{} words per row", ff, row_words));
+  std::vector<uint32_t> out(2 * gate.size());
+  for (uint32_t r = 0; r < ff; ++r) {
+    const size_t g_row = size_t(r / 16) * 32 + r % 16;
+    std::copy_n(gate.begin() + size_t(r) * row_words, row_words, out.begin() + g_row * row_words);
+    std::copy_n(up.begin() + size_t(r) * row_words, row_words, out.begin() + (g_row + 16) * row_words);
+  }
+  return out;
+}
+
 void plan_linear_q(const LinearQPlanCtx& c, graph::Plan& plan) {
-  LinearQParams params{c.m, c.n, c.k, c.gs, c.has_bias ? 1u : 0u, 0, 0, 0};
-  plan.params[0].set(params);
-  switch (c.route) {
-    case kLinearQGemv:
-      plan.grids[0] = grid_1d(ceil_div(c.n, c.gemv_rows_per_wg), c.max_groups_per_dim);
-      break;
-    case kLinearQSmallM:
-      plan.grids[0] = grid_1d(ceil_div(c.n, kRpt * (kWg / kSmallK)), c.max_groups_per_dim);
-      break;
-    default:
-      plan.params[1].set(params);
-      plan.grids[0] = grid_1d(ceil_div(uint64_t(c.m) * (c.k / c.gs), 64), c.max_groups_per_dim);
-      plan.grids[1] = {uint32_t(ceil_div(c.n, kLinearQGemmBN)), uint32_t(ceil_div(c.m, kLinearQGemmBM)), 1};
-      break;
+  // last_row: the gemv reads x's last live row and writes one output row.
+  const uint32_t out_m = c.last_row ? 1 : c.m;
+  LinearQParams params{out_m, c.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? c.m - 1 : 0u, c.eps, 0};
+  const uint32_t maxg = c.max_groups_per_dim;
+  if (c.route == kLinearQGemv) {
+    plan.params[0].set(params);
+    const uint32_t rows = c.swiglu ? c.n / 2 : c.n;  // swiglu: a row set makes 2 outputs of 4 rows
+    const uint32_t wgs = uint32_t(ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows));
+    plan.grids[0] = grid_1d(wgs, maxg);
+    if (c.argmax) {
+      SamplingParams sp{1, c.n, wgs, 0, 1, 0, 0, 0};
+      plan.params[1].set(sp);
+      plan.grids[1] = {1, 1, 1};
+    }
+    return;
+  }
+  size_t j = 0;
+  if (c.norm) {  // rms_norm into the node's normalized-x scratch
+    RmsNormParams np{c.m, c.k, c.eps, 0};
+    plan.params[j].set(np);
+    plan.grids[j++] = grid_1d(c.m, maxg);
+  }
+  if (c.route == kLinearQSmallM) {
+    plan.params[j].set(params);
+    plan.grids[j++] = grid_1d(ceil_div(c.n, kRpt * (kWg / kSmallK)), maxg);
+  } else {
+    plan.params[j].set(params);
+    plan.grids[j++] = grid_1d(ceil_div(uint64_t(c.m) * (c.k / c.gs), 64), maxg);
+    plan.params[j].set(params);
+    plan.grids[j++] = {uint32_t(ceil_div(c.n, kLinearQGemmBN)), uint32_t(ceil_div(c.m, kLinearQGemmBM)), 1};
+  }
+  if (c.swiglu) {
+    SiluMulParams sp{c.m, c.n / 2, kSiluBlocked, 0};
+    plan.params[j].set(sp);
+    plan.grids[j++] = grid_1d(ceil_div(uint64_t(c.m) * (c.n / 2), kSiluWg), maxg);
   }
 }
 
@@ -68,6 +99,20 @@ void write_quant_weight(graph::Graph& g, const QuantTensors& t, const QuantWeigh
   graph::write_tensor<uint32_t>(g, t.q, w.q);
   graph::write_tensor<uint32_t>(g, t.scales, w.scales);
 }
+
+namespace {
+
+enum class Scratch : uint8_t { Partial, Normed, GateUp, Xq, Xs };
+
+void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
+               const std::string& name) {
+  const graph::Tensor& x = g.tensors.at(t.v);
+  if (x.dtype != graph::DType::F32 || x.max_shape != want)
+    throw std::invalid_argument(fmt::format("{}: {} must be f32 {}, not {} {}", name, what, graph::to_string(want),
+                                            graph::dtype_name(x.dtype), graph::to_string(x.max_shape)));
+}
+
+}  // namespace
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const graph::Tensor& x = g.tensors.at(d.x.v);
@@ -90,50 +135,121 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     throw std::invalid_argument(fmt::format("{}: scales must be f16 [{}, {}], not {} {}", d.name, n,
                                             k / d.gs, graph::dtype_name(s.dtype),
                                             graph::to_string(s.max_shape)));
-  if (d.bias && (g.tensors.at(d.bias->v).dtype != graph::DType::F32 ||
-                 g.tensors.at(d.bias->v).max_shape != graph::Shape{n}))
-    throw std::invalid_argument(fmt::format("{}: bias must be f32 [{}]", d.name, n));
-
-  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {max_m, n});
-  graph::TensorId bias = d.bias.value_or(d.scales);  // bound but unread when there is none
-  const double bits = d.format == QuantFormat::Q4gsw ? 4 : 8;
-  const uint32_t tk = gemv_tk(d.format, n, k);
-  auto key = [&](const char* entry, std::vector<gpu::OverrideConstant> extra = {}) {
-    extra.push_back({"BITS", bits});
-    return gpu::make_key("linear_q", entry, std::move(extra));
-  };
-  using graph::Binding;
-  graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
-  routes.routes.push_back(
-      {"gemv", 1, 1,
-       {{key("gemv", {{"TK", double(tk)}}),
-         {Binding::of(0, d.x), Binding::of(1, d.q), Binding::of(2, d.scales), Binding::of(3, bias),
-          Binding::of(4, y), Binding::params(5)}}}});
-  if (max_m >= 2)
-    routes.routes.push_back(
-        {"small_m", 2, std::min<int64_t>(7, max_m),
-         {{key("small_m"),
-           {Binding::of(0, d.x), Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias),
-            Binding::of(4, y), Binding::params(5)}}}});
-  std::vector<graph::TensorId> outputs = {y};
-  if (max_m >= 8) {
-    graph::TensorId xq = graph::add_tensor(g, d.name + ".xq", graph::DType::U32, {max_m, k / 4});
-    graph::TensorId xs = graph::add_tensor(g, d.name + ".xs", graph::DType::F32, {max_m, k / d.gs});
-    outputs.push_back(xq);
-    outputs.push_back(xs);
-    routes.routes.push_back(
-        {"gemm", 8, max_m,
-         {{key("quantize_act"),
-           {Binding::of(0, d.x), Binding::params(5), Binding::of(6, xq), Binding::of(7, xs)}},
-          {key("gemm"),
-           {Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias), Binding::of(4, y),
-            Binding::params(5), Binding::of(6, xq), Binding::of(7, xs)}}}});
+  if (d.bias) check_f32(g, *d.bias, {n}, "bias", d.name);
+  if (d.norm) check_f32(g, *d.norm, {k}, "norm weight", d.name);
+  if (d.swiglu && (n % 32 != 0 || d.residual || d.argmax_out))
+    throw std::invalid_argument(fmt::format("{}: a swiglu weight has (gate, up) blocks of 16 rows (N = {} is "
+                                            "not a multiple of 32) and takes no residual or argmax", d.name, n));
+  if (d.argmax_out && !d.last_row)
+    throw std::invalid_argument(fmt::format("{}: the argmax epilogue projects the last row only", d.name));
+  if (d.last_row && (d.swiglu || d.residual))
+    throw std::invalid_argument(fmt::format("{}: last_row takes no swiglu or residual", d.name));
+  const uint32_t n_out = d.swiglu ? n / 2 : n;
+  const uint32_t y_rows = d.last_row ? 1 : max_m;
+  if (d.residual) check_f32(g, *d.residual, {max_m, n}, "residual", d.name);
+  if (d.argmax_out) {
+    const graph::Tensor& a = g.tensors.at(d.argmax_out->v);
+    if (a.dtype != graph::DType::U32 || a.max_shape != graph::Shape{1})
+      throw std::invalid_argument(fmt::format("{}: argmax_out must be u32 [1]", d.name));
   }
 
-  const bool has_bias = d.bias.has_value();
+  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {y_rows, n_out});
+  // Bindings a variant declares but does not read get x (read-only, never written here).
+  graph::TensorId bias = d.bias.value_or(d.scales);
+  graph::TensorId res = d.residual.value_or(d.x);
+  graph::TensorId nw = d.norm.value_or(d.x);
+  const double bits = d.format == QuantFormat::Q4gsw ? 4 : 8;
+  const double sg = double(gpu::subgroup_lanes(g.dev->caps));
+  auto key = [&](const char* entry, bool norm, std::vector<gpu::OverrideConstant> extra = {}) {
+    extra.push_back({"BITS", bits});
+    extra.push_back({"RES", d.residual ? 1.0 : 0.0});
+    if (std::string_view(entry).starts_with("gemv")) {
+      extra.push_back({"NORM", norm ? 1.0 : 0.0});
+      extra.push_back({"SG", sg});
+    }
+    gpu::PipelineKey pk = gpu::make_key("linear_q", entry, std::move(extra));
+    pk.sg_shim = true;
+    return pk;
+  };
+  using graph::Binding;
+  std::vector<graph::TensorId> outputs = {y};
+  std::vector<Scratch> scratch_kind;  // of outputs[1..]
+  auto scratch = [&](Scratch kind, const char* suffix, graph::DType t, graph::Shape shape) {
+    graph::TensorId id = graph::add_tensor(g, d.name + suffix, t, shape);
+    outputs.push_back(id);
+    scratch_kind.push_back(kind);
+    return id;
+  };
+  graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
+
+  // gemv: every fusion inside one kernel (argmax: plus the partials' reduction).
+  {
+    const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : "gemv";
+    graph::TensorId part = y;  // bound writable only by gemv_argmax
+    std::vector<graph::KernelSpec> ks;
+    std::vector<Binding> b = {Binding::of(0, d.x), Binding::of(1, d.q), Binding::of(2, d.scales),
+                              Binding::of(3, bias), Binding::of(4, y), Binding::params(5), Binding::of(10, nw)};
+    if (!d.swiglu) b.push_back(Binding::of(9, res));  // gemv_swiglu adds no residual
+    if (d.argmax_out) {
+      const uint32_t wgs = uint32_t(ceil_div(n, kLinearQGemvRows));
+      part = scratch(Scratch::Partial, ".partial", graph::DType::U32, {wgs, 2});
+      b.push_back(Binding::of(11, part));
+    }
+    ks.push_back({key(entry, d.norm.has_value()), b});
+    if (d.argmax_out)
+      ks.push_back({gpu::make_key("sampling", "argmax_final"),
+                    {Binding::of(1, part), Binding::of(2, *d.argmax_out), Binding::params(4)}});
+    const int64_t hi = d.last_row ? max_m : 1;
+    routes.routes.push_back({"gemv", 1, hi, ks});
+  }
+
+  if (!d.last_row && max_m >= 2) {
+    // The other routes: [rms_norm] -> matrix kernels -> [silu_mul].
+    graph::TensorId xin = d.x;
+    std::vector<graph::KernelSpec> pre, post;
+    if (d.norm) {
+      xin = scratch(Scratch::Normed, ".normed", graph::DType::F32, {max_m, k});
+      pre.push_back({gpu::make_key("rms_norm", "rms_norm"),
+                     {Binding::of(0, d.x), Binding::of(1, *d.norm), Binding::of(2, xin), Binding::params(3)}});
+    }
+    graph::TensorId ymat = y;
+    if (d.swiglu) {
+      ymat = scratch(Scratch::GateUp, ".gate_up", graph::DType::F32, {max_m, n});
+      post.push_back({gpu::make_key("silu_mul", "silu_mul"),
+                      {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, y), Binding::params(3)}});
+    }
+    auto with = [&](std::vector<graph::KernelSpec> mid) {
+      std::vector<graph::KernelSpec> all = pre;
+      all.insert(all.end(), mid.begin(), mid.end());
+      all.insert(all.end(), post.begin(), post.end());
+      return all;
+    };
+    routes.routes.push_back(
+        {"small_m", 2, std::min<int64_t>(7, max_m),
+         with({{key("small_m", false),
+                {Binding::of(0, xin), Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias),
+                 Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}}})});
+    if (max_m >= 8) {
+      graph::TensorId xq = scratch(Scratch::Xq, ".xq", graph::DType::U32, {max_m, k / 4});
+      graph::TensorId xs = scratch(Scratch::Xs, ".xs", graph::DType::F32, {max_m, k / d.gs});
+      routes.routes.push_back(
+          {"gemm", 8, max_m,
+           with({{key("quantize_act", false),
+                  {Binding::of(0, xin), Binding::params(5), Binding::of(6, xq), Binding::of(7, xs)}},
+                 {key("gemm", false),
+                  {Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias), Binding::of(4, ymat),
+                   Binding::params(5), Binding::of(6, xq), Binding::of(7, xs), Binding::of(9, res)}}})});
+    }
+  }
+  if (d.argmax_out) outputs.push_back(*d.argmax_out);
+
   std::vector<graph::TensorId> inputs = {d.x, d.q, d.scales};
-  if (has_bias) inputs.push_back(*d.bias);
-  const uint32_t gs = d.gs, rows_per_wg = kRpt * (kWg / tk);
+  for (const auto& t : {d.bias, d.norm, d.residual})
+    if (t) inputs.push_back(*t);
+  const uint32_t gs = d.gs;
+  const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = gs, .has_bias = d.bias.has_value(), .route = 0,
+                            .max_groups_per_dim = 0, .norm = d.norm.has_value(), .eps = d.eps,
+                            .swiglu = d.swiglu, .last_row = d.last_row, .argmax = d.argmax_out.has_value()};
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = std::string("linear_") + fmt_name,
@@ -142,18 +258,27 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       .dynamic = true,
       .routes = std::move(routes),
       .infer =
-          [n, k, gs](const graph::InferArgs& a) {
-            a.out[0] = infer_linear_q({a.in[0], n, k});
-            if (a.out.size() > 1) {  // activation scratch follows the live rows
-              a.out[1] = graph::Shape{a.in[0][0], k / 4};
-              a.out[2] = graph::Shape{a.in[0][0], k / gs};
+          [base, n_out, scratch_kind](const graph::InferArgs& a) {
+            const uint32_t m = infer_linear_q({a.in[0], base.n, base.k})[0];
+            a.out[0] = graph::Shape{base.last_row ? 1 : m, n_out};
+            for (size_t i = 0; i < scratch_kind.size(); ++i) {  // scratch follows the live rows
+              graph::Shape& out = a.out[1 + i];
+              switch (scratch_kind[i]) {
+                case Scratch::Partial: break;  // fixed: a pair per gemv workgroup
+                case Scratch::Normed: out = graph::Shape{m, base.k}; break;
+                case Scratch::GateUp: out = graph::Shape{m, base.n}; break;
+                case Scratch::Xq: out = graph::Shape{m, base.k / 4}; break;
+                case Scratch::Xs: out = graph::Shape{m, base.k / base.gs}; break;
+              }
             }
           },
       .plan =
-          [n, k, gs, has_bias, rows_per_wg](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_linear_q({a.in[0][0], n, k, gs, has_bias, a.route, rows_per_wg,
-                           a.caps->limits.maxComputeWorkgroupsPerDimension},
-                          p);
+          [base](const graph::PlanArgs& a, graph::Plan& p) {
+            LinearQPlanCtx c = base;
+            c.m = a.in[0][0];
+            c.route = a.route;
+            c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
+            plan_linear_q(c, p);
           },
   });
   return y;

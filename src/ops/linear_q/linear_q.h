@@ -1,17 +1,31 @@
 // linear with group-wise quantized weights (q4gsw, q8; ops/quant/quant.h has the layouts):
-//   y[m, n] = sum_k x[m, k] * value(n, k) (+ bias[n])
+//   y[m, n] = sum_k x[m, k] * value(n, k) (+ bias[n]) (+ residual[m, n])
 // Routes on x's live rows (n_tokens):
-//   [1, 1]    gemv      f32 activations; vec4<u32> weight loads, 4 rows per thread so each x
-//                       load serves 4 rows, threads along K reduced in workgroup memory
+//   [1, 1]    gemv      f32 activations; 16 rows per 128-thread workgroup, 32 lanes along K
+//                       reduced by subgroup shuffles; vec4<u32> weight loads, each x load
+//                       serving 4 rows
 //   [2, 7]    small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
-//   [8, max]  gemm      two kernels: `quantize_act` turns each x row into int8 with one f32
-//                       scale per (row, group of gs), then `gemm` multiplies int8 x int8 with
-//                       dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32
+//   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
+//                       group of gs), then `gemm` multiplies int8 x int8 with dot4I8Packed
+//                       (64 x 128 tile per workgroup), scaling per group in f32
+// Fusions (LinearQDesc), spelled out by the builders:
+//   norm      x is RMS-normalized by `norm` first: inside the gemv (every workgroup recomputes
+//             the row's sum of squares), as an rms_norm kernel ahead of the other routes
+//   residual  added in every route's epilogue
+//   swiglu    the weight's rows are (gate, up) pairs interleaved in blocks of 16 rows
+//             (interleave_swiglu_rows); y = silu(gate) * up has N/2 columns: in the gemv's
+//             epilogue, as a silu_mul kernel after the other routes
+//   argmax    (with last_row) the gemv also reduces each workgroup's best logit, and sampling's
+//             argmax_final picks the row's argmax into `argmax_out` ([1] u32)
+//   last_row  only x's last live row is projected: y is [1, N] for any n_tokens (the output
+//             head); the gemv route serves every n_tokens
 // The GEMM's result differs from f32 math by the activation rounding: at most
 // absmax(x in group) / 254 per activation (tests/ops/linear_q_test.cpp bounds it exactly).
 #pragma once
 
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "graph/graph.h"
 #include "ops/common.h"
@@ -27,6 +41,12 @@ struct LinearQDesc {
   graph::TensorId q;       // u32 [N, K/8] (q4gsw) or [N, K/4] (q8)
   graph::TensorId scales;  // f16 [N, K/gs]
   std::optional<graph::TensorId> bias;  // [N] f32
+  std::optional<graph::TensorId> norm;  // [K] f32 RMS-norm weight applied to x first
+  float eps = 1e-5f;                    // of the norm
+  std::optional<graph::TensorId> residual;  // [M, N] f32 added to y
+  bool swiglu = false;                  // y = silu(gate) * up over interleaved row pairs: [M, N/2]
+  bool last_row = false;                // y = the last live row's projection, [1, N]
+  std::optional<graph::TensorId> argmax_out;  // [1] u32 (State or Intermediate); needs last_row
 };
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
@@ -42,7 +62,10 @@ void write_quant_weight(graph::Graph& g, const QuantTensors& t, const QuantWeigh
 
 struct LinearQParams {
   uint32_t m, n, k, gs;
-  uint32_t has_bias, pad0, pad1, pad2;
+  uint32_t has_bias;
+  uint32_t x_row;  // gemv: the row of x it reads
+  float eps;
+  uint32_t pad0;
 };
 static_assert(sizeof(LinearQParams) == 32);
 extern const ParamLayout kLinearQLayout;
@@ -58,12 +81,22 @@ struct LinearQPlanCtx {
   uint32_t m, n, k, gs;
   bool has_bias;
   uint32_t route;
-  uint32_t gemv_rows_per_wg;  // fixed at build from the weight's shape
   uint32_t max_groups_per_dim;
+  bool norm = false;
+  float eps = 0;
+  bool swiglu = false;
+  bool last_row = false;
+  bool argmax = false;
 };
 void plan_linear_q(const LinearQPlanCtx& c, graph::Plan& plan);
 
+// Rows [N, ...] of a fused gate|up weight, from gate and up rows [ff, ...] (row_words u32 per
+// row): blocks of 16 gate rows then the 16 matching up rows. ff must be a multiple of 16.
+std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std::span<const uint32_t> up,
+                                             uint32_t ff, uint32_t row_words);
+
 // Kernel tiles (linear_q.wgsl).
+constexpr uint32_t kLinearQGemvRows = 16;  // rows per gemv workgroup (GV_ROWS)
 constexpr uint32_t kLinearQGemmBM = 64, kLinearQGemmBN = 128;
 constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m workgroup (x 32 threads)
 

@@ -6,9 +6,9 @@ struct Params {
   k: u32,
   gs: u32,
   has_bias: u32,
+  x_row: u32,  // the row of x the gemv reads (the output head reads the last token's)
+  eps: f32,    // of the fused RMS norm
   pad0: u32,
-  pad1: u32,
-  pad2: u32,
 }
 
 override BITS: u32 = 4u;  // 4: q4gsw, 8: q8
@@ -34,6 +34,13 @@ fn finish(v: f32, n: u32) -> f32 {
   return v;
 }
 
+// Output (m, n) of the small_m and gemm routes, with the residual when RES.
+fn finish_mn(v: f32, m: u32, n: u32) -> f32 {
+  var o = finish(v, n);
+  if (RES) { o += res[m * p.n + n]; }
+  return o;
+}
+
 fn q8_vals(w: u32) -> vec4<f32> { return vec4<f32>(unpack4xI8(w)); }
 
 // Nibbles 0..3 of w as f32 1 + (q + 8) / 16, built by placing each nibble in the top of the
@@ -46,73 +53,253 @@ fn q4_mant(w: u32) -> vec4<f32> {
 }
 
 // ---- GEMV (m = 1) -----------------------------------------------------------------------
-// 256 threads: TK along K times 256/TK row sets of RPT rows. A thread reads one vec4<u32> per
-// row per step (32 q4 or 16 q8 values, inside one group) and reuses its x values for RPT rows.
-// q4 values come from q4_mant; its offset is taken out once per step for all RPT rows.
-const WG: u32 = 256u;
-const RPT: u32 = 4u;
-var<workgroup> red: array<f32, 1024>;  // [RPT][WG]
+// 128 threads: 4 row sets of 32 lanes along K. A row set computes 4 rows: each lane reads one
+// vec4<u32> per row per step (32 q4 or 16 q8 values, inside one group) and reuses its x values
+// for the 4 rows. Lanes are reduced with subgroup shuffles (SG lanes at a time), then through
+// workgroup memory where the subgroup is narrower than 32. Accumulators are named scalars, not
+// arrays: an array indexed in a loop would live in local memory.
+//
+// Fused variants (override constants and entry points; linear_q.h lists them):
+//   NORM        x is RMS-normalized first (norm weight nw, eps), each workgroup redoing the
+//               row's sum of squares: the norm costs no dispatch of its own
+//   gemv        y = acc (+ bias) (+ res when RES)
+//   gemv_swiglu rows come in (gate, up) pairs, 16-row blocks interleaved in the weight; y has
+//               N/2 columns: y = silu(gate) * up
+//   gemv_argmax also writes each workgroup's (largest value, its lowest index) to `part`
+override SG: u32 = 1u;        // lanes per subgroup used by the shuffles (1: workgroup memory)
+override NORM: bool = false;
+override RES: bool = false;
 
-@compute @workgroup_size(WG)
-fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let t = lid % TK;
-  let n0 = (wid.x + wid.y * nwg.x) * (RPT * (WG / TK)) + (lid / TK) * RPT;
+const GV_TK: u32 = 32u;
+const GV_SETS: u32 = 4u;
+const GV_WG: u32 = 128u;
+const GV_ROWS: u32 = 16u;  // GV_SETS * 4
+
+@group(0) @binding(9) var<storage, read> res: array<f32>;      // [M, N] residual (RES)
+@group(0) @binding(10) var<storage, read> nw4: array<vec4<f32>>;  // [K] norm weight (NORM)
+@group(0) @binding(11) var<storage, read_write> part: array<u32>;  // argmax partials
+
+var<workgroup> gv_red: array<vec4<f32>, GV_WG>;
+var<workgroup> gv_sum: array<f32, GV_WG>;
+
+fn sg_sum(v: f32) -> f32 {
+  var s = v;
+  if (SG > 16u) { s += sg_xor(s, 16u); }
+  if (SG > 8u) { s += sg_xor(s, 8u); }
+  if (SG > 4u) { s += sg_xor(s, 4u); }
+  if (SG > 2u) { s += sg_xor(s, 2u); }
+  if (SG > 1u) { s += sg_xor(s, 1u); }
+  return s;
+}
+
+// The sum of v over the whole workgroup, returned to every thread.
+fn gv_wg_sum(v: f32, lid: u32) -> f32 {
+  let s = sg_sum(v);
+  if (lid % SG == 0u) { gv_sum[lid / SG] = s; }
+  workgroupBarrier();
+  var total = 0.0;
+  for (var i = 0u; i < GV_WG / SG; i++) { total += gv_sum[i]; }
+  workgroupBarrier();
+  return total;
+}
+
+// 1 / rms of x's row `row` (K values), for NORM.
+fn gv_rstd(row: u32, lid: u32) -> f32 {
+  let k4 = p.k / 4u;
+  var ss = 0.0;
+  for (var i = lid; i < k4; i += GV_WG) {
+    let v = x4[row * k4 + i];
+    ss += dot(v, v);
+  }
+  return inverseSqrt(gv_wg_sum(ss, lid) / f32(p.k) + p.eps);
+}
+
+// Sum of the 32 lanes of each row set, valid in lane 0 of the set.
+fn gv_reduce(a: vec4<f32>, lid: u32) -> vec4<f32> {
+  var r = vec4<f32>(sg_sum(a.x), sg_sum(a.y), sg_sum(a.z), sg_sum(a.w));
+  if (SG < GV_TK) {
+    gv_red[lid] = r;
+    workgroupBarrier();
+    if (lid % GV_TK == 0u) {
+      for (var i = SG; i < GV_TK; i += SG) { r += gv_red[lid + i]; }
+    }
+  }
+  return r;
+}
+
+fn q4_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+  return dot(q4_mant(w), xa) + dot(q4_mant(w >> 16u), xb);
+}
+
+// The dot products of x's row `xrow` with weight rows r.x..r.w (clamped in bounds), summed over
+// this lane's share of K. rstd: 1 / rms for NORM.
+fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, rstd: f32) -> vec4<f32> {
   let vals = select(32u, 16u, BITS == 8u);
   let nvec = p.k / vals;
   let groups = p.k / p.gs;
-  var rows: array<u32, RPT>;
-  for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, p.n - 1u); }  // loads stay in bounds
-  var acc: array<f32, RPT>;
-  for (var c = t; c < nvec; c += TK) {
+  let xo = xrow * (p.k / 4u);
+  var a0 = 0.0;
+  var a1 = 0.0;
+  var a2 = 0.0;
+  var a3 = 0.0;
+  for (var c = t; c < nvec; c += GV_TK) {
     let k0 = c * vals;
     let g = k0 / p.gs;
+    let s = vec4<f32>(scale_at(r.x * groups + g), scale_at(r.y * groups + g), scale_at(r.z * groups + g),
+                      scale_at(r.w * groups + g));
+    let w0 = qw4[r.x * nvec + c];
+    let w1 = qw4[r.y * nvec + c];
+    let w2 = qw4[r.z * nvec + c];
+    let w3 = qw4[r.w * nvec + c];
+    let xi = xo + k0 / 4u;
+    var x0 = x4[xi];
+    var x1 = x4[xi + 1u];
+    var x2 = x4[xi + 2u];
+    var x3 = x4[xi + 3u];
+    if (NORM) {
+      let ni = k0 / 4u;
+      x0 *= nw4[ni] * rstd;
+      x1 *= nw4[ni + 1u] * rstd;
+      x2 *= nw4[ni + 2u] * rstd;
+      x3 *= nw4[ni + 3u] * rstd;
+    }
     if (BITS == 4u) {
-      var xv: array<vec4<f32>, 8>;
-      var xsum = vec4<f32>(0.0);
-      for (var i = 0u; i < 8u; i++) {
-        xv[i] = x4[k0 / 4u + i];
-        xsum += xv[i];
+      var x4_ = x4[xi + 4u];
+      var x5 = x4[xi + 5u];
+      var x6 = x4[xi + 6u];
+      var x7 = x4[xi + 7u];
+      if (NORM) {
+        let ni = k0 / 4u;
+        x4_ *= nw4[ni + 4u] * rstd;
+        x5 *= nw4[ni + 5u] * rstd;
+        x6 *= nw4[ni + 6u] * rstd;
+        x7 *= nw4[ni + 7u] * rstd;
       }
-      let off = 1.5 * dot(xsum, vec4<f32>(1.0));
-      for (var r = 0u; r < RPT; r++) {
-        let wv = qw4[rows[r] * nvec + c];
-        var d = dot(q4_mant(wv.x), xv[0]) + dot(q4_mant(wv.x >> 16u), xv[1]);
-        d += dot(q4_mant(wv.y), xv[2]) + dot(q4_mant(wv.y >> 16u), xv[3]);
-        d += dot(q4_mant(wv.z), xv[4]) + dot(q4_mant(wv.z >> 16u), xv[5]);
-        d += dot(q4_mant(wv.w), xv[6]) + dot(q4_mant(wv.w >> 16u), xv[7]);
-        acc[r] = fma(d - off, 16.0 * scale_at(rows[r] * groups + g), acc[r]);
-      }
+      // q = 16 * (v - 1.5): take the offset out once for the four rows.
+      let off = 1.5 * dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
+      let d0 = q4_dot(w0.x, x0, x1) + q4_dot(w0.y, x2, x3) + q4_dot(w0.z, x4_, x5) + q4_dot(w0.w, x6, x7);
+      let d1 = q4_dot(w1.x, x0, x1) + q4_dot(w1.y, x2, x3) + q4_dot(w1.z, x4_, x5) + q4_dot(w1.w, x6, x7);
+      let d2 = q4_dot(w2.x, x0, x1) + q4_dot(w2.y, x2, x3) + q4_dot(w2.z, x4_, x5) + q4_dot(w2.w, x6, x7);
+      let d3 = q4_dot(w3.x, x0, x1) + q4_dot(w3.y, x2, x3) + q4_dot(w3.z, x4_, x5) + q4_dot(w3.w, x6, x7);
+      a0 = fma(d0 - off, 16.0 * s.x, a0);
+      a1 = fma(d1 - off, 16.0 * s.y, a1);
+      a2 = fma(d2 - off, 16.0 * s.z, a2);
+      a3 = fma(d3 - off, 16.0 * s.w, a3);
     } else {
-      var xv: array<vec4<f32>, 4>;
-      for (var i = 0u; i < 4u; i++) { xv[i] = x4[k0 / 4u + i]; }
-      for (var r = 0u; r < RPT; r++) {
-        let wv = qw4[rows[r] * nvec + c];
-        var d = dot(q8_vals(wv.x), xv[0]) + dot(q8_vals(wv.y), xv[1]);
-        d += dot(q8_vals(wv.z), xv[2]) + dot(q8_vals(wv.w), xv[3]);
-        acc[r] = fma(d, scale_at(rows[r] * groups + g), acc[r]);
-      }
+      let d0 = dot(q8_vals(w0.x), x0) + dot(q8_vals(w0.y), x1) + dot(q8_vals(w0.z), x2) + dot(q8_vals(w0.w), x3);
+      let d1 = dot(q8_vals(w1.x), x0) + dot(q8_vals(w1.y), x1) + dot(q8_vals(w1.z), x2) + dot(q8_vals(w1.w), x3);
+      let d2 = dot(q8_vals(w2.x), x0) + dot(q8_vals(w2.y), x1) + dot(q8_vals(w2.z), x2) + dot(q8_vals(w2.w), x3);
+      let d3 = dot(q8_vals(w3.x), x0) + dot(q8_vals(w3.y), x1) + dot(q8_vals(w3.z), x2) + dot(q8_vals(w3.w), x3);
+      a0 = fma(d0, s.x, a0);
+      a1 = fma(d1, s.y, a1);
+      a2 = fma(d2, s.z, a2);
+      a3 = fma(d3, s.w, a3);
     }
   }
-  for (var r = 0u; r < RPT; r++) { red[r * WG + lid] = acc[r]; }
-  workgroupBarrier();
-  for (var s = TK / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      for (var r = 0u; r < RPT; r++) { red[r * WG + lid] += red[r * WG + lid + s]; }
-    }
-    workgroupBarrier();
-  }
-  if (t == 0u) {
-    for (var r = 0u; r < RPT; r++) {
-      let n = n0 + r;
-      if (n < p.n) { y[n] = finish(red[r * WG + lid], n); }
+  return vec4<f32>(a0, a1, a2, a3);
+}
+
+fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+  return (wid.x + wid.y * nwg.x) * GV_SETS + lid / GV_TK;
+}
+
+fn gv_prologue(lid: u32) -> f32 {
+  if (NORM) { return gv_rstd(p.x_row, lid); }
+  return 1.0;
+}
+
+fn gv_clamp(r: vec4<u32>) -> vec4<u32> { return min(r, vec4<u32>(p.n - 1u)); }
+
+fn gv_finish(v: f32, n: u32) -> f32 {
+  var o = finish(v, n);
+  if (RES) { o += res[n]; }
+  return o;
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let rstd = gv_prologue(lid);
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
+  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK, rstd), lid);
+  if (lid % GV_TK == 0u) {
+    for (var r = 0u; r < 4u; r++) {
+      if (n0 + r < p.n) { y[n0 + r] = gv_finish(acc[r], n0 + r); }
     }
   }
 }
 
+// Row of gate j in a weight whose (gate, up) rows are interleaved in blocks of 16; up is 16 on.
+fn swiglu_gate_row(j: u32) -> u32 { return (j / 16u) * 32u + j % 16u; }
+
+fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
+
+@compute @workgroup_size(GV_WG)
+fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  let rstd = gv_prologue(lid);
+  let j0 = gv_set(wid, nwg, lid) * 2u;
+  let g0 = swiglu_gate_row(j0);
+  let g1 = swiglu_gate_row(j0 + 1u);
+  let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
+  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK, rstd), lid);
+  if (lid % GV_TK == 0u) {
+    let half = p.n / 2u;
+    if (j0 < half) { y[j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
+    if (j0 + 1u < half) { y[j0 + 1u] = silu(finish(acc.z, rows.z)) * finish(acc.w, rows.w); }
+  }
+}
+
+// The sampling family's order key (sampling.wgsl): unsigned order = float order, NaN as -inf,
+// -0 as +0, so sampling's argmax_final can finish the partials written here.
+fn gv_key(v: f32) -> u32 {
+  var b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xff800000u; }
+  if (b == 0x80000000u) { b = 0u; }
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+var<workgroup> gv_best: array<vec2<u32>, GV_SETS>;
+
+@compute @workgroup_size(GV_WG)
+fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  let rstd = gv_prologue(lid);
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
+  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK, rstd), lid);
+  if (lid % GV_TK == 0u) {
+    var best = vec2<u32>(0u, 0xffffffffu);  // the sentinel: worse than any logit
+    for (var r = 0u; r < 4u; r++) {
+      let n = n0 + r;
+      if (n < p.n) {
+        let v = gv_finish(acc[r], n);
+        y[n] = v;
+        let key = gv_key(v);
+        if (key > best.x || best.y == 0xffffffffu) { best = vec2<u32>(key, n); }
+      }
+    }
+    gv_best[lid / GV_TK] = best;
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    // Sets hold ascending rows, so keeping the first strict maximum keeps the lowest index.
+    var best = gv_best[0];
+    for (var s = 1u; s < GV_SETS; s++) {
+      let b = gv_best[s];
+      if (b.y != 0xffffffffu && (b.x > best.x || best.y == 0xffffffffu)) { best = b; }
+    }
+    let wg = wid.x + wid.y * nwg.x;
+    part[2u * wg] = best.x;
+    part[2u * wg + 1u] = best.y;
+  }
+}
 // ---- small M (2..7 rows) ----------------------------------------------------------------
 // 256 threads: 32 along K times 8 row sets of RPT rows; one weight word per row per step,
 // applied to every live row of x.
+const WG: u32 = 256u;
+const RPT: u32 = 4u;
 const MMAX: u32 = 7u;
 const SK: u32 = 32u;
 var<workgroup> red_s: array<f32, 7168>;  // [RPT * MMAX][WG]
@@ -177,7 +364,7 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     for (var r = 0u; r < RPT; r++) {
       let n = n0 + r;
       if (n >= p.n) { continue; }
-      for (var m = 0u; m < p.m; m++) { y[m * p.n + n] = finish(red_s[(r * MMAX + m) * WG + lid], n); }
+      for (var m = 0u; m < p.m; m++) { y[m * p.n + n] = finish_mn(red_s[(r * MMAX + m) * WG + lid], m, n); }
     }
   }
 }
@@ -309,7 +496,7 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (m >= p.m) { continue; }
     for (var j = 0u; j < 8u; j++) {
       let n = n0 + tn + 16u * j;
-      if (n < p.n) { y[m * p.n + n] = finish(accf[i][j], n); }
+      if (n < p.n) { y[m * p.n + n] = finish_mn(accf[i][j], m, n); }
     }
   }
 }

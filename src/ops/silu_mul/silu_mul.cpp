@@ -35,7 +35,7 @@ void plan_silu_mul(const SiluMulPlanCtx& c, graph::Plan& plan) {
   SiluMulParams p{};
   p.n_tokens = c.out[0];
   p.ff = c.out[1];
-  p.fused = c.fused ? 1u : 0u;
+  p.fused = c.fused;
   plan.params[0].set(p);
   plan.grids[0] = grid_1d(ceil_div(c.out.numel(), kWorkgroup), c.max_groups_per_dim);
 }
@@ -69,7 +69,7 @@ graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d) {
           },
       .plan =
           [fused](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_silu_mul({a.out[0], fused, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
+            plan_silu_mul({a.out[0], fused ? 1u : 0u, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
           },
   });
   return out;

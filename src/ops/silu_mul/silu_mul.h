@@ -22,7 +22,8 @@ graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d);
 struct SiluMulParams {
   uint32_t n_tokens;
   uint32_t ff;
-  uint32_t fused;  // 1: gate and up are halves of one [n_tokens, 2 * ff] row
+  uint32_t fused;  // 1: gate and up are halves of one [n_tokens, 2 * ff] row; 2: blocks of 16
+                   // columns, gate then up (kSiluBlocked)
   uint32_t _pad0;
 };
 static_assert(sizeof(SiluMulParams) == 16);
@@ -36,9 +37,13 @@ graph::Shape infer_silu_mul(const SiluMulInferCtx& c);
 
 struct SiluMulPlanCtx {
   graph::Shape out;
-  bool fused;
+  uint32_t fused;  // SiluMulParams::fused
   uint32_t max_groups_per_dim;
 };
 void plan_silu_mul(const SiluMulPlanCtx& c, graph::Plan& plan);
+
+// The `fused` value for a [n_tokens, 2 * ff] row whose gate and up columns alternate in blocks
+// of 16 (the fused gate|up weight of linear_q's swiglu epilogue).
+constexpr uint32_t kSiluBlocked = 2;
 
 }  // namespace wgrt::ops

@@ -20,10 +20,15 @@ fn silu_mul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   if (i >= p.n_tokens * p.ff) { return; }
   var gi = i;
   var ui = i;
-  if (p.fused != 0u) {
+  if (p.fused == 1u) {
     let row = i / p.ff;
     gi = i + row * p.ff;  // row * 2ff + col
     ui = gi + p.ff;
+  } else if (p.fused == 2u) {  // gate and up interleaved in blocks of 16 columns
+    let row = i / p.ff;
+    let c = i % p.ff;
+    gi = row * 2u * p.ff + (c / 16u) * 32u + c % 16u;
+    ui = gi + 16u;
   }
   let g = gate[gi];
   // 1 / (1 + e^-g): e^-g overflows to inf for g < -88, giving the right limit 0 (not NaN).

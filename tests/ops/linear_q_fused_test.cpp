@@ -1,0 +1,213 @@
+// The fused linear_q variants (linear_q.h): RMS norm first, residual add, SwiGLU over
+// interleaved gate|up rows, last-row projection with an argmax, on every route, against the
+// plain CPU references composed in the same order (ref::rms_norm, ref::linear, ref::silu_mul,
+// ref::argmax_rows).
+//
+// Tolerances, per output, from the unfused op's (linear_q_test.cpp):
+//   gemv, small_m: 1e-5 * sum_k |xn w| (+ |residual|), xn the normalized activations;
+//   gemm:          plus the int8 activation rounding bound of xn (ref::int8_act_error_bound);
+//   swiglu:        the gate and up bounds carried through silu(g) * u (|silu'| <= 1.1).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "ops/linear_q/linear_q.h"
+#include "ops/quant/quant.h"
+#include "reference/linear_q_ref.h"
+#include "reference/norm_ref.h"
+#include "reference/quant_ref.h"
+#include "reference/reference.h"
+#include "reference/sampling_ref.h"
+#include "reference/silu_mul_ref.h"
+#include "support/device.h"
+#include "support/op_harness.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+using ops::QuantFormat;
+
+struct FusedCase {
+  QuantFormat format;
+  uint32_t gs, k, n, max_m;
+  std::vector<uint32_t> steps;
+  bool norm = false, residual = false, swiglu = false, bias = false;
+  bool head = false;  // last_row + argmax
+};
+
+uint32_t expected_route(const FusedCase& c, uint32_t m) {
+  if (c.head || m == 1) return ops::kLinearQGemv;
+  return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
+}
+
+std::vector<float> dequant(const ops::QuantWeight& w) {
+  return w.format == QuantFormat::Q4gsw ? ref::dequant_q4gsw(w.q, w.scales, w.n, w.k, w.gs)
+                                        : ref::dequant_q8(w.q, w.scales, w.n, w.k, w.gs);
+}
+
+// Reference rows of the fused weight: gate row j at (j / 16) * 32 + j % 16, up 16 rows on.
+std::vector<float> pick_rows(const std::vector<float>& w, uint32_t k, uint32_t n, bool up) {
+  std::vector<float> out;
+  for (uint32_t j = 0; j < n / 2; ++j) {
+    const size_t row = size_t(j / 16) * 32 + j % 16 + (up ? 16 : 0);
+    out.insert(out.end(), w.begin() + row * k, w.begin() + (row + 1) * k);
+  }
+  return out;
+}
+
+void run_fused(const FusedCase& c) {
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {c.max_m, c.k}, .dynamic_dims = 1});
+  ops::QuantTensors wt = ops::add_quant_weight(g, "w", c.format, c.n, c.k, c.gs);
+  std::optional<TensorId> norm, res, bias, am;
+  if (c.norm) norm = add_weight(g, {.name = "norm", .shape = {c.k}});
+  if (c.residual) res = add_input(g, {.name = "res", .max_shape = {c.max_m, c.n}, .dynamic_dims = 1});
+  if (c.bias) bias = add_weight(g, {.name = "bias", .shape = {c.n}});
+  if (c.head) am = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
+  TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x, .q = wt.q,
+                                     .scales = wt.scales, .bias = bias, .norm = norm, .eps = 1e-5f,
+                                     .residual = res, .swiglu = c.swiglu, .last_row = c.head,
+                                     .argmax_out = am});
+  NodeId node = find_node(g, "y");
+  mark_output(g, y);
+  if (am) mark_output(g, *am);
+  build(g);
+
+  auto wf = random_floats(size_t(c.n) * c.k, 11 + c.n, -1.f, 1.f);
+  ops::QuantWeight w = ops::quantize(c.format, wf, c.n, c.k, c.gs);
+  ops::write_quant_weight(g, wt, w);
+  const std::vector<float> wd = dequant(w);
+  std::vector<float> nv, bv;
+  if (norm) {
+    nv = random_floats(c.k, 5, 0.5f, 1.5f);
+    write_tensor<float>(g, *norm, nv);
+  }
+  if (bias) {
+    bv = random_floats(c.n, 6, -1.f, 1.f);
+    write_tensor<float>(g, *bias, bv);
+  }
+
+  uint32_t step = 0;
+  for (uint32_t m : c.steps) {
+    SCOPED_TRACE(fmt::format("step {}: M = {}", step, m));
+    auto xv = random_floats(size_t(m) * c.k, 200 + step, -2.f, 2.f);
+    auto rv = random_floats(size_t(m) * c.n, 300 + step++, -1.f, 1.f);
+    std::vector<ShapeInput> shapes = {{x, {m, c.k}}};
+    std::vector<StepInput> inputs = {{x, xv.data(), xv.size() * 4}};
+    if (res) {
+      shapes.push_back({*res, {m, c.n}});
+      inputs.push_back({*res, rv.data(), rv.size() * 4});
+    }
+    auto got = run_step(g, shapes, {}, inputs, y);
+    ASSERT_EQ(active_route(g, node), expected_route(c, m));
+
+    // The reference: the rows the op projects, normalized, times the weight.
+    const uint32_t rows = c.head ? 1 : m;
+    std::vector<float> xr(xv.end() - ptrdiff_t(rows) * c.k, xv.end());
+    std::vector<float> xn = c.norm ? ref::rms_norm(xr, nv, c.k, 1e-5) : xr;
+    auto bounds = [&](const std::vector<float>& wrows, uint32_t n) {
+      std::vector<float> b = ref::abs_dot(xn, wrows, rows, n, c.k);
+      const bool gemm = expected_route(c, m) == ops::kLinearQGemm;
+      std::vector<float> act = gemm ? ref::int8_act_error_bound(xn, wrows, rows, n, c.k, c.gs) : std::vector<float>();
+      for (size_t i = 0; i < b.size(); ++i) b[i] = 1e-5f * (b[i] + 1.f) + (gemm ? act[i] * 1.01f : 0.f);
+      return b;
+    };
+    std::vector<float> want, bound;
+    if (c.swiglu) {
+      std::vector<float> wg = pick_rows(wd, c.k, c.n, false), wu = pick_rows(wd, c.k, c.n, true);
+      std::vector<float> bg_, bu_;
+      for (uint32_t j = 0; j < c.n / 2; ++j)
+        if (!bv.empty()) {
+          bg_.push_back(bv[(j / 16) * 32 + j % 16]);
+          bu_.push_back(bv[(j / 16) * 32 + j % 16 + 16]);
+        }
+      std::vector<float> gate = ref::linear(xn, wg, bg_, rows, c.n / 2, c.k);
+      std::vector<float> up = ref::linear(xn, wu, bu_, rows, c.n / 2, c.k);
+      std::vector<float> eg = bounds(wg, c.n / 2), eu = bounds(wu, c.n / 2);
+      want = ref::silu_mul(gate, up);
+      for (size_t i = 0; i < want.size(); ++i) {
+        const double s = gate[i] / (1 + std::exp(-double(gate[i])));
+        bound.push_back(float(1.1 * eg[i] * (std::fabs(up[i]) + eu[i]) + std::fabs(s) * eu[i]) + 1e-6f);
+      }
+    } else {
+      want = ref::linear(xn, wd, bv, rows, c.n, c.k);
+      bound = bounds(wd, c.n);
+      if (c.residual)
+        for (size_t i = 0; i < want.size(); ++i) {
+          want[i] += rv[i];
+          bound[i] += 1e-6f * std::fabs(rv[i]);
+        }
+    }
+    ASSERT_EQ(live_shape(g, y), (Shape{rows, c.swiglu ? c.n / 2 : c.n}));
+    EXPECT_TRUE(within(got, want, bound));
+    if (c.head) {
+      // The id is the argmax of the logits the kernel wrote (ties to the lower index) ...
+      std::vector<uint32_t> id = read_output<uint32_t>(g, *am);
+      EXPECT_EQ(id[0], ref::argmax_rows(got, c.n)[0]);
+      // ... and the reference's argmax where it leads by more than the tolerance.
+      const uint32_t best = ref::argmax_rows(want, c.n)[0];
+      bool clear = true;
+      for (uint32_t j = 0; j < c.n; ++j)
+        if (j != best && want[j] >= want[best] - 2 * (bound[j] + bound[best])) clear = false;
+      if (clear) {
+        EXPECT_EQ(id[0], best);
+      }
+    }
+  }
+}
+
+std::vector<OpCase> fused_cases() {
+  std::vector<OpCase> cases;
+  struct V {
+    const char* name;
+    bool norm, residual, swiglu, bias, head;
+  };
+  const V variants[] = {
+      {"norm", true, false, false, false, false},      {"residual", false, true, false, true, false},
+      {"norm_residual", true, true, false, false, false}, {"swiglu", false, false, true, false, false},
+      {"norm_swiglu", true, false, true, true, false},  {"head", true, false, false, false, true},
+  };
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
+    for (const V& v : variants)
+      for (uint32_t gs : {32u, 128u}) {
+        FusedCase c{f, gs, gs * 5, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 1}};
+        c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
+        if (v.head) c.n = 4099;  // several gemv workgroups' partials
+        cases.push_back({fmt::format("{}_{}_gs{}", f == QuantFormat::Q4gsw ? "q4" : "q8", v.name, gs),
+                         [c] { run_fused(c); }});
+      }
+  return cases;
+}
+
+WGRT_OP_CASES(LinearQFused, fused_cases);
+
+TEST(LinearQFusedShapes, InterleavesGateUpRows) {
+  // 32 gate rows and 32 up rows of 2 words: blocks of 16 gate rows, then 16 up rows.
+  std::vector<uint32_t> gate(64), up(64);
+  for (uint32_t i = 0; i < 64; ++i) gate[i] = i, up[i] = 1000 + i;
+  std::vector<uint32_t> out = ops::interleave_swiglu_rows(gate, up, 32, 2);
+  ASSERT_EQ(out.size(), 128u);
+  EXPECT_EQ(out[0], 0u);             // gate row 0
+  EXPECT_EQ(out[15 * 2 + 1], 31u);   // gate row 15, word 1
+  EXPECT_EQ(out[16 * 2], 1000u);     // up row 0
+  EXPECT_EQ(out[32 * 2], 32u);       // gate row 16
+  EXPECT_EQ(out[48 * 2 + 1], 1033u); // up row 16, word 1
+  EXPECT_THROW(ops::interleave_swiglu_rows(gate, up, 30, 2), std::invalid_argument);
+}
+
+TEST(LinearQFusedShapes, RejectsBadCombinations) {
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {4, 96}, .dynamic_dims = 1});
+  ops::QuantTensors w = ops::add_quant_weight(g, "w", QuantFormat::Q4gsw, 40, 96, 32);
+  TensorId am = add_weight(g, {.name = "am", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
+  // swiglu needs N a multiple of 32; argmax needs last_row.
+  EXPECT_THROW(ops::add_linear_q(g, {.name = "a", .x = x, .q = w.q, .scales = w.scales, .swiglu = true}),
+               std::invalid_argument);
+  EXPECT_THROW(ops::add_linear_q(g, {.name = "b", .x = x, .q = w.q, .scales = w.scales, .argmax_out = am}),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace wgrt::test
