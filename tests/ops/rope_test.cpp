@@ -2,7 +2,10 @@
 // scaling, frequency factors, large positions, and a dynamic sequence with pos advancing.
 #include <fmt/format.h>
 
+#include <bit>
+
 #include "ops/rope/rope.h"
+#include "reference/quant_ref.h"
 #include "reference/rope_ref.h"
 #include "support/device.h"
 #include "support/op_harness.h"
@@ -144,6 +147,89 @@ std::vector<OpCase> rope_cases() {
 }
 
 WGRT_OP_CASES(Rope, rope_cases);
+
+// rope_qkv: the rotated q against ref::rope on the q heads, the caches (read back whole) against
+// ref::rope on the k heads and the v heads copied, at each step's positions; f16 caches within
+// f16 rounding.
+struct QkvCase {
+  uint32_t n_heads, n_kv, head_dim, n_rot;
+  bool neox, f16;
+};
+
+void run_rope_qkv(const QkvCase& c) {
+  Graph g(device());
+  const uint32_t max_t = 37, n_ctx = 96, hd = c.head_dim;
+  const uint32_t width = (c.n_heads + 2 * c.n_kv) * hd;
+  RopeCase rc{.n_heads = c.n_heads, .head_dim = hd, .n_rot = c.n_rot, .neox = c.neox, .theta = 500000};
+  TensorId x = add_input(g, {.name = "qkv", .max_shape = {max_t, width}, .dynamic_dims = 1});
+  SymbolId pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = n_ctx - 1});
+  ops::RopeFreqs f = freqs_of(rc);
+  TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", f.n_rot);
+  const DType cd = c.f16 ? DType::F16 : DType::F32;
+  TensorId kc = add_weight(g, {.name = "k_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
+  TensorId vc = add_weight(g, {.name = "v_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
+  TensorId y = ops::add_rope_qkv(g, {.name = "q", .qkv = x, .freqs = freqs, .pos = pos, .n_heads = c.n_heads,
+                                     .n_kv_heads = c.n_kv, .head_dim = hd, .n_rot = c.n_rot,
+                                     .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
+                                     .k_cache = kc, .v_cache = vc});
+  for (TensorId t : {y, kc, vc}) mark_output(g, t);
+  build(g);
+  write_tensor<uint32_t>(g, freqs, ops::rope_freq_table(f));
+
+  auto cache_value = [&](const std::vector<uint32_t>& words, size_t i) {
+    return c.f16 ? ref::half_to_float(uint16_t(words[i / 2] >> (16 * (i % 2)))) : std::bit_cast<float>(words[i]);
+  };
+  RopeCase kcase = rc;
+  kcase.n_heads = c.n_kv;
+  int64_t p = 0;
+  uint32_t step = 0;
+  for (uint32_t n : {37u, 1u, 1u, 5u, 1u}) {
+    SCOPED_TRACE(fmt::format("step {}: {} tokens at {}", step, n, p));
+    auto xv = random_floats(size_t(n) * width, 40 + step++, -2.f, 2.f);
+    ShapeInput s{x, {n, width}};
+    SymbolInput sv{pos, p};
+    update(g, {&s, 1}, {&sv, 1});
+    write_tensor(g, x, xv.data(), xv.size() * 4);
+    execute(g);
+    std::vector<float> qv, kv, vv;
+    for (uint32_t t = 0; t < n; ++t) {
+      const float* row = xv.data() + size_t(t) * width;
+      qv.insert(qv.end(), row, row + c.n_heads * hd);
+      kv.insert(kv.end(), row + c.n_heads * hd, row + (c.n_heads + c.n_kv) * hd);
+      vv.insert(vv.end(), row + (c.n_heads + c.n_kv) * hd, row + width);
+    }
+    EXPECT_TRUE(all_close(read_output<float>(g, y), ref::rope(qv, n, p, ref_of(rc)), kAtol, kRtol));
+    std::vector<float> kw = ref::rope(kv, n, p, ref_of(kcase));
+    std::vector<uint32_t> kgot = read_output<uint32_t>(g, kc), vgot = read_output<uint32_t>(g, vc);
+    std::vector<float> kg, vg, kwant, vwant;
+    for (uint32_t t = 0; t < n; ++t)
+      for (uint32_t h = 0; h < c.n_kv; ++h)
+        for (uint32_t e = 0; e < hd; ++e) {
+          const size_t at = (size_t(h) * n_ctx + size_t(p) + t) * hd + e, src = (size_t(t) * c.n_kv + h) * hd + e;
+          kg.push_back(cache_value(kgot, at));
+          vg.push_back(cache_value(vgot, at));
+          kwant.push_back(kw[src]);
+          vwant.push_back(vv[src]);
+        }
+    const float rt = c.f16 ? 1e-3f : kRtol;
+    EXPECT_TRUE(all_close(kg, kwant, kAtol, rt)) << "k cache";
+    EXPECT_TRUE(all_close(vg, vwant, kAtol, rt)) << "v cache";
+    p += n;
+  }
+}
+
+std::vector<OpCase> rope_qkv_cases() {
+  std::vector<OpCase> cases;
+  const QkvCase shapes[] = {{4, 2, 64, 64, false, true},  {4, 2, 64, 64, true, true},   {3, 1, 128, 128, true, false},
+                            {2, 2, 64, 32, false, false}, {6, 2, 128, 96, true, true},  {1, 1, 16, 16, false, true}};
+  for (const QkvCase& c : shapes)
+    cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv,
+                                 c.head_dim, c.n_rot, c.f16 ? "f16" : "f32"),
+                     [c] { run_rope_qkv(c); }});
+  return cases;
+}
+
+WGRT_OP_CASES(RopeQkv, rope_qkv_cases);
 
 }  // namespace
 }  // namespace wgrt::test

@@ -15,8 +15,8 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(RopeParams, n_tokens)},
                                   {"n_rot", offsetof(RopeParams, n_rot)},
                                   {"pos", offsetof(RopeParams, pos)},
                                   {"neox", offsetof(RopeParams, neox)},
-                                  {"_pad0", offsetof(RopeParams, _pad0)},
-                                  {"_pad1", offsetof(RopeParams, _pad1)}};
+                                  {"n_kv_heads", offsetof(RopeParams, n_kv_heads)},
+                                  {"n_ctx", offsetof(RopeParams, n_ctx)}};
 constexpr uint32_t kWorkgroup = 256;  // rope.wgsl WG
 }  // namespace
 
@@ -138,6 +138,60 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
             plan_rope({a.in[0], head_dim, n_rot, a.sym[pos], layout,
                        a.caps->limits.maxComputeWorkgroupsPerDimension},
                       p);
+          },
+  });
+  return y;
+}
+
+graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
+  const graph::Tensor& x = g.tensors.at(d.qkv.v);
+  const graph::Tensor& kc = g.tensors.at(d.k_cache.v);
+  const graph::Tensor& vc = g.tensors.at(d.v_cache.v);
+  const uint32_t hd = d.head_dim, n_rot = d.n_rot ? d.n_rot : d.head_dim;
+  const uint32_t width = (d.n_heads + 2 * d.n_kv_heads) * hd;
+  if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2 || x.max_shape[1] != width || hd % 4 != 0 ||
+      n_rot % 4 != 0 || n_rot > hd || d.n_heads == 0 || d.n_kv_heads == 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: rope_qkv takes f32 qkv [n_tokens, ({} + 2 * {}) * {}], head_dim and n_rot multiples of 4, got {}",
+        d.name, d.n_heads, d.n_kv_heads, hd, graph::to_string(x.max_shape)));
+  const graph::Shape cache{d.n_kv_heads, kc.max_shape.rank == 3 ? kc.max_shape[1] : 0, hd};
+  if (kc.role != graph::TensorRole::State || vc.role != graph::TensorRole::State || kc.max_shape != cache ||
+      vc.max_shape != cache || kc.dtype != vc.dtype ||
+      (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16))
+    throw std::invalid_argument(fmt::format("{}: the caches must be State tensors [{}, n_ctx, {}] of one dtype "
+                                            "(f32 or f16)", d.name, d.n_kv_heads, hd));
+  const graph::Tensor& f = g.tensors.at(d.freqs.v);
+  if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{n_rot / 2, 2})
+    throw std::invalid_argument(fmt::format("{}: freqs must be u32 [{}, 2] (add_rope_freqs)", d.name, n_rot / 2));
+  const bool f16 = kc.dtype == graph::DType::F16;
+  const uint32_t n_ctx = kc.max_shape[1];
+  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {x.max_shape[0], d.n_heads * hd});
+  graph::KernelSpec k{gpu::make_key("rope", "rope_qkv", {{"F16", f16 ? 1.0 : 0.0}}),
+                      {graph::Binding::of(0, d.qkv), graph::Binding::of(1, d.freqs), graph::Binding::of(2, y),
+                       graph::Binding::params(3), graph::Binding::of(4, d.k_cache),
+                       graph::Binding::of(5, d.v_cache)}};
+  const RopeQkvDesc c = d;
+  graph::add_node(g, graph::Node{
+      .name = d.name,
+      .op = "rope_qkv",
+      .inputs = {d.qkv, d.freqs},
+      .outputs = {y, d.k_cache, d.v_cache},
+      .dynamic = true,
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.qkv, 0), 1, x.max_shape[0], {k}),
+      .infer = [c](const graph::InferArgs& a) { a.out[0] = graph::Shape{a.in[0][0], c.n_heads * c.head_dim}; },
+      .plan =
+          [c, n_rot, n_ctx](const graph::PlanArgs& a, graph::Plan& p) {
+            const uint32_t n = a.in[0][0];
+            const int64_t pos = a.sym[c.pos];
+            if (pos < 0 || pos + n > n_ctx)
+              throw std::out_of_range(fmt::format(
+                  "{}: {} tokens at pos {} go past the context of {} (hint: the cache holds positions 0..{}; "
+                  "start a new sequence or build with a larger n_ctx)", c.name, n, pos, n_ctx, n_ctx - 1));
+            RopeParams rp{n, c.n_heads, c.head_dim, n_rot, uint32_t(pos),
+                          c.layout == RopeLayout::Neox ? 1u : 0u, c.n_kv_heads, n_ctx};
+            p.params[0].set(rp);
+            const uint64_t threads = uint64_t(n) * (c.n_heads + 2 * c.n_kv_heads) * (c.head_dim / 4);
+            p.grids[0] = grid_1d(ceil_div(threads, kWorkgroup), a.caps->limits.maxComputeWorkgroupsPerDimension);
           },
   });
   return y;

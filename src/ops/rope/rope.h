@@ -59,6 +59,23 @@ struct RopeDesc {
 
 graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d);
 
+// RoPE of q and k and the KV-cache write in one dispatch, from a fused projection
+// qkv [n_tokens, (n_heads + 2 n_kv_heads) * head_dim] (q heads, then k, then v): returns the
+// rotated q [n_tokens, n_heads * head_dim]; the rotated k and v go to the caches
+// [n_kv_heads, n_ctx, head_dim] (f32 or f16, State tensors) at positions pos + row.
+// Replaces rope(q), rope(k) and kv_write; the same rotation (rope.wgsl `rotate`).
+struct RopeQkvDesc {
+  std::string name;  // node and output (rotated q) name, e.g. "attn_q_rope.3"
+  graph::TensorId qkv;
+  graph::TensorId freqs;
+  graph::SymbolId pos;
+  uint32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  uint32_t n_rot = 0;  // 0: head_dim; a multiple of 4
+  RopeLayout layout = RopeLayout::Normal;
+  graph::TensorId k_cache, v_cache;
+};
+graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d);
+
 struct RopeParams {
   uint32_t n_tokens;
   uint32_t n_heads;
@@ -66,7 +83,8 @@ struct RopeParams {
   uint32_t n_rot;
   uint32_t pos;
   uint32_t neox;  // 1: pairs (j, j + n_rot / 2)
-  uint32_t _pad0, _pad1;
+  uint32_t n_kv_heads;  // rope_qkv
+  uint32_t n_ctx;       // rope_qkv: positions per cache head
 };
 static_assert(sizeof(RopeParams) == 32);
 extern const ParamLayout kRopeLayout;

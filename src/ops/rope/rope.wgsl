@@ -8,14 +8,18 @@ struct Params {
   n_rot: u32,
   pos: u32,
   neox: u32,
-  _pad0: u32,
-  _pad1: u32,
+  n_kv_heads: u32,
+  n_ctx: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> freqs: array<u32>;  // [n_rot / 2][hi, lo]
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read_write> k_cache: array<u32>;  // rope_qkv
+@group(0) @binding(5) var<storage, read_write> v_cache: array<u32>;
+
+override F16: bool = false;  // rope_qkv: the caches hold f16 pairs
 
 const WG: u32 = 256u;
 
@@ -31,6 +35,19 @@ fn mul_wide(a: u32, b: u32) -> vec2<u32> {
   let p11 = a1 * b1;
   let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
   return vec2<u32>((p00 & 0xffffu) | (mid << 16u), p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+}
+
+// The rotation of pair j of the row at `position` applied to (x0, x1).
+fn rotate(x0: f32, x1: f32, position: u32, j: u32) -> vec2<f32> {
+  // (pos * turns) mod 1 as a 64-bit fraction; only its top 32 bits (and a little of the low
+  // word) matter for an f32 angle.
+  let lo = mul_wide(position, freqs[2u * j + 1u]);
+  let hi = position * freqs[2u * j] + lo.y;  // wraps mod 2^32: whole turns drop out
+  // Signed: [-1/2, 1/2) turn. 2 pi / 2^32 = 1.4629180792671596e-9.
+  let angle = f32(bitcast<i32>(hi)) * 1.4629180792671596e-9 + f32(lo.x) * 3.406121e-19;
+  let c = cos(angle);
+  let s = sin(angle);
+  return vec2<f32>(x0 * c - x1 * s, x0 * s + x1 * c);
 }
 
 @compute @workgroup_size(WG)
@@ -57,17 +74,79 @@ fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     i1 = i0 + half_rot;
   }
 
-  // (pos * turns) mod 1 as a 64-bit fraction; only its top 32 bits (and a little of the low
-  // word) matter for an f32 angle.
+  let r = rotate(x[i0], x[i1], p.pos + token, j);
+  y[i0] = r.x;
+  y[i1] = r.y;
+}
+
+// ---- rope_qkv: RoPE of q and k and the KV-cache write, from one fused projection -----------
+// x is qkv [n_tokens, (n_heads + 2 n_kv_heads) * head_dim]: q heads, k heads, v heads. y gets
+// the rotated q [n_tokens, n_heads * head_dim]; rotated k and v go to the caches
+// [n_kv_heads, n_ctx, head_dim] at position pos + token. A thread owns 4 consecutive output
+// elements of one head (two rotation pairs, whose elements land in whole f16 words in either
+// layout): normal pairs (2j, 2j + 1) for j = 2u, 2u + 1 are elements 4u..4u + 3; neox pairs
+// (j, j + n_rot / 2) are elements 2u, 2u + 1 and n_rot / 2 + 2u, + 1. n_rot % 4 == 0.
+
+fn cache_store(is_k: bool, head: u32, position: u32, e: u32, v: vec2<f32>) {
+  // e: the even element index of the pair within the head row.
+  if (F16) {
+    let w = (head * p.n_ctx + position) * (p.head_dim / 2u) + e / 2u;
+    if (is_k) { k_cache[w] = pack2x16float(v); } else { v_cache[w] = pack2x16float(v); }
+  } else {
+    let w = (head * p.n_ctx + position) * p.head_dim + e;
+    if (is_k) {
+      k_cache[w] = bitcast<u32>(v.x);
+      k_cache[w + 1u] = bitcast<u32>(v.y);
+    } else {
+      v_cache[w] = bitcast<u32>(v.x);
+      v_cache[w + 1u] = bitcast<u32>(v.y);
+    }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn rope_qkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let t = (wid.x + wid.y * nwg.x) * WG + lid;
+  let quads = p.head_dim / 4u;
+  let heads = p.n_heads + 2u * p.n_kv_heads;
+  if (t >= p.n_tokens * heads * quads) { return; }
+  let u = t % quads;
+  let head = (t / quads) % heads;  // q heads, then k, then v
+  let token = t / (quads * heads);
   let position = p.pos + token;
-  let lo = mul_wide(position, freqs[2u * j + 1u]);
-  let hi = position * freqs[2u * j] + lo.y;  // wraps mod 2^32: whole turns drop out
-  // Signed: [-1/2, 1/2) turn. 2 pi / 2^32 = 1.4629180792671596e-9.
-  let angle = f32(bitcast<i32>(hi)) * 1.4629180792671596e-9 + f32(lo.x) * 3.406121e-19;
-  let c = cos(angle);
-  let s = sin(angle);
-  let x0 = x[i0];
-  let x1 = x[i1];
-  y[i0] = x0 * c - x1 * s;
-  y[i1] = x0 * s + x1 * c;
+  let base = (token * heads + head) * p.head_dim;
+  let half_rot = p.n_rot / 2u;
+  let kind = select(select(2u, 1u, head < p.n_heads + p.n_kv_heads), 0u, head < p.n_heads);  // q, k, v
+
+  // The two (first, second) element pairs this thread owns, as stored (before rotation).
+  var e0 = 4u * u;       // pair A = (e0, e0 + 1) after the write
+  var e1 = 4u * u + 2u;  // pair B
+  var a = vec2<f32>(x[base + e0], x[base + e0 + 1u]);
+  var b = vec2<f32>(x[base + e1], x[base + e1 + 1u]);
+  if (kind != 2u) {
+    if (p.neox != 0u && 2u * u < half_rot) {
+      // Rotation pairs (2u, 2u + h) and (2u + 1, 2u + 1 + h), h = n_rot / 2.
+      e0 = 2u * u;
+      e1 = half_rot + 2u * u;
+      let r0 = rotate(x[base + e0], x[base + e1], position, 2u * u);
+      let r1 = rotate(x[base + e0 + 1u], x[base + e1 + 1u], position, 2u * u + 1u);
+      a = vec2<f32>(r0.x, r1.x);
+      b = vec2<f32>(r0.y, r1.y);
+    } else if (p.neox == 0u && 2u * u < half_rot) {
+      a = rotate(a.x, a.y, position, 2u * u);
+      b = rotate(b.x, b.y, position, 2u * u + 1u);
+    }
+  }
+  if (kind == 0u) {
+    let o = (token * p.n_heads + head) * p.head_dim;
+    y[o + e0] = a.x;
+    y[o + e0 + 1u] = a.y;
+    y[o + e1] = b.x;
+    y[o + e1 + 1u] = b.y;
+    return;
+  }
+  let kv_head = select(head - p.n_heads - p.n_kv_heads, head - p.n_heads, kind == 1u);
+  cache_store(kind == 1u, kv_head, position, e0, a);
+  cache_store(kind == 1u, kv_head, position, e1, b);
 }
