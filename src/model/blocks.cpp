@@ -21,24 +21,21 @@ graph::TensorId embed_tokens(BuildContext& b) {
   return apply_embedding(b.g, b.embedding, b.tokens, "token_embd");
 }
 
-graph::TensorId rms_norm(BuildContext& b, graph::TensorId x, const std::string& weight, const std::string& out) {
-  graph::TensorId w = load_vector(b.g, b.loader, weight, b.c.dim);
-  return ops::add_rms_norm(b.g, {.name = out, .x = x, .weight = w, .eps = b.c.norm_eps});
-}
-
 graph::TensorId residual(BuildContext& b, graph::TensorId x, graph::TensorId y, const std::string& out) {
   return ops::add_binary(b.g, {.name = out, .op = ops::Binary::Add, .a = x, .b = y});
 }
 
-graph::TensorId self_attention(BuildContext& b, uint32_t l, graph::TensorId h, const AttentionVariant& v) {
+namespace {
+
+// Unfused attention core, from the normalized input h: separate projections, RoPE, cache write.
+graph::TensorId attention_unfused(BuildContext& b, uint32_t l, graph::TensorId h, const AttentionVariant& v,
+                                  graph::TensorId k_cache, graph::TensorId v_cache) {
   const ModelConfig& c = b.c;
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   auto bias = [&](const char* name) { return v.qkv_bias ? wname(l, name) : std::string(); };
   LinearWeight wq = load_linear(b.g, b.loader, wname(l, "attn_q.weight"), q_dim, c.dim, bias("attn_q.bias"));
   LinearWeight wk = load_linear(b.g, b.loader, wname(l, "attn_k.weight"), kv_dim, c.dim, bias("attn_k.bias"));
   LinearWeight wv = load_linear(b.g, b.loader, wname(l, "attn_v.weight"), kv_dim, c.dim, bias("attn_v.bias"));
-  LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim);
-
   graph::TensorId q = apply_linear(b.g, wq, h, tname("attn_q", l));
   graph::TensorId k = apply_linear(b.g, wk, h, tname("attn_k", l));
   graph::TensorId vv = apply_linear(b.g, wv, h, tname("attn_v", l));
@@ -55,36 +52,101 @@ graph::TensorId self_attention(BuildContext& b, uint32_t l, graph::TensorId h, c
                           .head_dim = c.head_dim, .layout = layout});
   k = ops::add_rope(b.g, {.name = tname("attn_k_rope", l), .x = k, .freqs = b.rope_freqs, .pos = b.pos,
                           .head_dim = c.head_dim, .layout = layout});
+  ops::add_kv_write(b.g, {.name = tname("kv_write", l), .k = k, .v = vv, .k_cache = k_cache, .v_cache = v_cache,
+                          .pos = b.pos});
+  return q;
+}
 
+}  // namespace
+
+graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, const AttentionVariant& v) {
+  const ModelConfig& c = b.c;
+  const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const graph::DType cache_type = b.o.f16_kv ? graph::DType::F16 : graph::DType::F32;
   graph::TensorId k_cache = ops::add_kv_cache(b.g, tname("k_cache", l), cache_type, c.n_kv_heads, b.o.n_ctx, c.head_dim);
   graph::TensorId v_cache = ops::add_kv_cache(b.g, tname("v_cache", l), cache_type, c.n_kv_heads, b.o.n_ctx, c.head_dim);
-  ops::add_kv_write(b.g, {.name = tname("kv_write", l), .k = k, .v = vv, .k_cache = k_cache, .v_cache = v_cache,
-                          .pos = b.pos});
+  graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "attn_norm.weight"), c.dim);
+
+  // Fused: attn_norm inside the q|k|v projection, then RoPE of q and k with the cache write.
+  std::optional<LinearWeight> wqkv;
+  if (!v.qk_norm && c.head_dim % 4 == 0) {
+    std::vector<std::string> biases;
+    if (v.qkv_bias) biases = {wname(l, "attn_q.bias"), wname(l, "attn_k.bias"), wname(l, "attn_v.bias")};
+    wqkv = load_linear_fused(b.g, b.loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"),
+                                             wname(l, "attn_v.weight")},
+                             {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows, biases);
+  }
+  graph::TensorId q;
+  if (wqkv) {
+    graph::TensorId qkv = ops::add_linear_q(b.g, {.name = tname("attn_qkv", l), .format = wqkv->format, .gs = wqkv->gs,
+                                                  .x = x, .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias,
+                                                  .norm = norm, .eps = c.norm_eps});
+    q = ops::add_rope_qkv(b.g, {.name = tname("attn_q_rope", l), .qkv = qkv, .freqs = b.rope_freqs, .pos = b.pos,
+                                .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
+                                .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
+                                .k_cache = k_cache, .v_cache = v_cache});
+  } else {
+    graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("attn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
+    q = attention_unfused(b, l, h, v, k_cache, v_cache);
+  }
   graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = k_cache,
                                                   .v_cache = v_cache, .pos = b.pos, .n_heads = c.n_heads});
-  return apply_linear(b.g, wo, attn, tname("attn_out", l));
+  // The output projection adds the residual in its epilogue.
+  LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim);
+  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l));
 }
 
-graph::TensorId swiglu_ffn(BuildContext& b, uint32_t l, graph::TensorId h) {
+graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x) {
   const ModelConfig& c = b.c;
-  LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate.weight"), c.ff, c.dim);
-  LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up.weight"), c.ff, c.dim);
+  graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "ffn_norm.weight"), c.dim);
+  // Fused: ffn_norm inside the gate|up projection, SiLU(gate) * up in its epilogue.
+  std::optional<LinearWeight> gate_up = load_linear_fused(
+      b.g, b.loader, {wname(l, "ffn_gate.weight"), wname(l, "ffn_up.weight")}, {c.ff, c.ff}, c.dim, FuseLayout::SwiGlu);
+  graph::TensorId act;
+  if (gate_up) {
+    act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
+                                  .q = gate_up->q.q, .scales = gate_up->q.scales, .norm = norm, .eps = c.norm_eps,
+                                  .swiglu = true});
+  } else {
+    graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
+    LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate.weight"), c.ff, c.dim);
+    LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up.weight"), c.ff, c.dim);
+    graph::TensorId g = apply_linear(b.g, gate, h, tname("ffn_gate", l));
+    graph::TensorId u = apply_linear(b.g, up, h, tname("ffn_up", l));
+    act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u});
+  }
   LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down.weight"), c.dim, c.ff);
-  graph::TensorId g = apply_linear(b.g, gate, h, tname("ffn_gate", l));
-  graph::TensorId u = apply_linear(b.g, up, h, tname("ffn_up", l));
-  graph::TensorId act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u});
-  return apply_linear(b.g, down, act, tname("ffn_down", l));
+  return apply_linear_residual(b, down, act, x, tname("ffn_residual", l));
+}
+
+graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
+                                      const std::string& out) {
+  if (w.kind == LinearWeight::Kind::Quant)
+    return ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
+                                   .scales = w.q.scales, .bias = w.bias, .residual = x});
+  graph::TensorId y = apply_linear(b.g, w, in, out + ".proj");
+  return residual(b, x, y, out);
 }
 
 void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   const ModelConfig& c = b.c;
-  if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
-  x = rms_norm(b, x, "output_norm.weight", "output_norm");
   const bool tied = c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
+  graph::TensorId norm = load_vector(b.g, b.loader, "output_norm.weight", c.dim);
   LinearWeight out = tied ? b.embedding.table : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim);
-  mg.logits = apply_linear(b.g, out, x, "logits");
-  mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits});
+  if (!b.o.all_logits && out.kind == LinearWeight::Kind::Quant) {
+    // Fused: the last row's output_norm, the vocabulary projection and the argmax in one
+    // kernel (+ the partials' reduction), the id landing where the next step can read it.
+    mg.argmax = graph::add_weight(b.g, {.name = "next_token", .dtype = graph::DType::U32, .shape = {1},
+                                        .role = graph::TensorRole::State});
+    mg.logits = ops::add_linear_q(b.g, {.name = "logits", .format = out.format, .gs = out.gs, .x = x, .q = out.q.q,
+                                        .scales = out.q.scales, .bias = out.bias, .norm = norm, .eps = c.norm_eps,
+                                        .last_row = true, .argmax_out = mg.argmax});
+  } else {
+    if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
+    x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
+    mg.logits = apply_linear(b.g, out, x, "logits");
+    mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits});
+  }
   ops::TopKOutputs top = ops::add_top_k(b.g, {.name = "top_k", .logits = mg.logits, .k = mg.top_k});
   mg.top_ids = top.indices;
   mg.top_logits = top.values;

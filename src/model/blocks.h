@@ -26,19 +26,25 @@ std::string wname(uint32_t layer, const char* what);
 std::string tname(const char* what, uint32_t layer);
 
 graph::TensorId embed_tokens(BuildContext& b);
-graph::TensorId rms_norm(BuildContext& b, graph::TensorId x, const std::string& weight, const std::string& out);
 graph::TensorId residual(BuildContext& b, graph::TensorId x, graph::TensorId y, const std::string& out);
 
 struct AttentionVariant {
   bool qkv_bias = false;  // qwen2
   bool qk_norm = false;   // qwen3: RMS norm over each head of q and k before RoPE
 };
-// Grouped-query self-attention with RoPE over the layer's KV cache; returns the output
-// projection's result [n_tokens, dim].
-graph::TensorId self_attention(BuildContext& b, uint32_t layer, graph::TensorId h, const AttentionVariant& v);
+// x + attention(attn_norm(x)): grouped-query self-attention with RoPE over the layer's KV
+// cache. Where the q, k and v weights share one quantized format, attn_norm runs inside one
+// fused q|k|v projection and RoPE and the cache write are one kernel; the output projection
+// adds the residual in its epilogue.
+graph::TensorId attention_block(BuildContext& b, uint32_t layer, graph::TensorId x, const AttentionVariant& v);
 
-// SwiGLU feed-forward: down(silu(gate(h)) * up(h)).
-graph::TensorId swiglu_ffn(BuildContext& b, uint32_t layer, graph::TensorId h);
+// x + down(silu(gate(h)) * up(h)), h = ffn_norm(x): with quantized gate and up, the norm, one
+// fused gate|up projection and SiLU * up are one kernel; down adds the residual.
+graph::TensorId ffn_block(BuildContext& b, uint32_t layer, graph::TensorId x);
+
+// x + w(in), fused into linear_q's epilogue for quantized weights.
+graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
+                                      const std::string& out);
 
 // Final norm, the last position's row (unless all_logits), output projection and GPU
 // sampling reductions; fills the graph outputs of `mg`.

@@ -7,12 +7,8 @@ namespace wgrt::model {
 graph::TensorId build_llama(BuildContext& b) {
   graph::TensorId x = embed_tokens(b);
   for (uint32_t l = 0; l < b.c.n_layers; ++l) {
-    graph::TensorId h = rms_norm(b, x, wname(l, "attn_norm.weight"), tname("attn_norm", l));
-    graph::TensorId attn = self_attention(b, l, h, {});
-    x = residual(b, x, attn, tname("attn_residual", l));
-    h = rms_norm(b, x, wname(l, "ffn_norm.weight"), tname("ffn_norm", l));
-    graph::TensorId ffn = swiglu_ffn(b, l, h);
-    x = residual(b, x, ffn, tname("ffn_residual", l));
+    x = attention_block(b, l, x, {});
+    x = ffn_block(b, l, x);
   }
   return x;
 }

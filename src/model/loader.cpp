@@ -54,6 +54,8 @@ ops::QuantWeight to_quant(const WeightView& w, ops::QuantFormat fmt, uint32_t n,
   return ops::quantize(fmt, f, n, k, gs);
 }
 
+uint32_t k_words(const LinearWeight& w) { return w.k / ops::values_per_word(w.format); }
+
 }  // namespace
 
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
@@ -93,6 +95,103 @@ LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, ui
     }
   }
   if (!bias_name.empty() && find_weight(*l.model, bias_name)) lw.bias = load_vector(g, l, bias_name, n);
+  return lw;
+}
+
+namespace {
+
+// f16 scale rows: the packed pairs as one u32 per value, and back (rows of odd length do not
+// start on a word boundary, so rows are moved value by value).
+std::vector<uint32_t> unpack_halves(const std::vector<uint32_t>& words, size_t count) {
+  std::vector<uint32_t> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = (words[i / 2] >> (16 * (i % 2))) & 0xffffu;
+  return v;
+}
+std::vector<uint32_t> pack_halves(const std::vector<uint32_t>& v) {
+  std::vector<uint32_t> words((v.size() + 1) / 2, 0);
+  for (size_t i = 0; i < v.size(); ++i) words[i / 2] |= v[i] << (16 * (i % 2));
+  return words;
+}
+
+}  // namespace
+
+std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
+                                              const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
+                                              const std::vector<std::string>& bias_names) {
+  std::vector<const WeightView*> parts;
+  LinearWeight lw;
+  uint32_t n = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const WeightView& w = get_weight(*l.model, names[i], {k, rows[i]});
+    ops::QuantFormat f{};
+    uint32_t gs = 0;
+    if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
+    if (i > 0 && (f != lw.format || gs != lw.gs)) return std::nullopt;
+    lw.format = f;
+    lw.gs = gs;
+    parts.push_back(&w);
+    n += rows[i];
+  }
+  if (layout == FuseLayout::SwiGlu && (parts.size() != 2 || rows[0] != rows[1] || rows[0] % 16 != 0))
+    return std::nullopt;
+  bool all_bias = !bias_names.empty();
+  for (const std::string& b : bias_names) all_bias = all_bias && find_weight(*l.model, b);
+
+  const std::string name = names[0] + "+fused";
+  lw.kind = LinearWeight::Kind::Quant;
+  lw.n = n;
+  lw.k = k;
+  lw.q = ops::add_quant_weight(g, name, lw.format, n, k, lw.gs);
+  l.gpu_bytes += (ops::quant_q_words(lw.format, n, k) + ops::quant_scale_words(n, k, lw.gs)) * 4;
+  l.writes.push_back([parts, rows, layout, lw](graph::Graph& gg) {
+    const uint32_t qw = k_words(lw), sw = lw.k / lw.gs;
+    std::vector<std::vector<uint32_t>> q, sc;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      ops::QuantWeight w = to_quant(*parts[i], lw.format, rows[i], lw.k, lw.gs);
+      q.push_back(std::move(w.q));
+      sc.push_back(unpack_halves(w.scales, size_t(rows[i]) * sw));
+    }
+    ops::QuantWeight out{.format = lw.format, .n = lw.n, .k = lw.k, .gs = lw.gs};
+    std::vector<uint32_t> halves;
+    if (layout == FuseLayout::SwiGlu) {
+      out.q = ops::interleave_swiglu_rows(q[0], q[1], rows[0], qw);
+      halves = ops::interleave_swiglu_rows(sc[0], sc[1], rows[0], sw);
+    } else {
+      for (size_t i = 0; i < parts.size(); ++i) {
+        out.q.insert(out.q.end(), q[i].begin(), q[i].end());
+        halves.insert(halves.end(), sc[i].begin(), sc[i].end());
+      }
+    }
+    out.scales = pack_halves(halves);
+    ops::write_quant_weight(gg, lw.q, out);
+  });
+  if (all_bias) {
+    std::vector<const WeightView*> bparts;
+    for (size_t i = 0; i < bias_names.size(); ++i) bparts.push_back(&get_weight(*l.model, bias_names[i], {rows[i]}));
+    graph::TensorId t = graph::add_weight(g, {.name = name + ".bias", .dtype = graph::DType::F32, .shape = {n}});
+    l.gpu_bytes += uint64_t(n) * 4;
+    l.writes.push_back([bparts, layout, t, rows](graph::Graph& gg) {
+      std::vector<std::vector<float>> v;
+      for (const WeightView* b : bparts) v.push_back(weight_to_f32(*b));
+      std::vector<float> all;
+      if (layout == FuseLayout::SwiGlu) {
+        std::vector<uint32_t> a(v[0].size()), b(v[1].size());
+        std::memcpy(a.data(), v[0].data(), a.size() * 4);
+        std::memcpy(b.data(), v[1].data(), b.size() * 4);
+        std::vector<uint32_t> m = ops::interleave_swiglu_rows(a, b, rows[0], 1);
+        all.resize(m.size());
+        std::memcpy(all.data(), m.data(), m.size() * 4);
+      } else {
+        for (const auto& x : v) all.insert(all.end(), x.begin(), x.end());
+      }
+      graph::write_tensor(gg, t, all.data(), all.size() * 4);
+    });
+    lw.bias = t;
+  } else if (!bias_names.empty()) {
+    for (const std::string& b : bias_names)
+      if (find_weight(*l.model, b))
+        throw ModelError(fmt::format("{}: some but not all of the fused projection's parts have biases", b));
+  }
   return lw;
 }
 

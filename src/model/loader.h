@@ -52,6 +52,17 @@ struct Loader {
 // upload. `bias_name`, when the model has it, becomes a [n] f32 bias.
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
                          const std::string& bias_name = "");
+// Several weights [n_i, k] as one fused matrix, so one kernel reads them all:
+//   Rows    rows of each in turn (q|k|v: [n_q + n_k + n_v, k]); biases, when every part has
+//           one, concatenated the same way;
+//   SwiGlu  gate and up [ff, k] as (gate, up) blocks of 16 rows (linear_q's swiglu layout).
+// Only when every part becomes the same quantized format and group size (the fused kernels
+// are linear_q's); otherwise nullopt, and the caller loads the parts one by one.
+enum class FuseLayout : uint8_t { Rows, SwiGlu };
+std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
+                                              const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
+                                              const std::vector<std::string>& bias_names = {});
+
 // A vector [n] as f32 (norm weights, biases).
 graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n);
 
