@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace wgrt::gpu {
@@ -25,31 +26,44 @@ void upload(Device& dev, WGPUBuffer dst, uint64_t offset, const void* data, size
   }
 }
 
-void map_read(Device& dev, WGPUBuffer staging, size_t bytes, void* dst) {
-  size_t mapped = size_t(align_up(bytes, 4));
-  struct Mapped {
-    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
-    std::string message;
-  } m;
+void map_read_begin(Device& dev, WGPUBuffer staging, size_t bytes, MapRequest& r) {
+  r.bytes = bytes;
+  r.status = WGPUMapAsyncStatus_Error;
+  r.message.clear();
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPUMapAsyncStatus status, WGPUStringView message, void* u1, void*) {
-    auto* r = static_cast<Mapped*>(u1);
-    r->status = status;
-    r->message = to_string(message);
+    auto* req = static_cast<MapRequest*>(u1);
+    req->status = status;
+    req->message = to_string(message);
   };
-  cb.userdata1 = &m;
-  wait(dev, wgpuBufferMapAsync(staging, WGPUMapMode_Read, 0, mapped, cb));
+  cb.userdata1 = &r;
+  r.future = wgpuBufferMapAsync(staging, WGPUMapMode_Read, 0, size_t(align_up(bytes, 4)), cb);
+  r.pending = true;
+  (void)dev;
+}
+
+void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes) {
+  if (!r.pending) throw GpuError("map_read_end: no mapping was begun for this buffer");
+  r.pending = false;
+  wait(dev, r.future);
   check(dev);
-  if (m.status != WGPUMapAsyncStatus_Success)
-    throw GpuError(fmt::format("mapping a read-back buffer failed: {}", m.message));
+  if (r.status != WGPUMapAsyncStatus_Success)
+    throw GpuError(fmt::format("mapping a read-back buffer failed: {}", r.message));
+  const size_t mapped = size_t(align_up(r.bytes, 4));
   const void* src = wgpuBufferGetConstMappedRange(staging, 0, mapped);
   if (!src) {
     wgpuBufferUnmap(staging);
     throw GpuError("read-back buffer mapped but its range is unavailable");
   }
-  std::memcpy(dst, src, bytes);
+  if (dst) std::memcpy(dst, src, std::min(bytes, r.bytes));
   wgpuBufferUnmap(staging);
+}
+
+void map_read(Device& dev, WGPUBuffer staging, size_t bytes, void* dst) {
+  MapRequest r;
+  map_read_begin(dev, staging, bytes, r);
+  map_read_end(dev, staging, r, dst, bytes);
 }
 
 void read_buffer(Device& dev, WGPUBuffer src, uint64_t offset, size_t bytes, void* dst) {

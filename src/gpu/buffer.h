@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,20 @@ void upload(Device& dev, WGPUBuffer dst, std::span<const T> values, uint64_t off
 
 // Maps a MapRead staging buffer, copies `bytes` out, unmaps. Waits for the GPU.
 void map_read(Device& dev, WGPUBuffer staging, size_t bytes, void* dst);
+
+// The same in two halves, so the wait can come later: begin right after the submit that fills
+// the buffer (the mapping then waits for that work only), end when the data is needed. `r`
+// must stay at its address in between (the callback writes into it).
+struct MapRequest {
+  WGPUFuture future{};
+  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+  std::string message;
+  size_t bytes = 0;
+  bool pending = false;
+};
+void map_read_begin(Device& dev, WGPUBuffer staging, size_t bytes, MapRequest& r);
+// Waits for the mapping, copies min(bytes, r.bytes) to dst (none when dst is null), unmaps.
+void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes);
 
 // Reads `bytes` of `src` from `offset` through a temporary staging buffer. For tests and
 // tools; the token path reads through staging buffers it allocated at build.

@@ -158,11 +158,17 @@ void allocate(Graph& g) {
   g.buffers.clear();
   g.staging.clear();
   g.uniforms.clear();
-  for (const Tensor& t : g.tensors) {
-    g.buffers.push_back(gpu::create_buffer(dev, t.bytes, gpu::kStorageUsage, t.name));
-    g.staging.push_back(t.is_output
-                            ? gpu::create_buffer(dev, t.bytes, gpu::kReadbackUsage, t.name + " readback")
-                            : gpu::Buffer{});
+  for (const Tensor& t : g.tensors) g.buffers.push_back(gpu::create_buffer(dev, t.bytes, gpu::kStorageUsage, t.name));
+  for (TensorId id : g.outputs) {
+    const Tensor& t = g.tensors[id.v];
+    auto& slots = g.staging.emplace_back();
+    for (int i = 0; i < kReadbackSlots; ++i)
+      slots[size_t(i)] = gpu::create_buffer(dev, t.bytes, gpu::kReadbackUsage, fmt::format("{} readback {}", t.name, i));
+  }
+  for (ReadbackSlot& slot : g.readback) {
+    slot.serial = 0;
+    slot.bytes.assign(g.outputs.size(), 0);
+    slot.maps = std::vector<gpu::MapRequest>(g.outputs.size());
   }
   for (const Node& node : g.nodes)
     g.uniforms.push_back(uses_params(node)

@@ -39,9 +39,42 @@ void write_tensor(Graph& g, TensorId t, const void* data, size_t bytes) {
   gpu::upload(*g.dev, g.buffers[t.v].get(), 0, data, bytes);
 }
 
-void execute(Graph& g, gpu::Profiler* profiler) {
+namespace {
+
+int output_index(const Graph& g, TensorId t) {
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (g.outputs[i] == t) return int(i);
+  return -1;
+}
+
+// Waits out and unmaps whatever a slot still has mapped, before it is filled again.
+void drain(Graph& g, ReadbackSlot& slot, size_t s) {
+  for (size_t i = 0; i < slot.maps.size(); ++i)
+    if (slot.maps[i].pending) gpu::map_read_end(*g.dev, g.staging[i][s].get(), slot.maps[i], nullptr, 0);
+  std::fill(slot.bytes.begin(), slot.bytes.end(), 0);
+}
+
+}  // namespace
+
+Graph::~Graph() {
+  for (size_t s = 0; s < readback.size(); ++s)
+    for (size_t i = 0; i < readback[s].maps.size(); ++i)
+      if (readback[s].maps[i].pending) {
+        try {
+          gpu::map_read_end(*dev, staging[i][s].get(), readback[s].maps[i], nullptr, 0);
+        } catch (const std::exception&) {  // a lost device: the mapping is void anyway
+        }
+      }
+}
+
+Snapshot execute(Graph& g, const ExecuteOptions& o) {
   if (!g.planned) throw std::logic_error("execute: build the graph first");
   gpu::Device& dev = *g.dev;
+  gpu::Profiler* profiler = o.profiler;
+  const size_t s = size_t(g.stats.executes % kReadbackSlots);
+  ReadbackSlot& slot = g.readback[s];
+  drain(g, slot, s);
+
   auto enc = gpu::CommandEncoder::adopt(wgpuDeviceCreateCommandEncoder(dev.get(), nullptr));
   if (!profiler) {
     gpu::ComputePass pass = gpu::begin_compute_pass(enc.get(), nullptr, "wgrt graph");
@@ -51,32 +84,78 @@ void execute(Graph& g, gpu::Profiler* profiler) {
     // A pass per node so each gets its own GPU timestamps.
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const Route& r = g.nodes[n].routes.routes[g.live.nodes[n].route];
+      if (r.kernels.empty()) continue;
       gpu::ComputePass pass = gpu::begin_compute_pass(
           enc.get(), profiler, fmt::format("{} [{}:{}]", g.nodes[n].name, g.nodes[n].op, r.name));
       encode_node(g, n, pass.get());
       wgpuComputePassEncoderEnd(pass.get());
     }
   }
-  for (TensorId t : g.outputs)
-    wgpuCommandEncoderCopyBufferToBuffer(enc.get(), g.buffers[t.v].get(), 0, g.staging[t.v].get(),
-                                         0, live_bytes(g, t));
+  auto copy = [&](size_t i) {
+    const TensorId t = g.outputs[i];
+    slot.bytes[i] = live_bytes(g, t);
+    wgpuCommandEncoderCopyBufferToBuffer(enc.get(), g.buffers[t.v].get(), 0, g.staging[i][s].get(), 0, slot.bytes[i]);
+  };
+  if (!o.read_none) {
+    if (o.read.empty()) {
+      for (size_t i = 0; i < g.outputs.size(); ++i) copy(i);
+    } else {
+      for (TensorId t : o.read) {
+        const int i = output_index(g, t);
+        if (i < 0)
+          throw std::invalid_argument(fmt::format("execute: '{}' is not a marked output (hint: mark_output before "
+                                                  "build)", t.v < g.tensors.size() ? g.tensors[t.v].name : "?"));
+        copy(size_t(i));
+      }
+    }
+  }
   if (profiler) gpu::resolve_profile(*profiler, enc.get());
   auto cmd = gpu::CommandBuffer::adopt(wgpuCommandEncoderFinish(enc.get(), nullptr));
   WGPUCommandBuffer raw = cmd.get();
   wgpuQueueSubmit(dev.queue.get(), 1, &raw);
   ++g.stats.executes;
+  // Map right after the submit: each mapping then waits for this step's work only.
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (slot.bytes[i]) gpu::map_read_begin(dev, g.staging[i][s].get(), slot.bytes[i], slot.maps[i]);
+  slot.serial = uint64_t(g.stats.executes);
+  g.last = Snapshot{slot.serial, uint32_t(s)};
   gpu::check(dev);
+  return g.last;
 }
 
-void read_output(Graph& g, TensorId t, void* dst, size_t bytes) {
-  if (t.v >= g.tensors.size() || !g.tensors[t.v].is_output)
-    throw std::invalid_argument(fmt::format("read_output: tensor id {} is not a marked output", t.v));
-  uint64_t live = dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]);
-  if (bytes > live)
-    throw std::invalid_argument(fmt::format("read_output: {} bytes asked of '{}', whose live shape "
-                                            "{} holds {}", bytes, g.tensors[t.v].name,
-                                            to_string(g.live.shapes[t.v]), live));
-  gpu::map_read(*g.dev, g.staging[t.v].get(), bytes, dst);
+namespace {
+
+size_t snapshot_index(const Graph& g, const Snapshot& snap, TensorId t) {
+  const int i = t.v < g.tensors.size() && g.tensors[t.v].is_output ? output_index(g, t) : -1;
+  if (i < 0) throw std::invalid_argument(fmt::format("read_output: tensor id {} is not a marked output", t.v));
+  if (snap.serial == 0 || snap.slot >= kReadbackSlots || g.readback[snap.slot].serial != snap.serial)
+    throw std::invalid_argument(fmt::format(
+        "read_output: the snapshot of execute {} is gone (hint: read a step's outputs before two more executes)",
+        snap.serial));
+  if (g.readback[snap.slot].bytes[size_t(i)] == 0)
+    throw std::invalid_argument(fmt::format("read_output: execute {} did not read back '{}' (hint: list it in "
+                                            "ExecuteOptions::read)", snap.serial, g.tensors[t.v].name));
+  return size_t(i);
+}
+
+}  // namespace
+
+uint64_t snapshot_bytes(const Graph& g, const Snapshot& snap, TensorId t) {
+  return g.readback[snap.slot].bytes[snapshot_index(g, snap, t)];
+}
+
+void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t bytes) {
+  const size_t i = snapshot_index(g, snap, t);
+  ReadbackSlot& slot = g.readback[snap.slot];
+  if (bytes > slot.bytes[i])
+    throw std::invalid_argument(fmt::format("read_output: {} bytes asked of '{}', whose snapshot holds {}", bytes,
+                                            g.tensors[t.v].name, slot.bytes[i]));
+  WGPUBuffer staging = g.staging[i][snap.slot].get();
+  if (slot.maps[i].pending) {
+    gpu::map_read_end(*g.dev, staging, slot.maps[i], dst, bytes);
+  } else {
+    gpu::map_read(*g.dev, staging, bytes, dst);  // read a second time
+  }
 }
 
 }  // namespace wgrt::graph

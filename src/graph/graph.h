@@ -18,12 +18,14 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <array>
 #include <functional>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "gpu/buffer.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
 #include "gpu/profiler.h"
@@ -160,6 +162,20 @@ struct GraphStats {
   int64_t executes = 0;
 };
 
+// Double-buffered read-back: each execute copies the outputs it is asked for, at their live
+// size, into one of two slots of staging buffers and starts mapping them; a Snapshot names that
+// execute, so reading it after the next update and execute still gives its own values.
+constexpr int kReadbackSlots = 2;
+struct ReadbackSlot {
+  uint64_t serial = 0;                // the execute that filled it (1-based; 0: none)
+  std::vector<uint64_t> bytes;        // per output (g.outputs order): bytes copied, 0 if not
+  std::vector<gpu::MapRequest> maps;  // per output; sized once at build (the callbacks hold addresses)
+};
+struct Snapshot {
+  uint64_t serial = 0;
+  uint32_t slot = 0;
+};
+
 struct CompiledKernel {
   const gpu::Pipeline* pipeline = nullptr;  // owned by the device's cache
   gpu::BindGroup bind_group;
@@ -167,6 +183,9 @@ struct CompiledKernel {
 
 struct Graph {
   explicit Graph(gpu::Device& device) : dev(&device) {}
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();  // finishes pending read-back mappings (their callbacks hold addresses in here)
 
   gpu::Device* dev;
   std::deque<Tensor> tensors;  // a deque: references stay valid while ops add tensors
@@ -179,7 +198,9 @@ struct Graph {
   uint32_t uniform_stride = 256;  // per dispatch slot, >= minUniformBufferOffsetAlignment
   std::vector<gpu::Buffer> buffers;   // per tensor
   std::vector<gpu::Buffer> uniforms;  // per node: kMaxDispatches slots
-  std::vector<gpu::Buffer> staging;   // per tensor; only outputs have one
+  std::vector<std::array<gpu::Buffer, kReadbackSlots>> staging;  // per output (g.outputs order)
+  std::array<ReadbackSlot, kReadbackSlots> readback;
+  Snapshot last;  // of the latest execute
   std::vector<std::vector<std::vector<CompiledKernel>>> compiled;  // [node][route][kernel]
 
   LiveState live;
@@ -219,15 +240,31 @@ void write_tensor(Graph& g, TensorId t, std::span<const T> values) {
   write_tensor(g, t, values.data(), values.size_bytes());
 }
 
-void execute(Graph& g, gpu::Profiler* profiler = nullptr);
+struct ExecuteOptions {
+  std::span<const TensorId> read;  // the outputs to snapshot (read back); empty: every output
+  bool read_none = false;          // snapshot nothing
+  gpu::Profiler* profiler = nullptr;
+};
+// Encodes and submits the step; does not wait for it.
+Snapshot execute(Graph& g, const ExecuteOptions& o = {});
+inline Snapshot execute(Graph& g, gpu::Profiler* profiler) { return execute(g, ExecuteOptions{.profiler = profiler}); }
 
-// An output's contents at its live size, after execute().
-void read_output(Graph& g, TensorId t, void* dst, size_t bytes);
+// An output's contents as snapshotted by `snap` (waits for that execute's GPU work only).
+// Throws if the snapshot did not read `t` or a later execute reused its slot.
+void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t bytes);
+// Bytes `snap` holds of output `t`.
+uint64_t snapshot_bytes(const Graph& g, const Snapshot& snap, TensorId t);
+// From the latest execute.
+inline void read_output(Graph& g, TensorId t, void* dst, size_t bytes) { read_output(g, g.last, t, dst, bytes); }
+template <class T>
+std::vector<T> read_output(Graph& g, const Snapshot& snap, TensorId t) {
+  std::vector<T> out(size_t(snapshot_bytes(g, snap, t) / sizeof(T)));
+  read_output(g, snap, t, out.data(), out.size() * sizeof(T));
+  return out;
+}
 template <class T>
 std::vector<T> read_output(Graph& g, TensorId t) {
-  std::vector<T> out(size_t(dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]) / sizeof(T)));
-  read_output(g, t, out.data(), out.size() * sizeof(T));
-  return out;
+  return read_output<T>(g, g.last, t);
 }
 
 // Introspection (tests, dumps).

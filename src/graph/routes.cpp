@@ -23,9 +23,10 @@ void validate_routes(const RouteSet& set, int64_t lo, int64_t hi, const std::str
       throw std::invalid_argument(fmt::format(
           "routes on {}: route '{}' has the empty range [{}, {}] (hint: lo must be <= hi)",
           key_name, r.name, r.lo, r.hi));
-    if (r.kernels.empty())
+    if (r.kernels.empty() != r.idle)
       throw std::invalid_argument(
-          fmt::format("routes on {}: route '{}' [{}, {}] has no kernel", key_name, r.name, r.lo, r.hi));
+          fmt::format("routes on {}: route '{}' [{}, {}] has {} (hint: only a route marked idle runs no "
+                      "kernel)", key_name, r.name, r.lo, r.hi, r.idle ? "kernels but is marked idle" : "no kernel"));
   }
   std::vector<const Route*> sorted;
   for (const auto& r : set.routes) sorted.push_back(&r);

@@ -46,6 +46,7 @@ struct Route {
   int64_t lo = 0;
   int64_t hi = 0;    // inclusive
   std::vector<KernelSpec> kernels;
+  bool idle = false;  // declared to do nothing (no kernels): a node that only runs when asked
 };
 
 struct RouteSet {

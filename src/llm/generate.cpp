@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 namespace wgrt::llm {
@@ -50,6 +51,13 @@ bool is_end_token(const Session& s, int32_t id) {
   return id == v.eos_id || id == v.eot_id;
 }
 
+// What a decode step must read back for this sampler.
+Readout step_readout(const Session& s, const SamplerParams& p) {
+  if (p.temperature == 0 && !needs_all_logits(p)) return Readout::Argmax;
+  if (needs_all_logits(p) || p.top_k == 0 || p.top_k > s.mg.top_k) return Readout::Logits;
+  return Readout::TopK;
+}
+
 int32_t pick_next(Session& s, Sampler& sampler) {
   if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
     int32_t id = read_argmax(s);
@@ -67,6 +75,38 @@ int32_t pick_next(Session& s, Sampler& sampler) {
   }
   return sample(sampler, cands);
 }
+
+// Streams one generated token; false when generation ends with it (the reason is set).
+struct Emitter {
+  Session& s;
+  const GenerateOptions& o;
+  GenerateStats& st;
+  const std::function<void(std::string_view)>& on_text;
+  StopFilter filter;
+  tokenizer::StreamDecoder dec;
+
+  bool push(int32_t id) {
+    if (is_end_token(s, id)) {
+      st.stop_reason = "eos";
+      return false;
+    }
+    ++st.n_generated;
+    std::string text = stop_filter_push(filter, tokenizer::decode_next(dec, id));
+    if (!text.empty()) on_text(text);
+    if (filter.stopped) {
+      st.stop_reason = "stop string";
+      return false;
+    }
+    return !budget_spent();
+  }
+  bool budget_spent() const { return o.n_predict > 0 && st.n_generated >= size_t(o.n_predict); }
+  // Another token after the next one may still be wanted.
+  bool wants_two_more() const { return o.n_predict < 0 || st.n_generated + 2 <= size_t(o.n_predict); }
+  void flush() {
+    std::string tail = stop_filter_push(filter, tokenizer::decode_flush(dec)) + stop_filter_flush(filter);
+    if (!tail.empty()) on_text(tail);
+  }
+};
 
 }  // namespace
 
@@ -88,46 +128,70 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
     dump.open(o.dump_logits, std::ios::binary | std::ios::trunc);
     if (!dump) throw std::runtime_error(fmt::format("{}: cannot open for writing (hint: check the path)", o.dump_logits));
   }
+  const Readout readout = dump.is_open() ? Readout::All : step_readout(s, o.sampling);
+  // Greedy decoding keeps step t + 1 in flight while step t's token is read (session.h).
+  const bool pipelined = readout == Readout::Argmax && can_feed(s);
   auto t0 = Clock::now();
   eval(s, prompt, [&](size_t, size_t) {
     if (!dump.is_open()) return;
     std::vector<float> rows = read_logits(s);
     dump.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(float)));
-  });
+  }, readout);
   st.n_prompt = prompt.size();
   if (dump.is_open()) {
     dump.close();
     if (!dump) throw std::runtime_error(fmt::format("{}: write failed", o.dump_logits));
   }
-  int32_t next = o.n_predict == 0 ? -1 : pick_next(s, sampler);
-  st.prompt_seconds = since(t0);
-
-  StopFilter filter{o.stop, {}, false};
-  tokenizer::StreamDecoder dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
-  auto t1 = Clock::now();
+  Emitter em{s, o, st, on_text, StopFilter{o.stop, {}, false},
+             tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false)};
   st.stop_reason = "length";
-  while (o.n_predict != 0) {
-    if (is_end_token(s, next)) {
-      st.stop_reason = "eos";
-      break;
+  if (o.n_predict == 0) {
+    st.prompt_seconds = since(t0);
+    return st;
+  }
+
+  if (pipelined) {
+    graph::Snapshot step = s.last;  // holds the next token
+    std::optional<graph::Snapshot> ahead;
+    auto submit_ahead = [&] {
+      ahead.reset();
+      if (em.wants_two_more() && s.n_past < s.mg.n_ctx) ahead = submit_fed_step(s);
+    };
+    submit_ahead();
+    int32_t id = read_argmax(s, step);
+    st.prompt_seconds = since(t0);
+    auto t1 = Clock::now();
+    while (true) {
+      accept_token(sampler, id);
+      if (!em.push(id)) {
+        if (ahead) s.n_past -= 1;  // the step in flight consumed a token nobody keeps
+        break;
+      }
+      if (!ahead) {
+        st.stop_reason = "context";  // the budget would have let another token through
+        break;
+      }
+      step = *ahead;
+      submit_ahead();
+      id = read_argmax(s, step);
     }
-    ++st.n_generated;
-    std::string text = stop_filter_push(filter, tokenizer::decode_next(dec, next));
-    if (!text.empty()) on_text(text);
-    if (filter.stopped) {
-      st.stop_reason = "stop string";
-      break;
-    }
-    if (o.n_predict > 0 && st.n_generated >= size_t(o.n_predict)) break;
+    em.flush();
+    st.generate_seconds = since(t1);
+    return st;
+  }
+
+  int32_t next = pick_next(s, sampler);
+  st.prompt_seconds = since(t0);
+  auto t1 = Clock::now();
+  while (em.push(next)) {
     if (s.n_past >= s.mg.n_ctx) {
       st.stop_reason = "context";
       break;
     }
-    eval(s, std::span<const int32_t>(&next, 1));
+    eval(s, std::span<const int32_t>(&next, 1), {}, readout);
     next = pick_next(s, sampler);
   }
-  std::string tail = stop_filter_push(filter, tokenizer::decode_flush(dec)) + stop_filter_flush(filter);
-  if (!tail.empty()) on_text(tail);
+  em.flush();
   st.generate_seconds = since(t1);
   return st;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <stdexcept>
 
 #include "model/random_model.h"
@@ -40,7 +41,25 @@ Session open_session(gpu::Device& dev, const std::string& model_path, const mode
   return s;
 }
 
-void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(size_t, size_t)>& chunk_done) {
+namespace {
+
+// The outputs a Readout snapshots; all are graph outputs marked at build.
+std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Readout r,
+                                                 std::array<graph::TensorId, 4>& buf) {
+  size_t n = 0;
+  if (r == Readout::All || r == Readout::Argmax) buf[n++] = mg.argmax;
+  if (r == Readout::All || r == Readout::TopK) {
+    buf[n++] = mg.top_ids;
+    buf[n++] = mg.top_logits;
+  }
+  if (r == Readout::All || r == Readout::Logits) buf[n++] = mg.logits;
+  return {buf.data(), n};
+}
+
+}  // namespace
+
+void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(size_t, size_t)>& chunk_done,
+          Readout readout) {
   const model::ModelGraph& mg = s.mg;
   if (tokens.empty()) return;
   if (uint64_t(s.n_past) + tokens.size() > mg.n_ctx)
@@ -52,29 +71,51 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
       throw std::invalid_argument(fmt::format("token {} at index {} is outside the vocabulary of {}", tokens[i], i,
                                               mg.n_vocab));
   graph::Graph& g = *mg.graph;
+  std::array<graph::TensorId, 4> buf;
+  const std::span<const graph::TensorId> read = readout_tensors(mg, readout, buf);
+  const int64_t top_k = readout == Readout::All || readout == Readout::TopK ? 1 : 0;
   for (size_t first = 0; first < tokens.size(); first += mg.max_batch) {
     const uint32_t n = uint32_t(std::min<size_t>(mg.max_batch, tokens.size() - first));
     graph::ShapeInput shape{mg.tokens, {n}};
-    graph::SymbolInput pos{mg.pos, int64_t(s.n_past)};
-    graph::update(g, {&shape, 1}, {&pos, 1});
+    const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 0}, {mg.want_top_k, top_k}};
+    graph::update(g, {&shape, 1}, syms);
     graph::write_tensor(g, mg.tokens, tokens.data() + first, n * sizeof(int32_t));
-    graph::execute(g);
+    s.last = graph::execute(g, {.read = read});
     s.n_past += n;
     if (chunk_done) chunk_done(first, n);
   }
 }
 
-std::vector<float> read_logits(Session& s) { return graph::read_output<float>(*s.mg.graph, s.mg.logits); }
+bool can_feed(const Session& s) { return !s.mg.all_logits; }
 
-int32_t read_argmax(Session& s) {
-  std::vector<uint32_t> ids = graph::read_output<uint32_t>(*s.mg.graph, s.mg.argmax);
+graph::Snapshot submit_fed_step(Session& s) {
+  const model::ModelGraph& mg = s.mg;
+  if (!can_feed(s)) throw std::logic_error("submit_fed_step: the session was built with all_logits");
+  if (s.n_past >= mg.n_ctx)
+    throw std::invalid_argument(fmt::format("a token at position {} passes the context of {} (hint: a larger "
+                                            "--ctx-size)", s.n_past, mg.n_ctx));
+  graph::Graph& g = *mg.graph;
+  graph::ShapeInput shape{mg.tokens, {1}};
+  const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 1}, {mg.want_top_k, 0}};
+  graph::update(g, {&shape, 1}, syms);
+  s.last = graph::execute(g, {.read = {&mg.argmax, 1}});
+  s.n_past += 1;
+  return s.last;
+}
+
+int32_t read_argmax(Session& s, const graph::Snapshot& snap) {
+  std::vector<uint32_t> ids = graph::read_output<uint32_t>(*s.mg.graph, snap, s.mg.argmax);
   return int32_t(ids.back());
 }
 
+std::vector<float> read_logits(Session& s) { return graph::read_output<float>(*s.mg.graph, s.last, s.mg.logits); }
+
+int32_t read_argmax(Session& s) { return read_argmax(s, s.last); }
+
 std::vector<Candidate> read_top_k(Session& s) {
   graph::Graph& g = *s.mg.graph;
-  std::vector<uint32_t> ids = graph::read_output<uint32_t>(g, s.mg.top_ids);
-  std::vector<float> vals = graph::read_output<float>(g, s.mg.top_logits);
+  std::vector<uint32_t> ids = graph::read_output<uint32_t>(g, s.last, s.mg.top_ids);
+  std::vector<float> vals = graph::read_output<float>(g, s.last, s.mg.top_logits);
   const size_t k = s.mg.top_k, last = ids.size() / k - 1;
   std::vector<Candidate> c(k);
   for (size_t i = 0; i < k; ++i) c[i] = {int32_t(ids[last * k + i]), vals[last * k + i]};

@@ -22,7 +22,12 @@ struct Session {
   tokenizer::Tokenizer tok;
   model::ModelGraph mg;
   uint32_t n_past = 0;  // positions of the KV cache in use
+  graph::Snapshot last;  // what the latest step read back
 };
+
+// What a step reads back from the output head: the argmax only (greedy), the top-k candidates
+// (sampling; top-k runs only then), the logits, or all of them.
+enum class Readout : uint8_t { All, Argmax, TopK, Logits };
 
 // Loads the tokenizer and builds the graph. `model` is "" for the built-in default model
 // (random weights).
@@ -35,9 +40,18 @@ bool is_default_model(const Session& s);
 // rows with all_logits, else of its last token). Throws std::invalid_argument, with nothing
 // run, when the tokens would pass the context or an id is outside the vocabulary.
 void eval(Session& s, std::span<const int32_t> tokens,
-          const std::function<void(size_t first, size_t count)>& chunk_done = {});
+          const std::function<void(size_t first, size_t count)>& chunk_done = {}, Readout readout = Readout::All);
 
-// Outputs of the last chunk.
+// Pipelined greedy decode: one step that embeds the previous step's argmax where the GPU left
+// it, at position n_past (advanced), encoded and submitted without waiting, so it can be in
+// flight before the token it consumes is read. Reads back the argmax only. Needs a session
+// without all_logits whose previous step ran the output head, and n_past < n_ctx.
+graph::Snapshot submit_fed_step(Session& s);
+// The argmax a step's snapshot holds (waits for that step only).
+int32_t read_argmax(Session& s, const graph::Snapshot& snap);
+bool can_feed(const Session& s);  // the graph has the GPU-fed route
+
+// Outputs of the last chunk (as its Readout asked).
 std::vector<float> read_logits(Session& s);  // [rows, n_vocab]
 int32_t read_argmax(Session& s);             // of the last row
 std::vector<Candidate> read_top_k(Session& s);  // of the last row, best first

@@ -18,7 +18,7 @@ std::string tname(const char* what, uint32_t layer) { return fmt::format("{}.{}"
 
 graph::TensorId embed_tokens(BuildContext& b) {
   b.embedding = load_embedding(b.g, b.loader, "token_embd.weight", b.c.n_vocab, b.c.dim);
-  return apply_embedding(b.g, b.embedding, b.tokens, "token_embd");
+  return apply_embedding(b.g, b.embedding, b.tokens, "token_embd", b.next_token, b.feed);
 }
 
 graph::TensorId residual(BuildContext& b, graph::TensorId x, graph::TensorId y, const std::string& out) {
@@ -136,8 +136,6 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   if (!b.o.all_logits && out.kind == LinearWeight::Kind::Quant) {
     // Fused: the last row's output_norm, the vocabulary projection and the argmax in one
     // kernel (+ the partials' reduction), the id landing where the next step can read it.
-    mg.argmax = graph::add_weight(b.g, {.name = "next_token", .dtype = graph::DType::U32, .shape = {1},
-                                        .role = graph::TensorRole::State});
     mg.logits = ops::add_linear_q(b.g, {.name = "logits", .format = out.format, .gs = out.gs, .x = x, .q = out.q.q,
                                         .scales = out.q.scales, .bias = out.bias, .norm = norm, .eps = c.norm_eps,
                                         .last_row = true, .argmax_out = mg.argmax});
@@ -145,9 +143,10 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
     if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
     x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
     mg.logits = apply_linear(b.g, out, x, "logits");
-    mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits});
+    mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   }
-  ops::TopKOutputs top = ops::add_top_k(b.g, {.name = "top_k", .logits = mg.logits, .k = mg.top_k});
+  ops::TopKOutputs top =
+      ops::add_top_k(b.g, {.name = "top_k", .logits = mg.logits, .k = mg.top_k, .enable = b.want_top_k});
   mg.top_ids = top.indices;
   mg.top_logits = top.values;
   for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits}) graph::mark_output(b.g, t);

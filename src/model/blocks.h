@@ -2,6 +2,7 @@
 // layer ("attn_norm.3") so dumps can be diffed against a reference by name.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "graph/graph.h"
@@ -19,6 +20,9 @@ struct BuildContext {
   graph::SymbolId pos;
   graph::TensorId rope_freqs;
   EmbeddingWeight embedding;  // set by embed_tokens; the output projection when tied
+  std::optional<graph::TensorId> next_token;  // State u32 [1]: the greedy pick, fed to the next step
+  graph::SymbolId feed;                       // 1: the embedding reads next_token
+  graph::SymbolId want_top_k;
 };
 
 // "blk.3.attn_q.weight" style weight names and "attn_q.3" style tensor names.

@@ -220,9 +220,10 @@ EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& na
   return e;
 }
 
-graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name) {
+graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name,
+                                std::optional<graph::TensorId> fed_ids, graph::SymbolId feed) {
   const LinearWeight& t = e.table;
-  ops::EmbeddingDesc d{.name = out_name, .ids = ids};
+  ops::EmbeddingDesc d{.name = out_name, .ids = ids, .fed_ids = fed_ids, .feed = feed};
   switch (t.kind) {
     case LinearWeight::Kind::Quant:
       d.type = t.format == ops::QuantFormat::Q4gsw ? ops::EmbeddingType::Q4gsw : ops::EmbeddingType::Q8;

@@ -74,7 +74,9 @@ struct EmbeddingWeight {
   LinearWeight table;  // reused as the output projection when embeddings are tied
 };
 EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim);
-graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name);
+// fed_ids / feed: the GPU-fed decode route (ops/embedding/embedding.h).
+graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name,
+                                std::optional<graph::TensorId> fed_ids = {}, graph::SymbolId feed = {});
 
 // Runs the queued writes (after build), then clears them.
 void write_weights(graph::Graph& g, Loader& l);

@@ -26,8 +26,15 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.tokens = graph::add_input(g, {.name = "tokens", .dtype = graph::DType::U32, .max_shape = {mg.max_batch},
                                    .dynamic_dims = 1});
   mg.pos = graph::add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(o.n_ctx) - 1});
+  mg.feed = graph::add_symbol(g, {.name = "feed", .lo = 0, .hi = o.all_logits ? 0 : 1});
+  mg.want_top_k = graph::add_symbol(g, {.name = "want_top_k", .lo = 0, .hi = 1});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
   BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs, {}};
+  b.feed = mg.feed;
+  b.want_top_k = mg.want_top_k;
+  if (!o.all_logits)
+    b.next_token = mg.argmax = graph::add_weight(g, {.name = "next_token", .dtype = graph::DType::U32,
+                                                     .shape = {1}, .role = graph::TensorRole::State});
 
   graph::TensorId x;
   switch (c.arch) {

@@ -1,9 +1,14 @@
 // A decoder-only transformer as one wgrt graph, built at its maximum shape (max_batch tokens
 // per step, n_ctx positions of KV cache) from a model file, for any supported architecture.
 //
-// Inputs per step: `tokens` (u32 [n_tokens], n_tokens ≤ max_batch) and the symbol `pos` (the
-// position of the first token). Outputs: the logits of the last token ([1, n_vocab]), or of
-// every token with all_logits; and GPU sampling results over them (argmax, top-k).
+// Inputs per step: `tokens` (u32 [n_tokens], n_tokens ≤ max_batch) and the symbols `pos` (the
+// position of the first token), `feed` and `want_top_k`. Outputs: the logits of the last token
+// ([1, n_vocab]), or of every token with all_logits; and GPU sampling results over them
+// (argmax, top-k).
+//
+// Pipelined decode (without all_logits): the argmax lands in the State tensor `next_token`,
+// and a step with feed = 1 embeds that id instead of `tokens`, so the host can submit step
+// t + 1 before reading step t's token. Top-k runs only on steps with want_top_k = 1.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +34,9 @@ struct ModelGraph {
   graph::TensorId tokens;
   graph::SymbolId pos;
   graph::TensorId logits;     // [rows, n_vocab]
-  graph::TensorId argmax;     // [rows] u32
+  graph::TensorId argmax;     // [rows] u32; without all_logits the State `next_token` [1]
+  graph::SymbolId feed;       // 1: embed next_token (pipelined decode); only without all_logits
+  graph::SymbolId want_top_k; // 1: run top-k this step
   graph::TensorId top_ids;    // [rows, top_k] u32
   graph::TensorId top_logits; // [rows, top_k] f32
   uint32_t n_vocab = 0;

@@ -172,6 +172,21 @@ TEST_P(ModelEndToEnd, MatchesReference) {
     EXPECT_EQ(size_t(seq[p + 1]), best) << "greedy step " << p + 1 - prompt.size();
   }
   EXPECT_GE(checked, 24) << "too many near ties to judge the greedy tokens";
+
+  // 4. The same greedy steps pipelined: each step embeds the previous argmax on the GPU and is
+  // submitted before that token is read back. Same kernels and values: the same tokens.
+  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied);
+  llm::Session pipe = session(f5, 64, false);
+  llm::eval(pipe, prompt, {}, llm::Readout::Argmax);
+  graph::Snapshot step = pipe.last;
+  std::vector<int32_t> piped = prompt;
+  for (int i = 0; i < 32; ++i) {
+    graph::Snapshot ahead = llm::submit_fed_step(pipe);
+    piped.push_back(llm::read_argmax(pipe, step));
+    step = ahead;
+  }
+  EXPECT_EQ(piped, seq);
+  EXPECT_EQ(pipe.n_past, seq.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,

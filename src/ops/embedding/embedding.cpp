@@ -82,17 +82,33 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
   }
   std::vector<graph::TensorId> inputs = {d.ids, d.table};
   if (quant) inputs.push_back(*d.scales);
+  graph::RouteSet routes = graph::single_route(graph::RouteKey::of_dim(d.ids, 0), 1, ids.max_shape[0],
+                                               {{gpu::make_key("embedding", entry), bindings}});
+  const bool fed = d.fed_ids.has_value();
+  if (fed) {
+    const graph::Tensor& f = g.tensors.at(d.fed_ids->v);
+    if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{1} || d.feed.v >= g.symbols.size() ||
+        g.symbols[d.feed.v].lo != 0 || g.symbols[d.feed.v].hi != 1)
+      throw std::invalid_argument(fmt::format("{}: fed_ids must be u32 [1] and feed a symbol in [0, 1]", d.name));
+    std::vector<Binding> fed_bindings = bindings;
+    fed_bindings[0] = Binding::of(0, *d.fed_ids);
+    routes = graph::RouteSet{graph::RouteKey::of_symbol(d.feed),
+                             {{"host", 0, 0, {{gpu::make_key("embedding", entry), bindings}}},
+                              {"fed", 1, 1, {{gpu::make_key("embedding", entry), fed_bindings}}}}};
+    inputs.push_back(*d.fed_ids);
+  }
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = std::string("embedding_") + type_name(d.type),
       .inputs = inputs,
       .outputs = {out},
       .dynamic = true,
-      .routes = graph::single_route(graph::RouteKey::of_dim(d.ids, 0), 1, ids.max_shape[0],
-                                    {{gpu::make_key("embedding", entry), bindings}}),
+      .routes = std::move(routes),
       .infer = [dim](const graph::InferArgs& a) { a.out[0] = infer_embedding({a.in[0], dim}); },
       .plan =
-          [dim, vocab, gs](const graph::PlanArgs& a, graph::Plan& p) {
+          [dim, vocab, gs, fed, name = d.name](const graph::PlanArgs& a, graph::Plan& p) {
+            if (fed && a.route == 1 && a.in[0][0] != 1)
+              throw std::invalid_argument(fmt::format("{}: a fed step has one token, not {}", name, a.in[0][0]));
             plan_embedding({a.in[0][0], dim, vocab, gs, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
           },
   });

@@ -21,6 +21,11 @@ struct EmbeddingDesc {
   graph::TensorId table;  // f32/f16 [vocab, dim], or the q words u32 [vocab, dim / (8 or 4)]
   std::optional<graph::TensorId> scales;  // quantized tables: f16 [vocab, dim / gs]
   uint32_t gs = 32;                       // quantized tables: group size
+  // Decode steps fed on the GPU: while symbol `feed` (in [0, 1]) is 1, the one token's id is
+  // read from `fed_ids` (u32 [1], written by the previous step's sampling) instead of ids.
+  // Routes "host" [0, 0] and "fed" [1, 1] on the symbol.
+  std::optional<graph::TensorId> fed_ids;
+  graph::SymbolId feed;
 };
 
 graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d);

@@ -43,7 +43,7 @@ void check_logits(const graph::Graph& g, const std::string& name, graph::TensorI
 
 graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph::TensorId logits,
                                 SamplingKind kind, uint32_t k, std::vector<graph::TensorId> outputs,
-                                graph::TensorId partial) {
+                                graph::TensorId partial, std::optional<graph::SymbolId> enable = {}) {
   const graph::Tensor& l = g.tensors.at(logits.v);
   graph::TensorId values = outputs.size() > 1 ? outputs[1] : outputs[0];  // argmax: unused
   outputs.push_back(partial);
@@ -54,8 +54,11 @@ graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph:
              .inputs = {logits},
              .outputs = outputs,
              .dynamic = true,
-             .routes = graph::single_route(graph::RouteKey::of_dim(logits, 0), 1, l.max_shape[0],
-                                           kernels(kind, logits, partial, outputs[0], values)),
+             .routes = enable ? graph::RouteSet{graph::RouteKey::of_symbol(*enable),
+                                                {{"off", 0, 0, {}, /*idle=*/true},
+                                                 {"on", 1, 1, kernels(kind, logits, partial, outputs[0], values)}}}
+                              : graph::single_route(graph::RouteKey::of_dim(logits, 0), 1, l.max_shape[0],
+                                                    kernels(kind, logits, partial, outputs[0], values)),
              .infer =
                  [kind, k](const graph::InferArgs& a) {
                    SamplingShapes s = infer_sampling({a.in[0], kind, k});
@@ -103,7 +106,12 @@ void plan_sampling(const SamplingPlanCtx& c, graph::Plan& plan) {
 graph::TensorId add_argmax(graph::Graph& g, const ArgmaxDesc& d) {
   check_logits(g, d.name, d.logits);
   SamplingShapes s = infer_sampling({g.tensors.at(d.logits.v).max_shape, SamplingKind::Argmax, 1});
-  graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::U32, s.out);
+  if (d.out) {
+    const graph::Tensor& o = g.tensors.at(d.out->v);
+    if (o.dtype != graph::DType::U32 || o.max_shape != graph::Shape{1} || s.out != graph::Shape{1})
+      throw std::invalid_argument(fmt::format("{}: `out` must be u32 [1], for logits of one row", d.name));
+  }
+  graph::TensorId out = d.out ? *d.out : graph::add_tensor(g, d.name, graph::DType::U32, s.out);
   graph::TensorId partial = graph::add_tensor(g, d.name + ".partial", graph::DType::U32, s.partial);
   add_sampling_node(g, d.name, d.logits, SamplingKind::Argmax, 1, {out}, partial);
   return out;
@@ -118,7 +126,9 @@ TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d) {
   out.indices = graph::add_tensor(g, d.name + ".indices", graph::DType::U32, s.out);
   out.values = graph::add_tensor(g, d.name + ".values", graph::DType::F32, s.out);
   graph::TensorId partial = graph::add_tensor(g, d.name + ".partial", graph::DType::U32, s.partial);
-  add_sampling_node(g, d.name, d.logits, SamplingKind::TopK, d.k, {out.indices, out.values}, partial);
+  if (d.enable && (d.enable->v >= g.symbols.size() || g.symbols[d.enable->v].lo != 0 || g.symbols[d.enable->v].hi != 1))
+    throw std::invalid_argument(fmt::format("{}: the enable symbol must range over [0, 1]", d.name));
+  add_sampling_node(g, d.name, d.logits, SamplingKind::TopK, d.k, {out.indices, out.values}, partial, d.enable);
   return out;
 }
 

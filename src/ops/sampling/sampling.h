@@ -16,6 +16,8 @@
 // rejected by one comparison.
 #pragma once
 
+#include <optional>
+
 #include "graph/graph.h"
 #include "ops/common.h"
 
@@ -28,6 +30,9 @@ constexpr uint32_t kTopKMax = 512;       // the buffer (1024) holds k kept + a 2
 struct ArgmaxDesc {
   std::string name;         // node and output name, e.g. "argmax"
   graph::TensorId logits;   // [n_rows, n_vocab] f32
+  // Write the index here instead of a new tensor: a u32 [1] tensor (e.g. a State tensor the
+  // next step's embedding reads); the logits must then have one row.
+  std::optional<graph::TensorId> out;
 };
 // Returns indices [n_rows] u32.
 graph::TensorId add_argmax(graph::Graph& g, const ArgmaxDesc& d);
@@ -36,6 +41,9 @@ struct TopKDesc {
   std::string name;         // node name; outputs "<name>.indices", "<name>.values"
   graph::TensorId logits;   // [n_rows, n_vocab] f32
   uint32_t k = 0;           // 1..min(n_vocab, kTopKMax)
+  // A symbol in [0, 1]: the node runs only while it is 1 (steps that sample), keyed as routes
+  // "off" [0, 0] (no kernels) and "on" [1, 1].
+  std::optional<graph::SymbolId> enable;
 };
 struct TopKOutputs {
   graph::TensorId indices;  // [n_rows, k] u32
