@@ -3,8 +3,8 @@
 # table of the results (bench/peers/README.md says how to run it).
 #
 # For each shape (Llama-3.2-1B, Llama-3.1-8B; random weights, llama3 vocabulary): write the
-# F16 file once (wgrt_make_model, every core), quantize it to Q4_0 and Q4_K_M with llama.cpp's
-# own quantizer (peer_quantize), drop the F16, then run on each file
+# F16 file once (wgrt_make_model, every core), and from it, with llama.cpp's own quantizer
+# (peer_quantize), the Q4_0 file, then the Q4_K_M file; run on each
 #   wgrt bench  -p 512 -n 128 -d 0,4096 -r 3 -o jsonl
 #   peer_bench  the same tests, matrix cores on, then off (GGML_VK_DISABLE_COOPMAT{,2}=1)
 # and finally write $OUT/table.md (bench/peers/table.py). Everything that comes back goes to
@@ -13,7 +13,7 @@
 # Environment:
 #   OUT            where results go (the device tool sets it; default /tmp/wgrt-peers-out)
 #   WGRT_CARRY     the folder bench/peers/pack.sh filled (default .carry-peers)
-#   PEER_WORK      model files (default /tmp/wgrt-peers: ~25 GB at the peak for the 8B shape)
+#   PEER_WORK      model files (default /tmp/wgrt-peers: ~21 GB at the peak for the 8B shape)
 #   PEER_BUDGET_S  seconds before remaining steps are skipped (default 540: 9 minutes)
 #   PEER_SMALL=1   the tiny shape and tests -p 32 -n 8 -d 0,64 -r 2, to check the script on
 #                  lavapipe (also set VK_DRIVER_FILES to lavapipe's ICD there)
@@ -75,6 +75,7 @@ unxz_to "$WGRT_CARRY/peer/ggml-vocab-llama-bpe.gguf.xz" "$work/vocab.gguf" || ex
   head -1 "$WGRT_CARRY/MANIFEST"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu --format=csv
   wgrt info | head -6
+  df -h "$work" | tail -1
   echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) threads"
 } >"$out/machine.txt" 2>&1
 log "ready: $(head -1 "$out/machine.txt")"
@@ -83,14 +84,11 @@ for preset in "${presets[@]}"; do
   f16="$work/$preset-f16.gguf"
   step "$preset-make-f16" "$out/$preset-make-f16.out" \
     wgrt_make_model --preset "$preset" --type f16 --vocab-from "$work/vocab.gguf" -o "$f16" || continue
-  files=()
+  # Q4_0 fully measured before Q4_K_M is even written, so a run cut short keeps whole rows.
   for q in q4_0 q4_k_m; do
     name="$preset-$q"
-    step "$name-quantize" "$out/$name-quantize.out" "$peer/peer_quantize" "$f16" "$work/$name.gguf" "$q" && files+=("$name")
-  done
-  rm -f "$f16"
-  for name in "${files[@]}"; do
     file="$work/$name.gguf"
+    step "$name-quantize" "$out/$name-quantize.out" "$peer/peer_quantize" "$f16" "$file" "$q" || continue
     printf '%s\t%s\n' "$name" "$(stat -c %s "$file")" >>"$out/files.tsv"
     step "$name.wgrt" "$out/$name.wgrt.jsonl" wgrt bench -m "$file" "${tests[@]}" -o jsonl
     step "$name.peer" "$out/$name.peer.jsonl" "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
@@ -98,6 +96,7 @@ for preset in "${presets[@]}"; do
       env GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_COOPMAT2=1 "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
     rm -f "$file"
   done
+  rm -f "$f16"
 done
 
 python3 bench/peers/table.py "$out" >"$out/table.md" && cat "$out/table.md"
