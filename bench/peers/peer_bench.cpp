@@ -36,7 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Flags {
   std::string model;
-  std::vector<uint32_t> n_prompt{512}, n_gen{128}, depth{0};
+  std::vector<uint32_t> n_prompt{512}, n_gen{128}, depth{0, 4096};  // as wgrt bench
   uint32_t reps = 5, batch = 512, threads = 0;
   std::string output = "jsonl";
   bool warmup = true;

@@ -29,7 +29,7 @@ using Row = nlohmann::ordered_json;
 
 struct BenchFlags {
   std::string model;
-  std::vector<uint32_t> n_prompt{512}, n_gen{128}, depth{0};
+  std::vector<uint32_t> n_prompt{512}, n_gen{128}, depth{0, 4096};  // the four rows wgrt is judged by
   uint32_t reps = 5, batch = 512;
   uint32_t ctx = 0;  // 0: what the largest test needs
   std::string output = "md", quantize = "auto";
@@ -362,18 +362,18 @@ Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   auto f = std::make_shared<BenchFlags>();
   const auto count = CLI::Range(0u, 1u << 20);
   cmd->add_option("-m,--model", f->model, "a .gguf file or a Hugging Face model directory")->required();
-  cmd->add_option("-p,--n-prompt", f->n_prompt, "prompt tokens of each pp test (comma list; 0: none)")
+  cmd->add_option("-p,--n-prompt", f->n_prompt, "prompt tokens of each pp test (comma list; 0: none; default 512)")
       ->delimiter(',')->check(count);
-  cmd->add_option("-n,--n-gen", f->n_gen, "generated tokens of each tg test (comma list; 0: none)")
+  cmd->add_option("-n,--n-gen", f->n_gen, "generated tokens of each tg test (comma list; 0: none; default 128)")
       ->delimiter(',')->check(count);
-  cmd->add_option("-d,--n-depth", f->depth, "positions of KV cache filled before each test (comma list)")
+  cmd->add_option("-d,--n-depth", f->depth, "positions of KV cache filled before each test (comma list; default 0,4096)")
       ->delimiter(',')->check(count);
-  cmd->add_option("-r,--repetitions", f->reps, "timed repetitions of each test")->check(CLI::Range(1u, 1000u));
-  cmd->add_option("-b,--batch-size", f->batch, "prompt tokens per step")->check(CLI::Range(1u, 8192u));
+  cmd->add_option("-r,--repetitions", f->reps, "timed repetitions of each test")->check(CLI::Range(1u, 1000u))->capture_default_str();
+  cmd->add_option("-b,--batch-size", f->batch, "prompt tokens per step")->check(CLI::Range(1u, 8192u))->capture_default_str();
   cmd->add_option("-c,--ctx-size", f->ctx, "context size (default: what the largest test needs)")
       ->check(CLI::Range(1u, 1u << 21));
   cmd->add_option("-o,--output", f->output, "rows as md, json, jsonl or csv")
-      ->check(CLI::IsMember({"md", "json", "jsonl", "csv"}));
+      ->check(CLI::IsMember({"md", "json", "jsonl", "csv"}))->capture_default_str();
   cmd->add_flag("--no-warmup", f->no_warmup, "skip the untimed run of each test before its repetitions");
   cmd->add_option("--quantize", f->quantize, "weights on the GPU: q4gsw, q8, none, or auto (GGUF: as stored; "
                                              "Hugging Face: q4gsw)")

@@ -226,7 +226,7 @@ TEST(CliBench, GuessedFileTypeWhenTheKeyIsMissing) {
   std::erase_if(w.kv, [](const auto& kv) { return kv.first == "general.file_type"; });
   const std::string path = test::temp_dir("benchcli") + "/no-file-type.gguf";
   model::gguf_write_file(w, path);
-  Result r = wgrt("bench -m " + path + " -p 4 -n 0 -r 1 --no-warmup -o jsonl");
+  Result r = wgrt("bench -m " + path + " -p 4 -n 0 -d 0 -r 1 --no-warmup -o jsonl");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::string type = nlohmann::json::parse(r.out).at("model_type").get<std::string>();
   EXPECT_TRUE(type.ends_with(" (guessed) Q4_0")) << type;  // most tensors are Q4_0
@@ -244,7 +244,7 @@ TEST(CliBench, BadFlagsAndImpossibleTestsExitTwo) {
   Result r = wgrt("bench" + m + " -p 16 -n 4 -d 24 -c 32");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("pp16 @ d24 needs 40 positions but --ctx-size is 32"), std::string::npos) << r.err;
-  r = wgrt("bench -m " + test::temp_dir("benchcli") + "/missing.gguf -p 4 -n 0 -r 1");
+  r = wgrt("bench -m " + test::temp_dir("benchcli") + "/missing.gguf -p 4 -n 0 -d 0 -r 1");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
 }
