@@ -45,6 +45,7 @@ TEST(RandomModelFile, StreamedWriterMatchesInMemoryWriter) {
   });
   EXPECT_EQ(filled, full.tensors.size() / 2);
   EXPECT_EQ(file_bytes(path), gguf_serialize(full));
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
   EXPECT_EQ(gguf_tensor_bytes(GgmlType::Q4_K, {512, 3}), 2u * 144 * 3);
   EXPECT_THROW(gguf_tensor_bytes(GgmlType::Q4_K, {100, 3}), std::invalid_argument);  // rows of whole blocks
 }
@@ -96,6 +97,7 @@ TEST(RandomModelFile, SameLayoutAsInMemoryModelAndTheIntendedScales) {
   std::vector<float> k = weight_to_f32(*find_weight(m, "blk.0.attn_k.weight"));
   EXPECT_FALSE(std::equal(q.begin(), q.begin() + 256, q.begin() + 256));
   EXPECT_FALSE(std::equal(k.begin(), k.begin() + 256, q.begin()));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RandomModelFile, SameBytesOnAnyThreadCountAndSeedMatters) {
@@ -113,6 +115,7 @@ TEST(RandomModelFile, SameBytesOnAnyThreadCountAndSeedMatters) {
   EXPECT_EQ(get_weight(m, "blk.1.ffn_down.weight", {512, 256}).type, GgmlType::Q4_K);
   EXPECT_EQ(get_weight(m, "token_embd.weight", {256, 258}).type, GgmlType::Q8_0);
   EXPECT_EQ(get_weight(m, "output.weight", {256, 258}).type, GgmlType::Q8_0);
+  std::filesystem::remove_all(dir);
 }
 
 // The benchmark files take the llama3 vocabulary from llama.cpp's vocab-only GGUF.
@@ -133,6 +136,7 @@ TEST(RandomModelFile, VocabularyFromAnotherGguf) {
   for (const char* text : {"Hello world", " The quick brown fox, 1234!", "Привет <|begin_of_text|>"})
     EXPECT_EQ(tokenizer::tokenize(made, text, true, true), tokenizer::tokenize(original, text, true, true)) << text;
   EXPECT_EQ(m.gguf->get_string("tokenizer.ggml.pre"), vocab.get_string("tokenizer.ggml.pre"));
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
 }  // namespace
