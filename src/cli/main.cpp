@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       {"run", cli::add_run(app, dev_opts)},
       {"tokenize", cli::add_tokenize(app)},
       {"perplexity", cli::add_perplexity(app, dev_opts)},
+      {"bench", cli::add_bench(app, dev_opts)},
       {"info", cli::add_info(app, dev_opts)},
   };
 

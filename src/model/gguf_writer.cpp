@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -51,6 +56,16 @@ void gguf_set_i32s(GgufWriter& w, std::string key, std::vector<int64_t> v) {
   gguf_set(w, std::move(key), GgufValue{GgufType::Array, std::move(a)});
 }
 
+uint64_t gguf_tensor_bytes(GgmlType type, const std::vector<uint64_t>& dims) {
+  const GgmlTypeInfo* info = ggml_type_info(uint32_t(type));
+  uint64_t n = 1;
+  for (auto d : dims) n *= d;
+  if (!info || dims.empty() || dims[0] % info->block_elems)
+    throw std::invalid_argument(fmt::format("a {} tensor cannot have {} elements per row",
+                                            ggml_type_name(uint32_t(type)), dims.empty() ? 0 : dims[0]));
+  return n / info->block_elems * info->block_bytes;
+}
+
 void gguf_add_tensor(GgufWriter& w, std::string name, GgmlType type, std::vector<uint64_t> dims,
                      std::vector<uint8_t> data) {
   const GgmlTypeInfo* info = ggml_type_info(uint32_t(type));
@@ -61,6 +76,15 @@ void gguf_add_tensor(GgufWriter& w, std::string name, GgmlType type, std::vector
     throw std::invalid_argument(fmt::format("gguf_add_tensor '{}': {} bytes do not match {} of {} elements",
                                             name, data.size(), ggml_type_name(uint32_t(type)), n));
   w.tensors.push_back({std::move(name), type, std::move(dims), std::move(data)});
+}
+
+void gguf_declare_tensor(GgufWriter& w, std::string name, GgmlType type, std::vector<uint64_t> dims) {
+  try {
+    (void)gguf_tensor_bytes(type, dims);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("gguf_declare_tensor '{}': {}", name, e.what()));
+  }
+  w.tensors.push_back({std::move(name), type, std::move(dims), {}});
 }
 
 namespace {
@@ -125,7 +149,17 @@ void put_value(Out& o, const GgufValue& v) {
 
 }  // namespace
 
-std::vector<uint8_t> gguf_serialize(const GgufWriter& w) {
+namespace {
+
+uint64_t aligned(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+// Tensors added with data keep their bytes as given (tests write malformed files that way).
+uint64_t data_bytes(const GgufWriter::Tensor& t) {
+  return t.data.empty() ? gguf_tensor_bytes(t.type, t.dims) : t.data.size();
+}
+
+// Everything before the tensor data, padded to the alignment.
+Out serialize_header(const GgufWriter& w) {
   Out o;
   o.put<uint32_t>(0x46554747u);
   o.put<uint32_t>(3);
@@ -150,10 +184,20 @@ std::vector<uint8_t> gguf_serialize(const GgufWriter& w) {
     for (auto d : t.dims) o.put<uint64_t>(d);
     o.put<uint32_t>(uint32_t(t.type));
     o.put<uint64_t>(offset);
-    offset += (t.data.size() + w.alignment - 1) / w.alignment * w.alignment;
+    offset += aligned(data_bytes(t), w.alignment);
   }
   o.pad_to(w.alignment);
+  return o;
+}
+
+}  // namespace
+
+std::vector<uint8_t> gguf_serialize(const GgufWriter& w) {
+  Out o = serialize_header(w);
   for (const auto& t : w.tensors) {
+    if (t.data.empty() && gguf_tensor_bytes(t.type, t.dims) != 0)
+      throw std::logic_error(fmt::format("gguf_serialize: tensor '{}' was only declared (hint: "
+                                         "gguf_write_file_streamed fills declared tensors)", t.name));
     o.bytes.insert(o.bytes.end(), t.data.begin(), t.data.end());
     o.pad_to(w.alignment);
   }
@@ -166,6 +210,48 @@ void gguf_write_file(const GgufWriter& w, const std::string& path) {
   if (!f) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
   f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   if (!f) throw std::runtime_error(fmt::format("{}: write failed", path));
+}
+
+void gguf_write_file_streamed(const GgufWriter& w, const std::string& path,
+                              const std::function<void(size_t, std::span<uint8_t>)>& fill) {
+  const std::vector<uint8_t> header = serialize_header(w).bytes;
+  uint64_t size = header.size();
+  for (const auto& t : w.tensors) size += aligned(data_bytes(t), w.alignment);
+  auto fail = [&](const char* what) {
+    return std::runtime_error(fmt::format("{}: {} failed: {} (hint: is there {:.1f} GiB free?)", path, what,
+                                          std::strerror(errno), size / 1073741824.0));
+  };
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  if (::ftruncate(fd, off_t(size)) != 0) {
+    auto e = fail("ftruncate");
+    ::close(fd);
+    throw e;
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    auto e = fail("mmap");
+    ::close(fd);
+    throw e;
+  }
+  auto* base = static_cast<uint8_t*>(p);
+  std::memcpy(base, header.data(), header.size());  // the padding stays zero, as ftruncate left it
+  uint64_t at = header.size();
+  try {
+    for (size_t i = 0; i < w.tensors.size(); ++i) {
+      const auto& t = w.tensors[i];
+      const uint64_t n = data_bytes(t);
+      if (t.data.empty()) fill(i, {base + at, n});
+      else std::memcpy(base + at, t.data.data(), n);
+      at += aligned(n, w.alignment);
+    }
+  } catch (...) {
+    ::munmap(p, size);
+    ::close(fd);
+    throw;
+  }
+  const bool synced = ::munmap(p, size) == 0;
+  if (!synced || ::close(fd) != 0) throw fail("writing back");
 }
 
 }  // namespace wgrt::model

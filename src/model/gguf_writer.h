@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,7 +37,17 @@ void gguf_set_i32s(GgufWriter& w, std::string key, std::vector<int64_t> v);
 void gguf_add_tensor(GgufWriter& w, std::string name, GgmlType type, std::vector<uint64_t> dims,
                      std::vector<uint8_t> data);
 
+// A tensor whose bytes come later, from gguf_write_file_streamed's `fill` (data stays empty).
+void gguf_declare_tensor(GgufWriter& w, std::string name, GgmlType type, std::vector<uint64_t> dims);
+uint64_t gguf_tensor_bytes(GgmlType type, const std::vector<uint64_t>& dims);
+
 std::vector<uint8_t> gguf_serialize(const GgufWriter& w);
 void gguf_write_file(const GgufWriter& w, const std::string& path);
+
+// For files too big to build in memory (an 8B model in F16 is 16 GB): writes the metadata and
+// the tensor table, sizes the file, maps it, and has fill(i, bytes) write tensor i's bytes in
+// place (fill may use threads of its own). Tensors added with data are copied as they are.
+void gguf_write_file_streamed(const GgufWriter& w, const std::string& path,
+                              const std::function<void(size_t tensor, std::span<uint8_t> bytes)>& fill);
 
 }  // namespace wgrt::model

@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
+#include "model/file_type.h"
 #include "model/ggml_quantize.h"
 
 namespace wgrt::model {
@@ -92,10 +97,132 @@ struct Rng {
   }
 };
 
-// A [rows, cols] row-major matrix as a GGUF tensor (dims {cols, rows}).
-void add(GgufWriter& w, const std::string& name, GgmlType type, const std::vector<float>& v,
-         std::vector<uint64_t> dims) {
-  gguf_add_tensor(w, name, type, std::move(dims), quantize(type, v));
+// How a tensor's values are drawn: a matrix N(0, 1/cols), a norm weight 1 + N(0, 0.01), a bias
+// N(0, 0.01), or the spec's own values (rope frequency factors).
+enum class Init { Matrix, Norm, Bias, Given };
+
+struct PlannedTensor {
+  std::string name;
+  GgmlType type;
+  std::vector<uint64_t> dims;  // GGUF order
+  Init init;
+};
+
+// The metadata of the model `s` describes; returns the vocabulary size.
+uint32_t add_metadata(GgufWriter& w, const RandomModelSpec& s) {
+  const std::string a = arch_name(s.arch);
+  gguf_set_string(w, "general.architecture", a);
+  gguf_set_string(w, "general.name", s.name);
+  if (auto ft = file_type_of(s.matrix_type)) gguf_set_u32(w, "general.file_type", *ft);
+  uint32_t n_vocab = 258;
+  if (s.vocab_from) n_vocab = copy_vocab(w, *s.vocab_from);
+  else add_byte_vocab(w);
+  if (s.n_vocab > n_vocab) {
+    pad_vocab(w, s.n_vocab);
+    n_vocab = s.n_vocab;
+  }
+  gguf_set_u32(w, a + ".vocab_size", n_vocab);
+  gguf_set_u32(w, a + ".context_length", s.n_ctx_train);
+  gguf_set_u32(w, a + ".embedding_length", s.dim);
+  gguf_set_u32(w, a + ".block_count", s.n_layers);
+  gguf_set_u32(w, a + ".feed_forward_length", s.ff);
+  gguf_set_u32(w, a + ".attention.head_count", s.n_heads);
+  gguf_set_u32(w, a + ".attention.head_count_kv", s.n_kv_heads);
+  gguf_set_u32(w, a + ".attention.key_length", s.head_dim);
+  gguf_set_u32(w, a + ".attention.value_length", s.head_dim);
+  gguf_set_f32(w, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  gguf_set_f32(w, a + ".rope.freq_base", s.rope_theta);
+  return n_vocab;
+}
+
+// The tensors in file order, which is the order make_random_model draws them in.
+std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_vocab) {
+  const uint64_t D = s.dim, Q = uint64_t(s.n_heads) * s.head_dim, KV = uint64_t(s.n_kv_heads) * s.head_dim;
+  std::vector<PlannedTensor> t;
+  t.push_back({"token_embd.weight", s.embd_type, {D, n_vocab}, Init::Matrix});
+  if (!s.rope_freq_factors.empty())
+    t.push_back({"rope_freqs.weight", GgmlType::F32, {s.rope_freq_factors.size()}, Init::Given});
+  for (uint32_t l = 0; l < s.n_layers; ++l) {
+    std::string p = fmt::format("blk.{}.", l);
+    t.push_back({p + "attn_norm.weight", GgmlType::F32, {D}, Init::Norm});
+    t.push_back({p + "attn_q.weight", s.matrix_type, {D, Q}, Init::Matrix});
+    t.push_back({p + "attn_k.weight", s.matrix_type, {D, KV}, Init::Matrix});
+    t.push_back({p + "attn_v.weight", s.matrix_type, {D, KV}, Init::Matrix});
+    if (s.arch == Arch::Qwen2) {
+      t.push_back({p + "attn_q.bias", GgmlType::F32, {Q}, Init::Bias});
+      t.push_back({p + "attn_k.bias", GgmlType::F32, {KV}, Init::Bias});
+      t.push_back({p + "attn_v.bias", GgmlType::F32, {KV}, Init::Bias});
+    }
+    if (s.arch == Arch::Qwen3) {
+      t.push_back({p + "attn_q_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
+      t.push_back({p + "attn_k_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
+    }
+    t.push_back({p + "attn_output.weight", s.matrix_type, {Q, D}, Init::Matrix});
+    t.push_back({p + "ffn_norm.weight", GgmlType::F32, {D}, Init::Norm});
+    t.push_back({p + "ffn_gate.weight", s.matrix_type, {D, s.ff}, Init::Matrix});
+    t.push_back({p + "ffn_up.weight", s.matrix_type, {D, s.ff}, Init::Matrix});
+    t.push_back({p + "ffn_down.weight", s.matrix_type, {s.ff, D}, Init::Matrix});
+  }
+  t.push_back({"output_norm.weight", GgmlType::F32, {D}, Init::Norm});
+  if (!s.tied_embeddings) t.push_back({"output.weight", s.embd_type, {D, n_vocab}, Init::Matrix});
+  return t;
+}
+
+// A counter-based generator (splitmix64): each row of each tensor has its own stream, so rows
+// can be drawn on any thread in any order. Uniform values with the mean and variance of the
+// normal ones above: enough for speed measurements, and far cheaper.
+struct RowRng {
+  static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state;
+  RowRng(uint32_t seed, size_t tensor, uint64_t row) : state(mix(seed ^ mix(tensor ^ mix(row + 1)))) {}
+  uint64_t next() { return mix(state += 0x9e3779b97f4a7c15ull); }
+};
+
+void fill_row(float* v, uint64_t cols, Init init, RowRng& rng) {
+  // uniform on [-sqrt(3), sqrt(3)): mean 0, variance 1; two 24-bit values per draw
+  const float unit = 2.f * 1.7320508f / 16777216.f, scale = init == Init::Matrix ? 1.f / std::sqrt(float(cols)) : 0.1f;
+  const float offset = init == Init::Norm ? 1.f : 0.f;
+  for (uint64_t c = 0; c < cols; c += 2) {
+    const uint64_t b = rng.next();
+    v[c] = offset + (float(b >> 40) * unit - 1.7320508f) * scale;
+    if (c + 1 < cols) v[c + 1] = offset + (float((b >> 8) & 0xffffff) * unit - 1.7320508f) * scale;
+  }
+}
+
+// Draws and quantizes tensor `index` of the plan into `out`, its rows split over `threads` threads.
+void fill_tensor(const PlannedTensor& t, size_t index, const RandomModelSpec& s, std::span<uint8_t> out,
+                 unsigned threads) {
+  if (t.init == Init::Given) {
+    std::vector<uint8_t> q = quantize(t.type, s.rope_freq_factors);
+    std::memcpy(out.data(), q.data(), q.size());
+    return;
+  }
+  const uint64_t cols = t.dims[0], rows = t.dims.size() > 1 ? t.dims[1] : 1, row_bytes = out.size() / rows;
+  const uint64_t chunk = std::max<uint64_t>(1, (uint64_t(1) << 20) / cols);  // rows per work item: ~1M values
+  std::atomic<uint64_t> next{0};
+  auto work = [&] {
+    std::vector<float> v;
+    for (uint64_t r0; (r0 = next.fetch_add(chunk)) < rows;) {
+      const uint64_t n = std::min(chunk, rows - r0);
+      v.resize(n * cols);
+      for (uint64_t r = 0; r < n; ++r) {
+        RowRng rng(s.seed, index, r0 + r);
+        fill_row(v.data() + r * cols, cols, t.init, rng);
+      }
+      std::vector<uint8_t> q = quantize(t.type, v);
+      std::memcpy(out.data() + r0 * row_bytes, q.data(), q.size());
+    }
+  };
+  const uint64_t items = (rows + chunk - 1) / chunk;
+  const unsigned n_threads = unsigned(std::min<uint64_t>(items, std::max(1u, threads)));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n_threads; ++i) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
 }
 
 }  // namespace
@@ -142,57 +269,27 @@ RandomModelSpec preset_model_spec(const std::string& name) {
 
 GgufWriter make_random_model(const RandomModelSpec& s) {
   GgufWriter w;
-  const std::string a = arch_name(s.arch);
-  gguf_set_string(w, "general.architecture", a);
-  gguf_set_string(w, "general.name", s.name);
-  uint32_t n_vocab = 258;
-  if (s.vocab_from) n_vocab = copy_vocab(w, *s.vocab_from);
-  else add_byte_vocab(w);
-  if (s.n_vocab > n_vocab) {
-    pad_vocab(w, s.n_vocab);
-    n_vocab = s.n_vocab;
-  }
-  gguf_set_u32(w, a + ".vocab_size", n_vocab);
-  gguf_set_u32(w, a + ".context_length", s.n_ctx_train);
-  gguf_set_u32(w, a + ".embedding_length", s.dim);
-  gguf_set_u32(w, a + ".block_count", s.n_layers);
-  gguf_set_u32(w, a + ".feed_forward_length", s.ff);
-  gguf_set_u32(w, a + ".attention.head_count", s.n_heads);
-  gguf_set_u32(w, a + ".attention.head_count_kv", s.n_kv_heads);
-  gguf_set_u32(w, a + ".attention.key_length", s.head_dim);
-  gguf_set_u32(w, a + ".attention.value_length", s.head_dim);
-  gguf_set_f32(w, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
-  gguf_set_f32(w, a + ".rope.freq_base", s.rope_theta);
-
+  const uint32_t n_vocab = add_metadata(w, s);
   Rng rng{std::mt19937(s.seed)};
-  const uint64_t D = s.dim, Q = uint64_t(s.n_heads) * s.head_dim, KV = uint64_t(s.n_kv_heads) * s.head_dim;
-  add(w, "token_embd.weight", s.embd_type, rng.matrix(n_vocab, D), {D, n_vocab});
-  if (!s.rope_freq_factors.empty())
-    add(w, "rope_freqs.weight", GgmlType::F32, s.rope_freq_factors, {s.rope_freq_factors.size()});
-  for (uint32_t l = 0; l < s.n_layers; ++l) {
-    std::string p = fmt::format("blk.{}.", l);
-    add(w, p + "attn_norm.weight", GgmlType::F32, rng.norm(D), {D});
-    add(w, p + "attn_q.weight", s.matrix_type, rng.matrix(Q, D), {D, Q});
-    add(w, p + "attn_k.weight", s.matrix_type, rng.matrix(KV, D), {D, KV});
-    add(w, p + "attn_v.weight", s.matrix_type, rng.matrix(KV, D), {D, KV});
-    if (s.arch == Arch::Qwen2) {
-      add(w, p + "attn_q.bias", GgmlType::F32, rng.bias(Q), {Q});
-      add(w, p + "attn_k.bias", GgmlType::F32, rng.bias(KV), {KV});
-      add(w, p + "attn_v.bias", GgmlType::F32, rng.bias(KV), {KV});
-    }
-    if (s.arch == Arch::Qwen3) {
-      add(w, p + "attn_q_norm.weight", GgmlType::F32, rng.norm(s.head_dim), {s.head_dim});
-      add(w, p + "attn_k_norm.weight", GgmlType::F32, rng.norm(s.head_dim), {s.head_dim});
-    }
-    add(w, p + "attn_output.weight", s.matrix_type, rng.matrix(D, Q), {Q, D});
-    add(w, p + "ffn_norm.weight", GgmlType::F32, rng.norm(D), {D});
-    add(w, p + "ffn_gate.weight", s.matrix_type, rng.matrix(s.ff, D), {D, s.ff});
-    add(w, p + "ffn_up.weight", s.matrix_type, rng.matrix(s.ff, D), {D, s.ff});
-    add(w, p + "ffn_down.weight", s.matrix_type, rng.matrix(D, s.ff), {s.ff, D});
+  for (const PlannedTensor& t : plan_tensors(s, n_vocab)) {
+    const uint64_t cols = t.dims[0], rows = t.dims.size() > 1 ? t.dims[1] : 1;
+    std::vector<float> v = t.init == Init::Matrix ? rng.matrix(rows, cols)
+                           : t.init == Init::Norm ? rng.norm(cols)
+                           : t.init == Init::Bias ? rng.bias(cols)
+                                                  : s.rope_freq_factors;
+    gguf_add_tensor(w, t.name, t.type, t.dims, quantize(t.type, v));
   }
-  add(w, "output_norm.weight", GgmlType::F32, rng.norm(D), {D});
-  if (!s.tied_embeddings) add(w, "output.weight", s.embd_type, rng.matrix(n_vocab, D), {D, n_vocab});
   return w;
+}
+
+void write_random_model(const RandomModelSpec& s, const std::string& path, unsigned threads) {
+  GgufWriter w;
+  const uint32_t n_vocab = add_metadata(w, s);
+  const std::vector<PlannedTensor> plan = plan_tensors(s, n_vocab);
+  for (const PlannedTensor& t : plan) gguf_declare_tensor(w, t.name, t.type, t.dims);
+  gguf_write_file_streamed(w, path, [&](size_t i, std::span<uint8_t> out) {
+    fill_tensor(plan[i], i, s, out, threads);
+  });
 }
 
 }  // namespace wgrt::model

@@ -36,6 +36,12 @@ RandomModelSpec preset_model_spec(const std::string& name);
 
 GgufWriter make_random_model(const RandomModelSpec& spec);
 
+// Writes the model of `spec` straight to `path`, drawing and quantizing rows on `threads`
+// threads from a counter-based generator: for models too big to build in memory (an 8B model
+// in F16 is 16 GB). Same tensors, shapes and value scales as make_random_model, not the same
+// values.
+void write_random_model(const RandomModelSpec& spec, const std::string& path, unsigned threads);
+
 // wgrt's built-in default model: small, deterministic, random weights, byte-level tokens.
 RandomModelSpec default_model_spec();
 
