@@ -148,13 +148,25 @@ std::vector<int32_t> random_tokens(std::mt19937& rng, uint32_t n_vocab, uint32_t
 uint64_t time_repetition(llm::Session& s, const Test& t, std::span<const int32_t> prompt, int32_t first_token) {
   const auto t0 = Clock::now();
   if (!prompt.empty()) {
-    llm::eval(s, prompt);
+    llm::eval(s, prompt, {}, llm::Readout::Argmax);
     (void)llm::read_argmax(s);
   }
-  int32_t token = first_token;
-  for (uint32_t i = 0; i < t.n_gen; ++i) {
-    llm::eval(s, {&token, 1});
-    token = llm::read_argmax(s);
+  if (t.n_gen > 0) {
+    // Greedy decode as `wgrt run` does it: each step embeds the previous step's argmax on the
+    // GPU and is in flight while that token is read back.
+    llm::eval(s, {&first_token, 1}, {}, llm::Readout::Argmax);
+    graph::Snapshot step = s.last;
+    for (uint32_t i = 1; i < t.n_gen; ++i) {
+      if (!llm::can_feed(s)) {
+        int32_t token = llm::read_argmax(s);
+        llm::eval(s, {&token, 1}, {}, llm::Readout::Argmax);
+        continue;
+      }
+      graph::Snapshot ahead = llm::submit_fed_step(s);
+      (void)llm::read_argmax(s, step);
+      step = ahead;
+    }
+    (void)llm::read_argmax(s, s.last);
   }
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
@@ -195,7 +207,7 @@ void run_tests(llm::Session& s, const BenchFlags& f, const std::vector<Test>& te
     if (t.depth != filled_depth && t.depth > 0) {
       llm::reset(s);
       const auto t0 = Clock::now();
-      llm::eval(s, random_tokens(rng, n_vocab, t.depth));
+      llm::eval(s, random_tokens(rng, n_vocab, t.depth), {}, llm::Readout::Argmax);
       (void)llm::read_argmax(s);
       fmt::print(stderr, "wgrt bench: depth {}: KV prefilled (untimed) in {:.2f} s\n", t.depth,
                  std::chrono::duration<double>(Clock::now() - t0).count());
