@@ -19,5 +19,6 @@ Run add_info(CLI::App& app, gpu::DeviceOptions& dev_opts);
 Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts);
 Run add_tokenize(CLI::App& app);
 Run add_perplexity(CLI::App& app, gpu::DeviceOptions& dev_opts);
+Run add_template(CLI::App& app);
 
 }  // namespace wgrt::cli

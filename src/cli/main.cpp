@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       {"tokenize", cli::add_tokenize(app)},
       {"perplexity", cli::add_perplexity(app, dev_opts)},
       {"info", cli::add_info(app, dev_opts)},
+      {"template", cli::add_template(app)},
   };
 
   try {
