@@ -433,7 +433,7 @@ Value apply_filter(std::string_view name, const Value& v, CallArgs& a, bool call
       if (name == "string") return v;
       if (name == "indent") {
         const Value* w = arg(a, 0, "width");
-        if (w && w->kind != Kind::Int) throw EvalError("indent(): width must be an integer");
+        if (w && (w->kind != Kind::Int || w->i < 0 || w->i > 1000)) throw EvalError("indent(): width must be an integer in [0, 1000]");
         bool first = bool_arg(a, 1, "first", false), blank = bool_arg(a, 2, "blank", false);
         std::string pad(size_t(w ? std::max<int64_t>(0, w->i) : 4), ' '), out;
         size_t p = 0;

@@ -38,6 +38,7 @@ struct Interp {
   std::time_t now;
   Scope* call_site = nullptr;  // scope of the call being made (macros run under it)
   int depth = 0;
+  uint64_t iterations = 0, max_iterations = 0;
 
   [[noreturn]] void fail(const Node& n, const std::string& what) const { throw TemplateError(where(t.name, n.pos) + what); }
 
@@ -96,6 +97,8 @@ struct Interp {
     bool ran = false;
     const int64_t len = int64_t(items.size());
     for (int64_t i = 0; i < len; ++i) {
+      if (++iterations > max_iterations)
+        fail(n, fmt::format("more than {} loop iterations (hint: a runaway loop?)", max_iterations));
       ValueMap loop = {
           {"index", make_int(i + 1)},          {"index0", make_int(i)},
           {"revindex", make_int(len - i)},     {"revindex0", make_int(len - i - 1)},
@@ -299,7 +302,16 @@ struct Interp {
     return Value{};
   }
 
-  Value binary(const Node& n, Scope& sc) {
+  // Strings and lists built by + and ~ are bounded like the output (a doubling loop, ...).
+  Value bounded(const Node& n, Value v) {
+    size_t size = v.kind == Kind::String ? v.s.size() : v.kind == Kind::List ? v.list->size() * 1024 : 0;
+    if (size > kMaxOutput) fail(n, "a value past 64 MiB (hint: a runaway loop?)");
+    return v;
+  }
+
+  Value binary(const Node& n, Scope& sc) { return bounded(n, binary_inner(n, sc)); }
+
+  Value binary_inner(const Node& n, Scope& sc) {
     const std::string& op = n.name;
     Value l = eval(*n.a, sc);
     if (op == "and") return truthy(l) ? eval(*n.b, sc) : l;
@@ -374,6 +386,7 @@ struct Interp {
 
 std::string render(const Template& t, const Value& context, const RenderOptions& o) {
   Interp in{t, o.now};
+  in.max_iterations = o.max_iterations;
   Scope top;
   if (context.map)
     for (const auto& [k, v] : *context.map) top.vars[k] = v;

@@ -52,6 +52,7 @@ Template parse_template(std::string_view source, const std::string& name);
 
 struct RenderOptions {
   std::time_t now = 0;  // strftime_now's clock (local time); 0: the current time
+  uint64_t max_iterations = 20'000'000;  // loop iterations per render: past it, a runaway loop
 };
 
 // `context` is an object of the template's variables. Throws TemplateError.

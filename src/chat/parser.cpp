@@ -72,10 +72,34 @@ const char* tok_name(Tok t) {
   return "?";
 }
 
+// Deeper nesting than this is not a chat template. Chained operators (a + b + c, x.y.z,
+// x | f | g) nest in the tree too and count alike: the bound keeps parsing, rendering and
+// freeing the tree (all recursive) far from the stack's end.
+constexpr int kMaxNesting = 1024;
+
 struct Parser {
   const std::vector<Token>& t;
   const std::string& name;
   size_t i = 0;
+  int depth = 0;
+
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.depth > kMaxNesting) p.fail(p.peek(), fmt::format("nested more than {} deep", kMaxNesting));
+    }
+    ~Nest() { --p.depth; }
+  };
+  // One more link of a chain in the current function; the depth returns when it does.
+  struct Chain {
+    Parser& p;
+    int saved;
+    explicit Chain(Parser& parser) : p(parser), saved(parser.depth) {}
+    void link() {
+      if (++p.depth > kMaxNesting) p.fail(p.peek(), fmt::format("an expression chained or nested more than {} deep", kMaxNesting));
+    }
+    ~Chain() { p.depth = saved; }
+  };
 
   const Token& peek(size_t k = 0) const { return t[std::min(i + k, t.size() - 1)]; }
   bool is(Tok type) const { return peek().type == type; }
@@ -146,6 +170,7 @@ struct Parser {
   }
 
   NodePtr statement() {
+    Nest nest(*this);
     const Token& open = t[i++];
     const Token& word = peek();
     if (word.type != Tok::Ident) fail(word, fmt::format("expected a statement name after '{{%', found {}", describe(word)));
@@ -171,6 +196,7 @@ struct Parser {
   }
 
   NodePtr if_rest(const Token& open) {
+    Nest nest(*this);  // an elif is an if inside the else
     auto n = node(NodeKind::If, open.pos);
     n->a = expression();
     expect(Tok::CloseStmt, "after the 'if' condition");
@@ -274,6 +300,7 @@ struct Parser {
   }
 
   NodePtr expression() {
+    Nest nest(*this);
     NodePtr a = or_expr();
     if (!is_ident("if")) return a;
     const Token& k = t[i++];
@@ -296,22 +323,27 @@ struct Parser {
   }
 
   NodePtr or_expr() {
+    Chain chain(*this);
     NodePtr a = and_expr();
     while (is_ident("or")) {
+      chain.link();
       SourcePos p = t[i++].pos;
       a = binary("or", p, std::move(a), and_expr());
     }
     return a;
   }
   NodePtr and_expr() {
+    Chain chain(*this);
     NodePtr a = not_expr();
     while (is_ident("and")) {
+      chain.link();
       SourcePos p = t[i++].pos;
       a = binary("and", p, std::move(a), not_expr());
     }
     return a;
   }
   NodePtr not_expr() {
+    Nest nest(*this);
     if (!is_ident("not")) return comparison();
     auto n = node(NodeKind::Unary, t[i++].pos);
     n->name = "not";
@@ -319,8 +351,10 @@ struct Parser {
     return n;
   }
   NodePtr comparison() {
+    Chain chain(*this);
     NodePtr a = additive();
     while (true) {
+      chain.link();
       SourcePos p = peek().pos;
       std::string op;
       if (is_ident("not") && is_ident("in", 1)) {
@@ -338,32 +372,40 @@ struct Parser {
     }
   }
   NodePtr additive() {
+    Chain chain(*this);
     NodePtr a = multiplicative();
     while (is_op("+") || is_op("-") || is_op("~")) {
+      chain.link();
       const Token& k = t[i++];
       a = binary(k.text, k.pos, std::move(a), multiplicative());
     }
     return a;
   }
   NodePtr multiplicative() {
+    Chain chain(*this);
     NodePtr a = power();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      chain.link();
       const Token& k = t[i++];
       a = binary(k.text, k.pos, std::move(a), power());
     }
     return a;
   }
   NodePtr power() {
+    Chain chain(*this);
     NodePtr a = test();
     while (is_op("**")) {
+      chain.link();
       const Token& k = t[i++];
       a = binary(k.text, k.pos, std::move(a), test());
     }
     return a;
   }
   NodePtr test() {
+    Chain chain(*this);
     NodePtr a = filter();
     while (is_ident("is")) {
+      chain.link();
       auto n = node(NodeKind::Test, t[i++].pos);
       if (is_ident("not")) {
         ++i;
@@ -384,8 +426,10 @@ struct Parser {
     return a;
   }
   NodePtr filter() {
+    Chain chain(*this);
     NodePtr a = unary();
     while (is(Tok::Pipe)) {
+      chain.link();
       ++i;
       const Token& k = expect(Tok::Ident, "as the filter name after '|'");
       auto n = node(NodeKind::Filter, k.pos);
@@ -400,6 +444,7 @@ struct Parser {
     return a;
   }
   NodePtr unary() {
+    Nest nest(*this);
     if (is_op("-") || is_op("+")) {
       const Token& k = t[i++];
       auto n = node(NodeKind::Unary, k.pos);
@@ -429,7 +474,9 @@ struct Parser {
   }
 
   NodePtr postfix(NodePtr a) {
+    Chain chain(*this);
     while (true) {
+      chain.link();
       if (is(Tok::Dot)) {
         const Token& dot = t[i++];
         auto n = node(NodeKind::Member, dot.pos);
@@ -439,7 +486,11 @@ struct Parser {
         if (k.type == Tok::Int) {
           n->flag = true;
           n->b = node(NodeKind::Literal, k.pos);
-          n->b->literal = make_int(std::stoll(k.text));
+          try {
+            n->b->literal = make_int(std::stoll(k.text));
+          } catch (const std::out_of_range&) {
+            fail(k, fmt::format("the index {} is out of range", k.text));
+          }
         } else {
           n->name = k.text;
         }
@@ -498,7 +549,11 @@ struct Parser {
       case Tok::Float: {
         ++i;
         auto n = node(NodeKind::Literal, k.pos);
-        n->literal = k.type == Tok::Int ? make_int(std::stoll(k.text)) : make_float(std::stod(k.text));
+        try {
+          n->literal = k.type == Tok::Int ? make_int(std::stoll(k.text)) : make_float(std::stod(k.text));
+        } catch (const std::out_of_range&) {
+          fail(k, fmt::format("the number {} is out of range", k.text));
+        }
         return n;
       }
       case Tok::String: {

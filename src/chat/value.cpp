@@ -117,6 +117,16 @@ std::string to_concat_string(const Value& v) {
     case Kind::Int: return std::to_string(v.i);
     case Kind::Float: return js_number(v.f);
     case Kind::String: return v.s;
+    case Kind::List: {
+      // As the reference's host language joins an array: the items' own printing, by ",".
+      std::string out;
+      for (size_t k = 0; k < v.list->size(); ++k) {
+        const Value& x = (*v.list)[k];
+        if (k) out += ',';
+        out += x.kind == Kind::None ? "null" : x.kind == Kind::Undefined ? "undefined" : to_output(x);
+      }
+      return out;
+    }
     default: return to_output(v);
   }
 }

@@ -65,8 +65,8 @@ void set_key(Value& obj, const std::string& key, Value v);
 
 // How `{{ v }}` prints it (undefined and none print nothing).
 std::string to_output(const Value& v);
-// How a scalar prints when concatenated with `+` or `~`: the host language's number
-// formatting, where 2.0 is "2".
+// How a value prints when concatenated with `+` or `~`: the reference's host language
+// formatting (2.0 is "2", a list is its items joined by ","); a mapping prints as JSON.
 std::string to_concat_string(const Value& v);
 // JavaScript's Number-to-string: shortest round-trip digits, "1e+21" and "1e-7" style.
 std::string js_number(double v);

@@ -222,6 +222,69 @@ TEST_F(ChatJinja, ErrorsNameTheConstructAndItsLine) {
   }
 }
 
+// Templates come from model files: anything malformed must end in a TemplateError, never a
+// crash, a hang or another exception. Deep nesting and long chains, then every real template
+// (and every case above) cut short and with bytes flipped.
+TEST_F(ChatJinja, MalformedTemplatesFailCleanly) {
+  const std::string deep[] = {
+      "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}",
+      "{{ 1" + [] { std::string x; for (int i = 0; i < 100000; ++i) x += " + 1"; return x; }() + " }}",
+      "{{ x" + [] { std::string x; for (int i = 0; i < 100000; ++i) x += ".y"; return x; }() + " }}",
+      "{% if a %}" + [] { std::string x; for (int i = 0; i < 20000; ++i) x += "{% elif a %}"; return x; }() + "{% endif %}",
+      [] { std::string x; for (int i = 0; i < 20000; ++i) x += "{% if a %}"; return x; }(),
+      "{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}",
+      "{{ 99999999999999999999999 }}",
+      "{{ x.99999999999999999999999 }}",
+      "{{ 'a' | indent(1000000000000) }}",
+      "{% set s = 'ab' %}{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}",
+      "{% set l = [1] %}{% for i in range(40) %}{% set l = l + l %}{% endfor %}",
+  };
+  for (const std::string& t : deep) {
+    try {
+      chat::render(chat::parse_template(t, "deep"), chat::from_json(ojson::object()), {.max_iterations = 100000});
+      ADD_FAILURE() << t.substr(0, 60) << "...: no error";
+    } catch (const chat::TemplateError&) {
+    }
+  }
+
+  std::vector<std::string> sources;
+  for (const JCase& c : kCases) sources.push_back(c.tmpl);
+  const std::filesystem::path real = WGRT_SOURCE_DIR "/.deps/chat-templates/ollama";
+  if (std::filesystem::is_directory(real))
+    for (const auto& e : std::filesystem::directory_iterator(real)) {
+      std::ifstream in(e.path(), std::ios::binary);
+      sources.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+  const chat::Value ctx = chat::from_json(ojson::parse(R"({"bos_token": "<s>", "eos_token": "</s>",
+      "add_generation_prompt": true, "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+      {"role": "assistant", "content": "A", "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]},
+      {"role": "tool", "content": "R"}], "tools": [{"type": "function", "function": {"name": "f"}}]})"));
+  uint32_t rng = 12345;
+  size_t tried = 0;
+  for (const std::string& src : sources) {
+    std::vector<std::string> variants;
+    for (size_t cut = 1; cut < src.size(); cut += std::max<size_t>(1, src.size() / 12)) variants.push_back(src.substr(0, cut));
+    for (int k = 0; k < 6; ++k) {
+      std::string m = src;
+      for (int f = 0; f < 3 && !m.empty(); ++f) {
+        rng = rng * 1664525u + 1013904223u;
+        m[(rng >> 8) % m.size()] = "{}%#-()[]'\"|.\n x"[(rng >> 20) % 16];
+      }
+      variants.push_back(m);
+    }
+    for (const std::string& v : variants) {
+      ++tried;
+      try {
+        chat::render(chat::parse_template(v, "mutant"), ctx, {.now = kNow});
+      } catch (const chat::TemplateError&) {
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "not a TemplateError: " << e.what() << "\n  template: " << v.substr(0, 200);
+      }
+    }
+  }
+  EXPECT_GT(tried, 500u);
+}
+
 TEST_F(ChatJinja, RunawayOutputIsAnError) {
   // 100,000 iterations of 700 bytes pass the 64 MiB bound on a rendered prompt.
   std::string tmpl = "{% for i in range(100000) %}" + std::string(700, 'x') + "{% endfor %}";
