@@ -58,8 +58,8 @@ ChatTemplateSource from_config_json(const nlohmann::ordered_json& cfg, const std
     if (want_tools && name == "tool_use") pick = &e;
     if (name == "default" && !(pick && want_tools)) pick = &e;
   }
-  if (!pick) pick = &(*it)[0];
   if (it->empty()) throw std::runtime_error(fmt::format("{}: chat_template is an empty list", path));
+  if (!pick) pick = &(*it)[0];
   src.text = (*pick)["template"].get<std::string>();
   src.origin = fmt::format("{}: chat_template '{}'", path, (*pick)["name"].is_string() ? (*pick)["name"].get<std::string>() : "");
   return src;
@@ -83,14 +83,9 @@ nlohmann::ordered_json read_json_file(const std::string& path, const char* what)
   }
 }
 
-ChatTemplateSource template_from_gguf(const model::GgufFile& g) {
-  std::optional<std::string> text = g.opt_string("tokenizer.chat_template");
-  if (!text)
-    throw std::runtime_error(fmt::format("{}: no tokenizer.chat_template in the GGUF metadata (hint: give a template "
-                                         "with --chat-template FILE)", g.path));
-  ChatTemplateSource src;
-  src.text = *text;
-  src.origin = g.path + ": tokenizer.chat_template";
+namespace {
+
+void gguf_special_texts(const model::GgufFile& g, ChatTemplateSource& src) {
   auto token = [&](const char* key) -> std::optional<std::string> {
     std::optional<uint64_t> id = g.opt_uint(key);
     const model::GgufValue* tokens = g.find("tokenizer.ggml.tokens");
@@ -101,7 +96,36 @@ ChatTemplateSource template_from_gguf(const model::GgufFile& g) {
   };
   src.bos_token = token("tokenizer.ggml.bos_token_id");
   src.eos_token = token("tokenizer.ggml.eos_token_id");
+}
+
+}  // namespace
+
+ChatTemplateSource template_from_gguf(const model::GgufFile& g) {
+  std::optional<std::string> text = g.opt_string("tokenizer.chat_template");
+  if (!text)
+    throw std::runtime_error(fmt::format("{}: no tokenizer.chat_template in the GGUF metadata (hint: give a template "
+                                         "with --chat-template FILE)", g.path));
+  ChatTemplateSource src;
+  src.text = *text;
+  src.origin = g.path + ": tokenizer.chat_template";
+  gguf_special_texts(g, src);
   return src;
+}
+
+void model_special_texts(const std::string& model_path, ChatTemplateSource& src) {
+  std::error_code ec;
+  ChatTemplateSource found;
+  if (fs::is_directory(model_path, ec)) {
+    fs::path cfg = fs::path(model_path) / "tokenizer_config.json";
+    if (!fs::exists(cfg, ec)) return;
+    nlohmann::ordered_json j = read_json_file(cfg.string(), "tokenizer_config.json");
+    if (j.is_object() && j.contains("bos_token")) found.bos_token = token_text(j["bos_token"]);
+    if (j.is_object() && j.contains("eos_token")) found.eos_token = token_text(j["eos_token"]);
+  } else {
+    gguf_special_texts(model::open_gguf(model_path), found);
+  }
+  if (!src.bos_token) src.bos_token = found.bos_token;
+  if (!src.eos_token) src.eos_token = found.eos_token;
 }
 
 ChatTemplateSource template_from_tokenizer_config(const std::string& path, bool want_tools) {

@@ -28,6 +28,9 @@ struct ChatTemplateSource {
 ChatTemplateSource find_chat_template(const std::string& model_path, bool want_tools = false);
 ChatTemplateSource template_from_gguf(const model::GgufFile& g);
 ChatTemplateSource template_from_tokenizer_config(const std::string& path, bool want_tools = false);
+// Fills src's unset BOS/EOS texts from the model (GGUF tokens, or tokenizer_config.json),
+// whether or not the model has a template.
+void model_special_texts(const std::string& model_path, ChatTemplateSource& src);
 // A template file: Jinja text, or a tokenizer_config.json.
 ChatTemplateSource template_from_file(const std::string& path, bool want_tools = false);
 

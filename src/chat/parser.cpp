@@ -140,11 +140,10 @@ struct Parser {
     }
     return body;
   }
-  void close_block(std::string_view end) {
-    expect(Tok::OpenStmt, "");
-    ++i;  // the end word, checked by at_stmt
-    (void)end;
-    expect(Tok::CloseStmt, "to close the block end");
+  // At "{% endX %}", which at_stmt has checked.
+  void close_block(const char* end) {
+    i += 2;
+    expect(Tok::CloseStmt, fmt::format("after '{}'", end).c_str());
   }
 
   NodePtr any() {

@@ -37,14 +37,7 @@ int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
   chat::ChatTemplateSource src;
   if (!f.chat_template.empty()) {
     src = chat::template_from_file(f.chat_template);
-    if (!f.model.model.empty() && (!src.bos_token || !src.eos_token)) {
-      try {
-        chat::ChatTemplateSource m = chat::find_chat_template(f.model.model);
-        if (!src.bos_token) src.bos_token = m.bos_token;
-        if (!src.eos_token) src.eos_token = m.eos_token;
-      } catch (const std::runtime_error&) {  // the model has no template: its BOS/EOS texts stay unknown
-      }
-    }
+    if (!f.model.model.empty()) chat::model_special_texts(f.model.model, src);
   } else if (!f.model.model.empty()) {
     src = chat::find_chat_template(f.model.model);
   } else {

@@ -32,15 +32,10 @@ int run_template(const TemplateFlags& f) {
       throw std::invalid_argument(fmt::format("{}: tools must be a JSON list of tool definitions", f.tools));
   }
   const bool want_tools = !in.tools.is_null() && !in.tools.empty();
-  chat::ChatTemplateSource src;
-  if (!f.model.empty()) src = chat::find_chat_template(f.model, want_tools);
-  if (!f.chat_template.empty()) {
-    chat::ChatTemplateSource over = chat::template_from_file(f.chat_template, want_tools);
-    src.text = over.text;
-    src.origin = over.origin;
-    if (over.bos_token) src.bos_token = over.bos_token;
-    if (over.eos_token) src.eos_token = over.eos_token;
-  }
+  // --chat-template wins; the model then still gives the BOS/EOS texts it lacks.
+  chat::ChatTemplateSource src = f.chat_template.empty() ? chat::find_chat_template(f.model, want_tools)
+                                                         : chat::template_from_file(f.chat_template, want_tools);
+  if (!f.chat_template.empty() && !f.model.empty()) chat::model_special_texts(f.model, src);
   nlohmann::ordered_json messages = chat::read_json_file(f.messages, "messages file");
   if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];  // a request body
   try {

@@ -123,6 +123,10 @@ TEST(TemplateCli, ChatTemplateFileOverridesTheModels) {
   Result r = wgrt_template("-m " + files().gguf + " --chat-template " + t + " --messages " + files().messages);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "su|<|begin_of_text|>");
+  // A model without a template still gives its BOS text.
+  r = wgrt_template("-m " + files().bare_gguf + " --chat-template " + t + " --messages " + files().messages);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "su|<|begin_of_text|>");
   r = wgrt_template("--chat-template " + t + " --messages " + files().messages);  // no model: no bos_token
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "su|");
