@@ -145,10 +145,17 @@ ChatTemplateSource template_from_file(const std::string& path, bool want_tools) 
 ChatTemplateSource find_chat_template(const std::string& model_path, bool want_tools) {
   std::error_code ec;
   if (fs::is_directory(model_path, ec)) {
+    // Newer checkpoints keep the template in chat_template.jinja beside tokenizer_config.json.
+    fs::path jinja = fs::path(model_path) / "chat_template.jinja";
+    if (fs::exists(jinja, ec)) {
+      ChatTemplateSource src = template_from_file(jinja.string());
+      model_special_texts(model_path, src);
+      return src;
+    }
     fs::path cfg = fs::path(model_path) / "tokenizer_config.json";
     if (!fs::exists(cfg, ec))
-      throw std::runtime_error(fmt::format("{}: no tokenizer_config.json, so no chat template (hint: give one with "
-                                           "--chat-template FILE)", model_path));
+      throw std::runtime_error(fmt::format("{}: no chat_template.jinja or tokenizer_config.json, so no chat template "
+                                           "(hint: give one with --chat-template FILE)", model_path));
     return template_from_tokenizer_config(cfg.string(), want_tools);
   }
   if (!fs::exists(model_path, ec))

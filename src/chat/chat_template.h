@@ -2,9 +2,10 @@
 // (OpenAI-style messages) with it.
 //   GGUF: metadata `tokenizer.chat_template`; BOS/EOS texts from tokenizer.ggml.tokens at
 //         tokenizer.ggml.bos_token_id / eos_token_id.
-//   Hugging Face directory: tokenizer_config.json `chat_template` (a string, or a list of
-//         {name, template}: "default", or "tool_use" when tools are given), `bos_token` and
-//         `eos_token` (strings or {"content": ...}).
+//   Hugging Face directory: chat_template.jinja when present, else tokenizer_config.json
+//         `chat_template` (a string, or a list of {name, template}: "default", or "tool_use"
+//         when tools are given); `bos_token` and `eos_token` (strings or {"content": ...}) from
+//         tokenizer_config.json.
 //   --chat-template FILE: the file's text (a tokenizer_config.json is read as above).
 #pragma once
 

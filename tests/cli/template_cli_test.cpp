@@ -115,6 +115,15 @@ TEST(TemplateCli, HuggingFaceDirectoryAndNamedTemplates) {
   r = wgrt_template("-m " + files().hf + " --messages " + files().messages + " --tools " + files().tools);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "T:get_weather");
+  // chat_template.jinja beside tokenizer_config.json takes precedence.
+  std::string hf2 = files().dir + "/hf2";
+  std::filesystem::create_directories(hf2);
+  std::filesystem::copy_file(files().hf + "/tokenizer_config.json", hf2 + "/tokenizer_config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(hf2 + "/chat_template.jinja") << "J{{ bos_token }}{{ messages[-1].content }}{{ eos_token }}\n";
+  r = wgrt_template("-m " + hf2 + " --messages " + files().messages);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "J<s>Hi</s>");
 }
 
 TEST(TemplateCli, ChatTemplateFileOverridesTheModels) {
