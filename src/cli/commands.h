@@ -20,5 +20,7 @@ Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts);
 Run add_tokenize(CLI::App& app);
 Run add_perplexity(CLI::App& app, gpu::DeviceOptions& dev_opts);
 Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts);
+Run add_template(CLI::App& app);
+Run add_chat(CLI::App& app, gpu::DeviceOptions& dev_opts);
 
 }  // namespace wgrt::cli

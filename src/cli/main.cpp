@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
       {"perplexity", cli::add_perplexity(app, dev_opts)},
       {"bench", cli::add_bench(app, dev_opts)},
       {"info", cli::add_info(app, dev_opts)},
+      {"template", cli::add_template(app)},
+      {"chat", cli::add_chat(app, dev_opts)},
   };
 
   try {

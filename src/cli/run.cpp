@@ -2,60 +2,22 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "llm/generate.h"
 
 namespace wgrt::cli {
 namespace {
 
-struct ModelFlags {
-  std::string model;
-  uint32_t ctx_size = 2048;
-  uint32_t batch_size = 64;
-  std::string quantize = "auto";
-  uint32_t group_size = 32;
-  bool kv_f32 = false;
-};
-
-void add_model_flags(CLI::App& cmd, ModelFlags& f) {
-  cmd.add_option("-m,--model", f.model, "a .gguf file or a Hugging Face model directory (default: the built-in "
-                                        "random-weight model)");
-  cmd.add_option("-c,--ctx-size", f.ctx_size, "context size in tokens")->check(CLI::Range(1u, 1u << 20));
-  cmd.add_option("-b,--batch-size", f.batch_size, "prompt tokens per step")->check(CLI::Range(1u, 8192u));
-  cmd.add_option("--quantize", f.quantize, "weights on the GPU: q4gsw, q8, none, or auto (GGUF: as stored; "
-                                           "Hugging Face: q4gsw)")
-      ->check(CLI::IsMember({"auto", "q4gsw", "q8", "none"}));
-  cmd.add_option("--group-size", f.group_size, "quantization group size")->check(CLI::IsMember({32u, 64u, 128u}));
-  cmd.add_flag("--kv-f32", f.kv_f32, "keep the KV cache in f32 (default f16)");
-}
-
-model::BuildOptions build_options(const ModelFlags& f, bool all_logits) {
-  model::BuildOptions o;
-  o.n_ctx = f.ctx_size;
-  o.max_batch = f.batch_size;
-  o.f16_kv = !f.kv_f32;
-  o.all_logits = all_logits;
-  o.load.group_size = f.group_size;
-  o.load.quantize = model::parse_weight_format(f.quantize);
-  if (o.load.quantize == model::WeightFormat::Auto && std::filesystem::is_directory(f.model))
-    o.load.quantize = model::WeightFormat::Q4gsw;
-  return o;
-}
-
 struct RunFlags {
   ModelFlags model;
+  SamplingFlags sampling;
   std::string prompt = "Once upon a time";
   int32_t n_predict = 128;
-  float temp = 0.8f;
-  uint32_t top_k = 40;
-  float top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
-  int64_t seed = -1;
   std::vector<std::string> stop;
   std::string dump_logits;
   bool warmup = false;
@@ -72,9 +34,8 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
   o.n_predict = f.n_predict;
   o.stop = f.stop;
   o.dump_logits = f.dump_logits;
-  uint64_t seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
-  o.sampling = {.temperature = f.temp, .top_k = f.top_k, .top_p = f.top_p, .min_p = f.min_p,
-                .repeat_penalty = f.repeat_penalty, .seed = seed};
+  o.sampling = sampler_params(f.sampling);
+  const uint64_t seed = o.sampling.seed;
   fmt::print(stderr, "wgrt: {} on {} ({}), {:.1f} MiB of weights, context {}, seed {}\n", s.model.path,
              dev.caps.adapter.name, gpu::backend_name(dev.caps.adapter.backend), s.mg.weight_bytes / 1048576.0,
              s.mg.n_ctx, seed);
@@ -131,13 +92,7 @@ Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("-p,--prompt", f->prompt, "the prompt");
   cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate (0: prompt only, -1: until EOS)")
       ->check(CLI::Range(-1, 1 << 20));
-  cmd->add_option("--temp", f->temp, "temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
-  cmd->add_option("--top-k", f->top_k, "top-k candidates (0: all)")->check(CLI::Range(0u, 1u << 20));
-  cmd->add_option("--top-p", f->top_p, "nucleus sampling mass")->check(CLI::Range(0.0001f, 1.0f));
-  cmd->add_option("--min-p", f->min_p, "drop tokens below this share of the best")->check(CLI::Range(0.0f, 1.0f));
-  cmd->add_option("--repeat-penalty", f->repeat_penalty, "penalty for recent tokens (1: off)")
-      ->check(CLI::Range(0.01f, 100.0f));
-  cmd->add_option("--seed", f->seed, "sampling seed (default: random)")->check(CLI::NonNegativeNumber);
+  add_sampling_flags(*cmd, f->sampling);
   cmd->add_option("--stop", f->stop, "stop before this text (repeatable)");
   cmd->add_option("--dump-logits", f->dump_logits, "write the prompt's logits, f32 [n_prompt, n_vocab], to FILE");
   cmd->add_flag("--warmup", f->warmup, "run the prompt once untimed first, so shader compilation is not timed");

@@ -1,0 +1,156 @@
+#include "llm/chat.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "llm/generate.h"
+
+namespace wgrt::llm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool is_end_token(const Session& s, int32_t id) { return id == s.tok.vocab.eos_id || id == s.tok.vocab.eot_id; }
+
+int32_t pick(Session& s, Sampler& sampler) {
+  const SamplerParams& p = sampler.params;
+  if (p.temperature == 0 && !needs_all_logits(p)) {
+    int32_t id = read_argmax(s);
+    accept_token(sampler, id);
+    return id;
+  }
+  std::vector<Candidate> cands;
+  if (needs_all_logits(p) || p.top_k == 0 || p.top_k > s.mg.top_k) {
+    std::vector<float> logits = read_logits(s);
+    const size_t v = s.mg.n_vocab, row = logits.size() / v - 1;
+    cands.resize(v);
+    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
+  } else {
+    cands = read_top_k(s);
+  }
+  return sample(sampler, cands);
+}
+
+void start_messages(Chat& c) {
+  c.messages = nlohmann::ordered_json::array();
+  if (c.opts.system) c.messages.push_back({{"role", "system"}, {"content", *c.opts.system}});
+}
+
+}  // namespace
+
+Chat start_chat(Session& s, const chat::ChatTemplateSource& src, const ChatOptions& o) {
+  Chat c;
+  c.s = &s;
+  c.tmpl = chat::parse_template(src.text, src.origin);
+  c.bos_token = src.bos_token;
+  c.eos_token = src.eos_token;
+  c.opts = o;
+  c.sampler = make_sampler(o.sampling);
+  start_messages(c);
+  return c;
+}
+
+std::vector<int32_t> chat_prompt_tokens(const Chat& c) {
+  chat::ChatInputs in;
+  in.messages = c.messages;
+  in.add_generation_prompt = true;
+  in.bos_token = c.bos_token;
+  in.eos_token = c.eos_token;
+  in.enable_thinking = c.opts.enable_thinking;
+  std::string prompt = chat::render_chat(c.tmpl, in);
+  // Templates usually write the BOS text themselves; add BOS only when this one does not.
+  const bool has_bos = c.bos_token && !c.bos_token->empty() && prompt.starts_with(*c.bos_token);
+  return tokenizer::tokenize(c.s->tok, prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+}
+
+TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<void(std::string_view)>& on_text,
+                    const std::atomic<bool>* interrupt) {
+  Session& s = *c.s;
+  TurnStats st;
+  c.messages.push_back({{"role", "user"}, {"content", user_text}});
+  std::vector<int32_t> prompt;
+  try {
+    prompt = chat_prompt_tokens(c);
+    if (prompt.size() >= s.mg.n_ctx)
+      throw std::invalid_argument(fmt::format("the conversation has {} tokens, past the context of {} (hint: /clear, "
+                                              "or a larger --ctx-size)", prompt.size(), s.mg.n_ctx));
+  } catch (...) {
+    c.messages.erase(c.messages.size() - 1);
+    throw;
+  }
+  st.n_prompt = prompt.size();
+
+  // Keep the cache for the longest shared prefix (the template may re-render earlier turns
+  // differently); at least the last prompt token is evaluated, for its logits.
+  size_t keep = 0;
+  while (keep < c.cached.size() && keep < prompt.size() && c.cached[keep] == prompt[keep]) ++keep;
+  if (keep == prompt.size()) --keep;
+  s.n_past = uint32_t(keep);
+  c.cached.resize(keep);
+  st.n_reused = keep;
+
+  auto t0 = Clock::now();
+  std::span<const int32_t> fresh(prompt.data() + keep, prompt.size() - keep);
+  eval(s, fresh);
+  c.cached.insert(c.cached.end(), fresh.begin(), fresh.end());
+  for (int32_t id : fresh) accept_token(c.sampler, id);
+  st.n_prefilled = fresh.size();
+  int32_t next = pick(s, c.sampler);
+  st.prefill_seconds = since(t0);
+
+  StopFilter filter{c.opts.stop, {}, false};
+  tokenizer::StreamDecoder dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
+  std::vector<int32_t> reply_ids;
+  std::string shown;
+  auto t1 = Clock::now();
+  st.stop_reason = "length";
+  while (true) {
+    if (interrupt && interrupt->load()) {
+      st.stop_reason = "interrupted";
+      break;
+    }
+    if (is_end_token(s, next)) {
+      st.stop_reason = "eos";
+      break;
+    }
+    reply_ids.push_back(next);
+    ++st.n_generated;
+    std::string text = stop_filter_push(filter, tokenizer::decode_next(dec, next));
+    shown += text;
+    if (!text.empty()) on_text(text);
+    if (filter.stopped) {
+      st.stop_reason = "stop string";
+      break;
+    }
+    if (c.opts.n_predict >= 0 && st.n_generated >= size_t(c.opts.n_predict)) break;
+    if (s.n_past >= s.mg.n_ctx) {
+      st.stop_reason = "context";
+      break;
+    }
+    eval(s, std::span<const int32_t>(&next, 1));
+    c.cached.push_back(next);
+    next = pick(s, c.sampler);
+  }
+  std::string tail = stop_filter_push(filter, tokenizer::decode_flush(dec)) + stop_filter_flush(filter);
+  shown += tail;
+  if (!tail.empty()) on_text(tail);
+  st.generate_seconds = since(t1);
+
+  // The history keeps the reply's exact bytes (what the cache holds), cut at a stop string.
+  st.reply = filter.stopped ? shown : tokenizer::detokenize(s.tok, reply_ids);
+  c.messages.push_back({{"role", "assistant"}, {"content", st.reply}});
+  return st;
+}
+
+void clear_chat(Chat& c) {
+  start_messages(c);
+  c.cached.clear();
+  reset(*c.s);
+  c.sampler = make_sampler(c.sampler.params);
+}
+
+}  // namespace wgrt::llm

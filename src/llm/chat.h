@@ -1,0 +1,64 @@
+// A multi-turn conversation on one Session: each turn renders the whole conversation with
+// the chat template, tokenizes it, keeps the KV cache for the tokens it shares with what the
+// cache already holds (Session::n_past) and prefills only the rest, then samples the reply.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "chat/jinja.h"
+#include "llm/sampler.h"
+#include "llm/session.h"
+
+namespace wgrt::llm {
+
+struct ChatOptions {
+  SamplerParams sampling;
+  int32_t n_predict = -1;           // tokens per reply; < 0: until EOS or the context is full
+  std::vector<std::string> stop;    // a reply ends before any of these
+  std::optional<std::string> system;
+  std::optional<bool> enable_thinking;
+};
+
+struct Chat {
+  Session* s = nullptr;
+  chat::Template tmpl;
+  std::optional<std::string> bos_token, eos_token;
+  ChatOptions opts;
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  std::vector<int32_t> cached;  // the tokens at KV positions 0..n_past-1
+  Sampler sampler;
+};
+
+struct TurnStats {
+  size_t n_prompt = 0;     // tokens of the whole rendered conversation
+  size_t n_reused = 0;     // of them, already in the KV cache
+  size_t n_prefilled = 0;  // evaluated this turn before the reply
+  size_t n_generated = 0;
+  double prefill_seconds = 0, generate_seconds = 0;
+  std::string stop_reason;  // "eos", "stop string", "length", "context", "interrupted"
+  std::string reply;        // the assistant's text, as it entered the conversation
+};
+
+Chat start_chat(Session& s, const chat::ChatTemplateSource& src, const ChatOptions& o);
+
+// One user turn: streams the reply through on_text. `interrupt` (set from a signal handler)
+// ends the reply early; what was generated stays in the conversation. Throws
+// std::invalid_argument, with the conversation as before, when the prompt passes the context.
+TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<void(std::string_view)>& on_text,
+                    const std::atomic<bool>* interrupt = nullptr);
+
+// Forget the conversation (the system message stays).
+void clear_chat(Chat& c);
+
+// The prompt's tokens for the current messages (exposed for tests).
+std::vector<int32_t> chat_prompt_tokens(const Chat& c);
+
+}  // namespace wgrt::llm

@@ -1,0 +1,113 @@
+// The chat turn loop on a tiny random-weight model with a byte-level vocabulary (one token
+// per byte, so prompt sizes follow from the text): the second turn prefills only its new
+// tokens, and its reply is the one a fresh session gives after prefilling the whole
+// conversation at once.
+#include <gtest/gtest.h>
+
+#include "llm/chat.h"
+#include "model/gguf_writer.h"
+#include "model/random_model.h"
+#include "support/device.h"
+#include "support/hf_fixture.h"
+
+namespace wgrt {
+namespace {
+
+const char* kTemplate =
+    "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
+    "{{ m.content }}<|eot_id|>{% endfor %}"
+    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
+
+std::string model_path() {
+  static std::string path = [] {
+    model::GgufWriter w = model::make_random_model(model::RandomModelSpec{});
+    model::gguf_set_string(w, "tokenizer.chat_template", kTemplate);
+    std::string p = test::temp_dir("chat") + "/chat.gguf";
+    model::gguf_write_file(w, p);
+    return p;
+  }();
+  return path;
+}
+
+std::string turn(const std::string& role, const std::string& text) {
+  return "<|start_header_id|>" + role + "<|end_header_id|>\n\n" + text + "<|eot_id|>";
+}
+const std::string kGen = "<|start_header_id|>assistant<|end_header_id|>\n\n";
+
+// Greedy decoding from scratch: the reference for what the chat's cache reuse must give.
+std::string fresh_greedy(const std::vector<int32_t>& prompt, int n) {
+  model::BuildOptions o;
+  o.n_ctx = 1024;
+  llm::Session s = llm::open_session(test::device(), model_path(), o);
+  llm::eval(s, prompt);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    int32_t id = llm::read_argmax(s);
+    if (id == s.tok.vocab.eos_id) break;
+    out.push_back(id);
+    if (i + 1 < n) llm::eval(s, std::span<const int32_t>(&id, 1));
+  }
+  return tokenizer::detokenize(s.tok, out);
+}
+
+TEST(Chat, SecondTurnPrefillsOnlyItsNewTokens) {
+  model::BuildOptions bo;
+  bo.n_ctx = 1024;
+  llm::Session s = llm::open_session(test::device(), model_path(), bo);
+  llm::ChatOptions o;
+  o.sampling.temperature = 0;
+  o.n_predict = 6;
+  o.system = "Be brief.";
+  llm::Chat c = llm::start_chat(s, chat::find_chat_template(model_path()), o);
+  std::string streamed;
+  auto collect = [&](std::string_view t) { streamed += t; };
+
+  llm::TurnStats t1 = llm::chat_turn(c, "Hello", collect);
+  const std::string p1 = turn("system", "Be brief.") + turn("user", "Hello") + kGen;
+  EXPECT_EQ(t1.n_prompt, 1 + p1.size());  // BOS + one token per byte
+  EXPECT_EQ(t1.n_reused, 0u);
+  EXPECT_EQ(t1.n_prefilled, t1.n_prompt);
+  EXPECT_EQ(t1.n_generated, 6u);
+  EXPECT_EQ(s.n_past, t1.n_prompt + 5);  // the last sampled token is not evaluated yet
+
+  llm::TurnStats t2 = llm::chat_turn(c, "How are you?", collect);
+  const std::string p2 = turn("system", "Be brief.") + turn("user", "Hello") + turn("assistant", t1.reply) +
+                         turn("user", "How are you?") + kGen;
+  std::vector<int32_t> all2 = tokenizer::tokenize(s.tok, "<|begin_of_text|>" + p2, false, true);
+  EXPECT_EQ(t2.n_prompt, all2.size());
+  EXPECT_EQ(t2.n_prompt, 1 + p2.size());
+  // Everything turn 1 evaluated is a prefix of turn 2's prompt, so all of it is reused.
+  EXPECT_EQ(t2.n_reused, t1.n_prompt + 5);
+  EXPECT_EQ(t2.n_prefilled, t2.n_prompt - t2.n_reused);
+  EXPECT_LT(t2.n_prefilled, t2.n_prompt / 2);
+
+  // Same reply as a fresh session that prefills the whole conversation at once.
+  EXPECT_EQ(t2.reply, fresh_greedy(all2, 6));
+  EXPECT_FALSE(streamed.empty());
+
+  // /clear: the conversation starts over, from an empty cache.
+  llm::clear_chat(c);
+  llm::TurnStats t3 = llm::chat_turn(c, "Hello", collect);
+  EXPECT_EQ(t3.n_reused, 0u);
+  EXPECT_EQ(t3.n_prompt, t1.n_prompt);
+  EXPECT_EQ(t3.reply, t1.reply);
+}
+
+TEST(Chat, PromptPastTheContextLeavesTheConversationAsItWas) {
+  model::BuildOptions bo;
+  bo.n_ctx = 256;
+  llm::Session s = llm::open_session(test::device(), model_path(), bo);
+  llm::ChatOptions o;
+  o.sampling.temperature = 0;
+  o.n_predict = 2;
+  llm::Chat c = llm::start_chat(s, chat::find_chat_template(model_path()), o);
+  llm::TurnStats t1 = llm::chat_turn(c, "Hi", [](std::string_view) {});
+  const size_t n_messages = c.messages.size();
+  EXPECT_THROW(llm::chat_turn(c, std::string(300, 'x'), [](std::string_view) {}), std::invalid_argument);
+  EXPECT_EQ(c.messages.size(), n_messages);
+  llm::TurnStats t2 = llm::chat_turn(c, "Ok", [](std::string_view) {});
+  EXPECT_GT(t2.n_reused, t1.n_prompt - 1);
+}
+
+}  // namespace
+}  // namespace wgrt
