@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpu/device.h"
+#include "gpu/peaks.h"
 #include "gpu/profiler.h"
 
 namespace wgrt::lab {
@@ -91,30 +92,10 @@ void print_table(const Table& table);
 
 // What `wgrt_lab_peaks` measured on one adapter. NaN where not measured (e.g. GPU dispatch
 // time on a device without timestamps).
-struct Peaks {
-  std::string adapter;       // e.g. "NVIDIA H200"
-  std::string driver;
-  std::string backend;       // "vulkan"
-  std::string adapter_type;  // "discrete GPU", "CPU"
-  std::string date;          // YYYY-MM-DD
-  std::string timer;         // "gpu-timestamps" or "wall-clock"
-  uint64_t bytes = 0;        // buffer size the bandwidth figures used
-  double read_gbps = kNaN;   // best read kernel, bytes read / time
-  double write_gbps = kNaN;  // best fill kernel, bytes written / time
-  double copy_gbps = kNaN;   // best copy kernel, (bytes read + bytes written) / time
-  double fma_gflops = kNaN;  // f32, 2 flops per lane-FMA
-  double dispatch_wall_us = kNaN;     // one trivial dispatch, encode + submit + wait, amortized
-  double dispatch_gpu_us = kNaN;      // the same, GPU time from pass timestamps
-  double dispatch_ro_gpu_us = kNaN;   // trivial dispatches with no writable binding (no barrier)
-  double dispatch_ro_wall_us = kNaN;
-};
+using gpu::Peaks;
+using gpu::load_peaks;
+using gpu::save_peaks;
 
-// Writes `peaks` plus `details` (per-variant rows, free-form) as JSON, format "wgrt-peaks" v1.
-void save_peaks(const std::string& path, const Peaks& peaks, const nlohmann::json& details);
-
-// Reads a file save_peaks wrote; throws std::runtime_error naming the file and the field, with
-// a hint, when it is missing, malformed or of another format version.
-Peaks load_peaks(const std::string& path);
 
 // "62.3%" of a measured peak, or "-" when either side is missing.
 std::string percent_of(double achieved, double peak);

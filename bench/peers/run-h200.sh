@@ -15,6 +15,9 @@
 #   WGRT_CARRY     the folder bench/peers/pack.sh filled (default .carry-peers)
 #   PEER_WORK      model files (default /tmp/wgrt-peers: ~21 GB at the peak for the 8B shape)
 #   PEER_BUDGET_S  seconds before remaining steps are skipped (default 540: 9 minutes)
+#   PEER_PRESETS   shapes to run (default "llama-3.2-1b llama-3.1-8b"); PEER_TYPES likewise
+#                  (default "q4_0 q4_k_m")
+#   WGRT_EXTRA     more `wgrt bench` flags, e.g. "--profile" (its report lands in the step's log)
 #   PEER_SMALL=1   the tiny shape and tests -p 32 -n 8 -d 0,64 -r 2, to check the script on
 #                  lavapipe (also set VK_DRIVER_FILES to lavapipe's ICD there)
 set -uo pipefail
@@ -34,7 +37,7 @@ if [ -n "${PEER_SMALL:-}" ]; then
   tests=(-p 32 -n 8 -d 0,64 -r 2)
   export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}  # llama.cpp skips CPU devices unless named
 else
-  presets=(llama-3.2-1b llama-3.1-8b)
+  read -r -a presets <<<"${PEER_PRESETS:-llama-3.2-1b llama-3.1-8b}"
   tests=(-p 512 -n 128 -d 0,4096 -r 3)
 fi
 
@@ -85,12 +88,14 @@ for preset in "${presets[@]}"; do
   step "$preset-make-f16" "$out/$preset-make-f16.out" \
     wgrt_make_model --preset "$preset" --type f16 --vocab-from "$work/vocab.gguf" -o "$f16" || continue
   # Q4_0 fully measured before Q4_K_M is even written, so a run cut short keeps whole rows.
-  for q in q4_0 q4_k_m; do
+  read -r -a types <<<"${PEER_TYPES:-q4_0 q4_k_m}"
+  read -r -a extra <<<"${WGRT_EXTRA:-}"
+  for q in "${types[@]}"; do
     name="$preset-$q"
     file="$work/$name.gguf"
     step "$name-quantize" "$out/$name-quantize.out" "$peer/peer_quantize" "$f16" "$file" "$q" || continue
     printf '%s\t%s\n' "$name" "$(stat -c %s "$file")" >>"$out/files.tsv"
-    step "$name.wgrt" "$out/$name.wgrt.jsonl" wgrt bench -m "$file" "${tests[@]}" -o jsonl
+    step "$name.wgrt" "$out/$name.wgrt.jsonl" wgrt bench -m "$file" "${tests[@]}" -o jsonl "${extra[@]}"
     step "$name.peer" "$out/$name.peer.jsonl" "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
     step "$name.peer-nocm" "$out/$name.peer-nocm.jsonl" \
       env GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_COOPMAT2=1 "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl

@@ -18,6 +18,7 @@
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "llm/profile.h"
 #include "llm/session.h"
 #include "model/file_type.h"
 
@@ -34,7 +35,11 @@ struct BenchFlags {
   uint32_t ctx = 0;  // 0: what the largest test needs
   std::string output = "md", quantize = "auto";
   bool no_warmup = false, kv_f32 = false;
+  bool profile = false;  // then per kernel: a prefill and decode steps at each depth
+  std::string peaks;
 };
+
+constexpr uint32_t kProfileSteps = 32;  // decode steps per profile (+ 2 warm-up)
 
 struct Test {
   uint32_t n_prompt = 0, n_gen = 0, depth = 0;
@@ -343,6 +348,8 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
   const std::vector<Test> tests = plan_tests(f);
   uint32_t n_ctx = f.ctx;
   for (const Test& t : tests) n_ctx = std::max(n_ctx, positions(t));
+  if (f.profile)
+    for (uint32_t d : f.depth) n_ctx = std::max(n_ctx, d + std::max(f.n_prompt[0], kProfileSteps + 2));
 
   gpu::Device dev = gpu::create_device(dev_opts);
   model::BuildOptions o;
@@ -364,6 +371,15 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
   Printer out{f.output};
   run_tests(s, f, tests, [&](const Result& r) { out.row(make_row(info, f, n_ctx, r), r); });
   out.finish();
+  if (f.profile) {  // on stderr, so json output stays clean
+    const std::optional<gpu::Peaks> peaks = llm::find_peaks(dev.caps, f.peaks);
+    for (uint32_t d : f.depth) {
+      s.n_past = d;  // the cache below holds whatever the tests left: the timing is the same
+      if (f.n_prompt[0]) llm::print_profile(stderr, llm::profile_prefill(s, f.n_prompt[0], 3), peaks);
+      s.n_past = d;
+      llm::print_profile(stderr, llm::profile_decode(s, kProfileSteps), peaks);
+    }
+  }
   return 0;
 }
 
@@ -391,6 +407,9 @@ Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
                                              "Hugging Face: q4gsw)")
       ->check(CLI::IsMember({"auto", "q4gsw", "q8", "none"}));
   cmd->add_flag("--kv-f32", f->kv_f32, "keep the KV cache in f32 (default f16)");
+  cmd->add_flag("--profile", f->profile, "after the tests, per-kernel GPU time, bytes and FLOPs against the device "
+                                         "peaks, and the CPU time per step, at each depth (on stderr)");
+  cmd->add_option("--peaks", f->peaks, "device peaks JSON (default: bench/peaks-*.json for this adapter)");
   add_device_flags(*cmd, dev_opts);
   cmd->callback([f] { validate(*f); });
   return [&dev_opts, f] { return run_bench(dev_opts, *f); };

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "llm/generate.h"
+#include "llm/profile.h"
 
 namespace wgrt::cli {
 namespace {
@@ -21,6 +22,8 @@ struct RunFlags {
   std::vector<std::string> stop;
   std::string dump_logits;
   bool warmup = false;
+  bool profile = false;
+  std::string peaks;
 };
 
 int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
@@ -57,6 +60,14 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
                      "tok/s); stopped by {}\n",
              st.n_prompt, st.prompt_seconds, st.n_prompt / std::max(st.prompt_seconds, 1e-9), st.n_generated,
              st.generate_seconds, st.n_generated / std::max(st.generate_seconds, 1e-9), st.stop_reason);
+  if (f.profile) {  // the prompt's prefill (one chunk) and decode steps after it, per kernel
+    const std::optional<gpu::Peaks> peaks = llm::find_peaks(dev.caps, f.peaks);
+    const uint32_t n = uint32_t(std::min<size_t>(st.n_prompt, s.mg.max_batch));
+    llm::reset(s);
+    llm::print_profile(stderr, llm::profile_prefill(s, n, 3), peaks);
+    s.n_past = n;
+    llm::print_profile(stderr, llm::profile_decode(s, 32), peaks);
+  }
   return 0;
 }
 
@@ -96,6 +107,9 @@ Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("--stop", f->stop, "stop before this text (repeatable)");
   cmd->add_option("--dump-logits", f->dump_logits, "write the prompt's logits, f32 [n_prompt, n_vocab], to FILE");
   cmd->add_flag("--warmup", f->warmup, "run the prompt once untimed first, so shader compilation is not timed");
+  cmd->add_flag("--profile", f->profile, "afterwards, per-kernel GPU time, bytes and FLOPs against the device peaks "
+                                         "and CPU time per step, for the prompt's prefill and for decode (stderr)");
+  cmd->add_option("--peaks", f->peaks, "device peaks JSON (default: bench/peaks-*.json for this adapter)");
   add_device_flags(*cmd, dev_opts);
   return [&dev_opts, f] { return run_generate(dev_opts, *f); };
 }

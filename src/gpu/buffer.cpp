@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace wgrt::gpu {
@@ -43,10 +44,13 @@ void map_read_begin(Device& dev, WGPUBuffer staging, size_t bytes, MapRequest& r
   (void)dev;
 }
 
-void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes) {
+void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes, int64_t* wait_ns) {
   if (!r.pending) throw GpuError("map_read_end: no mapping was begun for this buffer");
   r.pending = false;
+  const auto t0 = std::chrono::steady_clock::now();
   wait(dev, r.future);
+  if (wait_ns)
+    *wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   check(dev);
   if (r.status != WGPUMapAsyncStatus_Success)
     throw GpuError(fmt::format("mapping a read-back buffer failed: {}", r.message));

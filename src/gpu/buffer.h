@@ -45,7 +45,8 @@ struct MapRequest {
 };
 void map_read_begin(Device& dev, WGPUBuffer staging, size_t bytes, MapRequest& r);
 // Waits for the mapping, copies min(bytes, r.bytes) to dst (none when dst is null), unmaps.
-void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes);
+// wait_ns, when given, gets the nanoseconds spent waiting for the GPU.
+void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes, int64_t* wait_ns = nullptr);
 
 // Reads `bytes` of `src` from `offset` through a temporary staging buffer. For tests and
 // tools; the token path reads through staging buffers it allocated at build.

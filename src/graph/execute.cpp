@@ -2,6 +2,8 @@
 // (WebGPU orders storage hazards between dispatches), then output copies; one submit.
 #include <fmt/format.h>
 
+#include <array>
+#include <chrono>
 #include <stdexcept>
 
 #include "gpu/buffer.h"
@@ -9,6 +11,11 @@
 
 namespace wgrt::graph {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+int64_t ns_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
 
 void encode_node(const Graph& g, size_t n, WGPUComputePassEncoder pass) {
   const NodeState& ns = g.live.nodes[n];
@@ -75,6 +82,7 @@ Snapshot execute(Graph& g, const ExecuteOptions& o) {
   ReadbackSlot& slot = g.readback[s];
   drain(g, slot, s);
 
+  const auto t0 = Clock::now();
   auto enc = gpu::CommandEncoder::adopt(wgpuDeviceCreateCommandEncoder(dev.get(), nullptr));
   if (!profiler) {
     gpu::ComputePass pass = gpu::begin_compute_pass(enc.get(), nullptr, "wgrt graph");
@@ -111,12 +119,16 @@ Snapshot execute(Graph& g, const ExecuteOptions& o) {
   }
   if (profiler) gpu::resolve_profile(*profiler, enc.get());
   auto cmd = gpu::CommandBuffer::adopt(wgpuCommandEncoderFinish(enc.get(), nullptr));
+  const auto t1 = Clock::now();
   WGPUCommandBuffer raw = cmd.get();
   wgpuQueueSubmit(dev.queue.get(), 1, &raw);
   ++g.stats.executes;
+  g.stats.dispatches += active_dispatches(g);
   // Map right after the submit: each mapping then waits for this step's work only.
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (slot.bytes[i]) gpu::map_read_begin(dev, g.staging[i][s].get(), slot.bytes[i], slot.maps[i]);
+  g.stats.encode_ns += ns_between(t0, t1);
+  g.stats.submit_ns += ns_between(t1, Clock::now());
   slot.serial = uint64_t(g.stats.executes);
   g.last = Snapshot{slot.serial, uint32_t(s)};
   gpu::check(dev);
@@ -151,11 +163,35 @@ void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t b
     throw std::invalid_argument(fmt::format("read_output: {} bytes asked of '{}', whose snapshot holds {}", bytes,
                                             g.tensors[t.v].name, slot.bytes[i]));
   WGPUBuffer staging = g.staging[i][snap.slot].get();
+  const auto t0 = Clock::now();
+  int64_t waited = 0;
   if (slot.maps[i].pending) {
-    gpu::map_read_end(*g.dev, staging, slot.maps[i], dst, bytes);
+    gpu::map_read_end(*g.dev, staging, slot.maps[i], dst, bytes, &waited);
   } else {
     gpu::map_read(*g.dev, staging, bytes, dst);  // read a second time
   }
+  g.stats.wait_ns += waited;
+  g.stats.readback_ns += ns_between(t0, Clock::now()) - waited;
+}
+
+uint32_t active_dispatches(const Graph& g) {
+  uint32_t n = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) n += uint32_t(g.compiled[i][g.live.nodes[i].route].size());
+  return n;
+}
+
+NodeCost node_cost(const Graph& g, NodeId id) {
+  const Node& node = g.nodes[id.v];
+  std::array<Shape, kMaxNodeTensors> in{}, out{};
+  for (size_t i = 0; i < node.inputs.size(); ++i) in[i] = g.live.shapes[node.inputs[i].v];
+  for (size_t i = 0; i < node.outputs.size(); ++i) out[i] = g.live.shapes[node.outputs[i].v];
+  const PlanArgs a{{in.data(), node.inputs.size()}, {out.data(), node.outputs.size()}, SymbolValues{g.live.symbols},
+                   g.live.nodes[id.v].route, &g.dev->caps};
+  if (node.cost) return node.cost(a);
+  NodeCost c;
+  for (TensorId t : node.inputs) c.bytes += dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]);
+  for (TensorId t : node.outputs) c.bytes += dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]);
+  return c;
 }
 
 }  // namespace wgrt::graph

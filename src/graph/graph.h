@@ -130,6 +130,14 @@ struct PlanArgs {
 using InferFn = std::function<void(const InferArgs&)>;
 using PlanFn = std::function<void(const PlanArgs&, Plan&)>;
 
+// What the active route moves and computes (profiles); a node without a cost function is
+// taken to read each input and write each output once at its live size.
+struct NodeCost {
+  uint64_t bytes = 0;
+  double flops = 0;
+};
+using CostFn = std::function<NodeCost(const PlanArgs&)>;
+
 struct Node {
   std::string name;  // unique, e.g. "attn_norm.3"
   std::string op;    // e.g. "rms_norm"
@@ -140,6 +148,7 @@ struct Node {
   RouteSet routes;
   InferFn infer;
   PlanFn plan;
+  CostFn cost;  // optional
 };
 
 // ---- the graph ---------------------------------------------------------------------------
@@ -160,6 +169,10 @@ struct GraphStats {
   int64_t plans = 0;            // node plan() calls
   int64_t uniform_uploads = 0;  // queue writes of uniform blocks
   int64_t executes = 0;
+  int64_t dispatches = 0;       // encoded by execute()
+  // CPU time, summed: update(); execute()'s encoding and its submit (+ starting the read-back
+  // mappings); read_output()'s wait for the GPU and its copy out.
+  int64_t update_ns = 0, encode_ns = 0, submit_ns = 0, wait_ns = 0, readback_ns = 0;
 };
 
 // Double-buffered read-back: each execute copies the outputs it is asked for, at their live
@@ -274,6 +287,10 @@ inline const Plan& active_plan(const Graph& g, NodeId n) { return g.live.nodes[n
 inline WGPUBuffer tensor_buffer(const Graph& g, TensorId t) { return g.buffers[t.v].get(); }
 inline WGPUBuffer uniform_buffer(const Graph& g, NodeId n) { return g.uniforms[n.v].get(); }
 TensorId find_tensor(const Graph& g, std::string_view name);
+// The active route's cost (NodeCost) at the live shapes.
+NodeCost node_cost(const Graph& g, NodeId n);
+// Dispatches the active routes encode per execute.
+uint32_t active_dispatches(const Graph& g);
 NodeId find_node(const Graph& g, std::string_view name);
 
 }  // namespace wgrt::graph

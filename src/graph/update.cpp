@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <stdexcept>
 
 #include "gpu/device.h"
@@ -131,6 +132,15 @@ void propagate_and_commit(Graph& g) {
 
 void update(Graph& g, std::span<const ShapeInput> shapes, std::span<const SymbolInput> symbols) {
   if (!g.built) throw std::logic_error("update: build the graph first");
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Timed {  // counts the time on every exit, the throwing ones included
+    Graph& g;
+    std::chrono::steady_clock::time_point t0;
+    ~Timed() {
+      g.stats.update_ns +=
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } timed{g, t0};
   LiveState& st = g.staged;
   st.shapes = g.live.shapes;  // same sizes: copies without allocating
   st.symbols = g.live.symbols;

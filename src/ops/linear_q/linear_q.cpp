@@ -280,6 +280,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
             plan_linear_q(c, p);
           },
+      .cost =
+          [base, n_out, bits, has_res = d.residual.has_value()](const graph::PlanArgs& a) {
+            // The weight once (q + f16 scales), the rows of x read, y (and the residual).
+            const uint64_t m = base.last_row ? 1 : a.in[0][0];
+            const uint64_t w = uint64_t(base.n) * base.k * uint64_t(bits) / 8 + uint64_t(base.n) * (base.k / base.gs) * 2;
+            const uint64_t act = m * base.k * 4 + m * n_out * 4 * (has_res ? 2 : 1);
+            return graph::NodeCost{w + act, 2.0 * double(m) * base.n * base.k};
+          },
   });
   return y;
 }

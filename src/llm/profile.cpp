@@ -1,0 +1,210 @@
+#include "llm/profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <tuple>
+
+#include "gpu/profiler.h"
+
+namespace wgrt::llm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Key {
+  std::string op, route, shape;
+  auto operator<=>(const Key&) const = default;
+};
+
+// "[1, 3072] <- [1, 2048]": the first output's live shape and the first input's.
+std::string shapes_of(const graph::Graph& g, const graph::Node& n) {
+  std::string s = graph::to_string(g.live.shapes[n.outputs[0].v]);
+  if (!n.inputs.empty()) s += " <- " + graph::to_string(g.live.shapes[n.inputs[0].v]);
+  return s;
+}
+
+// Per kernel of the graph's active routes at its live state: count and cost.
+std::map<Key, KernelProfile> kernels_of(const graph::Graph& g) {
+  std::map<Key, KernelProfile> out;
+  for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+    const graph::Node& n = g.nodes[i];
+    const graph::Route& r = n.routes.routes[g.live.nodes[i].route];
+    if (r.kernels.empty()) continue;
+    Key k{n.op, r.name, shapes_of(g, n)};
+    KernelProfile& p = out[k];
+    p.op = k.op, p.route = k.route, p.shape = k.shape;
+    const graph::NodeCost c = graph::node_cost(g, graph::NodeId{i});
+    ++p.count;
+    p.bytes += c.bytes;
+    p.flops += c.flops;
+  }
+  return out;
+}
+
+struct CpuMark {
+  graph::GraphStats stats;
+  Clock::time_point t;
+};
+CpuMark mark(const graph::Graph& g) { return {g.stats, Clock::now()}; }
+void add_cpu(StepProfile& p, const graph::Graph& g, const CpuMark& m, uint32_t steps) {
+  const double n = steps;
+  p.real_s = std::chrono::duration<double>(Clock::now() - m.t).count() / n;
+  p.update_s = double(g.stats.update_ns - m.stats.update_ns) * 1e-9 / n;
+  p.encode_s = double(g.stats.encode_ns - m.stats.encode_ns) * 1e-9 / n;
+  p.submit_s = double(g.stats.submit_ns - m.stats.submit_ns) * 1e-9 / n;
+  p.wait_s = double(g.stats.wait_ns - m.stats.wait_ns) * 1e-9 / n;
+  p.readback_s = double(g.stats.readback_ns - m.stats.readback_ns) * 1e-9 / n;
+}
+
+// Runs `one_step(profiler)` `steps` times with a profiler and sums the GPU time per kernel.
+template <class StepFn>
+void add_gpu(StepProfile& p, Session& s, uint32_t steps, const StepFn& one_step) {
+  graph::Graph& g = *s.mg.graph;
+  gpu::Profiler prof = gpu::create_profiler(*s.dev, uint32_t(g.nodes.size()));
+  std::map<Key, KernelProfile> kernels;
+  std::map<std::string, Key> by_label;
+  for (uint32_t step = 0; step < steps; ++step) {
+    one_step(&prof);
+    if (step == 0) {
+      kernels = kernels_of(g);
+      for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+        const graph::Node& n = g.nodes[i];
+        const graph::Route& r = n.routes.routes[g.live.nodes[i].route];
+        by_label[fmt::format("{} [{}:{}]", n.name, n.op, r.name)] = Key{n.op, r.name, shapes_of(g, n)};
+      }
+      p.dispatches = graph::active_dispatches(g);
+    }
+    for (const gpu::ProfileSample& sample : gpu::read_profile(*s.dev, prof)) {
+      auto it = by_label.find(sample.label);
+      if (it == by_label.end()) continue;
+      kernels[it->second].gpu_s += sample.seconds / steps;
+      p.profiled_gpu_s += sample.seconds / steps;
+    }
+  }
+  for (auto& [k, v] : kernels) p.kernels.push_back(v);
+  std::sort(p.kernels.begin(), p.kernels.end(),
+            [](const KernelProfile& a, const KernelProfile& b) { return a.gpu_s > b.gpu_s; });
+}
+
+}  // namespace
+
+StepProfile profile_decode(Session& s, uint32_t steps) {
+  if (!can_feed(s)) throw std::invalid_argument("--profile needs a session without all logits (hint: drop --dump-logits)");
+  graph::Graph& g = *s.mg.graph;
+  const uint32_t start = s.n_past;
+  if (uint64_t(start) + steps + 2 > s.mg.n_ctx)
+    throw std::invalid_argument(fmt::format("--profile: {} decode steps at position {} pass the context of {} "
+                                            "(hint: a larger --ctx-size)", steps + 2, start, s.mg.n_ctx));
+  StepProfile p;
+  p.what = fmt::format("decode at position {}", start);
+  p.tokens = 1;
+  p.steps = steps;
+  // Unprofiled, pipelined as in `wgrt run` (two warm-up steps first).
+  graph::Snapshot step = submit_fed_step(s);
+  (void)read_argmax(s, step);
+  step = submit_fed_step(s);
+  const CpuMark m = mark(g);
+  for (uint32_t i = 0; i < steps; ++i) {
+    graph::Snapshot ahead = submit_fed_step(s);
+    (void)read_argmax(s, step);
+    step = ahead;
+  }
+  (void)read_argmax(s, step);
+  add_cpu(p, g, m, steps);
+  // Profiled, one step at a time from the same position.
+  s.n_past = start;
+  add_gpu(p, s, steps, [&](gpu::Profiler* prof) {
+    graph::ShapeInput shape{s.mg.tokens, {1}};
+    const graph::SymbolInput syms[] = {{s.mg.pos, int64_t(s.n_past)}, {s.mg.feed, 1}, {s.mg.want_top_k, 0}};
+    graph::update(g, {&shape, 1}, syms);
+    s.last = graph::execute(g, {.read = {&s.mg.argmax, 1}, .profiler = prof});
+    s.n_past += 1;
+    (void)read_argmax(s, s.last);
+  });
+  s.n_past = start;
+  return p;
+}
+
+StepProfile profile_prefill(Session& s, uint32_t tokens, uint32_t steps) {
+  graph::Graph& g = *s.mg.graph;
+  const uint32_t start = s.n_past;
+  tokens = std::min(tokens, s.mg.max_batch);
+  if (tokens == 0 || uint64_t(start) + tokens > s.mg.n_ctx)
+    throw std::invalid_argument(fmt::format("--profile: a prefill of {} tokens at {} does not fit the context of {}",
+                                            tokens, start, s.mg.n_ctx));
+  std::mt19937 rng(7);
+  std::vector<int32_t> ids(tokens);
+  for (int32_t& id : ids) id = int32_t(rng() % s.mg.n_vocab);
+  StepProfile p;
+  p.what = fmt::format("prefill of {} tokens at position {}", tokens, start);
+  p.tokens = tokens;
+  p.steps = steps;
+  eval(s, ids, {}, Readout::Argmax);  // warm-up
+  (void)read_argmax(s);
+  const CpuMark m = mark(g);
+  for (uint32_t i = 0; i < steps; ++i) {
+    s.n_past = start;
+    eval(s, ids, {}, Readout::Argmax);
+    (void)read_argmax(s);
+  }
+  add_cpu(p, g, m, steps);
+  add_gpu(p, s, steps, [&](gpu::Profiler* prof) {
+    graph::ShapeInput shape{s.mg.tokens, {tokens}};
+    const graph::SymbolInput syms[] = {{s.mg.pos, int64_t(start)}, {s.mg.feed, 0}, {s.mg.want_top_k, 0}};
+    graph::update(g, {&shape, 1}, syms);
+    graph::write_tensor(g, s.mg.tokens, ids.data(), ids.size() * 4);
+    s.last = graph::execute(g, {.read = {&s.mg.argmax, 1}, .profiler = prof});
+    (void)read_argmax(s, s.last);
+  });
+  s.n_past = start;
+  return p;
+}
+
+void print_profile(std::FILE* out, const StepProfile& p, const std::optional<gpu::Peaks>& peaks) {
+  auto pct = [](double v, double peak) { return std::isfinite(peak) && peak > 0 ? fmt::format("{:.0f}%", 100 * v / peak) : std::string("-"); };
+  fmt::print(out, "\nprofile: {} ({} tokens per step, {} steps)\n", p.what, p.tokens, p.steps);
+  fmt::print(out, "| op | route | shape (out <- in) | per step | GPU us | share | GB/s | of read peak | GFLOP/s | of FMA peak |\n");
+  fmt::print(out, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const KernelProfile& k : p.kernels) {
+    const double gbps = k.gpu_s > 0 ? double(k.bytes) / k.gpu_s * 1e-9 : 0;
+    const double gflops = k.gpu_s > 0 ? k.flops / k.gpu_s * 1e-9 : 0;
+    fmt::print(out, "| {} | {} | {} | {} | {:.1f} | {:.1f}% | {:.1f} | {} | {:.1f} | {} |\n", k.op, k.route, k.shape,
+               k.count, k.gpu_s * 1e6, p.profiled_gpu_s > 0 ? 100 * k.gpu_s / p.profiled_gpu_s : 0.0, gbps,
+               peaks ? pct(gbps, peaks->read_gbps) : "-", gflops, peaks ? pct(gflops, peaks->fma_gflops) : "-");
+  }
+  fmt::print(out, "dispatches per token: {:.1f}\n", double(p.dispatches) / p.tokens);
+  fmt::print(out, "GPU time per step, profiled (a pass per node): {:.3f} ms; real step, unprofiled: {:.3f} ms "
+                  "({:.1f} tok/s)\n",
+             p.profiled_gpu_s * 1e3, p.real_s * 1e3, p.tokens / std::max(p.real_s, 1e-12));
+  fmt::print(out, "CPU per step: update {:.1f} us, encode {:.1f} us, submit {:.1f} us, wait {:.1f} us, read-back "
+                  "{:.1f} us\n",
+             p.update_s * 1e6, p.encode_s * 1e6, p.submit_s * 1e6, p.wait_s * 1e6, p.readback_s * 1e6);
+  if (peaks)
+    fmt::print(out, "peaks ({}, {}): read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s, dependent dispatch {:.2f} us GPU\n",
+               peaks->adapter, peaks->date, peaks->read_gbps, peaks->fma_gflops, peaks->dispatch_gpu_us);
+}
+
+std::optional<gpu::Peaks> find_peaks(const gpu::DeviceCaps& caps, const std::string& path) {
+  if (!path.empty()) return gpu::load_peaks(path);
+  std::error_code ec;
+  for (const char* dir : {"bench", "../bench"})
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.starts_with("peaks-") || e.path().extension() != ".json") continue;
+      try {
+        gpu::Peaks p = gpu::load_peaks(e.path().string());
+        if (p.adapter == caps.adapter.name) return p;
+      } catch (const std::exception&) {
+      }
+    }
+  fmt::print(stderr, "wgrt: no peaks file for '{}' (hint: --peaks FILE from wgrt_lab_peaks --out); the profile "
+                     "shows rates without ratios\n", caps.adapter.name);
+  return std::nullopt;
+}
+
+}  // namespace wgrt::llm

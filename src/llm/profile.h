@@ -1,0 +1,53 @@
+// `--profile` for `wgrt run` and `wgrt bench`: where a step's time goes.
+//
+// GPU: steps run once more with a timestamp pair around each node (a compute pass per node),
+// summed per kernel (op, route, shapes): time, count per step, bytes moved and FLOPs (the
+// nodes' NodeCost) against the device peaks. CPU: the same steps unprofiled, split into
+// update / encode / submit / wait / read-back (graph::GraphStats), with the real step time next
+// to the profiled GPU total, so the cost of profiling is visible.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/peaks.h"
+#include "llm/session.h"
+
+namespace wgrt::llm {
+
+struct KernelProfile {
+  std::string op, route, shape;
+  uint32_t count = 0;   // nodes per step
+  double gpu_s = 0;     // per step, all of them
+  uint64_t bytes = 0;   // per step
+  double flops = 0;     // per step
+};
+
+struct StepProfile {
+  std::string what;          // "decode at 512" / "prefill 512 at 0"
+  uint32_t tokens = 0;       // per step
+  uint32_t steps = 0;        // measured
+  uint32_t dispatches = 0;   // per step
+  double profiled_gpu_s = 0; // per step: the kernels' sum, a pass each
+  double real_s = 0;         // per step, unprofiled wall time
+  double update_s = 0, encode_s = 0, submit_s = 0, wait_s = 0, readback_s = 0;  // per step
+  std::vector<KernelProfile> kernels;  // slowest first
+};
+
+// Greedy decode steps at the session's position, fed on the GPU like `wgrt run` (the session's
+// last step must have run the output head). Restores n_past afterwards.
+StepProfile profile_decode(Session& s, uint32_t steps);
+// One prefill of `tokens` random ids at position n_past. Restores n_past afterwards.
+StepProfile profile_prefill(Session& s, uint32_t tokens, uint32_t steps);
+
+// The report; ratios against `peaks` when given (read bandwidth, f32 FMA).
+void print_profile(std::FILE* out, const StepProfile& p, const std::optional<gpu::Peaks>& peaks);
+
+// bench/peaks-*.json for this adapter, or `path` when given; nullopt (with a note on stderr)
+// when none matches.
+std::optional<gpu::Peaks> find_peaks(const gpu::DeviceCaps& caps, const std::string& path);
+
+}  // namespace wgrt::llm
