@@ -60,8 +60,8 @@ fn q4_mant(w: u32) -> vec4<f32> {
 // arrays: an array indexed in a loop would live in local memory.
 //
 // Fused variants (override constants and entry points; linear_q.h lists them):
-//   NORM        x is RMS-normalized first (norm weight nw, eps), each workgroup redoing the
-//               row's sum of squares: the norm costs no dispatch of its own
+//   NORM        x is RMS-normalized (norm weight nw, eps): each row set sums x^2 over its
+//               lanes along with the dots, so the norm costs no dispatch and no pass of its own
 //   gemv        y = acc (+ bias) (+ res when RES)
 //   gemv_swiglu rows come in (gate, up) pairs, 16-row blocks interleaved in the weight; y has
 //               N/2 columns: y = silu(gate) * up
@@ -92,38 +92,24 @@ fn sg_sum(v: f32) -> f32 {
   return s;
 }
 
-// The sum of v over the whole workgroup, returned to every thread.
-fn gv_wg_sum(v: f32, lid: u32) -> f32 {
-  let s = sg_sum(v);
-  if (lid % SG == 0u) { gv_sum[lid / SG] = s; }
-  workgroupBarrier();
-  var total = 0.0;
-  for (var i = 0u; i < GV_WG / SG; i++) { total += gv_sum[i]; }
-  workgroupBarrier();
-  return total;
-}
-
-// 1 / rms of x's row `row` (K values), for NORM.
-fn gv_rstd(row: u32, lid: u32) -> f32 {
-  let k4 = p.k / 4u;
-  var ss = 0.0;
-  for (var i = lid; i < k4; i += GV_WG) {
-    let v = x4[row * k4 + i];
-    ss += dot(v, v);
-  }
-  return inverseSqrt(gv_wg_sum(ss, lid) / f32(p.k) + p.eps);
-}
-
-// Sum of the 32 lanes of each row set, valid in lane 0 of the set.
+// Sum of the 32 lanes of each row set, valid in lane 0 of the set; NORM: times 1 / rms of the
+// row (from the lanes' gv_ss).
 fn gv_reduce(a: vec4<f32>, lid: u32) -> vec4<f32> {
   var r = vec4<f32>(sg_sum(a.x), sg_sum(a.y), sg_sum(a.z), sg_sum(a.w));
+  var ss = 0.0;
+  if (NORM) { ss = sg_sum(gv_ss); }
   if (SG < GV_TK) {
     gv_red[lid] = r;
+    gv_sum[lid] = ss;
     workgroupBarrier();
     if (lid % GV_TK == 0u) {
-      for (var i = SG; i < GV_TK; i += SG) { r += gv_red[lid + i]; }
+      for (var i = SG; i < GV_TK; i += SG) {
+        r += gv_red[lid + i];
+        ss += gv_sum[lid + i];
+      }
     }
   }
+  if (NORM) { r *= inverseSqrt(ss / f32(p.k) + p.eps); }
   return r;
 }
 
@@ -132,8 +118,11 @@ fn q4_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
 }
 
 // The dot products of x's row `xrow` with weight rows r.x..r.w (clamped in bounds), summed over
-// this lane's share of K. rstd: 1 / rms for NORM.
-fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, rstd: f32) -> vec4<f32> {
+// this lane's share of K. NORM: x times the norm weight, and gv_ss gets the lane's share of
+// sum(x^2): the row set's 32 lanes cover K once, so its reduction is the row's sum of squares
+// and 1 / rms scales the reduced dots, with no pass over x before the weights are read.
+var<private> gv_ss: f32;
+fn gv_rows(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
   let vals = select(32u, 16u, BITS == 8u);
   let nvec = p.k / vals;
   let groups = p.k / p.gs;
@@ -158,10 +147,11 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, rstd: f32) -> vec4<f32> {
     var x3 = x4[xi + 3u];
     if (NORM) {
       let ni = k0 / 4u;
-      x0 *= nw4[ni] * rstd;
-      x1 *= nw4[ni + 1u] * rstd;
-      x2 *= nw4[ni + 2u] * rstd;
-      x3 *= nw4[ni + 3u] * rstd;
+      gv_ss += dot(x0, x0) + dot(x1, x1) + dot(x2, x2) + dot(x3, x3);
+      x0 *= nw4[ni];
+      x1 *= nw4[ni + 1u];
+      x2 *= nw4[ni + 2u];
+      x3 *= nw4[ni + 3u];
     }
     if (BITS == 4u) {
       var x4_ = x4[xi + 4u];
@@ -170,10 +160,11 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, rstd: f32) -> vec4<f32> {
       var x7 = x4[xi + 7u];
       if (NORM) {
         let ni = k0 / 4u;
-        x4_ *= nw4[ni + 4u] * rstd;
-        x5 *= nw4[ni + 5u] * rstd;
-        x6 *= nw4[ni + 6u] * rstd;
-        x7 *= nw4[ni + 7u] * rstd;
+        gv_ss += dot(x4_, x4_) + dot(x5, x5) + dot(x6, x6) + dot(x7, x7);
+        x4_ *= nw4[ni + 4u];
+        x5 *= nw4[ni + 5u];
+        x6 *= nw4[ni + 6u];
+        x7 *= nw4[ni + 7u];
       }
       // q = 16 * (v - 1.5): take the offset out once for the four rows.
       let off = 1.5 * dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
@@ -203,11 +194,6 @@ fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
   return (wid.x + wid.y * nwg.x) * GV_SETS + lid / GV_TK;
 }
 
-fn gv_prologue(lid: u32) -> f32 {
-  if (NORM) { return gv_rstd(p.x_row, lid); }
-  return 1.0;
-}
-
 fn gv_clamp(r: vec4<u32>) -> vec4<u32> { return min(r, vec4<u32>(p.n - 1u)); }
 
 fn gv_finish(v: f32, n: u32) -> f32 {
@@ -219,10 +205,9 @@ fn gv_finish(v: f32, n: u32) -> f32 {
 @compute @workgroup_size(GV_WG)
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let rstd = gv_prologue(lid);
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK, rstd), lid);
+  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
   if (lid % GV_TK == 0u) {
     for (var r = 0u; r < 4u; r++) {
       if (n0 + r < p.n) { y[n0 + r] = gv_finish(acc[r], n0 + r); }
@@ -238,12 +223,11 @@ fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 @compute @workgroup_size(GV_WG)
 fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
-  let rstd = gv_prologue(lid);
   let j0 = gv_set(wid, nwg, lid) * 2u;
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
   let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
-  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK, rstd), lid);
+  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
   if (lid % GV_TK == 0u) {
     let half = p.n / 2u;
     if (j0 < half) { y[j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
@@ -265,10 +249,9 @@ var<workgroup> gv_best: array<vec2<u32>, GV_SETS>;
 @compute @workgroup_size(GV_WG)
 fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
-  let rstd = gv_prologue(lid);
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK, rstd), lid);
+  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
   if (lid % GV_TK == 0u) {
     var best = vec2<u32>(0u, 0xffffffffu);  // the sentinel: worse than any logit
     for (var r = 0u; r < 4u; r++) {
