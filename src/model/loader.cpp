@@ -22,7 +22,7 @@ namespace {
 
 // What the weight becomes on the GPU.
 LinearWeight::Kind choose_kind(const WeightView& w, const LoadOptions& o, uint32_t k, ops::QuantFormat& fmt,
-                               uint32_t& gs) {
+                               uint32_t& gs, bool gemv_only = false) {
   const bool fits = [&](uint32_t g) { return (g == 32 || g == 64 || g == 128) && k % g == 0; }(o.group_size);
   switch (o.quantize) {
     case WeightFormat::Q4gsw:
@@ -38,6 +38,11 @@ LinearWeight::Kind choose_kind(const WeightView& w, const LoadOptions& o, uint32
     case WeightFormat::Auto:
       break;
   }
+  if (gemv_only && w.type == GgmlType::Q6_K && k % 256 == 0) {
+    fmt = ops::QuantFormat::Q6K;
+    gs = 256;
+    return LinearWeight::Kind::Quant;
+  }
   if (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0) {
     fmt = w.type == GgmlType::Q4_0 ? ops::QuantFormat::Q4gsw : ops::QuantFormat::Q8;
     gs = 32;
@@ -50,21 +55,22 @@ ops::QuantWeight to_quant(const WeightView& w, ops::QuantFormat fmt, uint32_t n,
   std::span<const uint8_t> raw(w.data, w.n_bytes);
   if (gs == 32 && fmt == ops::QuantFormat::Q4gsw && w.type == GgmlType::Q4_0) return ops::repack_gguf_q4_0(raw, n, k);
   if (gs == 32 && fmt == ops::QuantFormat::Q8 && w.type == GgmlType::Q8_0) return ops::repack_gguf_q8_0(raw, n, k);
+  if (fmt == ops::QuantFormat::Q6K) return ops::repack_gguf_q6_k(raw, n, k);
   std::vector<float> f = weight_to_f32(w);
   return ops::quantize(fmt, f, n, k, gs);
 }
 
-uint32_t k_words(const LinearWeight& w) { return w.k / ops::values_per_word(w.format); }
+uint32_t k_words(const LinearWeight& w) { return ops::quant_row_words(w.format, w.k); }
 
 }  // namespace
 
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
-                         const std::string& bias_name) {
+                         const std::string& bias_name, bool gemv_only) {
   const WeightView& w = get_weight(*l.model, name, {k, n});
   LinearWeight lw;
   lw.n = n;
   lw.k = k;
-  lw.kind = choose_kind(w, l.opts, k, lw.format, lw.gs);
+  lw.kind = choose_kind(w, l.opts, k, lw.format, lw.gs, gemv_only);
   const WeightView* wp = &w;
   switch (lw.kind) {
     case LinearWeight::Kind::Quant: {
@@ -214,9 +220,10 @@ graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::Tens
   return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .bias = w.bias});
 }
 
-EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim) {
+EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim,
+                               bool gemv_only) {
   EmbeddingWeight e;
-  e.table = load_linear(g, l, name, n_vocab, dim);
+  e.table = load_linear(g, l, name, n_vocab, dim, "", gemv_only);
   return e;
 }
 
@@ -226,7 +233,9 @@ graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph
   ops::EmbeddingDesc d{.name = out_name, .ids = ids, .fed_ids = fed_ids, .feed = feed};
   switch (t.kind) {
     case LinearWeight::Kind::Quant:
-      d.type = t.format == ops::QuantFormat::Q4gsw ? ops::EmbeddingType::Q4gsw : ops::EmbeddingType::Q8;
+      d.type = t.format == ops::QuantFormat::Q4gsw ? ops::EmbeddingType::Q4gsw
+               : t.format == ops::QuantFormat::Q8  ? ops::EmbeddingType::Q8
+                                                   : ops::EmbeddingType::Q6K;
       d.table = t.q.q;
       d.scales = t.q.scales;
       d.gs = t.gs;

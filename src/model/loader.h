@@ -50,8 +50,10 @@ struct Loader {
 
 // Declares the tensors of weight `name` ([n, k] row-major; GGUF dims {k, n}) and queues its
 // upload. `bias_name`, when the model has it, becomes a [n] f32 bias.
+// gemv_only: the weight is only ever projected one row at a time (the output head's last row)
+// or looked up (embeddings), so GGUF Q6_K can stay in its blocks (QuantFormat::Q6K).
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
-                         const std::string& bias_name = "");
+                         const std::string& bias_name = "", bool gemv_only = false);
 // Several weights [n_i, k] as one fused matrix, so one kernel reads them all:
 //   Rows    rows of each in turn (q|k|v: [n_q + n_k + n_v, k]); biases, when every part has
 //           one, concatenated the same way;
@@ -73,7 +75,8 @@ graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::Tens
 struct EmbeddingWeight {
   LinearWeight table;  // reused as the output projection when embeddings are tied
 };
-EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim);
+EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim,
+                               bool gemv_only = false);
 // fed_ids / feed: the GPU-fed decode route (ops/embedding/embedding.h).
 graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name,
                                 std::optional<graph::TensorId> fed_ids = {}, graph::SymbolId feed = {});

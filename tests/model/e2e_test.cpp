@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "llm/session.h"
 #include "model/gguf_writer.h"
@@ -42,7 +43,8 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
   return r;
 }
 
-Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, bool tied) {
+Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, bool tied,
+                     std::optional<GgmlType> embd_type = {}) {
   RandomModelSpec spec;
   spec.arch = arch;
   spec.dim = 256;  // K-quant rows are multiples of 256
@@ -54,6 +56,7 @@ Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, boo
   spec.matrix_type = matrix_type;
   // Float models keep a float output projection: its int8-activation GEMM would set the tolerance.
   spec.embd_type = matrix_type == GgmlType::F32 || matrix_type == GgmlType::F16 ? matrix_type : GgmlType::Q8_0;
+  if (embd_type) spec.embd_type = *embd_type;  // e.g. Q6_K, as llama.cpp's quantizer writes
   spec.seed = 7 + uint32_t(matrix_type);
   spec.vocab_from = &vocab;
   spec.tied_embeddings = tied;  // the output projection reuses token_embd
@@ -108,6 +111,7 @@ struct E2eCase {
   GgmlType type;
   float tol;  // logits, relative to the row's largest
   bool tied = false;
+  std::optional<GgmlType> embd;  // token_embd / output type when not the default
 };
 
 class ModelEndToEnd : public ::testing::TestWithParam<E2eCase> {};
@@ -119,7 +123,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203};
 
   // 1. All logits of the prompt in one pass, and in chunks of 3 (small-M, then GEMV route).
-  Fixture f = make_fixture(c.arch, c.type, vocab, c.tied);
+  Fixture f = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
   const size_t V = f.ref_config.n_vocab;
   ASSERT_EQ(V, 32000u);
   std::vector<float> want = ref::transformer_forward(f.ref_config, f.ref_weights, prompt);
@@ -130,7 +134,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   llm::eval(one, prompt, [&](size_t, size_t) { got = llm::read_logits(one); });
   expect_logits_close(got, want, V, c.tol, "one-pass prefill");
 
-  Fixture f2 = make_fixture(c.arch, c.type, vocab, c.tied);
+  Fixture f2 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
   llm::Session chunked = session(f2, 3, true);
   std::vector<float> rows;
   llm::eval(chunked, prompt, [&](size_t, size_t) {
@@ -140,7 +144,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   expect_logits_close(rows, got, V, c.tol, "chunked prefill vs one pass");
 
   // 2. Prefill 5 tokens, then decode one at a time: the same logits as all at once.
-  Fixture f3 = make_fixture(c.arch, c.type, vocab, c.tied);
+  Fixture f3 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
   llm::Session inc = session(f3, 64, true);
   std::vector<float> inc_rows;
   llm::eval(inc, std::span(prompt).first(5), [&](size_t, size_t) { inc_rows = llm::read_logits(inc); });
@@ -153,7 +157,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 3. 32 greedy steps on the GPU (argmax kernel, last-row graph), checked by one reference
   // pass over prompt + generated tokens: each GPU token is the reference's best there.
-  Fixture f4 = make_fixture(c.arch, c.type, vocab, c.tied);
+  Fixture f4 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
   llm::Session gen = session(f4, 64, false);
   std::vector<int32_t> seq = prompt;
   llm::eval(gen, prompt);
@@ -175,7 +179,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 4. The same greedy steps pipelined: each step embeds the previous argmax on the GPU and is
   // submitted before that token is read back. Same kernels and values: the same tokens.
-  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied);
+  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
   llm::Session pipe = session(f5, 64, false);
   llm::eval(pipe, prompt, {}, llm::Readout::Argmax);
   graph::Snapshot step = pipe.last;
@@ -195,10 +199,13 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f},
                                            E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f},
                                            E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, /*tied=*/true},
+                                           E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, false, GgmlType::Q6_K},
+                                           E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, true, GgmlType::Q6_K},
                                            E2eCase{Arch::Qwen2, GgmlType::Q4_K, 3e-2f},
                                            E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) {
                            return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
+                                  (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +
                                   (i.param.tied ? "_tied" : "");
                          });
 

@@ -160,6 +160,25 @@ std::vector<OpCase> embedding_cases() {
                        run_sequence(g, ids, out, want, vocab, dim);
                      }});
   }
+  // GGUF Q6_K blocks kept as blocks (q6k): bit-exact against the reference's reading of the file.
+  cases.push_back({"gguf_q6_k_blocks", [] {
+                     const uint32_t vocab = 37, dim = 512;
+                     std::vector<uint8_t> blocks = test::random_q6_k_blocks(size_t(vocab) * dim / 256, 5);
+                     ops::QuantWeight w = ops::repack_gguf_q6_k(blocks, vocab, dim);
+                     auto want = ref::dequant_gguf_q6_k(blocks, size_t(vocab) * dim);
+                     Graph g(device());
+                     TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                     TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32,
+                                                 .shape = {vocab, ops::quant_row_words(ops::QuantFormat::Q6K, dim)}});
+                     TensorId sc = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {vocab, dim / 256}});
+                     TensorId out = ops::add_embedding(g, {.name = "emb", .type = EmbeddingType::Q6K, .ids = ids,
+                                                           .table = q, .scales = sc, .gs = 256});
+                     mark_output(g, out);
+                     build(g);
+                     write_tensor<uint32_t>(g, q, w.q);
+                     write_tensor<uint32_t>(g, sc, w.scales);
+                     run_sequence(g, ids, out, want, vocab, dim);
+                   }});
   return cases;
 }
 

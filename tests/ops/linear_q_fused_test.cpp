@@ -183,6 +183,62 @@ std::vector<OpCase> fused_cases() {
 
 WGRT_OP_CASES(LinearQFused, fused_cases);
 
+// q6k (GGUF Q6_K blocks kept as blocks): the gemv, plain and as the output head (norm, last row,
+// argmax), against f32 math on the reference's reading of the blocks.
+void run_q6k(uint32_t n, uint32_t k, bool head) {
+  Graph g(device());
+  const uint32_t max_m = head ? 9 : 1;
+  TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
+  TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32, .shape = {n, ops::quant_row_words(QuantFormat::Q6K, k)}});
+  TensorId sc = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {n, k / 256}});
+  std::optional<TensorId> norm, am;
+  if (head) {
+    norm = add_weight(g, {.name = "norm", .shape = {k}});
+    am = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
+  }
+  TensorId y = ops::add_linear_q(g, {.name = "y", .format = QuantFormat::Q6K, .gs = 256, .x = x, .q = q, .scales = sc,
+                                     .norm = norm, .last_row = head, .argmax_out = am});
+  mark_output(g, y);
+  if (am) mark_output(g, *am);
+  build(g);
+  std::vector<uint8_t> blocks = test::random_q6_k_blocks(size_t(n) * k / 256, n + k);
+  ops::QuantWeight w = ops::repack_gguf_q6_k(blocks, n, k);
+  write_tensor<uint32_t>(g, q, w.q);
+  write_tensor<uint32_t>(g, sc, w.scales);
+  const std::vector<float> wd = ref::dequant_gguf_q6_k(blocks, size_t(n) * k);
+  std::vector<float> nv;
+  if (norm) {
+    nv = random_floats(k, 3, 0.5f, 1.5f);
+    write_tensor<float>(g, *norm, nv);
+  }
+  for (uint32_t m : head ? std::vector<uint32_t>{1, 9, 4} : std::vector<uint32_t>{1, 1}) {
+    SCOPED_TRACE(fmt::format("M = {}", m));
+    auto xv = random_floats(size_t(m) * k, 50 + m, -2.f, 2.f);
+    ShapeInput s{x, {m, k}};
+    StepInput in{x, xv.data(), xv.size() * 4};
+    auto got = run_step(g, {&s, 1}, {}, {&in, 1}, y);
+    std::vector<float> xr(xv.end() - ptrdiff_t(k), xv.end());
+    std::vector<float> xn = head ? ref::rms_norm(xr, nv, k, 1e-5) : xr;
+    std::vector<float> want = ref::linear(xn, wd, {}, 1, n, k), bound = ref::abs_dot(xn, wd, 1, n, k);
+    for (float& b : bound) b = 1e-5f * (b + 1.f);
+    EXPECT_TRUE(within(got, want, bound));
+    if (am) {
+      EXPECT_EQ(read_output<uint32_t>(g, *am)[0], ref::argmax_rows(got, n)[0]);
+    }
+  }
+}
+
+TEST(LinearQ6K, GemvMatchesTheBlocks) { run_q6k(131, 512, false); }
+TEST(LinearQ6K, OutputHeadMatchesTheBlocks) { run_q6k(4099, 768, true); }
+TEST(LinearQ6K, RejectsRoutesItHasNot) {
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {4, 256}, .dynamic_dims = 1});
+  TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32, .shape = {8, 52}});
+  TensorId sc = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {8, 1}});
+  EXPECT_THROW(ops::add_linear_q(g, {.name = "y", .format = QuantFormat::Q6K, .gs = 256, .x = x, .q = q, .scales = sc}),
+               std::invalid_argument);  // several rows, no small-M or GEMM route for q6k
+}
+
 TEST(LinearQFusedShapes, InterleavesGateUpRows) {
   // 32 gate rows and 32 up rows of 2 words: blocks of 16 gate rows, then 16 up rows.
   std::vector<uint32_t> gate(64), up(64);

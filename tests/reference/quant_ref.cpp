@@ -73,4 +73,18 @@ std::vector<float> dequant_gguf_q8_0(const std::vector<uint8_t>& blocks, size_t 
   return out;
 }
 
+std::vector<float> dequant_gguf_q6_k(const std::vector<uint8_t>& blocks, size_t count) {
+  std::vector<float> out(count);
+  for (size_t e = 0; e < count; ++e) {
+    const uint8_t* b = blocks.data() + (e / 256) * 210;
+    const size_t i = e % 256, h = i / 128, t = (i / 32) % 4, l = i % 32;
+    const unsigned lo = (b[64 * h + 32 * (t % 2) + l] >> (t >= 2 ? 4 : 0)) & 15u;
+    const unsigned hi = (b[128 + 32 * h + l] >> (2 * t)) & 3u;
+    const int scale = int8_t(b[192 + 8 * h + 2 * t + l / 16]);
+    const float d = half_to_float(uint16_t(b[208] | (b[209] << 8)));
+    out[e] = d * float(scale) * float(int(lo | (hi << 4)) - 32);
+  }
+  return out;
+}
+
 }  // namespace wgrt::ref

@@ -22,5 +22,10 @@ std::vector<float> dequant_q8(const std::vector<uint32_t>& q, const std::vector<
 // Q8_0 (f16 d, 32 int8).
 std::vector<float> dequant_gguf_q4_0(const std::vector<uint8_t>& blocks, size_t count);
 std::vector<float> dequant_gguf_q8_0(const std::vector<uint8_t>& blocks, size_t count);
+// GGUF Q6_K, 210 bytes per 256 elements: element e = 128 h + 32 t + l (h < 2, t < 4, l < 32) has
+// low 4 bits from byte 64 h + 32 (t % 2) + l of ql[128] (low nibble for t < 2, high for t >= 2),
+// high 2 bits from bits 2t..2t+1 of byte 32 h + l of qh[64], int8 scale scales[8 h + 2 t + l / 16]
+// (bytes 192..207), f16 d (bytes 208..209): value = d * scale * (q - 32).
+std::vector<float> dequant_gguf_q6_k(const std::vector<uint8_t>& blocks, size_t count);
 
 }  // namespace wgrt::ref

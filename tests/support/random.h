@@ -16,6 +16,22 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f
   return v;
 }
 
+// `count` GGUF Q6_K blocks (210 bytes): random ql, qh and int8 scales, and a normal f16 d of
+// either sign in [2^-7, 2^-1) so values stay moderate.
+inline std::vector<uint8_t> random_q6_k_blocks(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(count * 210);
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* blk = b.data() + i * 210;
+    for (int j = 0; j < 208; ++j) blk[j] = uint8_t(rng());
+    uint16_t d = uint16_t(0x2000 + rng() % 0x1800);
+    if (rng() % 2) d |= 0x8000;
+    blk[208] = uint8_t(d);
+    blk[209] = uint8_t(d >> 8);
+  }
+  return b;
+}
+
 // Largest |a - b| relative to (1 + |b|).
 inline float max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   float worst = a.size() == b.size() ? 0.f : 1e30f;

@@ -18,6 +18,7 @@ const char* type_name(EmbeddingType t) {
     case EmbeddingType::F32: return "f32";
     case EmbeddingType::F16: return "f16";
     case EmbeddingType::Q8: return "q8";
+    case EmbeddingType::Q6K: return "q6k";
     default: return "q4gsw";
   }
 }
@@ -45,7 +46,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     throw std::invalid_argument(fmt::format("{}: the table must be 2-D", d.name));
   const uint32_t vocab = table.max_shape[0];
   uint32_t dim = table.max_shape[1];
-  const bool quant = d.type == EmbeddingType::Q8 || d.type == EmbeddingType::Q4gsw;
+  const bool quant = d.type == EmbeddingType::Q8 || d.type == EmbeddingType::Q4gsw || d.type == EmbeddingType::Q6K;
   graph::DType want = quant ? graph::DType::U32
                             : d.type == EmbeddingType::F16 ? graph::DType::F16 : graph::DType::F32;
   if (table.dtype != want)
@@ -54,7 +55,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
                                             graph::dtype_name(table.dtype)));
   uint32_t gs = 0;
   if (quant) {
-    dim *= d.type == EmbeddingType::Q8 ? 4 : 8;
+    dim = d.type == EmbeddingType::Q6K ? dim / kQ6KWords * 256 : dim * (d.type == EmbeddingType::Q8 ? 4 : 8);
     gs = d.gs;
     check_quant_shape(vocab, dim, gs, d.name.c_str());
     if (!d.scales || g.tensors.at(d.scales->v).dtype != graph::DType::F16 ||
@@ -75,7 +76,8 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
       break;
     case EmbeddingType::Q8:
     case EmbeddingType::Q4gsw:
-      entry = d.type == EmbeddingType::Q8 ? "emb_q8" : "emb_q4";
+    case EmbeddingType::Q6K:
+      entry = d.type == EmbeddingType::Q8 ? "emb_q8" : d.type == EmbeddingType::Q6K ? "emb_q6k" : "emb_q4";
       bindings.push_back(Binding::of(2, d.table));
       bindings.push_back(Binding::of(3, *d.scales));
       break;

@@ -12,7 +12,7 @@
 
 namespace wgrt::ops {
 
-enum class EmbeddingType : uint8_t { F32, F16, Q8, Q4gsw };
+enum class EmbeddingType : uint8_t { F32, F16, Q8, Q4gsw, Q6K };
 
 struct EmbeddingDesc {
   std::string name;  // node and output name, e.g. "token_embd"

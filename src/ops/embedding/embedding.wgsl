@@ -84,3 +84,31 @@ fn emb_q4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   }
   out[i] = v;
 }
+
+// q6k (quant.h): 52 words per 256 values, d per block in sc. Element e = 128 h + 32 t + l of
+// its block: q = ql[64 h + 32 (t % 2) + l] nibble (t / 2) | qh[32 h + l] bits 2t..2t+1 << 4,
+// value = d * scales[8 h + 2 t + l / 16] * (q - 32) (ggml's Q6_K).
+fn byte_at(word: u32, byte: u32) -> u32 { return (tw[word + byte / 4u] >> (8u * (byte % 4u))) & 0xFFu; }
+
+@compute @workgroup_size(WG)
+fn emb_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  let d = i % p.dim;
+  var v = 0.0;
+  if (id < p.vocab) {
+    let block = id * (p.dim / 256u) + d / 256u;
+    let w0 = block * 52u;
+    let e = d % 256u;
+    let h = e / 128u;
+    let t = (e / 32u) % 4u;
+    let l = e % 32u;
+    let ql = (byte_at(w0, 64u * h + 32u * (t % 2u) + l) >> (4u * (t / 2u))) & 15u;
+    let qh = (byte_at(w0 + 32u, 32u * h + l) >> (2u * t)) & 3u;
+    let s = f32(bitcast<i32>(byte_at(w0 + 48u, 8u * h + 2u * t + l / 16u) << 24u) >> 24u);
+    v = scale_at(block) * s * f32(i32(ql | (qh << 4u)) - 32);
+  }
+  out[i] = v;
+}

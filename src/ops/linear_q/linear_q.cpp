@@ -89,7 +89,7 @@ QuantTensors add_quant_weight(graph::Graph& g, const std::string& name, QuantFor
   check_quant_shape(n, k, gs, name.c_str());
   QuantTensors t;
   t.q = graph::add_weight(g, {.name = name + ".q", .dtype = graph::DType::U32,
-                              .shape = {n, k / values_per_word(f)}});
+                              .shape = {n, quant_row_words(f, k)}});
   t.scales = graph::add_weight(g, {.name = name + ".scales", .dtype = graph::DType::F16,
                                    .shape = {n, k / gs}});
   return t;
@@ -127,10 +127,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                             d.name, fmt_name, values_per_word(d.format)));
   const uint32_t n = q.max_shape[0];
   check_quant_shape(n, k, d.gs, d.name.c_str());
-  if (q.max_shape[1] != k / values_per_word(d.format))
+  if (q.max_shape[1] != quant_row_words(d.format, k))
     throw std::invalid_argument(fmt::format("{}: {} weight {} does not match K = {} (want [{}, {}])",
                                             d.name, fmt_name, graph::to_string(q.max_shape), k, n,
-                                            k / values_per_word(d.format)));
+                                            quant_row_words(d.format, k)));
+  const bool q6k = d.format == QuantFormat::Q6K;
+  if (q6k != (d.gs == 256) || (q6k && !d.last_row && max_m > 1))
+    throw std::invalid_argument(fmt::format("{}: q6k weights take group size 256 and run as a gemv only (one row, or "
+                                            "last_row)", d.name));
   if (s.dtype != graph::DType::F16 || s.max_shape != graph::Shape{n, k / d.gs})
     throw std::invalid_argument(fmt::format("{}: scales must be f16 [{}, {}], not {} {}", d.name, n,
                                             k / d.gs, graph::dtype_name(s.dtype),
@@ -158,7 +162,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   graph::TensorId bias = d.bias.value_or(d.scales);
   graph::TensorId res = d.residual.value_or(d.x);
   graph::TensorId nw = d.norm.value_or(d.x);
-  const double bits = d.format == QuantFormat::Q4gsw ? 4 : 8;
+  const double bits = d.format == QuantFormat::Q4gsw ? 4 : d.format == QuantFormat::Q8 ? 8 : 6;
   const double sg = double(gpu::subgroup_lanes(g.dev->caps));
   auto key = [&](const char* entry, bool norm, std::vector<gpu::OverrideConstant> extra = {}) {
     extra.push_back({"BITS", bits});
@@ -284,7 +288,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
           [base, n_out, bits, has_res = d.residual.has_value()](const graph::PlanArgs& a) {
             // The weight once (q + f16 scales), the rows of x read, y (and the residual).
             const uint64_t m = base.last_row ? 1 : a.in[0][0];
-            const uint64_t w = uint64_t(base.n) * base.k * uint64_t(bits) / 8 + uint64_t(base.n) * (base.k / base.gs) * 2;
+            const uint64_t w = uint64_t(base.n) * (base.k / base.gs) * 2 +
+                               (bits == 6 ? uint64_t(base.n) * (base.k / 256) * kQ6KWords * 4
+                                          : uint64_t(base.n) * base.k * uint64_t(bits) / 8);
             const uint64_t act = m * base.k * 4 + m * n_out * 4 * (has_res ? 2 : 1);
             return graph::NodeCost{w + act, 2.0 * double(m) * base.n * base.k};
           },

@@ -11,7 +11,7 @@ struct Params {
   pad0: u32,
 }
 
-override BITS: u32 = 4u;  // 4: q4gsw, 8: q8
+override BITS: u32 = 4u;  // 4: q4gsw, 8: q8, 6: q6k (gemv only)
 override TK: u32 = 64u;   // gemv: threads along K per set of rows (a power of two <= 256)
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
@@ -190,6 +190,92 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
   return vec4<f32>(a0, a1, a2, a3);
 }
 
+// ---- q6k: GGUF Q6_K blocks, repacked to words (quant.h): per 256 values 52 words,
+// ql[32] | qh[16] | scales[4] (16 int8), with d as an f16 in `sc` (one per block).
+// A lane's chunk is 32 values: block b = c / 8, half h = (c / 4) % 2, t = c % 4; value l of
+// the chunk (l = 0..31, element 128 h + 32 t + l of the block) is
+//   q = (ql[64 h + 32 (t % 2) + l] >> (4 (t / 2))) & 15 | ((qh[32 h + l] >> (2 t)) & 3) << 4,
+//   value = d * scales[8 h + 2 t + l / 16] * (q - 32).
+// Built as v = 1 + q / 64 in the mantissa (no int-to-float): sum (q - 32) x = 64 sum v x - 96 sum x.
+const Q6K_WORDS: u32 = 52u;
+
+fn q6k_vals(ql: u32, qh: u32, t: u32) -> vec4<f32> {
+  let b = ((ql >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((qh >> (2u * t)) & 0x03030303u) << 4u);
+  let v = (vec4<u32>(b << 17u, b << 9u, b << 1u, b >> 7u)) & vec4<u32>(0x7E0000u);
+  return bitcast<vec4<f32>>(v | vec4<u32>(0x3F800000u));
+}
+
+// One row's chunk: d * (s0 * dot of values 0..15 + s1 * dot of 16..31), x sums given.
+fn q6k_row(base4: u32, h: u32, t: u32, xa: array<vec4<f32>, 8>, sx0: f32, sx1: f32, d: f32) -> f32 {
+  let ql0 = qw4[base4 + 4u * h + 2u * (t % 2u)];
+  let ql1 = qw4[base4 + 4u * h + 2u * (t % 2u) + 1u];
+  let qh0 = qw4[base4 + 8u + 2u * h];
+  let qh1 = qw4[base4 + 8u + 2u * h + 1u];
+  let scw = qw4[base4 + 12u];  // the 16 scales
+  let sw = scw[(8u * h + 2u * t) / 4u];
+  let s = vec4<f32>(unpack4xI8(sw));
+  let si = (2u * t) % 4u;
+  let s0 = select(s.x, s.z, si == 2u);
+  let s1 = select(s.y, s.w, si == 2u);
+  let d0 = dot(q6k_vals(ql0.x, qh0.x, t), xa[0]) + dot(q6k_vals(ql0.y, qh0.y, t), xa[1]) +
+           dot(q6k_vals(ql0.z, qh0.z, t), xa[2]) + dot(q6k_vals(ql0.w, qh0.w, t), xa[3]);
+  let d1 = dot(q6k_vals(ql1.x, qh1.x, t), xa[4]) + dot(q6k_vals(ql1.y, qh1.y, t), xa[5]) +
+           dot(q6k_vals(ql1.z, qh1.z, t), xa[6]) + dot(q6k_vals(ql1.w, qh1.w, t), xa[7]);
+  return d * (s0 * (64.0 * d0 - 96.0 * sx0) + s1 * (64.0 * d1 - 96.0 * sx1));
+}
+
+fn gv_rows_q6k(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
+  let nchunks = p.k / 32u;
+  let blocks = p.k / 256u;
+  let xo = xrow * (p.k / 4u);
+  var a0 = 0.0;
+  var a1 = 0.0;
+  var a2 = 0.0;
+  var a3 = 0.0;
+  for (var c = t; c < nchunks; c += GV_TK) {
+    let b = c / 8u;
+    let h = (c / 4u) % 2u;
+    let tt = c % 4u;
+    let xi = xo + c * 8u;
+    var xa: array<vec4<f32>, 8>;  // indexed by constants only: stays in registers
+    xa[0] = x4[xi];
+    xa[1] = x4[xi + 1u];
+    xa[2] = x4[xi + 2u];
+    xa[3] = x4[xi + 3u];
+    xa[4] = x4[xi + 4u];
+    xa[5] = x4[xi + 5u];
+    xa[6] = x4[xi + 6u];
+    xa[7] = x4[xi + 7u];
+    if (NORM) {
+      let ni = c * 8u;
+      gv_ss += dot(xa[0], xa[0]) + dot(xa[1], xa[1]) + dot(xa[2], xa[2]) + dot(xa[3], xa[3]) +
+               dot(xa[4], xa[4]) + dot(xa[5], xa[5]) + dot(xa[6], xa[6]) + dot(xa[7], xa[7]);
+      xa[0] *= nw4[ni];
+      xa[1] *= nw4[ni + 1u];
+      xa[2] *= nw4[ni + 2u];
+      xa[3] *= nw4[ni + 3u];
+      xa[4] *= nw4[ni + 4u];
+      xa[5] *= nw4[ni + 5u];
+      xa[6] *= nw4[ni + 6u];
+      xa[7] *= nw4[ni + 7u];
+    }
+    let sx0 = dot(xa[0] + xa[1] + xa[2] + xa[3], vec4<f32>(1.0));
+    let sx1 = dot(xa[4] + xa[5] + xa[6] + xa[7], vec4<f32>(1.0));
+    let bw = Q6K_WORDS / 4u;  // vec4 per block
+    a0 += q6k_row((r.x * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.x * blocks + b));
+    a1 += q6k_row((r.y * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.y * blocks + b));
+    a2 += q6k_row((r.z * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.z * blocks + b));
+    a3 += q6k_row((r.w * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.w * blocks + b));
+  }
+  return vec4<f32>(a0, a1, a2, a3);
+}
+
+// The row set's dots for whichever weight format BITS names.
+fn gv_dots(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
+  if (BITS == 6u) { return gv_rows_q6k(r, xrow, t); }
+  return gv_rows(r, xrow, t);
+}
+
 fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
   return (wid.x + wid.y * nwg.x) * GV_SETS + lid / GV_TK;
 }
@@ -207,7 +293,7 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
   if (lid % GV_TK == 0u) {
     for (var r = 0u; r < 4u; r++) {
       if (n0 + r < p.n) { y[n0 + r] = gv_finish(acc[r], n0 + r); }
@@ -227,7 +313,7 @@ fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
   let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
-  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
   if (lid % GV_TK == 0u) {
     let half = p.n / 2u;
     if (j0 < half) { y[j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
@@ -251,7 +337,7 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_rows(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
   if (lid % GV_TK == 0u) {
     var best = vec2<u32>(0u, 0xffffffffu);  // the sentinel: worse than any logit
     for (var r = 0u; r < 4u; r++) {

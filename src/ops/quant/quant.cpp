@@ -5,21 +5,22 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace wgrt::ops {
 
-const char* quant_format_name(QuantFormat f) { return f == QuantFormat::Q4gsw ? "q4gsw" : "q8"; }
-
-uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k) {
-  return uint64_t(n) * (k / values_per_word(f));
+const char* quant_format_name(QuantFormat f) {
+  return f == QuantFormat::Q4gsw ? "q4gsw" : f == QuantFormat::Q8 ? "q8" : "q6k";
 }
+
+uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k) { return uint64_t(n) * quant_row_words(f, k); }
 uint64_t quant_scale_words(uint32_t n, uint32_t k, uint32_t gs) {
   return (uint64_t(n) * (k / gs) + 1) / 2;
 }
 
 void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what) {
-  if (gs != 32 && gs != 64 && gs != 128)
+  if (gs != 32 && gs != 64 && gs != 128 && gs != 256)
     throw std::invalid_argument(fmt::format("{}: group size {} (hint: use 32, 64 or 128)", what, gs));
   if (n == 0 || k == 0 || k % gs != 0)
     throw std::invalid_argument(
@@ -124,8 +125,37 @@ QuantWeight quantize(QuantFormat f, std::span<const float> w, uint32_t n, uint32
   return out;
 }
 
+namespace {
+
+// ggml's Q6_K arithmetic on a repacked block (52 words) and its d.
+void dequant_q6k_block(const uint32_t* words, float d, float* y) {
+  const auto* b = reinterpret_cast<const uint8_t*>(words);
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+  for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, y += 128)
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      y[l] = d * sc[is] * float(int((ql[l] & 0xf) | ((qh[l] >> 0) & 3) << 4) - 32);
+      y[l + 32] = d * sc[is + 2] * float(int((ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4) - 32);
+      y[l + 64] = d * sc[is + 4] * float(int((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
+      y[l + 96] = d * sc[is + 6] * float(int((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
+    }
+}
+
+}  // namespace
+
 std::vector<float> dequantize(const QuantWeight& w) {
   check_quant_shape(w.n, w.k, w.gs, "dequantize");
+  if (w.format == QuantFormat::Q6K) {
+    if (w.gs != 256 || w.q.size() != quant_q_words(w.format, w.n, w.k) ||
+        w.scales.size() != quant_scale_words(w.n, w.k, 256))
+      throw std::invalid_argument("dequantize: Q6K array sizes do not match the shape");
+    std::vector<float> out(uint64_t(w.n) * w.k);
+    for (uint64_t b = 0; b < uint64_t(w.n) * (w.k / 256); ++b)
+      dequant_q6k_block(w.q.data() + b * kQ6KWords, f16_to_f32(get_half(w.scales, b)), out.data() + b * 256);
+    return out;
+  }
   if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.n, w.k, w.gs))
     throw std::invalid_argument("dequantize: array sizes do not match the shape");
   const uint32_t groups = w.k / w.gs;
@@ -194,6 +224,25 @@ std::vector<float> unpack_f16(std::span<const uint32_t> words, size_t count) {
   if (words.size() * 2 < count) throw std::invalid_argument("unpack_f16: too few words");
   std::vector<float> out(count);
   for (size_t i = 0; i < count; ++i) out[i] = f16_to_f32(uint16_t(words[i / 2] >> (16 * (i % 2))));
+  return out;
+}
+
+QuantWeight repack_gguf_q6_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  if (n == 0 || k == 0 || k % 256 != 0)
+    throw std::invalid_argument(fmt::format("Q6_K: a [{}, {}] tensor needs K a multiple of 256", n, k));
+  const uint64_t nb = uint64_t(n) * (k / 256);
+  if (blocks.size() != nb * 210)
+    throw std::invalid_argument(fmt::format("Q6_K: {} bytes for [{}, {}] (expected {})", blocks.size(), n, k, nb * 210));
+  QuantWeight out{.format = QuantFormat::Q6K, .n = n, .k = k, .gs = 256};
+  out.q.resize(nb * kQ6KWords);
+  out.scales.assign(quant_scale_words(n, k, 256), 0);
+  for (uint64_t b = 0; b < nb; ++b) {
+    const uint8_t* src = blocks.data() + b * 210;
+    std::memcpy(out.q.data() + b * kQ6KWords, src, kQ6KWords * 4);  // ql, qh, scales
+    uint16_t d;
+    std::memcpy(&d, src + 208, 2);
+    set_half(out.scales, b, d);
+  }
   return out;
 }
 

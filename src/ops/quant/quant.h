@@ -26,7 +26,12 @@
 
 namespace wgrt::ops {
 
-enum class QuantFormat : uint8_t { Q4gsw, Q8 };
+// Q6K: GGUF Q6_K blocks of 256 values, repacked to words (gemv route and embedding only):
+//   q       u32 [N, K/256 * 52]  per block ql[128] | qh[64] | scales[16] bytes as in the file
+//                                 (ggml: value = d * scales[j] * (6-bit q - 32))
+//   scales  f16 [N, K/256]       the block's d
+// 210 bytes per 256 values, the file's size; gs is 256.
+enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K };
 
 const char* quant_format_name(QuantFormat f);
 
@@ -37,13 +42,18 @@ struct QuantWeight {
   std::vector<uint32_t> scales;  // f16 [N, K/gs], two per word
 };
 
-// Values per u32 word of `q`: 8 (q4gsw) or 4 (q8).
+// Values per u32 word of `q`: 8 (q4gsw) or 4 (q8); Q6K has 52 words per 256 values.
 constexpr uint32_t values_per_word(QuantFormat f) { return f == QuantFormat::Q4gsw ? 8 : 4; }
+constexpr uint32_t kQ6KWords = 52;
+// Words of `q` per row of k values.
+constexpr uint32_t quant_row_words(QuantFormat f, uint32_t k) {
+  return f == QuantFormat::Q6K ? k / 256 * kQ6KWords : k / values_per_word(f);
+}
 // Words of `q` and of `scales` for a weight [n, k] with group size gs.
 uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k);
 uint64_t quant_scale_words(uint32_t n, uint32_t k, uint32_t gs);
 
-// Throws std::invalid_argument unless gs is 32/64/128 and k is a positive multiple of gs.
+// Throws std::invalid_argument unless gs is 32/64/128 (256: Q6K) and k is a positive multiple of gs.
 void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what);
 
 // f16 <-> f32 (round to nearest even; overflow gives inf), for scales and f16 tensors.
@@ -61,6 +71,8 @@ std::vector<float> dequantize(const QuantWeight& w);
 // Both become gs = 32 weights with scale = d, bit for bit.
 QuantWeight repack_gguf_q4_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q8_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+//   Q6_K  210 bytes per 256: ql[128] qh[64] scales[16] f16 d -> Q6K (above), bit for bit.
+QuantWeight repack_gguf_q6_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 
 // An f32 [rows, cols] matrix as f16 pairs (DType::F16 tensors), and back.
 std::vector<uint32_t> pack_f16(std::span<const float> x);
