@@ -122,74 +122,72 @@ fn q4_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
 // sum(x^2): the row set's 32 lanes cover K once, so its reduction is the row's sum of squares
 // and 1 / rms scales the reduced dots, with no pass over x before the weights are read.
 var<private> gv_ss: f32;
-
-// One chunk of K (32 q4 or 16 q8 values, inside one group) for the four rows.
-fn gv_chunk(r: vec4<u32>, c: u32, xo: u32, nvec: u32, groups: u32, vals: u32) -> vec4<f32> {
-  let k0 = c * vals;
-  let g = k0 / p.gs;
-  let s = vec4<f32>(scale_at(r.x * groups + g), scale_at(r.y * groups + g), scale_at(r.z * groups + g),
-                    scale_at(r.w * groups + g));
-  let w0 = qw4[r.x * nvec + c];
-  let w1 = qw4[r.y * nvec + c];
-  let w2 = qw4[r.z * nvec + c];
-  let w3 = qw4[r.w * nvec + c];
-  let xi = xo + k0 / 4u;
-  var x0 = x4[xi];
-  var x1 = x4[xi + 1u];
-  var x2 = x4[xi + 2u];
-  var x3 = x4[xi + 3u];
-  if (NORM) {
-    let ni = k0 / 4u;
-    gv_ss += dot(x0, x0) + dot(x1, x1) + dot(x2, x2) + dot(x3, x3);
-    x0 *= nw4[ni];
-    x1 *= nw4[ni + 1u];
-    x2 *= nw4[ni + 2u];
-    x3 *= nw4[ni + 3u];
-  }
-  if (BITS == 4u) {
-    var x4_ = x4[xi + 4u];
-    var x5 = x4[xi + 5u];
-    var x6 = x4[xi + 6u];
-    var x7 = x4[xi + 7u];
-    if (NORM) {
-      let ni = k0 / 4u;
-      gv_ss += dot(x4_, x4_) + dot(x5, x5) + dot(x6, x6) + dot(x7, x7);
-      x4_ *= nw4[ni + 4u];
-      x5 *= nw4[ni + 5u];
-      x6 *= nw4[ni + 6u];
-      x7 *= nw4[ni + 7u];
-    }
-    // q = 16 * (v - 1.5): take the offset out once for the four rows.
-    let off = 1.5 * dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
-    let d0 = q4_dot(w0.x, x0, x1) + q4_dot(w0.y, x2, x3) + q4_dot(w0.z, x4_, x5) + q4_dot(w0.w, x6, x7);
-    let d1 = q4_dot(w1.x, x0, x1) + q4_dot(w1.y, x2, x3) + q4_dot(w1.z, x4_, x5) + q4_dot(w1.w, x6, x7);
-    let d2 = q4_dot(w2.x, x0, x1) + q4_dot(w2.y, x2, x3) + q4_dot(w2.z, x4_, x5) + q4_dot(w2.w, x6, x7);
-    let d3 = q4_dot(w3.x, x0, x1) + q4_dot(w3.y, x2, x3) + q4_dot(w3.z, x4_, x5) + q4_dot(w3.w, x6, x7);
-    return (vec4<f32>(d0, d1, d2, d3) - off) * (16.0 * s);
-  }
-  let d0 = dot(q8_vals(w0.x), x0) + dot(q8_vals(w0.y), x1) + dot(q8_vals(w0.z), x2) + dot(q8_vals(w0.w), x3);
-  let d1 = dot(q8_vals(w1.x), x0) + dot(q8_vals(w1.y), x1) + dot(q8_vals(w1.z), x2) + dot(q8_vals(w1.w), x3);
-  let d2 = dot(q8_vals(w2.x), x0) + dot(q8_vals(w2.y), x1) + dot(q8_vals(w2.z), x2) + dot(q8_vals(w2.w), x3);
-  let d3 = dot(q8_vals(w3.x), x0) + dot(q8_vals(w3.y), x1) + dot(q8_vals(w3.z), x2) + dot(q8_vals(w3.w), x3);
-  return vec4<f32>(d0, d1, d2, d3) * s;
-}
-
 fn gv_rows(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
   let vals = select(32u, 16u, BITS == 8u);
   let nvec = p.k / vals;
   let groups = p.k / p.gs;
   let xo = xrow * (p.k / 4u);
-  var a = vec4<f32>(0.0);
-  var c = t;
-  // Two chunks a turn: the second chunk's loads go out before the first chunk's arithmetic
-  // waits for its own (Tint does not unroll loops).
-  for (; c + GV_TK < nvec; c += 2u * GV_TK) {
-    let u = gv_chunk(r, c, xo, nvec, groups, vals);
-    let v = gv_chunk(r, c + GV_TK, xo, nvec, groups, vals);
-    a += u + v;
+  var a0 = 0.0;
+  var a1 = 0.0;
+  var a2 = 0.0;
+  var a3 = 0.0;
+  for (var c = t; c < nvec; c += GV_TK) {
+    let k0 = c * vals;
+    let g = k0 / p.gs;
+    let s = vec4<f32>(scale_at(r.x * groups + g), scale_at(r.y * groups + g), scale_at(r.z * groups + g),
+                      scale_at(r.w * groups + g));
+    let w0 = qw4[r.x * nvec + c];
+    let w1 = qw4[r.y * nvec + c];
+    let w2 = qw4[r.z * nvec + c];
+    let w3 = qw4[r.w * nvec + c];
+    let xi = xo + k0 / 4u;
+    var x0 = x4[xi];
+    var x1 = x4[xi + 1u];
+    var x2 = x4[xi + 2u];
+    var x3 = x4[xi + 3u];
+    if (NORM) {
+      let ni = k0 / 4u;
+      gv_ss += dot(x0, x0) + dot(x1, x1) + dot(x2, x2) + dot(x3, x3);
+      x0 *= nw4[ni];
+      x1 *= nw4[ni + 1u];
+      x2 *= nw4[ni + 2u];
+      x3 *= nw4[ni + 3u];
+    }
+    if (BITS == 4u) {
+      var x4_ = x4[xi + 4u];
+      var x5 = x4[xi + 5u];
+      var x6 = x4[xi + 6u];
+      var x7 = x4[xi + 7u];
+      if (NORM) {
+        let ni = k0 / 4u;
+        gv_ss += dot(x4_, x4_) + dot(x5, x5) + dot(x6, x6) + dot(x7, x7);
+        x4_ *= nw4[ni + 4u];
+        x5 *= nw4[ni + 5u];
+        x6 *= nw4[ni + 6u];
+        x7 *= nw4[ni + 7u];
+      }
+      // q = 16 * (v - 1.5): take the offset out once for the four rows.
+      let off = 1.5 * dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
+      let d0 = q4_dot(w0.x, x0, x1) + q4_dot(w0.y, x2, x3) + q4_dot(w0.z, x4_, x5) + q4_dot(w0.w, x6, x7);
+      let d1 = q4_dot(w1.x, x0, x1) + q4_dot(w1.y, x2, x3) + q4_dot(w1.z, x4_, x5) + q4_dot(w1.w, x6, x7);
+      let d2 = q4_dot(w2.x, x0, x1) + q4_dot(w2.y, x2, x3) + q4_dot(w2.z, x4_, x5) + q4_dot(w2.w, x6, x7);
+      let d3 = q4_dot(w3.x, x0, x1) + q4_dot(w3.y, x2, x3) + q4_dot(w3.z, x4_, x5) + q4_dot(w3.w, x6, x7);
+      a0 = fma(d0 - off, 16.0 * s.x, a0);
+      a1 = fma(d1 - off, 16.0 * s.y, a1);
+      a2 = fma(d2 - off, 16.0 * s.z, a2);
+      a3 = fma(d3 - off, 16.0 * s.w, a3);
+    } else {
+      let d0 = dot(q8_vals(w0.x), x0) + dot(q8_vals(w0.y), x1) + dot(q8_vals(w0.z), x2) + dot(q8_vals(w0.w), x3);
+      let d1 = dot(q8_vals(w1.x), x0) + dot(q8_vals(w1.y), x1) + dot(q8_vals(w1.z), x2) + dot(q8_vals(w1.w), x3);
+      let d2 = dot(q8_vals(w2.x), x0) + dot(q8_vals(w2.y), x1) + dot(q8_vals(w2.z), x2) + dot(q8_vals(w2.w), x3);
+      let d3 = dot(q8_vals(w3.x), x0) + dot(q8_vals(w3.y), x1) + dot(q8_vals(w3.z), x2) + dot(q8_vals(w3.w), x3);
+      a0 = fma(d0, s.x, a0);
+      a1 = fma(d1, s.y, a1);
+      a2 = fma(d2, s.z, a2);
+      a3 = fma(d3, s.w, a3);
+    }
   }
-  if (c < nvec) { a += gv_chunk(r, c, xo, nvec, groups, vals); }
-  return a;
+  return vec4<f32>(a0, a1, a2, a3);
 }
 
 // ---- q6k: GGUF Q6_K blocks, repacked to words (quant.h): per 256 values 52 words,
@@ -226,56 +224,50 @@ fn q6k_row(base4: u32, h: u32, t: u32, xa: array<vec4<f32>, 8>, sx0: f32, sx1: f
   return d * (s0 * (64.0 * d0 - 96.0 * sx0) + s1 * (64.0 * d1 - 96.0 * sx1));
 }
 
-// One 32-value chunk of q6k for the four rows.
-fn q6k_chunk(r: vec4<u32>, c: u32, xo: u32, blocks: u32) -> vec4<f32> {
-  let b = c / 8u;
-  let h = (c / 4u) % 2u;
-  let tt = c % 4u;
-  let xi = xo + c * 8u;
-  var xa: array<vec4<f32>, 8>;  // indexed by constants only: stays in registers
-  xa[0] = x4[xi];
-  xa[1] = x4[xi + 1u];
-  xa[2] = x4[xi + 2u];
-  xa[3] = x4[xi + 3u];
-  xa[4] = x4[xi + 4u];
-  xa[5] = x4[xi + 5u];
-  xa[6] = x4[xi + 6u];
-  xa[7] = x4[xi + 7u];
-  if (NORM) {
-    let ni = c * 8u;
-    gv_ss += dot(xa[0], xa[0]) + dot(xa[1], xa[1]) + dot(xa[2], xa[2]) + dot(xa[3], xa[3]) +
-             dot(xa[4], xa[4]) + dot(xa[5], xa[5]) + dot(xa[6], xa[6]) + dot(xa[7], xa[7]);
-    xa[0] *= nw4[ni];
-    xa[1] *= nw4[ni + 1u];
-    xa[2] *= nw4[ni + 2u];
-    xa[3] *= nw4[ni + 3u];
-    xa[4] *= nw4[ni + 4u];
-    xa[5] *= nw4[ni + 5u];
-    xa[6] *= nw4[ni + 6u];
-    xa[7] *= nw4[ni + 7u];
-  }
-  let sx0 = dot(xa[0] + xa[1] + xa[2] + xa[3], vec4<f32>(1.0));
-  let sx1 = dot(xa[4] + xa[5] + xa[6] + xa[7], vec4<f32>(1.0));
-  let bw = Q6K_WORDS / 4u;  // vec4 per block
-  return vec4<f32>(q6k_row((r.x * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.x * blocks + b)),
-                   q6k_row((r.y * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.y * blocks + b)),
-                   q6k_row((r.z * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.z * blocks + b)),
-                   q6k_row((r.w * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.w * blocks + b)));
-}
-
 fn gv_rows_q6k(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
   let nchunks = p.k / 32u;
   let blocks = p.k / 256u;
   let xo = xrow * (p.k / 4u);
-  var a = vec4<f32>(0.0);
-  var c = t;
-  for (; c + GV_TK < nchunks; c += 2u * GV_TK) {  // two chunks a turn, as gv_rows
-    let u = q6k_chunk(r, c, xo, blocks);
-    let v = q6k_chunk(r, c + GV_TK, xo, blocks);
-    a += u + v;
+  var a0 = 0.0;
+  var a1 = 0.0;
+  var a2 = 0.0;
+  var a3 = 0.0;
+  for (var c = t; c < nchunks; c += GV_TK) {
+    let b = c / 8u;
+    let h = (c / 4u) % 2u;
+    let tt = c % 4u;
+    let xi = xo + c * 8u;
+    var xa: array<vec4<f32>, 8>;  // indexed by constants only: stays in registers
+    xa[0] = x4[xi];
+    xa[1] = x4[xi + 1u];
+    xa[2] = x4[xi + 2u];
+    xa[3] = x4[xi + 3u];
+    xa[4] = x4[xi + 4u];
+    xa[5] = x4[xi + 5u];
+    xa[6] = x4[xi + 6u];
+    xa[7] = x4[xi + 7u];
+    if (NORM) {
+      let ni = c * 8u;
+      gv_ss += dot(xa[0], xa[0]) + dot(xa[1], xa[1]) + dot(xa[2], xa[2]) + dot(xa[3], xa[3]) +
+               dot(xa[4], xa[4]) + dot(xa[5], xa[5]) + dot(xa[6], xa[6]) + dot(xa[7], xa[7]);
+      xa[0] *= nw4[ni];
+      xa[1] *= nw4[ni + 1u];
+      xa[2] *= nw4[ni + 2u];
+      xa[3] *= nw4[ni + 3u];
+      xa[4] *= nw4[ni + 4u];
+      xa[5] *= nw4[ni + 5u];
+      xa[6] *= nw4[ni + 6u];
+      xa[7] *= nw4[ni + 7u];
+    }
+    let sx0 = dot(xa[0] + xa[1] + xa[2] + xa[3], vec4<f32>(1.0));
+    let sx1 = dot(xa[4] + xa[5] + xa[6] + xa[7], vec4<f32>(1.0));
+    let bw = Q6K_WORDS / 4u;  // vec4 per block
+    a0 += q6k_row((r.x * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.x * blocks + b));
+    a1 += q6k_row((r.y * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.y * blocks + b));
+    a2 += q6k_row((r.z * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.z * blocks + b));
+    a3 += q6k_row((r.w * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.w * blocks + b));
   }
-  if (c < nchunks) { a += q6k_chunk(r, c, xo, blocks); }
-  return a;
+  return vec4<f32>(a0, a1, a2, a3);
 }
 
 // The row set's dots for whichever weight format BITS names.

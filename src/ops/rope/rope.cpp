@@ -193,6 +193,14 @@ graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
             const uint64_t threads = uint64_t(n) * (c.n_heads + 2 * c.n_kv_heads) * (c.head_dim / 4);
             p.grids[0] = grid_1d(ceil_div(threads, kWorkgroup), a.caps->limits.maxComputeWorkgroupsPerDimension);
           },
+      .cost =
+          [c, f16](const graph::PlanArgs& a) {
+            // The rows of qkv in, rotated q out, each token's k and v rows into the caches.
+            const uint64_t n = a.in[0][0], dim = c.head_dim;
+            const uint64_t in = n * (c.n_heads + 2 * c.n_kv_heads) * dim * 4;
+            const uint64_t out = n * c.n_heads * dim * 4 + 2 * n * c.n_kv_heads * dim * (f16 ? 2 : 4);
+            return graph::NodeCost{in + out, 0};
+          },
   });
   return y;
 }
