@@ -89,7 +89,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup || kPrefillRows % (d.n_heads / n_kv) != 0)
     throw std::invalid_argument(fmt::format(
         "{}: {} query heads over {} KV heads (supported GQA ratios: 1, 2, 4, 8)", d.name, d.n_heads, n_kv));
-  uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks : kDefaultDecodeChunks;
+  uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks : std::max<uint32_t>(1, kDecodeWorkgroups / n_kv);
   if (max_chunks > kMaxDecodeChunks)
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
   max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, kAttnKeyBlock)));

@@ -38,7 +38,9 @@ struct AttentionDesc {
 
 constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB: keys per decode block
 constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
-constexpr uint32_t kDefaultDecodeChunks = 128;
+// Default split: about kDecodeWorkgroups workgroups over all KV heads (twice the SM count of a
+// large GPU), each split a few 64-key blocks, so the merge has few chunks to add.
+constexpr uint32_t kDecodeWorkgroups = 256;
 constexpr uint32_t kPrefillRows = 32;       // attention.wgsl ROWS: (token, head) rows per tile
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);

@@ -57,6 +57,27 @@ var<workgroup> dalpha: array<f32, MAX_GROUP>; // per head: rescale of the runnin
 var<workgroup> dmax: array<f32, MAX_GROUP>;
 var<workgroup> dred: array<vec4<f32>, 512>;   // [WG][2] per-thread sums for the final reduce
 
+// The max (or sum) of dp[h][0 .. n_valid) for every head h, left in dred[h * KB].x: a tree over
+// the block's KB entries per head, all heads at once (GROUP * KB <= 2 WG).
+fn block_reduce(t: u32, n_valid: u32, is_max: bool) {
+  for (var i = t; i < GROUP * KB; i += WG) {
+    let v = dp[i];
+    dred[i] = vec4<f32>(select(select(0.0, NEG, is_max), v, i % KB < n_valid), 0.0, 0.0, 0.0);
+  }
+  workgroupBarrier();
+  for (var s = KB / 2u; s > 0u; s >>= 1u) {
+    for (var i = t; i < GROUP * KB; i += WG) {
+      let j = i % KB;
+      if (j < s) {
+        let a = dred[i].x;
+        let b = dred[i + s].x;
+        dred[i].x = select(a + b, max(a, b), is_max);
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
 @compute @workgroup_size(WG)
 fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let R = row_words();
@@ -106,10 +127,10 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
       dp[i] = (dpart[b] + dpart[b + 1u]) + (dpart[b + 2u] + dpart[b + 3u]);
     }
     workgroupBarrier();
+    // Each head's block max and sum by trees over dred's lanes (no thread walks the block).
+    block_reduce(t, n_valid, true);
     if (t < GROUP) {
-      var bm = NEG;
-      for (var j = 0u; j < n_valid; j++) { bm = max(bm, dp[t * KB + j]); }
-      let m_new = max(m_run, bm);
+      let m_new = max(m_run, dred[t * KB].x);
       dalpha[t] = exp(m_run - m_new);
       dmax[t] = m_new;
       m_run = m_new;
@@ -119,11 +140,8 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
       dp[i] = select(0.0, exp(dp[i] - dmax[i / KB]), i % KB < n_valid);
     }
     workgroupBarrier();
-    if (t < GROUP) {
-      var s = 0.0;
-      for (var j = 0u; j < n_valid; j++) { s += dp[t * KB + j]; }
-      l_run = l_run * dalpha[t] + s;
-    }
+    block_reduce(t, n_valid, false);
+    if (t < GROUP) { l_run = l_run * dalpha[t] + dred[t * KB].x; }
     for (var h = 0u; h < GROUP; h++) {
       let a = dalpha[h];
       var s0 = acc[h][0] * a;
@@ -145,13 +163,16 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     dred[t * 2u] = acc[h][0];
     dred[t * 2u + 1u] = acc[h][1];
     workgroupBarrier();
-    if (t < R) {
-      var s0 = vec4<f32>(0.0);
-      var s1 = vec4<f32>(0.0);
-      for (var l = 0u; l < NVL; l++) {
-        s0 += dred[(l * R + t) * 2u];
-        s1 += dred[(l * R + t) * 2u + 1u];
+    for (var s = NVL / 2u; s > 0u; s >>= 1u) {  // a tree over the key lanes (t = vl * R + vw)
+      if (vl < s) {
+        dred[t * 2u] += dred[(t + s * R) * 2u];
+        dred[t * 2u + 1u] += dred[(t + s * R) * 2u + 1u];
       }
+      workgroupBarrier();
+    }
+    if (t < R) {
+      let s0 = dred[t * 2u];
+      let s1 = dred[t * 2u + 1u];
       let o = ((head0 + h) * p.n_chunks + c) * HEAD_DIM + t * E4 * 4u;
       split[o] = s0.x;
       split[o + 1u] = s0.y;
@@ -209,9 +230,17 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
   rr[t] = l;
   let inv = 1.0 / reduce_rr(t, false);
   for (var d = t; d < HEAD_DIM; d += RWG) {
-    var o = 0.0;
-    for (var c = 0u; c < nc; c++) { o += rw[c] * split[(h * nc + c) * HEAD_DIM + d]; }
-    out[h * HEAD_DIM + d] = o * inv;
+    // Four chunks a turn, four independent sums: the loads of a turn go out together.
+    var o = vec4<f32>(0.0);
+    var c = 0u;
+    let base = h * nc * HEAD_DIM + d;
+    for (; c + 4u <= nc; c += 4u) {
+      o += vec4<f32>(rw[c], rw[c + 1u], rw[c + 2u], rw[c + 3u]) *
+           vec4<f32>(split[base + c * HEAD_DIM], split[base + (c + 1u) * HEAD_DIM], split[base + (c + 2u) * HEAD_DIM],
+                     split[base + (c + 3u) * HEAD_DIM]);
+    }
+    for (; c < nc; c++) { o.x += rw[c] * split[base + c * HEAD_DIM]; }
+    out[h * HEAD_DIM + d] = (o.x + o.y + o.z + o.w) * inv;
   }
 }
 
