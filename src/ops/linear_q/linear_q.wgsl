@@ -93,20 +93,26 @@ fn sg_sum(v: f32) -> f32 {
 }
 
 // Sum of the 32 lanes of each row set, valid in lane 0 of the set; NORM: times 1 / rms of the
-// row (from the lanes' gv_ss).
+// row, from the threads' gv_ss: summed over the workgroup where the workgroup staged x together
+// (q4, q8), over the row set where each set read all of x itself (q6k).
 fn gv_reduce(a: vec4<f32>, lid: u32) -> vec4<f32> {
   var r = vec4<f32>(sg_sum(a.x), sg_sum(a.y), sg_sum(a.z), sg_sum(a.w));
   var ss = 0.0;
-  if (NORM) { ss = sg_sum(gv_ss); }
+  if (NORM) {
+    let part = sg_sum(gv_ss);
+    if (lid % SG == 0u) { gv_sum[lid / SG] = part; }
+    workgroupBarrier();
+    let whole = BITS != 6u;
+    let first = select(lid / GV_TK * (GV_TK / SG), 0u, whole);
+    let count = select(GV_TK / SG, GV_WG / SG, whole);
+    for (var i = 0u; i < count; i++) { ss += gv_sum[first + i]; }
+    workgroupBarrier();
+  }
   if (SG < GV_TK) {
     gv_red[lid] = r;
-    gv_sum[lid] = ss;
     workgroupBarrier();
     if (lid % GV_TK == 0u) {
-      for (var i = SG; i < GV_TK; i += SG) {
-        r += gv_red[lid + i];
-        ss += gv_sum[lid + i];
-      }
+      for (var i = SG; i < GV_TK; i += SG) { r += gv_red[lid + i]; }
     }
   }
   if (NORM) { r *= inverseSqrt(ss / f32(p.k) + p.eps); }
@@ -118,74 +124,92 @@ fn q4_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
 }
 
 // The dot products of x's row `xrow` with weight rows r.x..r.w (clamped in bounds), summed over
-// this lane's share of K. NORM: x times the norm weight, and gv_ss gets the lane's share of
-// sum(x^2): the row set's 32 lanes cover K once, so its reduction is the row's sum of squares
-// and 1 / rms scales the reduced dots, with no pass over x before the weights are read.
+// this lane's share of K. Turn by turn the workgroup stages the next 32 chunks of x (NORM: times
+// the norm weight) in workgroup memory with coalesced loads, once for its 4 row sets: read
+// straight from global memory each lane's 8 vec4 sit 128 bytes apart, so the x loads, not the
+// weights, filled the load units. A chunk's vec4s sit GV_XSTRIDE apart (one pad) so the 8 lanes
+// of a quarter-warp hit distinct banks. NORM: gv_ss gets the thread's share of sum(x^2) over
+// what it staged; gv_reduce totals it over the workgroup.
+const GV_XSTRIDE: u32 = 9u;  // vec4 slots per staged chunk (8 for q4, 4 for q8, + 1 pad)
+var<workgroup> gv_x: array<vec4<f32>, 288>;  // [32 chunks][GV_XSTRIDE]
 var<private> gv_ss: f32;
-fn gv_rows(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
+
+fn gv_stage(xo: u32, it: u32, per: u32, lid: u32) {
+  // per: vec4 per chunk (8 q4, 4 q8); the turn covers 32 * per vec4 of x.
+  let k4 = p.k / 4u;
+  for (var j = lid; j < 32u * per; j += GV_WG) {
+    let gi = it * 32u * per + j;
+    var v = vec4<f32>(0.0);
+    if (gi < k4) {
+      v = x4[xo + gi];
+      if (NORM) {
+        gv_ss += dot(v, v);
+        v *= nw4[gi];
+      }
+    }
+    gv_x[(j / per) * GV_XSTRIDE + j % per] = v;
+  }
+}
+
+fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   let vals = select(32u, 16u, BITS == 8u);
+  let per = vals / 4u;
   let nvec = p.k / vals;
   let groups = p.k / p.gs;
   let xo = xrow * (p.k / 4u);
+  let turns = (nvec + GV_TK - 1u) / GV_TK;  // the same for every thread: barriers stay uniform
   var a0 = 0.0;
   var a1 = 0.0;
   var a2 = 0.0;
   var a3 = 0.0;
-  for (var c = t; c < nvec; c += GV_TK) {
-    let k0 = c * vals;
-    let g = k0 / p.gs;
+  for (var it = 0u; it < turns; it++) {
+    let c = min(it * GV_TK + t, nvec - 1u);  // lanes past the end compute on a valid chunk, dropped below
+    let live = it * GV_TK + t < nvec;
+    // The weights first: their loads stay in flight through the staging and the barrier.
+    let g = (c * vals) / p.gs;
     let s = vec4<f32>(scale_at(r.x * groups + g), scale_at(r.y * groups + g), scale_at(r.z * groups + g),
                       scale_at(r.w * groups + g));
     let w0 = qw4[r.x * nvec + c];
     let w1 = qw4[r.y * nvec + c];
     let w2 = qw4[r.z * nvec + c];
     let w3 = qw4[r.w * nvec + c];
-    let xi = xo + k0 / 4u;
-    var x0 = x4[xi];
-    var x1 = x4[xi + 1u];
-    var x2 = x4[xi + 2u];
-    var x3 = x4[xi + 3u];
-    if (NORM) {
-      let ni = k0 / 4u;
-      gv_ss += dot(x0, x0) + dot(x1, x1) + dot(x2, x2) + dot(x3, x3);
-      x0 *= nw4[ni];
-      x1 *= nw4[ni + 1u];
-      x2 *= nw4[ni + 2u];
-      x3 *= nw4[ni + 3u];
-    }
+    gv_stage(xo, it, per, lid);
+    workgroupBarrier();
+    let xb = t * GV_XSTRIDE;
+    let x0 = gv_x[xb];
+    let x1 = gv_x[xb + 1u];
+    let x2 = gv_x[xb + 2u];
+    let x3 = gv_x[xb + 3u];
     if (BITS == 4u) {
-      var x4_ = x4[xi + 4u];
-      var x5 = x4[xi + 5u];
-      var x6 = x4[xi + 6u];
-      var x7 = x4[xi + 7u];
-      if (NORM) {
-        let ni = k0 / 4u;
-        gv_ss += dot(x4_, x4_) + dot(x5, x5) + dot(x6, x6) + dot(x7, x7);
-        x4_ *= nw4[ni + 4u];
-        x5 *= nw4[ni + 5u];
-        x6 *= nw4[ni + 6u];
-        x7 *= nw4[ni + 7u];
-      }
+      let x4_ = gv_x[xb + 4u];
+      let x5 = gv_x[xb + 5u];
+      let x6 = gv_x[xb + 6u];
+      let x7 = gv_x[xb + 7u];
       // q = 16 * (v - 1.5): take the offset out once for the four rows.
       let off = 1.5 * dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
       let d0 = q4_dot(w0.x, x0, x1) + q4_dot(w0.y, x2, x3) + q4_dot(w0.z, x4_, x5) + q4_dot(w0.w, x6, x7);
       let d1 = q4_dot(w1.x, x0, x1) + q4_dot(w1.y, x2, x3) + q4_dot(w1.z, x4_, x5) + q4_dot(w1.w, x6, x7);
       let d2 = q4_dot(w2.x, x0, x1) + q4_dot(w2.y, x2, x3) + q4_dot(w2.z, x4_, x5) + q4_dot(w2.w, x6, x7);
       let d3 = q4_dot(w3.x, x0, x1) + q4_dot(w3.y, x2, x3) + q4_dot(w3.z, x4_, x5) + q4_dot(w3.w, x6, x7);
-      a0 = fma(d0 - off, 16.0 * s.x, a0);
-      a1 = fma(d1 - off, 16.0 * s.y, a1);
-      a2 = fma(d2 - off, 16.0 * s.z, a2);
-      a3 = fma(d3 - off, 16.0 * s.w, a3);
+      if (live) {
+        a0 = fma(d0 - off, 16.0 * s.x, a0);
+        a1 = fma(d1 - off, 16.0 * s.y, a1);
+        a2 = fma(d2 - off, 16.0 * s.z, a2);
+        a3 = fma(d3 - off, 16.0 * s.w, a3);
+      }
     } else {
       let d0 = dot(q8_vals(w0.x), x0) + dot(q8_vals(w0.y), x1) + dot(q8_vals(w0.z), x2) + dot(q8_vals(w0.w), x3);
       let d1 = dot(q8_vals(w1.x), x0) + dot(q8_vals(w1.y), x1) + dot(q8_vals(w1.z), x2) + dot(q8_vals(w1.w), x3);
       let d2 = dot(q8_vals(w2.x), x0) + dot(q8_vals(w2.y), x1) + dot(q8_vals(w2.z), x2) + dot(q8_vals(w2.w), x3);
       let d3 = dot(q8_vals(w3.x), x0) + dot(q8_vals(w3.y), x1) + dot(q8_vals(w3.z), x2) + dot(q8_vals(w3.w), x3);
-      a0 = fma(d0, s.x, a0);
-      a1 = fma(d1, s.y, a1);
-      a2 = fma(d2, s.z, a2);
-      a3 = fma(d3, s.w, a3);
+      if (live) {
+        a0 = fma(d0, s.x, a0);
+        a1 = fma(d1, s.y, a1);
+        a2 = fma(d2, s.z, a2);
+        a3 = fma(d3, s.w, a3);
+      }
     }
+    workgroupBarrier();  // before the next turn overwrites gv_x
   }
   return vec4<f32>(a0, a1, a2, a3);
 }
@@ -271,9 +295,9 @@ fn gv_rows_q6k(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
 }
 
 // The row set's dots for whichever weight format BITS names.
-fn gv_dots(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
+fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   if (BITS == 6u) { return gv_rows_q6k(r, xrow, t); }
-  return gv_rows(r, xrow, t);
+  return gv_rows(r, xrow, t, lid);
 }
 
 fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
@@ -293,7 +317,7 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
     for (var r = 0u; r < 4u; r++) {
       if (n0 + r < p.n) { y[n0 + r] = gv_finish(acc[r], n0 + r); }
@@ -313,7 +337,7 @@ fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
   let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
     let half = p.n / 2u;
     if (j0 < half) { y[j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
@@ -337,7 +361,7 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
                @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
     var best = vec2<u32>(0u, 0xffffffffu);  // the sentinel: worse than any logit
     for (var r = 0u; r < 4u; r++) {
