@@ -2,8 +2,9 @@
 //   y[m, n] = sum_k x[m, k] * value(n, k) (+ bias[n]) (+ residual[m, n])
 // Routes on x's live rows (n_tokens):
 //   [1, 1]    gemv      f32 activations; 16 rows per 128-thread workgroup, 32 lanes along K
-//                       reduced by subgroup shuffles; vec4<u32> weight loads, each x load
-//                       serving 4 rows
+//                       reduced by subgroup shuffles; vec4<u32> weight loads; x staged in
+//                       workgroup memory once per workgroup and turn (coalesced), each read
+//                       serving 4 rows (q6k: the gemv only; GGUF Q6_K blocks)
 //   [2, 7]    small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
 //   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
 //                       group of gs), then `gemm` multiplies int8 x int8 with dot4I8Packed

@@ -54,8 +54,8 @@ fn q4_mant(w: u32) -> vec4<f32> {
 
 // ---- GEMV (m = 1) -----------------------------------------------------------------------
 // 128 threads: 4 row sets of 32 lanes along K. A row set computes 4 rows: each lane reads one
-// vec4<u32> per row per step (32 q4 or 16 q8 values, inside one group) and reuses its x values
-// for the 4 rows. Lanes are reduced with subgroup shuffles (SG lanes at a time), then through
+// vec4<u32> per row per step (32 q4 or 16 q8 values, inside one group) and its x values from
+// the workgroup's staged copy (gv_stage), reused for the 4 rows. Lanes are reduced with subgroup shuffles (SG lanes at a time), then through
 // workgroup memory where the subgroup is narrower than 32. Accumulators are named scalars, not
 // arrays: an array indexed in a loop would live in local memory.
 //
@@ -93,8 +93,7 @@ fn sg_sum(v: f32) -> f32 {
 }
 
 // Sum of the 32 lanes of each row set, valid in lane 0 of the set; NORM: times 1 / rms of the
-// row, from the threads' gv_ss: summed over the workgroup where the workgroup staged x together
-// (q4, q8), over the row set where each set read all of x itself (q6k).
+// row, from the threads' gv_ss summed over the workgroup (which staged x together).
 fn gv_reduce(a: vec4<f32>, lid: u32) -> vec4<f32> {
   var r = vec4<f32>(sg_sum(a.x), sg_sum(a.y), sg_sum(a.z), sg_sum(a.w));
   var ss = 0.0;
@@ -102,10 +101,7 @@ fn gv_reduce(a: vec4<f32>, lid: u32) -> vec4<f32> {
     let part = sg_sum(gv_ss);
     if (lid % SG == 0u) { gv_sum[lid / SG] = part; }
     workgroupBarrier();
-    let whole = BITS != 6u;
-    let first = select(lid / GV_TK * (GV_TK / SG), 0u, whole);
-    let count = select(GV_TK / SG, GV_WG / SG, whole);
-    for (var i = 0u; i < count; i++) { ss += gv_sum[first + i]; }
+    for (var i = 0u; i < GV_WG / SG; i++) { ss += gv_sum[i]; }
     workgroupBarrier();
   }
   if (SG < GV_TK) {
@@ -248,55 +244,46 @@ fn q6k_row(base4: u32, h: u32, t: u32, xa: array<vec4<f32>, 8>, sx0: f32, sx1: f
   return d * (s0 * (64.0 * d0 - 96.0 * sx0) + s1 * (64.0 * d1 - 96.0 * sx1));
 }
 
-fn gv_rows_q6k(r: vec4<u32>, xrow: u32, t: u32) -> vec4<f32> {
+fn gv_rows_q6k(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   let nchunks = p.k / 32u;
   let blocks = p.k / 256u;
   let xo = xrow * (p.k / 4u);
-  var a0 = 0.0;
-  var a1 = 0.0;
-  var a2 = 0.0;
-  var a3 = 0.0;
-  for (var c = t; c < nchunks; c += GV_TK) {
+  let turns = (nchunks + GV_TK - 1u) / GV_TK;  // uniform, as in gv_rows
+  let bw = Q6K_WORDS / 4u;  // vec4 per block
+  var a = vec4<f32>(0.0);
+  for (var it = 0u; it < turns; it++) {
+    let c = min(it * GV_TK + t, nchunks - 1u);
+    let live = it * GV_TK + t < nchunks;
+    gv_stage(xo, it, 8u, lid);  // x staged like q4's 32-value chunks
+    workgroupBarrier();
+    let xb = t * GV_XSTRIDE;
+    var xa: array<vec4<f32>, 8>;  // indexed by constants only: stays in registers
+    xa[0] = gv_x[xb];
+    xa[1] = gv_x[xb + 1u];
+    xa[2] = gv_x[xb + 2u];
+    xa[3] = gv_x[xb + 3u];
+    xa[4] = gv_x[xb + 4u];
+    xa[5] = gv_x[xb + 5u];
+    xa[6] = gv_x[xb + 6u];
+    xa[7] = gv_x[xb + 7u];
     let b = c / 8u;
     let h = (c / 4u) % 2u;
     let tt = c % 4u;
-    let xi = xo + c * 8u;
-    var xa: array<vec4<f32>, 8>;  // indexed by constants only: stays in registers
-    xa[0] = x4[xi];
-    xa[1] = x4[xi + 1u];
-    xa[2] = x4[xi + 2u];
-    xa[3] = x4[xi + 3u];
-    xa[4] = x4[xi + 4u];
-    xa[5] = x4[xi + 5u];
-    xa[6] = x4[xi + 6u];
-    xa[7] = x4[xi + 7u];
-    if (NORM) {
-      let ni = c * 8u;
-      gv_ss += dot(xa[0], xa[0]) + dot(xa[1], xa[1]) + dot(xa[2], xa[2]) + dot(xa[3], xa[3]) +
-               dot(xa[4], xa[4]) + dot(xa[5], xa[5]) + dot(xa[6], xa[6]) + dot(xa[7], xa[7]);
-      xa[0] *= nw4[ni];
-      xa[1] *= nw4[ni + 1u];
-      xa[2] *= nw4[ni + 2u];
-      xa[3] *= nw4[ni + 3u];
-      xa[4] *= nw4[ni + 4u];
-      xa[5] *= nw4[ni + 5u];
-      xa[6] *= nw4[ni + 6u];
-      xa[7] *= nw4[ni + 7u];
-    }
     let sx0 = dot(xa[0] + xa[1] + xa[2] + xa[3], vec4<f32>(1.0));
     let sx1 = dot(xa[4] + xa[5] + xa[6] + xa[7], vec4<f32>(1.0));
-    let bw = Q6K_WORDS / 4u;  // vec4 per block
-    a0 += q6k_row((r.x * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.x * blocks + b));
-    a1 += q6k_row((r.y * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.y * blocks + b));
-    a2 += q6k_row((r.z * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.z * blocks + b));
-    a3 += q6k_row((r.w * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.w * blocks + b));
+    let v = vec4<f32>(q6k_row((r.x * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.x * blocks + b)),
+                      q6k_row((r.y * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.y * blocks + b)),
+                      q6k_row((r.z * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.z * blocks + b)),
+                      q6k_row((r.w * blocks + b) * bw, h, tt, xa, sx0, sx1, scale_at(r.w * blocks + b)));
+    if (live) { a += v; }
+    workgroupBarrier();
   }
-  return vec4<f32>(a0, a1, a2, a3);
+  return a;
 }
 
 // The row set's dots for whichever weight format BITS names.
 fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
-  if (BITS == 6u) { return gv_rows_q6k(r, xrow, t); }
+  if (BITS == 6u) { return gv_rows_q6k(r, xrow, t, lid); }
   return gv_rows(r, xrow, t, lid);
 }
 
