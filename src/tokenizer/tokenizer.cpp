@@ -6,6 +6,7 @@
 #include <optional>
 #include <queue>
 
+#include "tokenizer/normalize.h"
 #include "tokenizer/pretokenize.h"
 
 namespace wgrt::tokenizer {
@@ -276,16 +277,27 @@ Tokenizer build_tokenizer(Vocab vocab) {
     t.byte_token[b] = find_id(t, text);
   }
 
+  std::vector<bool> normalized(n, false);
+  for (int32_t id : v.normalized_added)
+    if (id >= 0 && id < static_cast<int32_t>(n)) normalized[id] = true;
+  if (!v.normalizers.empty()) t.norm = compile_normalizer(v.normalizers, v.source);
   for (size_t i = 0; i < n; ++i) {
     TokenType ty = v.types[i];
     if (v.tokens[i].empty()) continue;
-    if (ty == TokenType::Control || ty == TokenType::UserDefined || ty == TokenType::Unknown)
-      t.specials[static_cast<uint8_t>(v.tokens[i][0])].push_back(
-          {v.tokens[i], static_cast<int32_t>(i), ty == TokenType::UserDefined});
+    if (ty != TokenType::Control && ty != TokenType::UserDefined && ty != TokenType::Unknown) continue;
+    Tokenizer::Special s{v.tokens[i], static_cast<int32_t>(i), ty == TokenType::UserDefined};
+    if (normalized[i] && t.norm) {
+      s.text = normalize(*t.norm, s.text);  // matched against normalized text
+      if (s.text.empty()) continue;
+      t.normalized_specials[static_cast<uint8_t>(s.text[0])].push_back(std::move(s));
+    } else {
+      t.specials[static_cast<uint8_t>(s.text[0])].push_back(std::move(s));
+    }
   }
-  for (auto& list : t.specials)
-    std::stable_sort(list.begin(), list.end(),
-                     [](const auto& a, const auto& b) { return a.text.size() > b.text.size(); });
+  for (auto* table : {&t.specials, &t.normalized_specials})
+    for (auto& list : *table)
+      std::stable_sort(list.begin(), list.end(),
+                       [](const auto& a, const auto& b) { return a.text.size() > b.text.size(); });
 
   t.pieces.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -323,16 +335,17 @@ Tokenizer build_tokenizer(Vocab vocab) {
 
 // ---- tokenize ------------------------------------------------------------------------------
 
-std::vector<int32_t> tokenize(const Tokenizer& t, std::string_view text, bool add_special,
-                              bool parse_special) {
-  const Vocab& v = t.vocab;
-  std::vector<int32_t> out;
-  if (add_special && v.add_bos && v.bos_id >= 0) out.push_back(v.bos_id);
-  bool after_special = true;  // the start of the text counts as a boundary (Spm dummy prefix)
+namespace {
+
+// Calls on_text(fragment) and on_special(id) over `text` in order, splitting out the tokens of
+// `table` (longest match at the leftmost position).
+template <typename OnText, typename OnSpecial>
+void split_specials(const Tokenizer::SpecialTable& table, std::string_view text, bool parse_special,
+                    const OnText& on_text, const OnSpecial& on_special) {
   size_t frag_start = 0, i = 0;
   while (i < text.size()) {
     const Tokenizer::Special* hit = nullptr;
-    for (const auto& s : t.specials[static_cast<uint8_t>(text[i])]) {
+    for (const auto& s : table[static_cast<uint8_t>(text[i])]) {
       if ((s.always || parse_special) && text.substr(i, s.text.size()) == s.text) {
         hit = &s;
         break;
@@ -342,15 +355,34 @@ std::vector<int32_t> tokenize(const Tokenizer& t, std::string_view text, bool ad
       ++i;
       continue;
     }
-    if (i > frag_start) {
-      encode_fragment(t, text.substr(frag_start, i - frag_start), after_special, out);
-    }
-    out.push_back(hit->id);
-    after_special = true;
+    if (i > frag_start) on_text(text.substr(frag_start, i - frag_start));
+    on_special(hit->id);
     i += hit->text.size();
     frag_start = i;
   }
-  if (frag_start < text.size()) encode_fragment(t, text.substr(frag_start), after_special, out);
+  if (frag_start < text.size()) on_text(text.substr(frag_start));
+}
+
+}  // namespace
+
+std::string normalize_text(const Tokenizer& t, std::string_view text) {
+  return t.norm ? normalize(*t.norm, text) : std::string(text);
+}
+
+std::vector<int32_t> tokenize(const Tokenizer& t, std::string_view text, bool add_special,
+                              bool parse_special) {
+  const Vocab& v = t.vocab;
+  std::vector<int32_t> out;
+  if (add_special && v.add_bos && v.bos_id >= 0) out.push_back(v.bos_id);
+  auto on_special = [&](int32_t id) { out.push_back(id); };
+  // Every fragment starts at the text's start or after an added token: a boundary for the
+  // Spm dummy prefix and the byte-level prefix space.
+  auto encode = [&](std::string_view frag) { encode_fragment(t, frag, /*after_special=*/true, out); };
+  split_specials(t.specials, text, parse_special, [&](std::string_view frag) {
+    if (!t.norm) return encode(frag);
+    const std::string normalized = normalize(*t.norm, frag);
+    split_specials(t.normalized_specials, normalized, parse_special, encode, on_special);
+  }, on_special);
   if (add_special && v.add_eos && v.eos_id >= 0) out.push_back(v.eos_id);
   return out;
 }
