@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <queue>
 
@@ -16,12 +17,12 @@ namespace {
 constexpr std::string_view kSpace = "\xE2\x96\x81";        // "▁" U+2581
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-size_t lead_length(uint8_t b) {
-  if (b < 0x80) return 1;
-  if ((b & 0xE0) == 0xC0) return 2;
-  if ((b & 0xF0) == 0xE0) return 3;
-  if ((b & 0xF8) == 0xF0) return 4;
-  return 1;  // stray byte: a symbol of its own
+// Bytes of the character at s[i]; a byte that does not start valid UTF-8 is a symbol of its
+// own (so a stray lead byte never swallows the bytes after it).
+size_t char_length(std::string_view s, size_t i) {
+  bool incomplete = false;
+  size_t len = utf8_sequence_length(s, i, &incomplete);
+  return len == 0 ? 1 : len;
 }
 
 std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
@@ -37,6 +38,14 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
     }
   }
   return out;
+}
+
+// The byte of a "<0xXX>" token text, or -1.
+int byte_token_value(std::string_view text) {
+  int b = 0;
+  if (text.size() != 6 || !text.starts_with("<0x") || text[5] != '>') return -1;
+  auto [end, ec] = std::from_chars(text.data() + 3, text.data() + 5, b, 16);
+  return ec == std::errc() && end == text.data() + 5 ? b : -1;
 }
 
 // Decodes a byte-level BPE token: each code point back to its byte. A code point outside the
@@ -90,8 +99,7 @@ template <typename KeyOf>
 std::vector<std::string_view> merge_symbols(std::string_view s, const KeyOf& key_of) {
   std::vector<Symbol> sym;
   for (uint32_t i = 0; i < s.size();) {
-    uint32_t len = static_cast<uint32_t>(
-        std::min<size_t>(lead_length(static_cast<uint8_t>(s[i])), s.size() - i));
+    uint32_t len = static_cast<uint32_t>(char_length(s, i));
     int32_t idx = static_cast<int32_t>(sym.size());
     sym.push_back({i, len, idx - 1, -1});
     if (idx > 0) sym[idx - 1].next = idx;
@@ -209,7 +217,7 @@ void encode_bpe(const Tokenizer& t, std::string_view frag, bool prefix, std::vec
       }
       // Not a token: one token per byte (each spelled as one character).
       for (size_t i = 0; i < sym.size();) {
-        size_t len = std::min<size_t>(lead_length(static_cast<uint8_t>(sym[i])), sym.size() - i);
+        size_t len = char_length(sym, i);
         int32_t b = find_id(t, sym.substr(i, len));
         if (b < 0) b = t.vocab.unk_id;
         if (b >= 0) out.push_back(b);
@@ -304,8 +312,8 @@ Tokenizer build_tokenizer(Vocab vocab) {
     const std::string& text = v.tokens[i];
     switch (v.types[i]) {
       case TokenType::Byte:
-        if (text.size() == 6 && text.starts_with("<0x")) {
-          t.pieces[i] = std::string(1, static_cast<char>(std::stoi(text.substr(3, 2), nullptr, 16)));
+        if (int b = byte_token_value(text); b >= 0) {
+          t.pieces[i] = std::string(1, static_cast<char>(b));
         } else {
           t.pieces[i] = text;
         }

@@ -211,6 +211,13 @@ struct JsonCtx {
     if (!j.is_string()) bad(fmt::format("{}.{}", at, key), "is not a string", "expected a string");
     return j.get<std::string>();
   }
+  // An optional string member: `dflt` when absent or null.
+  std::string opt_str(const json& obj, const char* key, const std::string& at, const std::string& dflt) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return dflt;
+    if (!it->is_string()) bad(fmt::format("{}.{}", at, key), "is not a string", "expected a string");
+    return it->get<std::string>();
+  }
 };
 
 bool opt_bool(const json& obj, const char* key, bool dflt) {
@@ -259,7 +266,7 @@ void read_pre_tokenizer(const JsonCtx& c, const json& p, const std::string& at, 
   } else if (type == "Split") {
     std::string re;
     if (!read_pattern(c, p, at, re)) re = regex_literal(re);
-    const std::string behavior = p.value("behavior", std::string("Isolated"));
+    const std::string behavior = c.opt_str(p, "behavior", at, "Isolated");
     if (behavior != "Isolated" || opt_bool(p, "invert", false))
       c.bad(at, fmt::format("Split behavior '{}'{} is not supported", behavior,
                             opt_bool(p, "invert", false) ? " (inverted)" : ""),
@@ -271,9 +278,9 @@ void read_pre_tokenizer(const JsonCtx& c, const json& p, const std::string& at, 
     if (opt_bool(p, "use_regex", true)) v.pre_regexes.push_back(kGpt2Regex);
   } else if (type == "Metaspace") {
     info.metaspace = true;
-    if (p.value("replacement", std::string("\xE2\x96\x81")) != "\xE2\x96\x81")
+    if (c.opt_str(p, "replacement", at, kSpmSpace) != "\xE2\x96\x81")
       c.bad(at + ".replacement", "is not \"▁\" (U+2581)", "wgrt's SentencePiece mode uses U+2581");
-    const std::string scheme = p.value("prepend_scheme", std::string(""));
+    const std::string scheme = c.opt_str(p, "prepend_scheme", at, "");
     v.add_space_prefix = scheme.empty() ? opt_bool(p, "add_prefix_space", true) : scheme != "never";
   } else if (type == "Digits") {
     v.pre_regexes.push_back(opt_bool(p, "individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
@@ -403,6 +410,8 @@ json parse_json(const std::string& text, const std::string& name) {
   } catch (const json::parse_error& e) {
     fail(name, fmt::format("is not valid JSON at byte {}: {}", e.byte, e.what()),
          "the file is truncated or not a tokenizer.json");
+  } catch (const json::exception& e) {  // e.g. a number past double's range
+    fail(name, fmt::format("is not usable JSON: {}", e.what()), "the file is corrupt");
   }
 }
 
