@@ -197,14 +197,22 @@ inline void fuzz_gguf(std::span<const uint8_t> data) {
   }
 }
 
-// A fresh directory of this process for the files of one input.
+// A directory of this process for the files of one input, removed at exit.
+struct ScratchDir {
+  std::string path;
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 inline const std::string& fuzz_dir() {
-  static const std::string dir = [] {
+  static const ScratchDir dir{[] {
     auto d = std::filesystem::temp_directory_path() / ("wgrt-fuzz-" + std::to_string(getpid()));
     std::filesystem::create_directories(d);
     return d.string();
-  }();
-  return dir;
+  }()};
+  return dir.path;
 }
 
 inline void write_bytes(const std::string& path, std::span<const uint8_t> bytes) {
