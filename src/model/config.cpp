@@ -39,6 +39,9 @@ std::vector<float> llama3_freq_factors(uint32_t head_dim, float theta, float fac
   return out;
 }
 
+// Far past any real model (64 to 256), low enough that the sizes derived from it stay small.
+constexpr uint32_t kMaxHeadDim = 1024;
+
 void validate_config(const ModelConfig& c, const std::string& where) {
   auto bad = [&](const std::string& what) {
     throw ModelError(fmt::format("{}: {} (hint: the model's configuration is inconsistent)", where, what));
@@ -48,6 +51,7 @@ void validate_config(const ModelConfig& c, const std::string& where) {
                     c.n_vocab, c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.ff));
   if (c.n_heads % c.n_kv_heads) bad(fmt::format("{} heads is not a multiple of {} kv heads", c.n_heads, c.n_kv_heads));
   if (c.head_dim % 2) bad(fmt::format("head_dim {} is odd", c.head_dim));
+  if (c.head_dim > kMaxHeadDim) bad(fmt::format("head_dim {} is past {}", c.head_dim, kMaxHeadDim));
   if (!c.rope_freq_factors.empty() && c.rope_freq_factors.size() != c.head_dim / 2)
     bad(fmt::format("{} rope frequency factors for head_dim {}", c.rope_freq_factors.size(), c.head_dim));
   if (!(c.norm_eps > 0) || !(c.rope_theta > 0)) bad("norm epsilon and rope theta must be positive");
@@ -107,6 +111,18 @@ float hf_float(const nlohmann::json& j, const char* k, float fallback, const std
   return j[k].get<float>();
 }
 
+bool hf_bool(const nlohmann::json& j, const char* k, bool fallback, const std::string& path) {
+  if (!j.contains(k) || j[k].is_null()) return fallback;
+  if (!j[k].is_boolean()) throw ModelError(fmt::format("{}: \"{}\" is not true or false", path, k));
+  return j[k].get<bool>();
+}
+
+std::string hf_string(const nlohmann::json& j, const char* k, const std::string& path) {
+  if (!j.contains(k) || j[k].is_null()) return "";
+  if (!j[k].is_string()) throw ModelError(fmt::format("{}: \"{}\" is not a string", path, k));
+  return j[k].get<std::string>();
+}
+
 }  // namespace
 
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
@@ -136,13 +152,15 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   c.norm_eps = hf_float(j, "rms_norm_eps", 1e-6f, path);
   c.rope_theta = hf_float(j, "rope_theta", 10000.f, path);
   c.rope_neox = true;  // HF rotates halves
-  c.tied_embeddings = j.value("tie_word_embeddings", false);
-  c.qkv_bias = c.arch == Arch::Qwen2 || j.value("attention_bias", false);
+  c.tied_embeddings = hf_bool(j, "tie_word_embeddings", false, path);
+  c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path);
   c.qk_norm = c.arch == Arch::Qwen3;
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
     const auto& s = j["rope_scaling"];
-    std::string type = s.value("rope_type", s.value("type", std::string()));
+    std::string type = hf_string(s, "rope_type", path);
+    if (type.empty()) type = hf_string(s, "type", path);
     if (type == "llama3") {
+      validate_config(c, path);  // head_dim sizes the factors: checked first
       c.rope_freq_factors = llama3_freq_factors(
           c.head_dim, c.rope_theta, hf_float(s, "factor", 8.f, path), hf_float(s, "low_freq_factor", 1.f, path),
           hf_float(s, "high_freq_factor", 4.f, path),

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <queue>
 
+#include "tokenizer/normalize.h"
 #include "tokenizer/pretokenize.h"
 
 namespace wgrt::tokenizer {
@@ -15,12 +17,12 @@ namespace {
 constexpr std::string_view kSpace = "\xE2\x96\x81";        // "▁" U+2581
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-size_t lead_length(uint8_t b) {
-  if (b < 0x80) return 1;
-  if ((b & 0xE0) == 0xC0) return 2;
-  if ((b & 0xF0) == 0xE0) return 3;
-  if ((b & 0xF8) == 0xF0) return 4;
-  return 1;  // stray byte: a symbol of its own
+// Bytes of the character at s[i]; a byte that does not start valid UTF-8 is a symbol of its
+// own (so a stray lead byte never swallows the bytes after it).
+size_t char_length(std::string_view s, size_t i) {
+  bool incomplete = false;
+  size_t len = utf8_sequence_length(s, i, &incomplete);
+  return len == 0 ? 1 : len;
 }
 
 std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
@@ -36,6 +38,14 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
     }
   }
   return out;
+}
+
+// The byte of a "<0xXX>" token text, or -1.
+int byte_token_value(std::string_view text) {
+  int b = 0;
+  if (text.size() != 6 || !text.starts_with("<0x") || text[5] != '>') return -1;
+  auto [end, ec] = std::from_chars(text.data() + 3, text.data() + 5, b, 16);
+  return ec == std::errc() && end == text.data() + 5 ? b : -1;
 }
 
 // Decodes a byte-level BPE token: each code point back to its byte. A code point outside the
@@ -89,8 +99,7 @@ template <typename KeyOf>
 std::vector<std::string_view> merge_symbols(std::string_view s, const KeyOf& key_of) {
   std::vector<Symbol> sym;
   for (uint32_t i = 0; i < s.size();) {
-    uint32_t len = static_cast<uint32_t>(
-        std::min<size_t>(lead_length(static_cast<uint8_t>(s[i])), s.size() - i));
+    uint32_t len = static_cast<uint32_t>(char_length(s, i));
     int32_t idx = static_cast<int32_t>(sym.size());
     sym.push_back({i, len, idx - 1, -1});
     if (idx > 0) sym[idx - 1].next = idx;
@@ -208,7 +217,7 @@ void encode_bpe(const Tokenizer& t, std::string_view frag, bool prefix, std::vec
       }
       // Not a token: one token per byte (each spelled as one character).
       for (size_t i = 0; i < sym.size();) {
-        size_t len = std::min<size_t>(lead_length(static_cast<uint8_t>(sym[i])), sym.size() - i);
+        size_t len = char_length(sym, i);
         int32_t b = find_id(t, sym.substr(i, len));
         if (b < 0) b = t.vocab.unk_id;
         if (b >= 0) out.push_back(b);
@@ -276,24 +285,35 @@ Tokenizer build_tokenizer(Vocab vocab) {
     t.byte_token[b] = find_id(t, text);
   }
 
+  std::vector<bool> normalized(n, false);
+  for (int32_t id : v.normalized_added)
+    if (id >= 0 && id < static_cast<int32_t>(n)) normalized[id] = true;
+  if (!v.normalizers.empty()) t.norm = compile_normalizer(v.normalizers, v.source);
   for (size_t i = 0; i < n; ++i) {
     TokenType ty = v.types[i];
     if (v.tokens[i].empty()) continue;
-    if (ty == TokenType::Control || ty == TokenType::UserDefined || ty == TokenType::Unknown)
-      t.specials[static_cast<uint8_t>(v.tokens[i][0])].push_back(
-          {v.tokens[i], static_cast<int32_t>(i), ty == TokenType::UserDefined});
+    if (ty != TokenType::Control && ty != TokenType::UserDefined && ty != TokenType::Unknown) continue;
+    Tokenizer::Special s{v.tokens[i], static_cast<int32_t>(i), ty == TokenType::UserDefined};
+    if (normalized[i] && t.norm) {
+      s.text = normalize(*t.norm, s.text);  // matched against normalized text
+      if (s.text.empty()) continue;
+      t.normalized_specials[static_cast<uint8_t>(s.text[0])].push_back(std::move(s));
+    } else {
+      t.specials[static_cast<uint8_t>(s.text[0])].push_back(std::move(s));
+    }
   }
-  for (auto& list : t.specials)
-    std::stable_sort(list.begin(), list.end(),
-                     [](const auto& a, const auto& b) { return a.text.size() > b.text.size(); });
+  for (auto* table : {&t.specials, &t.normalized_specials})
+    for (auto& list : *table)
+      std::stable_sort(list.begin(), list.end(),
+                       [](const auto& a, const auto& b) { return a.text.size() > b.text.size(); });
 
   t.pieces.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string& text = v.tokens[i];
     switch (v.types[i]) {
       case TokenType::Byte:
-        if (text.size() == 6 && text.starts_with("<0x")) {
-          t.pieces[i] = std::string(1, static_cast<char>(std::stoi(text.substr(3, 2), nullptr, 16)));
+        if (int b = byte_token_value(text); b >= 0) {
+          t.pieces[i] = std::string(1, static_cast<char>(b));
         } else {
           t.pieces[i] = text;
         }
@@ -323,16 +343,17 @@ Tokenizer build_tokenizer(Vocab vocab) {
 
 // ---- tokenize ------------------------------------------------------------------------------
 
-std::vector<int32_t> tokenize(const Tokenizer& t, std::string_view text, bool add_special,
-                              bool parse_special) {
-  const Vocab& v = t.vocab;
-  std::vector<int32_t> out;
-  if (add_special && v.add_bos && v.bos_id >= 0) out.push_back(v.bos_id);
-  bool after_special = true;  // the start of the text counts as a boundary (Spm dummy prefix)
+namespace {
+
+// Calls on_text(fragment) and on_special(id) over `text` in order, splitting out the tokens of
+// `table` (longest match at the leftmost position).
+template <typename OnText, typename OnSpecial>
+void split_specials(const Tokenizer::SpecialTable& table, std::string_view text, bool parse_special,
+                    const OnText& on_text, const OnSpecial& on_special) {
   size_t frag_start = 0, i = 0;
   while (i < text.size()) {
     const Tokenizer::Special* hit = nullptr;
-    for (const auto& s : t.specials[static_cast<uint8_t>(text[i])]) {
+    for (const auto& s : table[static_cast<uint8_t>(text[i])]) {
       if ((s.always || parse_special) && text.substr(i, s.text.size()) == s.text) {
         hit = &s;
         break;
@@ -342,15 +363,34 @@ std::vector<int32_t> tokenize(const Tokenizer& t, std::string_view text, bool ad
       ++i;
       continue;
     }
-    if (i > frag_start) {
-      encode_fragment(t, text.substr(frag_start, i - frag_start), after_special, out);
-    }
-    out.push_back(hit->id);
-    after_special = true;
+    if (i > frag_start) on_text(text.substr(frag_start, i - frag_start));
+    on_special(hit->id);
     i += hit->text.size();
     frag_start = i;
   }
-  if (frag_start < text.size()) encode_fragment(t, text.substr(frag_start), after_special, out);
+  if (frag_start < text.size()) on_text(text.substr(frag_start));
+}
+
+}  // namespace
+
+std::string normalize_text(const Tokenizer& t, std::string_view text) {
+  return t.norm ? normalize(*t.norm, text) : std::string(text);
+}
+
+std::vector<int32_t> tokenize(const Tokenizer& t, std::string_view text, bool add_special,
+                              bool parse_special) {
+  const Vocab& v = t.vocab;
+  std::vector<int32_t> out;
+  if (add_special && v.add_bos && v.bos_id >= 0) out.push_back(v.bos_id);
+  auto on_special = [&](int32_t id) { out.push_back(id); };
+  // Every fragment starts at the text's start or after an added token: a boundary for the
+  // Spm dummy prefix and the byte-level prefix space.
+  auto encode = [&](std::string_view frag) { encode_fragment(t, frag, /*after_special=*/true, out); };
+  split_specials(t.specials, text, parse_special, [&](std::string_view frag) {
+    if (!t.norm) return encode(frag);
+    const std::string normalized = normalize(*t.norm, frag);
+    split_specials(t.normalized_specials, normalized, parse_special, encode, on_special);
+  }, on_special);
   if (add_special && v.add_eos && v.eos_id >= 0) out.push_back(v.eos_id);
   return out;
 }

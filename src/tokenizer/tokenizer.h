@@ -1,7 +1,12 @@
 // Tokenize and detokenize with a Vocab (vocab.h).
 //
-// tokenize: split out added/special tokens (USER_DEFINED always, CONTROL/UNKNOWN only with
-// parse_special; longest match at the leftmost position), then per text fragment:
+// tokenize, in the order of Hugging Face `tokenizers`:
+//   1. split out the added/special tokens matched on raw text (USER_DEFINED always,
+//      CONTROL/UNKNOWN only with parse_special; longest match at the leftmost position);
+//   2. normalize each text fragment between them (tokenizer.json normalizer, normalize.h);
+//   3. split out the added tokens marked "normalized" (matched on normalized text, their own
+//      text normalized too);
+//   4. encode each remaining fragment:
 //   Spm: spaces → "▁", a "▁" prefix when add_space_prefix (at the start and after a special
 //        token, as llama.cpp does), characters merged by best score (or rank), leftovers as
 //        <0xXX> byte tokens (else unk);
@@ -27,6 +32,7 @@
 namespace wgrt::tokenizer {
 
 struct PreTokenizer;  // compiled PCRE2 regexes (pretokenize.h)
+struct Normalizer;    // normalize.h
 
 struct Tokenizer {
   Vocab vocab;
@@ -38,9 +44,12 @@ struct Tokenizer {
     int32_t id = -1;
     bool always = false;  // USER_DEFINED: matched even without parse_special
   };
-  std::array<std::vector<Special>, 256> specials;       // by first byte, longest first
+  using SpecialTable = std::array<std::vector<Special>, 256>;  // by first byte, longest first
+  SpecialTable specials;             // matched on raw text
+  SpecialTable normalized_specials;  // matched after normalization (Vocab::normalized_added)
   std::vector<std::string> pieces;                      // [n_vocab] decoded bytes of each token
   std::shared_ptr<const PreTokenizer> pre;              // Bpe only
+  std::shared_ptr<const Normalizer> norm;               // null: no normalizer
 };
 
 // Builds the lookup tables once. Throws TokenizerError for an inconsistent vocab (a merge of
@@ -49,6 +58,9 @@ Tokenizer build_tokenizer(Vocab vocab);
 
 std::vector<int32_t> tokenize(const Tokenizer& tok, std::string_view text, bool add_special,
                               bool parse_special);
+
+// The text as the tokenizer's normalizer leaves it (itself when there is none).
+std::string normalize_text(const Tokenizer& tok, std::string_view text);
 
 // The bytes a token stands for. CONTROL tokens give their text only with render_special; an
 // UNKNOWN token gives U+FFFD unless render_special. Throws TokenizerError for an id out of range.

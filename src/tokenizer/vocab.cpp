@@ -211,6 +211,13 @@ struct JsonCtx {
     if (!j.is_string()) bad(fmt::format("{}.{}", at, key), "is not a string", "expected a string");
     return j.get<std::string>();
   }
+  // An optional string member: `dflt` when absent or null.
+  std::string opt_str(const json& obj, const char* key, const std::string& at, const std::string& dflt) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return dflt;
+    if (!it->is_string()) bad(fmt::format("{}.{}", at, key), "is not a string", "expected a string");
+    return it->get<std::string>();
+  }
 };
 
 bool opt_bool(const json& obj, const char* key, bool dflt) {
@@ -232,6 +239,22 @@ struct PreInfo {
   bool metaspace = false;
 };
 
+constexpr const char* kSpmSpace = "\xE2\x96\x81";  // "▁" U+2581
+
+// Split/Replace patterns: {"Regex": "..."} or {"String": "..."}; true for a regex.
+bool read_pattern(const JsonCtx& c, const json& obj, const std::string& at, std::string& out) {
+  const json& pat = c.member(obj, "pattern", at);
+  if (pat.is_object() && pat.contains("Regex") && pat["Regex"].is_string()) {
+    out = pat["Regex"].get<std::string>();
+    return true;
+  }
+  if (pat.is_object() && pat.contains("String") && pat["String"].is_string()) {
+    out = pat["String"].get<std::string>();
+    return false;
+  }
+  c.bad(at + ".pattern", "is neither {\"Regex\": ...} nor {\"String\": ...}", "check the file");
+}
+
 void read_pre_tokenizer(const JsonCtx& c, const json& p, const std::string& at, Vocab& v, PreInfo& info) {
   if (p.is_null()) return;
   const std::string type = c.str(p, "type", at);
@@ -241,16 +264,9 @@ void read_pre_tokenizer(const JsonCtx& c, const json& p, const std::string& at, 
     for (size_t i = 0; i < list.size(); ++i)
       read_pre_tokenizer(c, list[i], fmt::format("{}.pretokenizers[{}]", at, i), v, info);
   } else if (type == "Split") {
-    const json& pat = c.member(p, "pattern", at);
     std::string re;
-    if (pat.is_object() && pat.contains("Regex") && pat["Regex"].is_string()) {
-      re = pat["Regex"].get<std::string>();
-    } else if (pat.is_object() && pat.contains("String") && pat["String"].is_string()) {
-      re = regex_literal(pat["String"].get<std::string>());
-    } else {
-      c.bad(at + ".pattern", "is neither {\"Regex\": ...} nor {\"String\": ...}", "check the file");
-    }
-    const std::string behavior = p.value("behavior", std::string("Isolated"));
+    if (!read_pattern(c, p, at, re)) re = regex_literal(re);
+    const std::string behavior = c.opt_str(p, "behavior", at, "Isolated");
     if (behavior != "Isolated" || opt_bool(p, "invert", false))
       c.bad(at, fmt::format("Split behavior '{}'{} is not supported", behavior,
                             opt_bool(p, "invert", false) ? " (inverted)" : ""),
@@ -262,9 +278,9 @@ void read_pre_tokenizer(const JsonCtx& c, const json& p, const std::string& at, 
     if (opt_bool(p, "use_regex", true)) v.pre_regexes.push_back(kGpt2Regex);
   } else if (type == "Metaspace") {
     info.metaspace = true;
-    if (p.value("replacement", std::string("\xE2\x96\x81")) != "\xE2\x96\x81")
+    if (c.opt_str(p, "replacement", at, kSpmSpace) != "\xE2\x96\x81")
       c.bad(at + ".replacement", "is not \"▁\" (U+2581)", "wgrt's SentencePiece mode uses U+2581");
-    const std::string scheme = p.value("prepend_scheme", std::string(""));
+    const std::string scheme = c.opt_str(p, "prepend_scheme", at, "");
     v.add_space_prefix = scheme.empty() ? opt_bool(p, "add_prefix_space", true) : scheme != "never";
   } else if (type == "Digits") {
     v.pre_regexes.push_back(opt_bool(p, "individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
@@ -277,22 +293,58 @@ void read_pre_tokenizer(const JsonCtx& c, const json& p, const std::string& at, 
 void read_normalizer(const JsonCtx& c, const json& n, const std::string& at, Vocab& v, PreInfo& info) {
   if (n.is_null()) return;
   const std::string type = c.str(n, "type", at);
+  NormStep step;
   if (type == "Sequence") {
     const json& list = c.member(n, "normalizers", at);
     if (!list.is_array()) c.bad(at + ".normalizers", "is not an array", "expected a list");
     for (size_t i = 0; i < list.size(); ++i)
       read_normalizer(c, list[i], fmt::format("{}.normalizers[{}]", at, i), v, info);
+    return;
   } else if (type == "NFC") {
-    v.nfc_input = true;
-  } else if (type == "Prepend" && n.value("prepend", std::string()) == "\xE2\x96\x81") {
-    info.metaspace = true;
-    v.add_space_prefix = true;
-  } else if (type == "Replace" && n.contains("content") && n["content"] == "\xE2\x96\x81") {
-    info.metaspace = true;  // " " → "▁", which SentencePiece mode does anyway
+    step.kind = NormKind::Nfc;
+  } else if (type == "NFD") {
+    step.kind = NormKind::Nfd;
+  } else if (type == "NFKC") {
+    step.kind = NormKind::Nfkc;
+  } else if (type == "NFKD") {
+    step.kind = NormKind::Nfkd;
+  } else if (type == "Lowercase") {
+    step.kind = NormKind::Lowercase;
+  } else if (type == "Strip") {
+    step.kind = NormKind::Strip;
+    step.strip_left = opt_bool(n, "strip_left", true);
+    step.strip_right = opt_bool(n, "strip_right", true);
+  } else if (type == "StripAccents") {
+    step.kind = NormKind::StripAccents;
+  } else if (type == "Replace") {
+    step.kind = NormKind::Replace;
+    step.regex = read_pattern(c, n, at, step.pattern);
+    step.content = c.str(n, "content", at);
+    if (step.content == kSpmSpace) info.metaspace = true;  // " " → "▁": SentencePiece-style
+  } else if (type == "Prepend") {
+    step.kind = NormKind::Prepend;
+    step.content = c.str(n, "prepend", at);
+    if (step.content == kSpmSpace) info.metaspace = true;
   } else {
-    c.bad(at, fmt::format("normalizer '{}' is not supported", type),
-          "wgrt supports NFC (input expected in NFC) and the SentencePiece Prepend/Replace pair");
+    c.bad(at, fmt::format("normalizer type '{}' is not supported", type),
+          "wgrt supports NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend "
+          "and Sequence");
   }
+  v.normalizers.push_back(std::move(step));
+}
+
+// SentencePiece mode does two normalizer steps itself: the dummy "▁" prefix (add_space_prefix,
+// which detokenize drops again) and spaces spelled "▁". Those steps leave the list.
+void fold_spm_normalizers(Vocab& v) {
+  std::vector<NormStep> rest;
+  for (NormStep& s : v.normalizers) {
+    if (s.kind == NormKind::Prepend && s.content == kSpmSpace) {
+      v.add_space_prefix = true;
+    } else if (!(s.kind == NormKind::Replace && !s.regex && s.pattern == " " && s.content == kSpmSpace)) {
+      rest.push_back(std::move(s));
+    }
+  }
+  v.normalizers = std::move(rest);
 }
 
 void read_post_processor(const JsonCtx& c, const json& p, const std::string& at, Vocab& v) {
@@ -358,6 +410,8 @@ json parse_json(const std::string& text, const std::string& name) {
   } catch (const json::parse_error& e) {
     fail(name, fmt::format("is not valid JSON at byte {}: {}", e.byte, e.what()),
          "the file is truncated or not a tokenizer.json");
+  } catch (const json::exception& e) {  // e.g. a number past double's range
+    fail(name, fmt::format("is not usable JSON: {}", e.what()), "the file is corrupt");
   }
 }
 
@@ -417,7 +471,9 @@ Vocab vocab_from_tokenizer_json_text(const std::string& json_text, const std::st
     const std::string at = fmt::format("added_tokens[{}]", k);
     size_t i = added[k]["id"].get<size_t>();
     v.tokens[i] = c.str(added[k], "content", at);
-    v.types[i] = opt_bool(added[k], "special", false) ? TokenType::Control : TokenType::UserDefined;
+    const bool special = opt_bool(added[k], "special", false);
+    v.types[i] = special ? TokenType::Control : TokenType::UserDefined;
+    if (opt_bool(added[k], "normalized", !special)) v.normalized_added.push_back(static_cast<int32_t>(i));
   }
 
   const json& merges = model.contains("merges") ? model["merges"] : empty_array;
@@ -457,6 +513,7 @@ Vocab vocab_from_tokenizer_json_text(const std::string& json_text, const std::st
   } else if (info.metaspace || v.byte_fallback) {
     v.kind = ModelKind::Spm;
     v.pre_regexes.clear();  // SentencePiece merges across the whole fragment
+    fold_spm_normalizers(v);
     if (v.byte_fallback)
       for (size_t i = 0; i < n; ++i)
         if (v.types[i] == TokenType::Normal && is_byte_token_text(v.tokens[i])) v.types[i] = TokenType::Byte;

@@ -13,8 +13,10 @@
 //
 // tokenizer.json (Hugging Face `tokenizers`): model {type "BPE", vocab {text: id}, merges
 // ["a b"] or [["a","b"]], byte_fallback, ignore_merges, unk_token}, added_tokens [{id, content,
-// special}], normalizer, pre_tokenizer, post_processor (TemplateProcessing gives BOS/EOS). A
-// tokenizer_config.json next to it (optional) adds bos_token / eos_token / add_bos_token.
+// special, normalized}], normalizer (normalize.h), pre_tokenizer, post_processor
+// (TemplateProcessing gives BOS/EOS). A tokenizer_config.json next to it (optional) adds
+// bos_token / eos_token / add_bos_token. A normalizer or pre-tokenizer type wgrt does not
+// implement is an error naming it.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tokenizer/normalize.h"
 
 namespace wgrt::model {
 struct GgufFile;
@@ -61,7 +65,8 @@ struct Vocab {
   bool add_space_prefix = false;  // Spm: the dummy "▁" prefix; Bpe: a leading " " (HF add_prefix_space)
   bool ignore_merges = false;     // Bpe: a pre-token that is a whole vocab entry skips merging (llama 3)
   bool byte_fallback = false;     // Spm: unknown characters become <0xXX> tokens
-  bool nfc_input = false;         // tokenizer.json asked for NFC; wgrt expects NFC text (not applied)
+  std::vector<NormStep> normalizers;     // tokenizer.json: applied to text between added tokens
+  std::vector<int32_t> normalized_added;  // added tokens matched after normalization ("normalized")
 
   int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
 };

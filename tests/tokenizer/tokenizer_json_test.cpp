@@ -59,7 +59,9 @@ TEST(TokenizerJson, Qwen3MatchesQwen2Vectors) {
   WGRT_REQUIRE_FILE(gguf_path("qwen2") + ".inp");
   const Vocab& v = cached("json:qwen3").vocab;
   EXPECT_EQ(v.kind, ModelKind::Bpe);
-  EXPECT_TRUE(v.nfc_input);
+  ASSERT_EQ(v.normalizers.size(), 1u);  // {"type": "NFC"}
+  EXPECT_EQ(v.normalizers[0].kind, NormKind::Nfc);
+  EXPECT_TRUE(v.normalized_added.empty());  // every added token says "normalized": false
   EXPECT_FALSE(v.add_bos);
   EXPECT_EQ(v.tokens.at(v.eos_id), "<|im_end|>");
   expect_same_vocab("qwen3", "qwen2", 151643);

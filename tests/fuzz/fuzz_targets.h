@@ -1,0 +1,273 @@
+// The fuzz targets' bodies, shared by the libFuzzer entry point (fuzz_main.cpp, built by
+// tests/fuzz/CMakeLists.txt with clang under ASan/UBSan) and corpus_test.cpp, which replays
+// every committed corpus file (seeds, and the inputs of crashes since fixed) in the normal and
+// the sanitized test suites.
+//
+// A target returns when its input is accepted, or refused with the parser's own error
+// (GgufError, ModelError, SafetensorsError, TokenizerError). Anything else escapes and is a
+// bug: another exception type, a sanitizer report, or a broken property (FuzzFailure).
+//
+// Input layouts:
+//   gguf            a GGUF file
+//   safetensors     u32 n (little endian) | n bytes of config.json | a .safetensors file
+//   tokenizer_json  tokenizer.json [ NUL tokenizer_config.json ]
+//   tokenize        u8 selector (bits 0-3: which tokenizer, bit 4: parse_special) | text
+#pragma once
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/model_file.h"
+#include "model/safetensors.h"
+#include "tokenizer/pretokenize.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab.h"
+
+namespace wgrt::fuzz {
+
+struct FuzzFailure : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+inline void check(bool ok, const std::string& what) {
+  if (!ok) throw FuzzFailure(what);
+}
+
+// Weights up to this many elements are dequantized (bigger ones only bounds-checked), so one
+// input stays fast and small in memory.
+constexpr uint64_t kMaxDequantElements = 1 << 16;
+
+// ---- tokenizers the targets use --------------------------------------------------------------
+
+// A byte-level BPE tokenizer.json whose vocabulary holds every byte (so any text round-trips),
+// two merges and three added tokens: "<|end|>" special, "<tool>" not, "<hi>" matched after the
+// normalizer.
+inline nlohmann::json tiny_byte_level_json(const nlohmann::json& normalizer) {
+  using nlohmann::json;
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) {
+    std::string s;
+    tokenizer::append_utf8(s, tokenizer::byte_to_codepoint(static_cast<uint8_t>(b)));
+    vocab[s] = b;
+  }
+  vocab["he"] = 256;
+  vocab["\xC4\xA0t"] = 257;  // "Ġt"
+  return json{{"normalizer", normalizer},
+              {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+              {"decoder", {{"type", "ByteLevel"}}},
+              {"post_processor", nullptr},
+              {"added_tokens",
+               {{{"id", 258}, {"content", "<|end|>"}, {"special", true}, {"normalized", false}},
+                {{"id", 259}, {"content", "<tool>"}, {"special", false}, {"normalized", false}},
+                {{"id", 260}, {"content", "<hi>"}, {"special", false}, {"normalized", true}}}},
+              {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"h e", "\xC4\xA0 t"}}}}};
+}
+
+// A SentencePiece-style tokenizer.json (Prepend/Replace normalizer, byte fallback for every byte).
+inline nlohmann::json tiny_spm_json() {
+  using nlohmann::json;
+  json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
+  for (int b = 0; b < 256; ++b) vocab[fmt::format("<0x{:02X}>", b)] = 3 + b;
+  int id = 259;
+  for (const char* t : {"\xE2\x96\x81", "a", "b", "\xE2\x96\x81" "a", "ab", "\xC3\xA9"}) vocab[t] = id++;
+  return json{{"normalizer",
+               {{"type", "Sequence"},
+                {"normalizers",
+                 {{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}},
+                  {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}}}}},
+              {"pre_tokenizer", nullptr},
+              {"added_tokens",
+               {{{"id", 0}, {"content", "<unk>"}, {"special", true}},
+                {{"id", 1}, {"content", "<s>"}, {"special", true}},
+                {{"id", 2}, {"content", "</s>"}, {"special", true}}}},
+              {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"\xE2\x96\x81 a", "a b"}},
+                         {"byte_fallback", true}, {"unk_token", "<unk>"}}}};
+}
+
+struct FuzzTokenizer {
+  std::string name;
+  tokenizer::Tokenizer tok;
+  bool byte_level = false;  // detokenize(tokenize(s)) == normalize(s) when s has no '<'
+  bool spm = false;         // the same, when s also has no U+2581
+};
+
+inline std::vector<std::unique_ptr<FuzzTokenizer>> load_fuzz_tokenizers() {
+  using nlohmann::json;
+  std::vector<std::unique_ptr<FuzzTokenizer>> list;
+  auto add = [&](const std::string& name, tokenizer::Vocab v, bool byte_level) {
+    auto t = std::make_unique<FuzzTokenizer>();
+    t->name = name;
+    t->tok = tokenizer::build_tokenizer(std::move(v));
+    t->byte_level = byte_level;
+    t->spm = !byte_level;
+    list.push_back(std::move(t));
+  };
+  auto from_json = [](const json& j, const std::string& name) {
+    return tokenizer::vocab_from_tokenizer_json_text(j.dump(), "", name);
+  };
+  add("tiny byte-level", from_json(tiny_byte_level_json(nullptr), "tiny"), true);
+  const json nfkc_lower = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFKC"}}, {{"type", "Lowercase"}}}}};
+  add("tiny byte-level NFKC+Lowercase", from_json(tiny_byte_level_json(nfkc_lower), "tiny-norm"), true);
+  const json nfd_strip = {{"type", "Sequence"},
+                          {"normalizers", {{{"type", "NFD"}}, {{"type", "StripAccents"}},
+                                           {{"type", "Replace"}, {"pattern", {{"Regex", "\\s+"}}}, {"content", " "}},
+                                           {{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}}}}};
+  add("tiny byte-level NFD+StripAccents+Replace+Strip", from_json(tiny_byte_level_json(nfd_strip), "tiny-strip"),
+      true);
+  add("tiny spm", from_json(tiny_spm_json(), "tiny-spm"), false);
+  // Real vocabularies, when tools/setup-test-data.sh has fetched them.
+  const std::string deps = WGRT_SOURCE_DIR "/.deps";
+  if (std::filesystem::exists(deps + "/tokenizer-json/qwen3/tokenizer.json"))
+    add("qwen3 tokenizer.json", tokenizer::vocab_from_tokenizer_json(deps + "/tokenizer-json/qwen3/tokenizer.json"),
+        true);
+  if (std::filesystem::exists(deps + "/llama-vocab/models/ggml-vocab-llama-spm.gguf"))
+    add("llama-spm gguf",
+        tokenizer::vocab_from_gguf(model::open_gguf(deps + "/llama-vocab/models/ggml-vocab-llama-spm.gguf")), false);
+  return list;
+}
+
+inline const std::vector<std::unique_ptr<FuzzTokenizer>>& fuzz_tokenizers() {
+  static const auto list = load_fuzz_tokenizers();
+  return list;
+}
+
+// Properties every tokenizer keeps on any text: ids in range, the stream decoder's output is
+// valid UTF-8, and (where `exact`) the text comes back as the normalizer left it.
+inline void check_round_trip(const tokenizer::Tokenizer& tok, std::string_view text, bool parse_special,
+                             bool exact, const std::string& name) {
+  const std::vector<int32_t> ids = tokenizer::tokenize(tok, text, false, parse_special);
+  for (int32_t id : ids) check(id >= 0 && id < tok.vocab.n_vocab(), name + ": an id out of range");
+  tokenizer::StreamDecoder d = tokenizer::make_stream_decoder(tok, true, true);
+  std::string streamed;
+  for (int32_t id : ids) streamed += tokenizer::decode_next(d, id);
+  streamed += tokenizer::decode_flush(d);
+  check(tokenizer::is_valid_utf8(streamed), name + ": the stream decoder gave invalid UTF-8");
+  const std::string whole = tokenizer::detokenize(tok, ids, /*render_special=*/true);
+  if (exact) {
+    const std::string expected = tokenizer::normalize_text(tok, text);
+    check(whole == expected, name + ": detokenize(tokenize(text)) is not the normalized text");
+    if (tokenizer::is_valid_utf8(expected)) check(streamed == expected, name + ": the stream decoder changed valid text");
+  }
+}
+
+// ---- targets -----------------------------------------------------------------------------------
+
+inline void fuzz_gguf(std::span<const uint8_t> data) {
+  model::GgufFile f;
+  try {
+    f = model::parse_gguf(data, "fuzz.gguf");
+  } catch (const model::GgufError&) {
+    return;
+  }
+  for (const model::GgufTensorInfo& t : f.tensors)
+    check(t.data >= data.data() && t.n_bytes <= size_t(data.data() + data.size() - t.data),
+          "tensor '" + t.name + "' lies outside the file");
+  try {
+    model::validate_config(model::config_from_gguf(f), f.path);
+  } catch (const model::GgufError&) {
+  } catch (const model::ModelError&) {
+  }
+  try {
+    const tokenizer::Tokenizer tok = tokenizer::build_tokenizer(tokenizer::vocab_from_gguf(f));
+    check_round_trip(tok, "Hello w\xC3\xB6rld <s> 123 \xF0\x9F\x98\x80", true, false, "gguf vocab");
+  } catch (const model::GgufError&) {
+  } catch (const tokenizer::TokenizerError&) {
+  }
+  try {
+    const model::ModelFile m = model::open_gguf_bytes(std::vector<uint8_t>(data.begin(), data.end()), "fuzz.gguf");
+    for (const auto& [name, w] : m.weights) {
+      const model::GgmlTypeInfo* info = model::ggml_type_info(uint32_t(w.type));
+      if (info && info->supported && w.n_elements() <= kMaxDequantElements) model::weight_to_f32(w);
+    }
+  } catch (const model::GgufError&) {
+  } catch (const model::ModelError&) {
+  }
+}
+
+// A directory of this process for the files of one input, removed at exit.
+struct ScratchDir {
+  std::string path;
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+inline const std::string& fuzz_dir() {
+  static const ScratchDir dir{[] {
+    auto d = std::filesystem::temp_directory_path() / ("wgrt-fuzz-" + std::to_string(getpid()));
+    std::filesystem::create_directories(d);
+    return d.string();
+  }()};
+  return dir.path;
+}
+
+inline void write_bytes(const std::string& path, std::span<const uint8_t> bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline void fuzz_safetensors(std::span<const uint8_t> data) {
+  if (data.size() < 4) return;
+  uint32_t n = 0;
+  std::memcpy(&n, data.data(), 4);
+  data = data.subspan(4);
+  if (n > data.size()) return;
+  const std::string dir = fuzz_dir();
+  write_bytes(dir + "/config.json", data.first(n));
+  write_bytes(dir + "/model.safetensors", data.subspan(n));
+  try {
+    const model::ModelFile m = model::open_model(dir);
+    model::validate_config(m.config, dir);
+    for (const model::StTensor& t : m.checkpoint->tensors) {
+      uint64_t elems = 1;
+      for (uint64_t d : t.shape) check(!__builtin_mul_overflow(elems, d, &elems), "tensor '" + t.name + "': shape overflows");
+      check(elems * (t.dtype == model::StDtype::F32 ? 4 : 2) == t.n_bytes, "tensor '" + t.name + "': bytes and shape disagree");
+    }
+    for (const auto& [name, w] : m.weights)
+      if (w.n_elements() <= kMaxDequantElements) model::weight_to_f32(w);
+  } catch (const model::ModelError&) {
+  } catch (const model::SafetensorsError&) {
+  }
+}
+
+inline void fuzz_tokenizer_json(std::span<const uint8_t> data) {
+  const std::string all(data.begin(), data.end());
+  const size_t nul = all.find('\0');
+  const std::string json_text = all.substr(0, nul);
+  const std::string config_text = nul == std::string::npos ? "" : all.substr(nul + 1);
+  try {
+    const tokenizer::Tokenizer tok =
+        tokenizer::build_tokenizer(tokenizer::vocab_from_tokenizer_json_text(json_text, config_text, "fuzz.json"));
+    for (bool parse_special : {false, true})
+      check_round_trip(tok, "Hello w\xC3\xB6rld cafe\xCC\x81 <|end|> <s> 123\n\xFF", parse_special, false,
+                       "tokenizer.json");
+  } catch (const tokenizer::TokenizerError&) {
+  }
+}
+
+inline void fuzz_tokenize(std::span<const uint8_t> data) {
+  if (data.empty()) return;
+  const auto& list = fuzz_tokenizers();
+  const FuzzTokenizer& t = *list[(data[0] & 0x0F) % list.size()];
+  const bool parse_special = data[0] & 0x10;
+  const std::string_view text(reinterpret_cast<const char*>(data.data() + 1), data.size() - 1);
+  const bool plain = text.find('<') == std::string_view::npos;
+  const bool exact = plain && (t.byte_level || (t.spm && text.find("\xE2\x96\x81") == std::string_view::npos));
+  check_round_trip(t.tok, text, parse_special, exact, t.name);
+}
+
+}  // namespace wgrt::fuzz
