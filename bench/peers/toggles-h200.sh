@@ -2,7 +2,8 @@
 # Dawn device toggles one by one on the same file (issue: measure before relying on one):
 # `wgrt bench` pp512 + tg128 at depth 0 per toggle setting, with GPU clocks sampled alongside.
 # For one device call after bench/peers/pack.sh (carry .carry-peers), like run-h200.sh.
-#   OUT (results), PEER_WORK (model files), PRESET (default llama-3.2-1b), TYPE (default q4_0)
+#   OUT (results), PEER_WORK (model files), PRESET (default llama-3.2-1b), TYPE (default q4_0),
+#   TOGGLE_SETS (default: none, each toggle alone, all three), PROFILE_DEPTHS (default 0,4096)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -23,12 +24,13 @@ rm -f "$work/f16.gguf"
 command -v nvidia-smi >/dev/null &&
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu --format=csv -lms 250 >"$out/clocks.csv" 2>&1 &
 smi=$!
-for t in none disable_robustness disable_workgroup_init skip_validation disable_robustness,disable_workgroup_init,skip_validation; do
+read -r -a sets <<<"${TOGGLE_SETS:-none disable_robustness disable_workgroup_init skip_validation disable_robustness,disable_workgroup_init,skip_validation}"
+for t in "${sets[@]}"; do
   tog=$t; [ "$t" = none ] && tog=
   echo "== toggles: $t"
   WGRT_TOGGLES=$tog wgrt bench -m "$work/m.gguf" -p 512 -n 128 -d 0 -r 3 -o md 2>/dev/null | tail -2
 done
 kill $smi 2>/dev/null
 echo "== profile (no toggles)"
-wgrt bench -m "$work/m.gguf" -p 512 -n 128 -d 0,4096 -r 2 -o md --profile 2>&1 | grep -v "repetition\|warm-up\|^| ---"
+wgrt bench -m "$work/m.gguf" -p 512 -n 128 -d "${PROFILE_DEPTHS:-0,4096}" -r 2 -o md --profile 2>&1 | grep -v "repetition\|warm-up\|^| ---"
 awk -F', ' 'NR > 1 {print $2, $3, $4}' "$out/clocks.csv" | sort | uniq -c | sort -rn | head -8
