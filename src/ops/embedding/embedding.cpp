@@ -113,6 +113,12 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
               throw std::invalid_argument(fmt::format("{}: a fed step has one token, not {}", name, a.in[0][0]));
             plan_embedding({a.in[0][0], dim, vocab, gs, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
           },
+      .cost =
+          [row = table.bytes / vocab, dim](const graph::PlanArgs& a) {
+            // One table row per token (and its scales, within a few %), the f32 rows out.
+            const uint64_t n = a.in[0][0];
+            return graph::NodeCost{n * (row + 4 + uint64_t(dim) * 4), 0};
+          },
   });
   return out;
 }
