@@ -14,27 +14,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool is_end_token(const Session& s, int32_t id) { return id == s.tok.vocab.eos_id || id == s.tok.vocab.eot_id; }
-
-int32_t pick(Session& s, Sampler& sampler) {
-  const SamplerParams& p = sampler.params;
-  if (p.temperature == 0 && !needs_all_logits(p)) {
-    int32_t id = read_argmax(s);
-    accept_token(sampler, id);
-    return id;
-  }
-  std::vector<Candidate> cands;
-  if (needs_all_logits(p) || p.top_k == 0 || p.top_k > s.mg.top_k) {
-    std::vector<float> logits = read_logits(s);
-    const size_t v = s.mg.n_vocab, row = logits.size() / v - 1;
-    cands.resize(v);
-    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
-  } else {
-    cands = read_top_k(s);
-  }
-  return sample(sampler, cands);
-}
-
 void start_messages(Chat& c) {
   c.messages = nlohmann::ordered_json::array();
   if (c.opts.system) c.messages.push_back({{"role", "system"}, {"content", *c.opts.system}});
@@ -95,11 +74,11 @@ TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<v
 
   auto t0 = Clock::now();
   std::span<const int32_t> fresh(prompt.data() + keep, prompt.size() - keep);
-  eval(s, fresh);
+  eval(s, fresh, {}, step_readout(s, c.sampler.params));
   c.cached.insert(c.cached.end(), fresh.begin(), fresh.end());
   for (int32_t id : fresh) accept_token(c.sampler, id);
   st.n_prefilled = fresh.size();
-  int32_t next = pick(s, c.sampler);
+  int32_t next = pick_next(s, c.sampler);
   st.prefill_seconds = since(t0);
 
   StopFilter filter{c.opts.stop, {}, false};
@@ -131,9 +110,9 @@ TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<v
       st.stop_reason = "context";
       break;
     }
-    eval(s, std::span<const int32_t>(&next, 1));
+    eval(s, std::span<const int32_t>(&next, 1), {}, step_readout(s, c.sampler.params));
     c.cached.push_back(next);
-    next = pick(s, c.sampler);
+    next = pick_next(s, c.sampler);
   }
   std::string tail = stop_filter_push(filter, tokenizer::decode_flush(dec)) + stop_filter_flush(filter);
   shown += tail;

@@ -46,36 +46,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool is_end_token(const Session& s, int32_t id) {
-  const tokenizer::Vocab& v = s.tok.vocab;
-  return id == v.eos_id || id == v.eot_id;
-}
-
-// What a decode step must read back for this sampler.
-Readout step_readout(const Session& s, const SamplerParams& p) {
-  if (p.temperature == 0 && !needs_all_logits(p)) return Readout::Argmax;
-  if (needs_all_logits(p) || p.top_k == 0 || p.top_k > s.mg.top_k) return Readout::Logits;
-  return Readout::TopK;
-}
-
-int32_t pick_next(Session& s, Sampler& sampler) {
-  if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
-    int32_t id = read_argmax(s);
-    accept_token(sampler, id);
-    return id;
-  }
-  std::vector<Candidate> cands;
-  if (needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k) {
-    std::vector<float> logits = read_logits(s);
-    const size_t v = s.mg.n_vocab, row = logits.size() / v - 1;
-    cands.resize(v);
-    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
-  } else {
-    cands = read_top_k(s);
-  }
-  return sample(sampler, cands);
-}
-
 // Streams one generated token; false when generation ends with it (the reason is set).
 struct Emitter {
   Session& s;
@@ -109,6 +79,36 @@ struct Emitter {
 };
 
 }  // namespace
+
+bool is_end_token(const Session& s, int32_t id) {
+  const tokenizer::Vocab& v = s.tok.vocab;
+  return id == v.eos_id || id == v.eot_id;
+}
+
+// What a decode step must read back for this sampler.
+Readout step_readout(const Session& s, const SamplerParams& p) {
+  if (p.temperature == 0 && !needs_all_logits(p)) return Readout::Argmax;
+  if (needs_all_logits(p) || p.top_k == 0 || p.top_k > s.mg.top_k) return Readout::Logits;
+  return Readout::TopK;
+}
+
+int32_t pick_next(Session& s, Sampler& sampler) {
+  if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
+    int32_t id = read_argmax(s);
+    accept_token(sampler, id);
+    return id;
+  }
+  std::vector<Candidate> cands;
+  if (needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k) {
+    std::vector<float> logits = read_logits(s);
+    const size_t v = s.mg.n_vocab, row = logits.size() / v - 1;
+    cands.resize(v);
+    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
+  } else {
+    cands = read_top_k(s);
+  }
+  return sample(sampler, cands);
+}
 
 GenerateStats generate(Session& s, const GenerateOptions& o, const std::function<void(std::string_view)>& on_text) {
   GenerateStats st;

@@ -31,6 +31,13 @@ struct GenerateStats {
 
 GenerateStats generate(Session& s, const GenerateOptions& o, const std::function<void(std::string_view)>& on_text);
 
+// What a decode step must read back for this sampler (the argmax alone when greedy).
+Readout step_readout(const Session& s, const SamplerParams& p);
+// The next token from the latest step, as the sampler picks it (argmax, top-k candidates or
+// all logits, whichever it needs), accepted into its history.
+int32_t pick_next(Session& s, Sampler& sampler);
+bool is_end_token(const Session& s, int32_t id);  // EOS or end of turn
+
 // Holds back text that might be the start of a stop string; finds a complete one.
 struct StopFilter {
   std::vector<std::string> stops;
