@@ -1,13 +1,12 @@
 #include "tokenizer/normalize.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <fmt/format.h>
-#include <pcre2.h>
 #include <utf8proc.h>
 
 #include <array>
 #include <cstdlib>
 
+#include "tokenizer/pcre2_handles.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,17 +26,6 @@ const char* norm_kind_name(NormKind k) {
   }
   return "?";
 }
-
-namespace {
-
-struct CodeDeleter {
-  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
-};
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
-};
-
-}  // namespace
 
 struct Normalizer {
   std::vector<NormStep> steps;

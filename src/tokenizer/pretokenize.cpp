@@ -1,25 +1,12 @@
 #include "tokenizer/pretokenize.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <array>
 #include <fmt/format.h>
 
+#include "tokenizer/pcre2_handles.h"
 #include "tokenizer/vocab.h"
 
 namespace wgrt::tokenizer {
-
-namespace {
-
-struct CodeDeleter {
-  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
-};
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
-};
-
-}  // namespace
 
 struct PreTokenizer {
   std::vector<std::unique_ptr<pcre2_code, CodeDeleter>> codes;
