@@ -128,15 +128,24 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
     dump.open(o.dump_logits, std::ios::binary | std::ios::trunc);
     if (!dump) throw std::runtime_error(fmt::format("{}: cannot open for writing (hint: check the path)", o.dump_logits));
   }
-  const Readout readout = dump.is_open() ? Readout::All : step_readout(s, o.sampling);
-  // Greedy decoding keeps step t + 1 in flight while step t's token is read (session.h).
+  // Greedy decoding, and sampling without a repetition penalty (sampled on the GPU from the
+  // top-k), keep step t + 1 in flight while step t's token is read (session.h).
+  const bool gpu_sampled = !dump.is_open() && can_sample_on_gpu(s, o.sampling);
+  Readout readout = dump.is_open() ? Readout::All : step_readout(s, o.sampling);
+  if (gpu_sampled) readout = Readout::Argmax;  // the sampled id lands where the argmax does
   const bool pipelined = readout == Readout::Argmax && can_feed(s);
+  GpuSample pick{0, o.sampling.temperature, o.sampling.top_p, o.sampling.min_p, o.sampling.top_k};
+  auto draw = [&]() -> const GpuSample* {
+    if (!gpu_sampled) return nullptr;
+    pick.draw = next_draw(sampler);
+    return &pick;
+  };
   auto t0 = Clock::now();
   eval(s, prompt, [&](size_t, size_t) {
     if (!dump.is_open()) return;
     std::vector<float> rows = read_logits(s);
     dump.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(float)));
-  }, readout);
+  }, readout, draw());
   st.n_prompt = prompt.size();
   if (dump.is_open()) {
     dump.close();
@@ -155,7 +164,7 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
     std::optional<graph::Snapshot> ahead;
     auto submit_ahead = [&] {
       ahead.reset();
-      if (em.wants_two_more() && s.n_past < s.mg.n_ctx) ahead = submit_fed_step(s);
+      if (em.wants_two_more() && s.n_past < s.mg.n_ctx) ahead = submit_fed_step(s, draw());
     };
     submit_ahead();
     int32_t id = read_argmax(s, step);

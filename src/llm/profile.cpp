@@ -120,7 +120,7 @@ StepProfile profile_decode(Session& s, uint32_t steps) {
   s.n_past = start;
   add_gpu(p, s, steps, [&](gpu::Profiler* prof) {
     graph::ShapeInput shape{s.mg.tokens, {1}};
-    const graph::SymbolInput syms[] = {{s.mg.pos, int64_t(s.n_past)}, {s.mg.feed, 1}, {s.mg.want_top_k, 0}};
+    const graph::SymbolInput syms[] = {{s.mg.pos, int64_t(s.n_past)}, {s.mg.feed, 1}, {s.mg.want_top_k, 0}, {s.mg.want_sample, 0}};
     graph::update(g, {&shape, 1}, syms);
     s.last = graph::execute(g, {.read = {&s.mg.argmax, 1}, .profiler = prof});
     s.n_past += 1;
@@ -155,7 +155,7 @@ StepProfile profile_prefill(Session& s, uint32_t tokens, uint32_t steps) {
   add_cpu(p, g, m, steps);
   add_gpu(p, s, steps, [&](gpu::Profiler* prof) {
     graph::ShapeInput shape{s.mg.tokens, {tokens}};
-    const graph::SymbolInput syms[] = {{s.mg.pos, int64_t(start)}, {s.mg.feed, 0}, {s.mg.want_top_k, 0}};
+    const graph::SymbolInput syms[] = {{s.mg.pos, int64_t(start)}, {s.mg.feed, 0}, {s.mg.want_top_k, 0}, {s.mg.want_sample, 0}};
     graph::update(g, {&shape, 1}, syms);
     graph::write_tensor(g, s.mg.tokens, ids.data(), ids.size() * 4);
     s.last = graph::execute(g, {.read = {&s.mg.argmax, 1}, .profiler = prof});

@@ -60,10 +60,23 @@ int32_t sample(Sampler& s, std::vector<Candidate>& c) {
   c.resize(keep);
   std::vector<double> w(keep);
   for (size_t i = 0; i < keep; ++i) w[i] = std::exp((double(c[i].logit) - c[0].logit) / p.temperature);
-  std::discrete_distribution<size_t> pick(w.begin(), w.end());
-  int32_t id = c[pick(s.rng)].id;
+  int32_t id = c[pick_index(w, next_draw(s))].id;
   accept_token(s, id);
   return id;
+}
+
+uint32_t next_draw(Sampler& s) { return uint32_t(s.rng() >> 32); }
+
+size_t pick_index(std::span<const double> w, uint32_t draw) {
+  double total = 0;
+  for (double x : w) total += x;
+  const double target = double(draw) / 4294967296.0 * total;
+  double cum = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    cum += w[i];
+    if (cum > target) return i;
+  }
+  return w.empty() ? 0 : w.size() - 1;
 }
 
 }  // namespace wgrt::llm

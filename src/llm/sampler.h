@@ -37,6 +37,12 @@ Sampler make_sampler(const SamplerParams& p);
 bool needs_all_logits(const SamplerParams& p);
 // Picks a token from `cands` (reordered in place). Records it for the penalty.
 int32_t sample(Sampler& s, std::vector<Candidate>& cands);
+
+// The draw, in steps the GPU's sample_pick mirrors (ops/sampling/sampling.h): a uniform
+// u in [0, 1) from the sampler's generator (32 bits, as the GPU gets it), and the index u picks
+// among weights: the first i whose running sum passes u * sum(w).
+uint32_t next_draw(Sampler& s);
+size_t pick_index(std::span<const double> w, uint32_t draw);
 void accept_token(Sampler& s, int32_t id);
 
 }  // namespace wgrt::llm

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "model/random_model.h"
+#include "ops/sampling/sampling.h"
 
 namespace wgrt::llm {
 
@@ -58,8 +59,21 @@ std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Re
 
 }  // namespace
 
+bool can_sample_on_gpu(const Session& s, const SamplerParams& p) {
+  return !s.mg.all_logits && p.temperature > 0 && !needs_all_logits(p) && p.top_k >= 1 && p.top_k <= s.mg.top_k;
+}
+
+namespace {
+
+void write_pick(Session& s, const GpuSample& g) {
+  const ops::PickParams pp{g.draw, g.temperature, g.top_p, g.min_p, g.k, 0, 0, 0};
+  graph::write_tensor(*s.mg.graph, s.mg.pick, &pp, sizeof pp);
+}
+
+}  // namespace
+
 void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(size_t, size_t)>& chunk_done,
-          Readout readout) {
+          Readout readout, const GpuSample* sample) {
   const model::ModelGraph& mg = s.mg;
   if (tokens.empty()) return;
   if (uint64_t(s.n_past) + tokens.size() > mg.n_ctx)
@@ -74,11 +88,16 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
   std::array<graph::TensorId, 4> buf;
   const std::span<const graph::TensorId> read = readout_tensors(mg, readout, buf);
   const int64_t top_k = readout == Readout::All || readout == Readout::TopK ? 1 : 0;
+  if (sample && mg.all_logits) throw std::logic_error("eval: GPU sampling needs a session without all_logits");
   for (size_t first = 0; first < tokens.size(); first += mg.max_batch) {
     const uint32_t n = uint32_t(std::min<size_t>(mg.max_batch, tokens.size() - first));
+    const bool last = first + n == tokens.size();
+    const int64_t pick = sample && last ? 1 : 0;
     graph::ShapeInput shape{mg.tokens, {n}};
-    const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 0}, {mg.want_top_k, top_k}};
+    const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 0}, {mg.want_top_k, top_k | pick},
+                                       {mg.want_sample, pick}};
     graph::update(g, {&shape, 1}, syms);
+    if (pick) write_pick(s, *sample);
     graph::write_tensor(g, mg.tokens, tokens.data() + first, n * sizeof(int32_t));
     s.last = graph::execute(g, {.read = read});
     s.n_past += n;
@@ -88,7 +107,7 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
 
 bool can_feed(const Session& s) { return !s.mg.all_logits; }
 
-graph::Snapshot submit_fed_step(Session& s) {
+graph::Snapshot submit_fed_step(Session& s, const GpuSample* sample) {
   const model::ModelGraph& mg = s.mg;
   if (!can_feed(s)) throw std::logic_error("submit_fed_step: the session was built with all_logits");
   if (s.n_past >= mg.n_ctx)
@@ -96,8 +115,11 @@ graph::Snapshot submit_fed_step(Session& s) {
                                             "--ctx-size)", s.n_past, mg.n_ctx));
   graph::Graph& g = *mg.graph;
   graph::ShapeInput shape{mg.tokens, {1}};
-  const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 1}, {mg.want_top_k, 0}};
+  const int64_t pick = sample ? 1 : 0;
+  const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 1}, {mg.want_top_k, pick},
+                                     {mg.want_sample, pick}};
   graph::update(g, {&shape, 1}, syms);
+  if (sample) write_pick(s, *sample);
   s.last = graph::execute(g, {.read = {&mg.argmax, 1}});
   s.n_past += 1;
   return s.last;

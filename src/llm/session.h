@@ -39,14 +39,26 @@ bool is_default_model(const Session& s);
 // After each chunk `chunk_done(first, count)` may read the outputs (logits of that chunk's
 // rows with all_logits, else of its last token). Throws std::invalid_argument, with nothing
 // run, when the tokens would pass the context or an id is outside the vocabulary.
+// A token sampled on the GPU from the top-k (ops::PickParams; llm::sample's steps without a
+// repetition penalty), landing in next_token like the argmax: sampled decoding pipelines too.
+struct GpuSample {
+  uint32_t draw = 0;  // u = draw / 2^32, from the sampler (next_draw)
+  float temperature = 1, top_p = 1, min_p = 0;
+  uint32_t k = 1;     // candidates, <= the graph's top_k
+};
+bool can_sample_on_gpu(const Session& s, const SamplerParams& p);
+
+// With `sample`, the last chunk's next token is sampled on the GPU (read it with read_argmax).
 void eval(Session& s, std::span<const int32_t> tokens,
-          const std::function<void(size_t first, size_t count)>& chunk_done = {}, Readout readout = Readout::All);
+          const std::function<void(size_t first, size_t count)>& chunk_done = {}, Readout readout = Readout::All,
+          const GpuSample* sample = nullptr);
 
 // Pipelined greedy decode: one step that embeds the previous step's argmax where the GPU left
 // it, at position n_past (advanced), encoded and submitted without waiting, so it can be in
 // flight before the token it consumes is read. Reads back the argmax only. Needs a session
 // without all_logits whose previous step ran the output head, and n_past < n_ctx.
-graph::Snapshot submit_fed_step(Session& s);
+// With `sample`, the step's token is sampled from its top-k on the GPU instead.
+graph::Snapshot submit_fed_step(Session& s, const GpuSample* sample = nullptr);
 // The argmax a step's snapshot holds (waits for that step only).
 int32_t read_argmax(Session& s, const graph::Snapshot& snap);
 bool can_feed(const Session& s);  // the graph has the GPU-fed route

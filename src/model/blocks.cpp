@@ -152,6 +152,9 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
       ops::add_top_k(b.g, {.name = "top_k", .logits = mg.logits, .k = mg.top_k, .enable = b.want_top_k});
   mg.top_ids = top.indices;
   mg.top_logits = top.values;
+  if (b.next_token)  // a sampled token where the next step reads it (pipelined sampling)
+    ops::add_sample_pick(b.g, {.name = "sample_pick", .candidates = top, .pick = mg.pick, .out = *b.next_token,
+                               .enable = mg.want_sample});
   for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits}) graph::mark_output(b.g, t);
 }
 

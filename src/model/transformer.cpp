@@ -28,6 +28,8 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.pos = graph::add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(o.n_ctx) - 1});
   mg.feed = graph::add_symbol(g, {.name = "feed", .lo = 0, .hi = o.all_logits ? 0 : 1});
   mg.want_top_k = graph::add_symbol(g, {.name = "want_top_k", .lo = 0, .hi = 1});
+  mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = o.all_logits ? 0 : 1});
+  mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {8}});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
   BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs, {}};
   b.feed = mg.feed;

@@ -8,7 +8,9 @@
 //
 // Pipelined decode (without all_logits): the argmax lands in the State tensor `next_token`,
 // and a step with feed = 1 embeds that id instead of `tokens`, so the host can submit step
-// t + 1 before reading step t's token. Top-k runs only on steps with want_top_k = 1.
+// t + 1 before reading step t's token. Top-k runs only on steps with want_top_k = 1; with
+// want_sample = 1 a token sampled from it on the GPU replaces the argmax in next_token, so
+// sampled decoding pipelines too.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,8 @@ struct ModelGraph {
   graph::TensorId argmax;     // [rows] u32; without all_logits the State `next_token` [1]
   graph::SymbolId feed;       // 1: embed next_token (pipelined decode); only without all_logits
   graph::SymbolId want_top_k; // 1: run top-k this step
+  graph::SymbolId want_sample;  // 1: sample from the top-k on the GPU into next_token (needs want_top_k)
+  graph::TensorId pick;       // u32 [8] ops::PickParams, written by the host for sampled steps
   graph::TensorId top_ids;    // [rows, top_k] u32
   graph::TensorId top_logits; // [rows, top_k] f32
   uint32_t n_vocab = 0;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "ops/sampling/sampling.h"
 #include "reference/sampling_ref.h"
@@ -157,6 +158,55 @@ std::vector<OpCase> top_k_cases() {
 
 WGRT_OP_CASES(Argmax, argmax_cases);
 WGRT_OP_CASES(TopK, top_k_cases);
+
+// sample_pick after top_k: the GPU's pick against ref::sample_pick on the GPU's own sorted
+// candidates, over many draws and parameter sets; a draw within 1e-5 of a boundary may go
+// either way (f32 vs double).
+TEST(SamplePick, MatchesTheReferenceDraw) {
+  const uint32_t vocab = 3001, k = 40;
+  Graph g(device());
+  TensorId logits = add_input(g, {.name = "logits", .max_shape = {1, vocab}});
+  SymbolId on = add_symbol(g, {.name = "on", .lo = 0, .hi = 1});
+  ops::TopKOutputs top = ops::add_top_k(g, {.name = "top_k", .logits = logits, .k = k, .enable = on});
+  TensorId pick = add_input(g, {.name = "pick", .dtype = DType::U32, .max_shape = {8}});
+  TensorId out = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
+  ops::add_sample_pick(g, {.name = "pick", .candidates = top, .pick = pick, .out = out, .enable = on});
+  for (TensorId t : {top.indices, top.values, out}) mark_output(g, t);
+  build(g);
+  std::mt19937 rng(5);
+  int checked = 0;
+  struct P {
+    float t, top_p, min_p;
+    uint32_t k;
+  };
+  for (P par : {P{0.8f, 0.95f, 0.05f, 40}, P{1.5f, 1.0f, 0.0f, 40}, P{0.3f, 0.5f, 0.0f, 7}, P{1.0f, 0.9f, 0.2f, 1}}) {
+    auto lv = random_floats(vocab, 17 + par.k, -4.f, 4.f);
+    SymbolInput sym{on, 1};
+    update(g, {}, {&sym, 1});
+    write_tensor<float>(g, logits, lv);
+    for (int i = 0; i < 25; ++i) {
+      const ops::PickParams pp{uint32_t(rng()), par.t, par.top_p, par.min_p, par.k, 0, 0, 0};
+      write_tensor(g, pick, &pp, sizeof pp);
+      execute(g);
+      std::vector<uint32_t> ids = read_output<uint32_t>(g, top.indices);
+      std::vector<float> vals = read_output<float>(g, top.values);
+      const uint32_t got = read_output<uint32_t>(g, out)[0];
+      double margin = 0;
+      const uint32_t want = ref::sample_pick(vals, par.k, par.t, par.top_p, par.min_p, pp.draw, &margin);
+      if (margin < 1e-5) continue;
+      ++checked;
+      EXPECT_EQ(got, ids[want]) << "draw " << pp.draw << " T " << par.t;
+    }
+  }
+  EXPECT_GE(checked, 90);
+  // Off: the node runs no kernel and leaves `next` alone.
+  const uint32_t sentinel = 0xABCDu;
+  write_tensor(g, out, &sentinel, 4);
+  SymbolInput off{on, 0};
+  update(g, {}, {&off, 1});
+  execute(g);
+  EXPECT_EQ(read_output<uint32_t>(g, out)[0], sentinel);
+}
 
 }  // namespace
 }  // namespace wgrt::test

@@ -38,4 +38,39 @@ TopKRef top_k_rows(const std::vector<float>& logits, uint32_t n_vocab, uint32_t 
   return r;
 }
 
+uint32_t sample_pick(const std::vector<float>& v, uint32_t k, float temperature, float top_p, float min_p,
+                     uint32_t draw, double* margin) {
+  std::vector<double> prob(k);
+  double sum = 0;
+  for (uint32_t i = 0; i < k; ++i) sum += prob[i] = std::exp(double(v[i]) - v[0]);
+  uint32_t keep = k;
+  double mass = 0;
+  for (uint32_t i = 0; i < k; ++i) {
+    mass += prob[i] / sum;
+    if (mass >= top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  for (uint32_t i = 1; i < keep; ++i)
+    if (prob[i] < min_p) {
+      keep = i;
+      break;
+    }
+  std::vector<double> w(keep);
+  double total = 0;
+  for (uint32_t i = 0; i < keep; ++i) total += w[i] = std::exp((double(v[i]) - v[0]) / temperature);
+  const double goal = double(draw) / 4294967296.0 * total;
+  double run = 0, nearest = 1e300;
+  uint32_t chosen = keep - 1;
+  bool found = false;
+  for (uint32_t i = 0; i < keep; ++i) {
+    run += w[i];
+    nearest = std::min(nearest, std::fabs(run - goal));
+    if (!found && run > goal) chosen = i, found = true;
+  }
+  if (margin) *margin = nearest / total;
+  return chosen;
+}
+
 }  // namespace wgrt::ref

@@ -15,4 +15,13 @@ struct TopKRef {
 };
 TopKRef top_k_rows(const std::vector<float>& logits, uint32_t n_vocab, uint32_t k);
 
+// A sampled pick from candidates sorted best first (values `v`), in double: keep the smallest
+// prefix whose temperature-1 softmax mass reaches top_p, then cut at the first candidate below
+// min_p times the best's probability; weights exp((v_i - v_0) / T); the first index whose
+// running weight passes u * total, u = draw / 2^32. `margin` gets the distance of u * total to
+// the nearest running-weight boundary, relative to the total (f32 rounding can flip a pick that
+// close to one).
+uint32_t sample_pick(const std::vector<float>& v, uint32_t k, float temperature, float top_p, float min_p,
+                     uint32_t draw, double* margin);
+
 }  // namespace wgrt::ref

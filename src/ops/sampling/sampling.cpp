@@ -132,4 +132,34 @@ TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d) {
   return out;
 }
 
+void add_sample_pick(graph::Graph& g, const SamplePickDesc& d) {
+  const graph::Tensor& ids = g.tensors.at(d.candidates.indices.v);
+  const graph::Tensor& pick = g.tensors.at(d.pick.v);
+  const graph::Tensor& out = g.tensors.at(d.out.v);
+  if (ids.max_shape.rank != 2 || ids.max_shape[0] != 1 || pick.dtype != graph::DType::U32 ||
+      pick.max_shape != graph::Shape{8} || out.dtype != graph::DType::U32 || out.max_shape != graph::Shape{1} ||
+      d.enable.v >= g.symbols.size() || g.symbols[d.enable.v].lo != 0 || g.symbols[d.enable.v].hi != 1)
+    throw std::invalid_argument(fmt::format("{}: sample_pick takes top-k candidates of one row, a u32 [8] pick "
+                                            "input, a u32 [1] output and an enable symbol in [0, 1]", d.name));
+  const uint32_t k = ids.max_shape[1];
+  graph::KernelSpec kernel{gpu::make_key("sampling", "sample_pick"),
+                           {graph::Binding::of(6, d.candidates.indices), graph::Binding::of(7, d.candidates.values),
+                            graph::Binding::of(8, d.pick), graph::Binding::of(2, d.out), graph::Binding::params(4)}};
+  graph::add_node(g, graph::Node{
+      .name = d.name,
+      .op = "sample_pick",
+      .inputs = {d.candidates.indices, d.candidates.values, d.pick},
+      .outputs = {d.out},
+      .dynamic = true,
+      .routes = graph::RouteSet{graph::RouteKey::of_symbol(d.enable),
+                                {{"off", 0, 0, {}, /*idle=*/true}, {"on", 1, 1, {kernel}}}},
+      .infer = [](const graph::InferArgs&) {},
+      .plan =
+          [k](const graph::PlanArgs&, graph::Plan& p) {
+            p.params[0].set(SamplingParams{1, 0, 0, 0, k, 0, 0, 0});
+            p.grids[0] = {1, 1, 1};
+          },
+  });
+}
+
 }  // namespace wgrt::ops

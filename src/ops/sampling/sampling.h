@@ -51,6 +51,27 @@ struct TopKOutputs {
 };
 TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d);
 
+// A sampled pick from the top-k on the GPU, so sampled decoding can stay pipelined: `pick`
+// is a u32 [8] input holding PickParams (written by the host each step: a fresh draw), `out`
+// the u32 [1] State tensor the next step's embedding reads. Routes "off" [0, 0] (idle) and "on"
+// [1, 1] on `enable`. The steps are llm::sample's (sampler.h) without a repetition penalty.
+struct PickParams {
+  uint32_t draw;      // u = draw / 2^32
+  float temperature;  // > 0
+  float top_p, min_p;
+  uint32_t k;         // candidates considered (<= the top-k's k)
+  uint32_t _pad0, _pad1, _pad2;
+};
+static_assert(sizeof(PickParams) == 32);
+struct SamplePickDesc {
+  std::string name;
+  TopKOutputs candidates;  // [1, k], best first
+  graph::TensorId pick;    // u32 [8] input
+  graph::TensorId out;     // u32 [1]
+  graph::SymbolId enable;  // in [0, 1]
+};
+void add_sample_pick(graph::Graph& g, const SamplePickDesc& d);
+
 struct SamplingParams {
   uint32_t n_rows;
   uint32_t n_vocab;
