@@ -232,6 +232,21 @@ TEST(CliBench, GuessedFileTypeWhenTheKeyIsMissing) {
   EXPECT_TRUE(type.ends_with(" (guessed) Q4_0")) << type;  // most tensors are Q4_0
 }
 
+// --profile: after the rows, a per-kernel table for a prefill and for decode at each depth, on
+// stderr, with the step's dispatch count, CPU split and real step time; stdout stays clean JSON.
+TEST(CliBench, ProfileReportsKernelsAndSteps) {
+  Result r = wgrt(fmt::format("bench -m {} -p 8 -n 4 -d 0,16 -r 1 --no-warmup -o json --profile", fixture_path()));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 4u);
+  for (const char* want : {"profile: prefill of 8 tokens at position 0", "profile: decode at position 0",
+                           "profile: decode at position 16", "| linear_q4gsw | gemv |", "| attention | flash_decode |",
+                           "| rope_qkv | main |", "dispatches per token: ", "real step, unprofiled: ",
+                           "CPU per step: update "})
+    EXPECT_NE(r.err.find(want), std::string::npos) << "missing '" << want << "' in:\n" << r.err;
+  // Decode: 7 dispatches per layer, the embedding, the head's two (2 layers: 17).
+  EXPECT_NE(r.err.find("dispatches per token: 17.0"), std::string::npos) << r.err;
+}
+
 TEST(CliBench, BadFlagsAndImpossibleTestsExitTwo) {
   const std::string m = " -m " + fixture_path();
   for (std::string args : {std::string("bench"), "bench" + m + " -p abc", "bench" + m + " -p 8,x",
