@@ -109,7 +109,7 @@ double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector
 // One layer shape at every M: a graph of C copies, x at the largest M.
 void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, const Options& o,
                ops::QuantFormat f, uint32_t k, uint32_t n, lab::Table& table) {
-  const uint64_t wbytes = ops::quant_q_words(f, n, k) * 4 + ops::quant_scale_words(n, k, o.gs) * 4;
+  const uint64_t wbytes = ops::quant_q_words(f, n, k) * 4 + ops::quant_scale_words(f, n, k, o.gs) * 4;
   const int copies = int(std::clamp<double>(std::ceil(o.rotate_mb * 1e6 / double(wbytes)), 1, o.max_copies));
   const uint32_t max_m = *std::max_element(o.ms.begin(), o.ms.end());
   graph::Graph g(dev);
@@ -126,7 +126,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   graph::build(g);
   // Random words; scales are f16 values in [2^-8, 2^-6): timing does not depend on them.
   std::mt19937 rng(1);
-  std::vector<uint32_t> q(ops::quant_q_words(f, n, k)), s(ops::quant_scale_words(n, k, o.gs));
+  std::vector<uint32_t> q(ops::quant_q_words(f, n, k)), s(ops::quant_scale_words(f, n, k, o.gs));
   for (auto& v : q) v = rng();
   for (auto& v : s) v = (0x1C00u + rng() % 0x0800u) | ((0x1C00u + rng() % 0x0800u) << 16);
   for (const auto& w : weights) {

@@ -17,9 +17,7 @@ std::string wname(uint32_t layer, const char* what) { return fmt::format("blk.{}
 std::string tname(const char* what, uint32_t layer) { return fmt::format("{}.{}", what, layer); }
 
 graph::TensorId embed_tokens(BuildContext& b) {
-  // Q6_K tables stay in their blocks unless the output head must project every row (all_logits).
-  const bool tied = b.c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
-  b.embedding = load_embedding(b.g, b.loader, "token_embd.weight", b.c.n_vocab, b.c.dim, !(tied && b.o.all_logits));
+  b.embedding = load_embedding(b.g, b.loader, "token_embd.weight", b.c.n_vocab, b.c.dim);
   return apply_embedding(b.g, b.embedding, b.tokens, "token_embd", b.next_token, b.feed);
 }
 
@@ -135,7 +133,7 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   const bool tied = c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
   graph::TensorId norm = load_vector(b.g, b.loader, "output_norm.weight", c.dim);
   LinearWeight out = tied ? b.embedding.table
-                          : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim, "", !b.o.all_logits);
+                          : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim);
   if (!b.o.all_logits && out.kind == LinearWeight::Kind::Quant) {
     // Fused: the last row's output_norm, the vocabulary projection and the argmax in one
     // kernel (+ the partials' reduction), the id landing where the next step can read it.

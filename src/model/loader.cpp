@@ -20,9 +20,28 @@ WeightFormat parse_weight_format(const std::string& s) {
 
 namespace {
 
+// The K-quants the kernels read in their blocks.
+std::optional<ops::QuantFormat> k_quant_format(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_K: return ops::QuantFormat::Q4K;
+    case GgmlType::Q5_K: return ops::QuantFormat::Q5K;
+    case GgmlType::Q6_K: return ops::QuantFormat::Q6K;
+    default: return std::nullopt;
+  }
+}
+
+// The lossless repack of a K-quant file's blocks (rows [n, k]).
+ops::QuantWeight repack_k_quant(std::span<const uint8_t> raw, ops::QuantFormat fmt, uint32_t n, uint32_t k) {
+  switch (fmt) {
+    case ops::QuantFormat::Q4K: return ops::repack_gguf_q4_k(raw, n, k);
+    case ops::QuantFormat::Q5K: return ops::repack_gguf_q5_k(raw, n, k);
+    default: return ops::repack_gguf_q6_k(raw, n, k);
+  }
+}
+
 // What the weight becomes on the GPU.
 LinearWeight::Kind choose_kind(const WeightView& w, const LoadOptions& o, uint32_t k, ops::QuantFormat& fmt,
-                               uint32_t& gs, bool gemv_only = false) {
+                               uint32_t& gs) {
   const bool fits = [&](uint32_t g) { return (g == 32 || g == 64 || g == 128) && k % g == 0; }(o.group_size);
   switch (o.quantize) {
     case WeightFormat::Q4gsw:
@@ -38,9 +57,9 @@ LinearWeight::Kind choose_kind(const WeightView& w, const LoadOptions& o, uint32
     case WeightFormat::Auto:
       break;
   }
-  if (gemv_only && w.type == GgmlType::Q6_K && k % 256 == 0) {
-    fmt = ops::QuantFormat::Q6K;
-    gs = 256;
+  if (const std::optional<ops::QuantFormat> kq = k_quant_format(w.type); kq && k % 256 == 0) {
+    fmt = *kq;
+    gs = *kq == ops::QuantFormat::Q6K ? 256 : 32;
     return LinearWeight::Kind::Quant;
   }
   if (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0) {
@@ -55,7 +74,7 @@ ops::QuantWeight to_quant(const WeightView& w, ops::QuantFormat fmt, uint32_t n,
   std::span<const uint8_t> raw(w.data, w.n_bytes);
   if (gs == 32 && fmt == ops::QuantFormat::Q4gsw && w.type == GgmlType::Q4_0) return ops::repack_gguf_q4_0(raw, n, k);
   if (gs == 32 && fmt == ops::QuantFormat::Q8 && w.type == GgmlType::Q8_0) return ops::repack_gguf_q8_0(raw, n, k);
-  if (fmt == ops::QuantFormat::Q6K) return ops::repack_gguf_q6_k(raw, n, k);
+  if (ops::is_k_quant(fmt)) return repack_k_quant(raw, fmt, n, k);
   std::vector<float> f = weight_to_f32(w);
   return ops::quantize(fmt, f, n, k, gs);
 }
@@ -65,17 +84,17 @@ uint32_t k_words(const LinearWeight& w) { return ops::quant_row_words(w.format, 
 }  // namespace
 
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
-                         const std::string& bias_name, bool gemv_only) {
+                         const std::string& bias_name) {
   const WeightView& w = get_weight(*l.model, name, {k, n});
   LinearWeight lw;
   lw.n = n;
   lw.k = k;
-  lw.kind = choose_kind(w, l.opts, k, lw.format, lw.gs, gemv_only);
+  lw.kind = choose_kind(w, l.opts, k, lw.format, lw.gs);
   const WeightView* wp = &w;
   switch (lw.kind) {
     case LinearWeight::Kind::Quant: {
       lw.q = ops::add_quant_weight(g, name, lw.format, n, k, lw.gs);
-      l.gpu_bytes += (ops::quant_q_words(lw.format, n, k) + ops::quant_scale_words(n, k, lw.gs)) * 4;
+      l.gpu_bytes += ops::quant_bytes(lw.format, n, k, lw.gs);
       l.writes.push_back([wp, lw](graph::Graph& gg) {
         ops::write_quant_weight(gg, lw.q, to_quant(*wp, lw.format, lw.n, lw.k, lw.gs));
       });
@@ -119,6 +138,21 @@ std::vector<uint32_t> pack_halves(const std::vector<uint32_t>& v) {
   return words;
 }
 
+// The fused matrix's rows in the file's own blocks (K-quants: a row is whole blocks), so one
+// repack makes the fused layout: parts in turn (Rows) or (gate, up) blocks of 16 rows (SwiGlu).
+std::vector<uint8_t> fuse_blocks(const std::vector<const WeightView*>& parts, const std::vector<uint32_t>& rows,
+                                 FuseLayout layout) {
+  const size_t row_bytes = parts[0]->n_bytes / rows[0];
+  std::vector<uint8_t> out;
+  if (layout == FuseLayout::SwiGlu) {
+    for (uint32_t r0 = 0; r0 < rows[0]; r0 += 16)
+      for (const WeightView* p : parts) out.insert(out.end(), p->data + r0 * row_bytes, p->data + (r0 + 16) * row_bytes);
+  } else {
+    for (const WeightView* p : parts) out.insert(out.end(), p->data, p->data + p->n_bytes);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
@@ -148,8 +182,12 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
   lw.n = n;
   lw.k = k;
   lw.q = ops::add_quant_weight(g, name, lw.format, n, k, lw.gs);
-  l.gpu_bytes += (ops::quant_q_words(lw.format, n, k) + ops::quant_scale_words(n, k, lw.gs)) * 4;
+  l.gpu_bytes += ops::quant_bytes(lw.format, n, k, lw.gs);
   l.writes.push_back([parts, rows, layout, lw](graph::Graph& gg) {
+    if (ops::is_k_quant(lw.format)) {
+      ops::write_quant_weight(gg, lw.q, repack_k_quant(fuse_blocks(parts, rows, layout), lw.format, lw.n, lw.k));
+      return;
+    }
     const uint32_t qw = k_words(lw), sw = lw.k / lw.gs;
     std::vector<std::vector<uint32_t>> q, sc;
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -220,10 +258,9 @@ graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::Tens
   return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .bias = w.bias});
 }
 
-EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim,
-                               bool gemv_only) {
+EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim) {
   EmbeddingWeight e;
-  e.table = load_linear(g, l, name, n_vocab, dim, "", gemv_only);
+  e.table = load_linear(g, l, name, n_vocab, dim, "");
   return e;
 }
 
@@ -233,9 +270,7 @@ graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph
   ops::EmbeddingDesc d{.name = out_name, .ids = ids, .fed_ids = fed_ids, .feed = feed};
   switch (t.kind) {
     case LinearWeight::Kind::Quant:
-      d.type = t.format == ops::QuantFormat::Q4gsw ? ops::EmbeddingType::Q4gsw
-               : t.format == ops::QuantFormat::Q8  ? ops::EmbeddingType::Q8
-                                                   : ops::EmbeddingType::Q6K;
+      d.type = ops::embedding_type(t.format);
       d.table = t.q.q;
       d.scales = t.q.scales;
       d.gs = t.gs;

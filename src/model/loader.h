@@ -3,9 +3,10 @@
 // the graph is built (converting one weight at a time keeps host memory low).
 //
 // Formats, per weight (`auto` keeps what the file has where a kernel reads it directly):
-//   GGUF Q4_0 -> q4gsw gs 32 and Q8_0 -> q8 gs 32, repacked losslessly;
-//   F32 -> f32; F16 -> f16; BF16, Q4_1 and the K-quants (Q4_K, Q5_K, Q6_K) -> f16 of their
-//   exact f32 dequantization (no native K-quant kernels yet);
+//   GGUF Q4_0 -> q4gsw gs 32, Q8_0 -> q8 gs 32, Q4_K -> q4k, Q5_K -> q5k, Q6_K -> q6k, all
+//   repacked losslessly (ops/quant/quant.h);
+//   F32 -> f32; F16 -> f16; BF16, Q4_1 and the other types -> f16 of their exact f32
+//   dequantization;
 //   --quantize q4gsw|q8 quantizes f32/f16/bf16 weights (Hugging Face checkpoints) at load.
 #pragma once
 
@@ -50,10 +51,8 @@ struct Loader {
 
 // Declares the tensors of weight `name` ([n, k] row-major; GGUF dims {k, n}) and queues its
 // upload. `bias_name`, when the model has it, becomes a [n] f32 bias.
-// gemv_only: the weight is only ever projected one row at a time (the output head's last row)
-// or looked up (embeddings), so GGUF Q6_K can stay in its blocks (QuantFormat::Q6K).
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
-                         const std::string& bias_name = "", bool gemv_only = false);
+                         const std::string& bias_name = "");
 // Several weights [n_i, k] as one fused matrix, so one kernel reads them all:
 //   Rows    rows of each in turn (q|k|v: [n_q + n_k + n_v, k]); biases, when every part has
 //           one, concatenated the same way;
@@ -75,8 +74,7 @@ graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::Tens
 struct EmbeddingWeight {
   LinearWeight table;  // reused as the output projection when embeddings are tied
 };
-EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim,
-                               bool gemv_only = false);
+EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim);
 // fed_ids / feed: the GPU-fed decode route (ops/embedding/embedding.h).
 graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph::TensorId ids, const std::string& out_name,
                                 std::optional<graph::TensorId> fed_ids = {}, graph::SymbolId feed = {});

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ops/embedding/embedding.h"
+#include "ops/linear_q/linear_q.h"
 #include "ops/quant/quant.h"
 #include "reference/quant_ref.h"
 #include "support/device.h"
@@ -179,6 +180,25 @@ std::vector<OpCase> embedding_cases() {
                      write_tensor<uint32_t>(g, sc, w.scales);
                      run_sequence(g, ids, out, want, vocab, dim);
                    }});
+  // GGUF Q4_K / Q5_K blocks repacked (q4k, q5k): bit-exact against the reference's reading.
+  for (bool five : {false, true})
+    cases.push_back({five ? "gguf_q5_k_blocks" : "gguf_q4_k_blocks", [five] {
+                       const uint32_t vocab = 37, dim = 512;
+                       std::vector<uint8_t> blocks = test::random_k_blocks(size_t(vocab) * dim / 256, 7, five);
+                       ops::QuantWeight w = five ? ops::repack_gguf_q5_k(blocks, vocab, dim)
+                                                 : ops::repack_gguf_q4_k(blocks, vocab, dim);
+                       auto want = five ? ref::dequant_gguf_q5_k(blocks, size_t(vocab) * dim)
+                                        : ref::dequant_gguf_q4_k(blocks, size_t(vocab) * dim);
+                       Graph g(device());
+                       TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                       ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 32);
+                       TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
+                                                             .ids = ids, .table = t.q, .scales = t.scales, .gs = 32});
+                       mark_output(g, out);
+                       build(g);
+                       ops::write_quant_weight(g, t, w);
+                       run_sequence(g, ids, out, want, vocab, dim);
+                     }});
   return cases;
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "ops/linear_q/linear_q.h"
 #include "ops/quant/quant.h"
@@ -39,7 +40,36 @@ struct FusedCase {
 
 uint32_t expected_route(const FusedCase& c, uint32_t m) {
   if (c.head || m == 1) return ops::kLinearQGemv;
+  if (c.format == QuantFormat::Q6K) return ops::kLinearQGemm;  // no small_m kernel
   return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
+}
+
+// The active route's position: q6k's routes are gemv, gemm.
+uint32_t expected_position(const FusedCase& c, uint32_t m) {
+  const uint32_t r = expected_route(c, m);
+  return c.format == QuantFormat::Q6K && r == ops::kLinearQGemm ? 1 : r;
+}
+
+// The activations' int8 groups on the gemm route: 32 for the K-quants.
+uint32_t act_group(const FusedCase& c) { return ops::is_k_quant(c.format) ? 32 : c.gs; }
+
+// A K-quant weight from random GGUF blocks, and the reference's reading of those blocks.
+std::pair<ops::QuantWeight, std::vector<float>> random_k_weight(QuantFormat f, uint32_t n, uint32_t k, uint32_t seed) {
+  const size_t blocks = size_t(n) * k / 256, count = size_t(n) * k;
+  switch (f) {
+    case QuantFormat::Q4K: {
+      auto b = random_k_blocks(blocks, seed, false);
+      return {ops::repack_gguf_q4_k(b, n, k), ref::dequant_gguf_q4_k(b, count)};
+    }
+    case QuantFormat::Q5K: {
+      auto b = random_k_blocks(blocks, seed, true);
+      return {ops::repack_gguf_q5_k(b, n, k), ref::dequant_gguf_q5_k(b, count)};
+    }
+    default: {
+      auto b = random_q6_k_blocks(blocks, seed);
+      return {ops::repack_gguf_q6_k(b, n, k), ref::dequant_gguf_q6_k(b, count)};
+    }
+  }
 }
 
 std::vector<float> dequant(const ops::QuantWeight& w) {
@@ -75,10 +105,16 @@ void run_fused(const FusedCase& c) {
   if (am) mark_output(g, *am);
   build(g);
 
-  auto wf = random_floats(size_t(c.n) * c.k, 11 + c.n, -1.f, 1.f);
-  ops::QuantWeight w = ops::quantize(c.format, wf, c.n, c.k, c.gs);
+  ops::QuantWeight w;
+  std::vector<float> wd;
+  if (ops::is_k_quant(c.format)) {
+    std::tie(w, wd) = random_k_weight(c.format, c.n, c.k, 11 + c.n);
+  } else {
+    auto wf = random_floats(size_t(c.n) * c.k, 11 + c.n, -1.f, 1.f);
+    w = ops::quantize(c.format, wf, c.n, c.k, c.gs);
+    wd = dequant(w);
+  }
   ops::write_quant_weight(g, wt, w);
-  const std::vector<float> wd = dequant(w);
   std::vector<float> nv, bv;
   if (norm) {
     nv = random_floats(c.k, 5, 0.5f, 1.5f);
@@ -101,7 +137,7 @@ void run_fused(const FusedCase& c) {
       inputs.push_back({*res, rv.data(), rv.size() * 4});
     }
     auto got = run_step(g, shapes, {}, inputs, y);
-    ASSERT_EQ(active_route(g, node), expected_route(c, m));
+    ASSERT_EQ(active_route(g, node), expected_position(c, m));
 
     // The reference: the rows the op projects, normalized, times the weight.
     const uint32_t rows = c.head ? 1 : m;
@@ -110,7 +146,7 @@ void run_fused(const FusedCase& c) {
     auto bounds = [&](const std::vector<float>& wrows, uint32_t n) {
       std::vector<float> b = ref::abs_dot(xn, wrows, rows, n, c.k);
       const bool gemm = expected_route(c, m) == ops::kLinearQGemm;
-      std::vector<float> act = gemm ? ref::int8_act_error_bound(xn, wrows, rows, n, c.k, c.gs) : std::vector<float>();
+      std::vector<float> act = gemm ? ref::int8_act_error_bound(xn, wrows, rows, n, c.k, act_group(c)) : std::vector<float>();
       for (size_t i = 0; i < b.size(); ++i) b[i] = 1e-5f * (b[i] + 1.f) + (gemm ? act[i] * 1.01f : 0.f);
       return b;
     };
@@ -178,6 +214,15 @@ std::vector<OpCase> fused_cases() {
         cases.push_back({fmt::format("{}_{}_gs{}", f == QuantFormat::Q4gsw ? "q4" : "q8", v.name, gs),
                          [c] { run_fused(c); }});
       }
+  // The K-quants from random GGUF blocks: every variant on every route (q6k: gemm from 2 rows).
+  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K})
+    for (const V& v : variants) {
+      const uint32_t gs = f == QuantFormat::Q6K ? 256 : 32;
+      FusedCase c{f, gs, 512, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
+      c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
+      if (v.head) c.n = 4099;
+      cases.push_back({fmt::format("{}_{}", ops::quant_format_name(f), v.name), [c] { run_fused(c); }});
+    }
   return cases;
 }
 
@@ -230,15 +275,6 @@ void run_q6k(uint32_t n, uint32_t k, bool head) {
 
 TEST(LinearQ6K, GemvMatchesTheBlocks) { run_q6k(131, 512, false); }
 TEST(LinearQ6K, OutputHeadMatchesTheBlocks) { run_q6k(4099, 768, true); }
-TEST(LinearQ6K, RejectsRoutesItHasNot) {
-  Graph g(device());
-  TensorId x = add_input(g, {.name = "x", .max_shape = {4, 256}, .dynamic_dims = 1});
-  TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32, .shape = {8, 52}});
-  TensorId sc = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {8, 1}});
-  EXPECT_THROW(ops::add_linear_q(g, {.name = "y", .format = QuantFormat::Q6K, .gs = 256, .x = x, .q = q, .scales = sc}),
-               std::invalid_argument);  // several rows, no small-M or GEMM route for q6k
-}
-
 TEST(LinearQFusedShapes, InterleavesGateUpRows) {
   // 32 gate rows and 32 up rows of 2 words: blocks of 16 gate rows, then 16 up rows.
   std::vector<uint32_t> gate(64), up(64);

@@ -62,7 +62,7 @@ TEST(QuantPack, RoundTripsWithinHalfAStep) {
       w[5] = 0.f;
       QuantWeight q = quantize(c.f, w, c.n, c.k, c.gs);
       ASSERT_EQ(q.q.size(), quant_q_words(c.f, c.n, c.k));
-      ASSERT_EQ(q.scales.size(), quant_scale_words(c.n, c.k, c.gs));
+      ASSERT_EQ(q.scales.size(), quant_scale_words(c.f, c.n, c.k, c.gs));
       std::vector<float> deq = dequantize(q);
       ASSERT_TRUE(bits_equal(deq, ref_dequant(q))) << "runtime and reference dequantizers differ";
       const uint32_t groups = c.k / c.gs;
@@ -147,6 +147,52 @@ TEST(QuantGguf, Q8_0RepackIsBitExact) {
   EXPECT_EQ(v[0], -128.f);
   EXPECT_EQ(v[1], 127.f);
   EXPECT_EQ(v[2], 0.f);
+}
+
+// The K-quants: the repacked words read back (runtime dequantizer) bit for bit as the reference
+// reads the file's blocks, for several rows of several blocks (the scale regions span rows).
+TEST(QuantGguf, KQuantRepacksAreBitExact) {
+  for (auto [n, k] : {std::pair{1u, 256u}, {3u, 512u}, {7u, 768u}}) {
+    SCOPED_TRACE(testing::Message() << n << "x" << k);
+    const size_t blocks = size_t(n) * k / 256;
+    auto q4 = test::random_k_blocks(blocks, n + k, false);
+    QuantWeight w4 = repack_gguf_q4_k(q4, n, k);
+    EXPECT_EQ(w4.q.size() * 4 + w4.scales.size() * 4, quant_bytes(QuantFormat::Q4K, n, k, 32));
+    EXPECT_TRUE(bits_equal(dequantize(w4), ref::dequant_gguf_q4_k(q4, size_t(n) * k)));
+    auto q5 = test::random_k_blocks(blocks, 2 * n + k, true);
+    EXPECT_TRUE(bits_equal(dequantize(repack_gguf_q5_k(q5, n, k)), ref::dequant_gguf_q5_k(q5, size_t(n) * k)));
+    auto q6 = test::random_q6_k_blocks(blocks, 3 * n + k);
+    EXPECT_TRUE(bits_equal(dequantize(repack_gguf_q6_k(q6, n, k)), ref::dequant_gguf_q6_k(q6, size_t(n) * k)));
+  }
+}
+
+TEST(QuantGguf, KQuantSizesStayNearTheFile) {
+  // Bytes on the GPU over the file's bytes, for a 2048 x 8192 matrix: within 1.05x.
+  const uint32_t n = 2048, k = 8192;
+  const double blocks = double(n) * k / 256;
+  EXPECT_LE(double(quant_bytes(QuantFormat::Q4K, n, k, 32)) / (blocks * 144), 1.03);
+  EXPECT_LE(double(quant_bytes(QuantFormat::Q5K, n, k, 32)) / (blocks * 176), 1.03);
+  EXPECT_LE(double(quant_bytes(QuantFormat::Q6K, n, k, 256)) / (blocks * 210), 1.001);
+}
+
+TEST(QuantGguf, KQuantKnownBlock) {
+  // One Q4_K block: d = 1, dmin = 0.5; sub-block 0 scale 3 min 2, sub-block 5 scale 17 (low
+  // nibble 1 in byte 9, top bits 01 in byte 1) min 33 (high nibble 1 in byte 9, top bits 10
+  // in byte 5); element 0 = nibble 7, element 32 + 64 * 2 + 1 (sub-block 5) = high nibble 9.
+  std::vector<uint8_t> b(144, 0);
+  b[1] = 0x3C;  // d = 1
+  b[3] = 0x38;  // dmin = 0.5
+  b[4 + 0] = 3;
+  b[4 + 4] = 2;
+  b[4 + 1] = 0x40;  // scale of sub-block 5: top bits 01
+  b[4 + 5] = 0x80;  // min of sub-block 5: top bits 10
+  b[4 + 9] = 0x11;
+  b[16 + 0] = 7;
+  b[16 + 64 + 1] = 0x90;
+  auto v = dequantize(repack_gguf_q4_k(b, 1, 256));
+  EXPECT_EQ(v[0], 3.f * 7 - 0.5f * 2);
+  EXPECT_EQ(v[1], -0.5f * 2);
+  EXPECT_EQ(v[161], 17.f * 9 - 0.5f * 33);
 }
 
 TEST(QuantPack, RejectsWhatTheFormatCannotHold) {

@@ -87,4 +87,41 @@ std::vector<float> dequant_gguf_q6_k(const std::vector<uint8_t>& blocks, size_t 
   return out;
 }
 
+namespace {
+
+std::vector<float> dequant_gguf_k(const std::vector<uint8_t>& blocks, size_t count, bool five) {
+  const size_t bytes = five ? 176 : 144;
+  std::vector<float> out(count);
+  for (size_t e = 0; e < count; ++e) {
+    const uint8_t* b = &blocks.at((e / 256) * bytes);
+    const size_t i = e % 256, c = i / 64, u = (i / 32) % 2, l = i % 32, j = 2 * c + u;
+    const uint8_t* sb = b + 4;
+    unsigned scale, min;
+    if (j < 4) {
+      scale = sb[j] & 63u;
+      min = sb[j + 4] & 63u;
+    } else {
+      scale = (sb[j + 4] & 15u) | unsigned(sb[j - 4] >> 6) << 4;
+      min = unsigned(sb[j + 4] >> 4) | unsigned(sb[j] >> 6) << 4;
+    }
+    const uint8_t* qs = b + (five ? 48 : 16);
+    unsigned q = (qs[32 * c + l] >> (4 * u)) & 15u;
+    if (five) q += 16u * ((b[16 + l] >> (2 * c + u)) & 1u);
+    const float d = half_to_float(uint16_t(b[0] | (b[1] << 8)));
+    const float dmin = half_to_float(uint16_t(b[2] | (b[3] << 8)));
+    out[e] = d * float(scale) * float(q) - dmin * float(min);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> dequant_gguf_q4_k(const std::vector<uint8_t>& blocks, size_t count) {
+  return dequant_gguf_k(blocks, count, false);
+}
+
+std::vector<float> dequant_gguf_q5_k(const std::vector<uint8_t>& blocks, size_t count) {
+  return dequant_gguf_k(blocks, count, true);
+}
+
 }  // namespace wgrt::ref

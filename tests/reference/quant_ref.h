@@ -27,5 +27,13 @@ std::vector<float> dequant_gguf_q8_0(const std::vector<uint8_t>& blocks, size_t 
 // high 2 bits from bits 2t..2t+1 of byte 32 h + l of qh[64], int8 scale scales[8 h + 2 t + l / 16]
 // (bytes 192..207), f16 d (bytes 208..209): value = d * scale * (q - 32).
 std::vector<float> dequant_gguf_q6_k(const std::vector<uint8_t>& blocks, size_t count);
+// GGUF Q4_K (144 bytes per 256) and Q5_K (176): f16 d, f16 dmin, 12 bytes holding 8 6-bit
+// (scale, min) pairs, then (Q5_K) qh[32], then qs[128]. Element e = 64 c + 32 u + l (c < 4,
+// u < 2, l < 32) of the block is nibble u of qs[32 c + l], plus (Q5_K) 16 times bit 2c + u of
+// qh[l]; sub-block j = 2c + u: value = d * scale_j * q - dmin * min_j. Pair j < 4: scale =
+// bytes[j] & 63, min = bytes[j + 4] & 63; j >= 4: scale = (bytes[j + 4] & 15) | (bytes[j - 4] >> 6) << 4,
+// min = (bytes[j + 4] >> 4) | (bytes[j] >> 6) << 4.
+std::vector<float> dequant_gguf_q4_k(const std::vector<uint8_t>& blocks, size_t count);
+std::vector<float> dequant_gguf_q5_k(const std::vector<uint8_t>& blocks, size_t count);
 
 }  // namespace wgrt::ref

@@ -32,6 +32,24 @@ inline std::vector<uint8_t> random_q6_k_blocks(size_t count, uint32_t seed) {
   return b;
 }
 
+// GGUF Q4_K (144 bytes) / Q5_K (176) blocks: random scale bytes and quants, d and dmin small
+// positive halves (ggml's quantizer writes dmin >= 0 too).
+inline std::vector<uint8_t> random_k_blocks(size_t count, uint32_t seed, bool five) {
+  const size_t bytes = five ? 176 : 144;
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(count * bytes);
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* blk = b.data() + i * bytes;
+    for (size_t j = 4; j < bytes; ++j) blk[j] = uint8_t(rng());
+    for (int h = 0; h < 2; ++h) {
+      const uint16_t v = uint16_t(0x1400 + rng() % 0x1000);  // about 1e-3 .. 2e-2
+      blk[2 * h] = uint8_t(v);
+      blk[2 * h + 1] = uint8_t(v >> 8);
+    }
+  }
+  return b;
+}
+
 // Largest |a - b| relative to (1 + |b|).
 inline float max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   float worst = a.size() == b.size() ? 0.f : 1e30f;

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "ops/linear_q/linear_q.h"
+
 namespace wgrt::ops {
 
 namespace {
@@ -19,10 +21,45 @@ const char* type_name(EmbeddingType t) {
     case EmbeddingType::F16: return "f16";
     case EmbeddingType::Q8: return "q8";
     case EmbeddingType::Q6K: return "q6k";
+    case EmbeddingType::Q4K: return "q4k";
+    case EmbeddingType::Q5K: return "q5k";
     default: return "q4gsw";
   }
 }
+
+std::optional<QuantFormat> quant_format(EmbeddingType t) {
+  switch (t) {
+    case EmbeddingType::F32:
+    case EmbeddingType::F16: return std::nullopt;
+    case EmbeddingType::Q8: return QuantFormat::Q8;
+    case EmbeddingType::Q4gsw: return QuantFormat::Q4gsw;
+    case EmbeddingType::Q6K: return QuantFormat::Q6K;
+    case EmbeddingType::Q4K: return QuantFormat::Q4K;
+    case EmbeddingType::Q5K: return QuantFormat::Q5K;
+  }
+  return std::nullopt;
+}
+
+// Values per row of a table whose q words are [vocab, words].
+uint32_t table_dim(QuantFormat f, uint32_t words) {
+  switch (f) {
+    case QuantFormat::Q6K: return words / kQ6KWords * 256;
+    case QuantFormat::Q5K: return words / 5 * 32;  // k/8 + k/32 words
+    default: return words * values_per_word(f);
+  }
+}
 }  // namespace
+
+EmbeddingType embedding_type(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::Q4gsw: return EmbeddingType::Q4gsw;
+    case QuantFormat::Q8: return EmbeddingType::Q8;
+    case QuantFormat::Q6K: return EmbeddingType::Q6K;
+    case QuantFormat::Q4K: return EmbeddingType::Q4K;
+    case QuantFormat::Q5K: return EmbeddingType::Q5K;
+  }
+  return EmbeddingType::Q4gsw;
+}
 
 const ParamLayout kEmbeddingLayout{"embedding", sizeof(EmbeddingParams), kFields};
 
@@ -46,7 +83,8 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     throw std::invalid_argument(fmt::format("{}: the table must be 2-D", d.name));
   const uint32_t vocab = table.max_shape[0];
   uint32_t dim = table.max_shape[1];
-  const bool quant = d.type == EmbeddingType::Q8 || d.type == EmbeddingType::Q4gsw || d.type == EmbeddingType::Q6K;
+  const std::optional<QuantFormat> qf = quant_format(d.type);
+  const bool quant = qf.has_value();
   graph::DType want = quant ? graph::DType::U32
                             : d.type == EmbeddingType::F16 ? graph::DType::F16 : graph::DType::F32;
   if (table.dtype != want)
@@ -55,13 +93,17 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
                                             graph::dtype_name(table.dtype)));
   uint32_t gs = 0;
   if (quant) {
-    dim = d.type == EmbeddingType::Q6K ? dim / kQ6KWords * 256 : dim * (d.type == EmbeddingType::Q8 ? 4 : 8);
+    dim = table_dim(*qf, dim);
     gs = d.gs;
-    check_quant_shape(vocab, dim, gs, d.name.c_str());
-    if (!d.scales || g.tensors.at(d.scales->v).dtype != graph::DType::F16 ||
-        g.tensors.at(d.scales->v).max_shape != graph::Shape{vocab, dim / gs})
-      throw std::invalid_argument(
-          fmt::format("{}: a {} table needs f16 scales [{}, {}]", d.name, type_name(d.type), vocab, dim / gs));
+    check_format_shape(*qf, vocab, dim, gs, d.name.c_str());
+    if (table.max_shape[1] != quant_row_words(*qf, dim))
+      throw std::invalid_argument(fmt::format("{}: a {} table's rows are {} words, not {}", d.name, type_name(d.type),
+                                              quant_row_words(*qf, dim), table.max_shape[1]));
+    const graph::Shape want_s = scales_shape(*qf, vocab, dim, gs);
+    if (!d.scales || g.tensors.at(d.scales->v).dtype != scales_dtype(*qf) ||
+        g.tensors.at(d.scales->v).max_shape != want_s)
+      throw std::invalid_argument(fmt::format("{}: a {} table needs {} scales {}", d.name, type_name(d.type),
+                                              graph::dtype_name(scales_dtype(*qf)), graph::to_string(want_s)));
   }
 
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, {ids.max_shape[0], dim});
@@ -77,7 +119,13 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     case EmbeddingType::Q8:
     case EmbeddingType::Q4gsw:
     case EmbeddingType::Q6K:
-      entry = d.type == EmbeddingType::Q8 ? "emb_q8" : d.type == EmbeddingType::Q6K ? "emb_q6k" : "emb_q4";
+    case EmbeddingType::Q4K:
+    case EmbeddingType::Q5K:
+      entry = d.type == EmbeddingType::Q8    ? "emb_q8"
+              : d.type == EmbeddingType::Q6K ? "emb_q6k"
+              : d.type == EmbeddingType::Q4K ? "emb_q4k"
+              : d.type == EmbeddingType::Q5K ? "emb_q5k"
+                                             : "emb_q4";
       bindings.push_back(Binding::of(2, d.table));
       bindings.push_back(Binding::of(3, *d.scales));
       break;

@@ -1,4 +1,4 @@
-// embedding: out[t, :] = table[ids[t], :] as f32, for f32, f16, q8 and q4gsw tables
+// embedding: out[t, :] = table[ids[t], :] as f32, for f32, f16, q8, q4gsw and K-quant tables
 // (ops/quant/quant.h has the quantized layouts; an f16 table is [vocab, dim] in f16 pairs).
 // ids is u32 [n_tokens] and may vary per step. An id >= vocab gives a row of zeros: the
 // kernel never reads past the table (validate token ids on the CPU for a proper error).
@@ -12,14 +12,16 @@
 
 namespace wgrt::ops {
 
-enum class EmbeddingType : uint8_t { F32, F16, Q8, Q4gsw, Q6K };
+enum class EmbeddingType : uint8_t { F32, F16, Q8, Q4gsw, Q6K, Q4K, Q5K };
+// The table type of a quantized weight format.
+EmbeddingType embedding_type(QuantFormat f);
 
 struct EmbeddingDesc {
   std::string name;  // node and output name, e.g. "token_embd"
   EmbeddingType type = EmbeddingType::F32;
   graph::TensorId ids;    // u32 [n_tokens]
   graph::TensorId table;  // f32/f16 [vocab, dim], or the q words u32 [vocab, dim / (8 or 4)]
-  std::optional<graph::TensorId> scales;  // quantized tables: f16 [vocab, dim / gs]
+  std::optional<graph::TensorId> scales;  // quantized tables: their scales (linear_q's scales_shape)
   uint32_t gs = 32;                       // quantized tables: group size
   // Decode steps fed on the GPU: while symbol `feed` (in [0, 1]) is 1, the one token's id is
   // read from `fed_ids` (u32 [1], written by the previous step's sampling) instead of ids.

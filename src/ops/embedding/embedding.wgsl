@@ -112,3 +112,40 @@ fn emb_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   }
   out[i] = v;
 }
+
+// q4k / q5k (quant.h): nibble words, q5k's fifth bits after them in each row, and per block
+// (d, dmin) in region A of sc, the 6-bit scales and mins in region B:
+// value = d * scale[j] * q - dmin * min[j], j = (element % 256) / 32.
+fn kq_value(id: u32, d: u32, q5: bool) -> f32 {
+  let rw = select(p.dim / 8u, p.dim / 8u + p.dim / 32u, q5);
+  var q = (tw[id * rw + d / 8u] >> (4u * (d % 8u))) & 15u;
+  if (q5) { q |= ((tw[id * rw + p.dim / 8u + d / 32u] >> (d % 32u)) & 1u) << 4u; }
+  let block = id * (p.dim / 256u) + d / 256u;
+  let dm = unpack2x16float(sc[block]);
+  let j = (d % 256u) / 32u;
+  let w = ((p.vocab * (p.dim / 256u) + 3u) / 4u) * 4u + 4u * block + j / 4u;
+  let sh = 8u * (j % 4u);
+  return dm.x * f32((sc[w] >> sh) & 0xFFu) * f32(q) - dm.y * f32((sc[w + 2u] >> sh) & 0xFFu);
+}
+
+@compute @workgroup_size(WG)
+fn emb_q4k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = kq_value(id, i % p.dim, false); }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q5k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = kq_value(id, i % p.dim, true); }
+  out[i] = v;
+}

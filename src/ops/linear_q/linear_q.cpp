@@ -84,14 +84,21 @@ void plan_linear_q(const LinearQPlanCtx& c, graph::Plan& plan) {
   }
 }
 
+graph::DType scales_dtype(QuantFormat f) { return has_word_scales(f) ? graph::DType::U32 : graph::DType::F16; }
+
+graph::Shape scales_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
+  if (has_word_scales(f)) return graph::Shape{uint32_t(kq_scale_words(n, k))};
+  return graph::Shape{n, k / gs};
+}
+
 QuantTensors add_quant_weight(graph::Graph& g, const std::string& name, QuantFormat f, uint32_t n,
                               uint32_t k, uint32_t gs) {
-  check_quant_shape(n, k, gs, name.c_str());
+  check_format_shape(f, n, k, gs, name.c_str());
   QuantTensors t;
   t.q = graph::add_weight(g, {.name = name + ".q", .dtype = graph::DType::U32,
                               .shape = {n, quant_row_words(f, k)}});
-  t.scales = graph::add_weight(g, {.name = name + ".scales", .dtype = graph::DType::F16,
-                                   .shape = {n, k / gs}});
+  t.scales = graph::add_weight(g, {.name = name + ".scales", .dtype = scales_dtype(f),
+                                   .shape = scales_shape(f, n, k, gs)});
   return t;
 }
 
@@ -101,6 +108,18 @@ void write_quant_weight(graph::Graph& g, const QuantTensors& t, const QuantWeigh
 }
 
 namespace {
+
+// linear_q.wgsl's BITS: the kernel's weight layout.
+double kernel_bits(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::Q4gsw:
+    case QuantFormat::Q4K: return 4;
+    case QuantFormat::Q5K: return 5;
+    case QuantFormat::Q6K: return 6;
+    case QuantFormat::Q8: return 8;
+  }
+  return 0;
+}
 
 enum class Scratch : uint8_t { Partial, Normed, GateUp, Xq, Xs };
 
@@ -126,19 +145,16 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     throw std::invalid_argument(fmt::format("{}: {} weight words must be a u32 [N, K/{}] tensor",
                                             d.name, fmt_name, values_per_word(d.format)));
   const uint32_t n = q.max_shape[0];
-  check_quant_shape(n, k, d.gs, d.name.c_str());
+  check_format_shape(d.format, n, k, d.gs, d.name.c_str());
   if (q.max_shape[1] != quant_row_words(d.format, k))
     throw std::invalid_argument(fmt::format("{}: {} weight {} does not match K = {} (want [{}, {}])",
                                             d.name, fmt_name, graph::to_string(q.max_shape), k, n,
                                             quant_row_words(d.format, k)));
-  const bool q6k = d.format == QuantFormat::Q6K;
-  if (q6k != (d.gs == 256) || (q6k && !d.last_row && max_m > 1))
-    throw std::invalid_argument(fmt::format("{}: q6k weights take group size 256 and run as a gemv only (one row, or "
-                                            "last_row)", d.name));
-  if (s.dtype != graph::DType::F16 || s.max_shape != graph::Shape{n, k / d.gs})
-    throw std::invalid_argument(fmt::format("{}: scales must be f16 [{}, {}], not {} {}", d.name, n,
-                                            k / d.gs, graph::dtype_name(s.dtype),
-                                            graph::to_string(s.max_shape)));
+  const graph::Shape want_s = scales_shape(d.format, n, k, d.gs);
+  if (s.dtype != scales_dtype(d.format) || s.max_shape != want_s)
+    throw std::invalid_argument(fmt::format("{}: {} scales must be {} {}, not {} {}", d.name, fmt_name,
+                                            graph::dtype_name(scales_dtype(d.format)), graph::to_string(want_s),
+                                            graph::dtype_name(s.dtype), graph::to_string(s.max_shape)));
   if (d.bias) check_f32(g, *d.bias, {n}, "bias", d.name);
   if (d.norm) check_f32(g, *d.norm, {k}, "norm weight", d.name);
   if (d.swiglu && (n % 32 != 0 || d.residual || d.argmax_out))
@@ -162,10 +178,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   graph::TensorId bias = d.bias.value_or(d.scales);
   graph::TensorId res = d.residual.value_or(d.x);
   graph::TensorId nw = d.norm.value_or(d.x);
-  const double bits = d.format == QuantFormat::Q4gsw ? 4 : d.format == QuantFormat::Q8 ? 8 : 6;
+  const double bits = kernel_bits(d.format);
+  const bool affine = has_word_scales(d.format);
+  // The K-quants' int8-activation routes quantize x in groups of 32 (their sub-blocks).
+  const uint32_t act_gs = is_k_quant(d.format) ? 32 : d.gs;
   const double sg = double(gpu::subgroup_lanes(g.dev->caps));
   auto key = [&](const char* entry, bool norm, std::vector<gpu::OverrideConstant> extra = {}) {
     extra.push_back({"BITS", bits});
+    extra.push_back({"AFFINE", affine ? 1.0 : 0.0});
     extra.push_back({"RES", d.residual ? 1.0 : 0.0});
     if (std::string_view(entry).starts_with("gemv")) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
@@ -185,6 +205,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     return id;
   };
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
+  std::vector<uint32_t> route_kinds;  // LinearQRoute of each route, by position
 
   // gemv: every fusion inside one kernel (argmax: plus the partials' reduction).
   {
@@ -205,6 +226,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                     {Binding::of(1, part), Binding::of(2, *d.argmax_out), Binding::params(4)}});
     const int64_t hi = d.last_row ? max_m : 1;
     routes.routes.push_back({"gemv", 1, hi, ks});
+    route_kinds.push_back(kLinearQGemv);
   }
 
   if (!d.last_row && max_m >= 2) {
@@ -228,21 +250,27 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       all.insert(all.end(), post.begin(), post.end());
       return all;
     };
-    routes.routes.push_back(
-        {"small_m", 2, std::min<int64_t>(7, max_m),
-         with({{key("small_m", false),
-                {Binding::of(0, xin), Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias),
-                 Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}}})});
-    if (max_m >= 8) {
-      graph::TensorId xq = scratch(Scratch::Xq, ".xq", graph::DType::U32, {max_m, k / 4});
-      graph::TensorId xs = scratch(Scratch::Xs, ".xs", graph::DType::F32, {max_m, k / d.gs});
+    // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
+    const bool small_m = d.format != QuantFormat::Q6K;
+    if (small_m)
       routes.routes.push_back(
-          {"gemm", 8, max_m,
+          {"small_m", 2, std::min<int64_t>(7, max_m),
+           with({{key("small_m", false),
+                  {Binding::of(0, xin), Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias),
+                   Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}}})});
+    if (small_m) route_kinds.push_back(kLinearQSmallM);
+    const int64_t gemm_lo = small_m ? 8 : 2;
+    if (max_m >= gemm_lo) {
+      graph::TensorId xq = scratch(Scratch::Xq, ".xq", graph::DType::U32, {max_m, k / 4});
+      graph::TensorId xs = scratch(Scratch::Xs, ".xs", graph::DType::F32, {max_m, k / act_gs});
+      routes.routes.push_back(
+          {"gemm", gemm_lo, max_m,
            with({{key("quantize_act", false),
                   {Binding::of(0, xin), Binding::params(5), Binding::of(6, xq), Binding::of(7, xs)}},
                  {key("gemm", false),
                   {Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias), Binding::of(4, ymat),
                    Binding::params(5), Binding::of(6, xq), Binding::of(7, xs), Binding::of(9, res)}}})});
+      route_kinds.push_back(kLinearQGemm);
     }
   }
   if (d.argmax_out) outputs.push_back(*d.argmax_out);
@@ -250,8 +278,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   std::vector<graph::TensorId> inputs = {d.x, d.q, d.scales};
   for (const auto& t : {d.bias, d.norm, d.residual})
     if (t) inputs.push_back(*t);
-  const uint32_t gs = d.gs;
-  const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = gs, .has_bias = d.bias.has_value(), .route = 0,
+  const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(), .route = 0,
                             .max_groups_per_dim = 0, .norm = d.norm.has_value(), .eps = d.eps,
                             .swiglu = d.swiglu, .last_row = d.last_row, .argmax = d.argmax_out.has_value()};
   graph::add_node(g, graph::Node{
@@ -277,20 +304,18 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             }
           },
       .plan =
-          [base](const graph::PlanArgs& a, graph::Plan& p) {
+          [base, route_kinds](const graph::PlanArgs& a, graph::Plan& p) {
             LinearQPlanCtx c = base;
             c.m = a.in[0][0];
-            c.route = a.route;
+            c.route = route_kinds.at(a.route);
             c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
             plan_linear_q(c, p);
           },
       .cost =
-          [base, n_out, bits, has_res = d.residual.has_value()](const graph::PlanArgs& a) {
-            // The weight once (q + f16 scales), the rows of x read, y (and the residual).
+          [base, n_out, w = quant_bytes(d.format, n, k, d.gs), has_res = d.residual.has_value()](
+              const graph::PlanArgs& a) {
+            // The weight once (q + scales), the rows of x read, y (and the residual).
             const uint64_t m = base.last_row ? 1 : a.in[0][0];
-            const uint64_t w = uint64_t(base.n) * (base.k / base.gs) * 2 +
-                               (bits == 6 ? uint64_t(base.n) * (base.k / 256) * kQ6KWords * 4
-                                          : uint64_t(base.n) * base.k * uint64_t(bits) / 8);
             const uint64_t act = m * base.k * 4 + m * n_out * 4 * (has_res ? 2 : 1);
             return graph::NodeCost{w + act, 2.0 * double(m) * base.n * base.k};
           },

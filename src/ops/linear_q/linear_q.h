@@ -1,14 +1,18 @@
-// linear with group-wise quantized weights (q4gsw, q8; ops/quant/quant.h has the layouts):
+// linear with quantized weights (q4gsw, q8 and the K-quants q4k, q5k, q6k read in their
+// GGUF blocks; ops/quant/quant.h has the layouts):
 //   y[m, n] = sum_k x[m, k] * value(n, k) (+ bias[n]) (+ residual[m, n])
+// Every format is value = scale * q - min per group of 32 (or 16: q6k), q a small integer:
+// the kernels take the integer dot and apply both factors once per group.
 // Routes on x's live rows (n_tokens):
 //   [1, 1]    gemv      f32 activations; 16 rows per 128-thread workgroup, 32 lanes along K
 //                       reduced by subgroup shuffles; vec4<u32> weight loads; x staged in
 //                       workgroup memory once per workgroup and turn (coalesced), each read
-//                       serving 4 rows (q6k: the gemv only; GGUF Q6_K blocks)
+//                       serving 4 rows
 //   [2, 7]    small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
+//                       (not q6k: its gemm takes [2, max])
 //   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
-//                       group of gs), then `gemm` multiplies int8 x int8 with dot4I8Packed
-//                       (64 x 128 tile per workgroup), scaling per group in f32
+//                       group of gs; 32 for the K-quants), then `gemm` multiplies int8 x int8
+//                       with dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32
 // Fusions (LinearQDesc), spelled out by the builders:
 //   norm      x is RMS-normalized by `norm` first: inside the gemv (every workgroup recomputes
 //             the row's sum of squares), as an rms_norm kernel ahead of the other routes
@@ -37,10 +41,10 @@ namespace wgrt::ops {
 struct LinearQDesc {
   std::string name;        // node and output name, e.g. "ffn_down.3"
   QuantFormat format = QuantFormat::Q4gsw;
-  uint32_t gs = 32;        // group size along K: 32, 64 or 128
+  uint32_t gs = 32;        // group size along K: 32, 64 or 128 (q4k/q5k 32, q6k 256)
   graph::TensorId x;       // [M, K] f32, M may vary
-  graph::TensorId q;       // u32 [N, K/8] (q4gsw) or [N, K/4] (q8)
-  graph::TensorId scales;  // f16 [N, K/gs]
+  graph::TensorId q;       // u32 [N, quant_row_words]
+  graph::TensorId scales;  // f16 [N, K/gs]; q4k/q5k: u32 [kq_scale_words]
   std::optional<graph::TensorId> bias;  // [N] f32
   std::optional<graph::TensorId> norm;  // [K] f32 RMS-norm weight applied to x first
   float eps = 1e-5f;                    // of the norm
@@ -57,6 +61,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
 struct QuantTensors {
   graph::TensorId q, scales;
 };
+graph::DType scales_dtype(QuantFormat f);
+graph::Shape scales_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs);
 QuantTensors add_quant_weight(graph::Graph& g, const std::string& name, QuantFormat f, uint32_t n,
                               uint32_t k, uint32_t gs);
 void write_quant_weight(graph::Graph& g, const QuantTensors& t, const QuantWeight& w);

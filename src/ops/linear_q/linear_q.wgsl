@@ -1,5 +1,5 @@
-// Quantized linear, q4gsw and q8 weights (ops/quant/quant.h has the layouts; linear_q.h the
-// routes): y[m, n] = sum_k x[m, k] * q(n, k) * scale(n, k / gs) + bias[n].
+// Quantized linear, q4gsw, q8 and the K-quants (ops/quant/quant.h has the layouts; linear_q.h
+// the routes): y[m, n] = sum_k x[m, k] * value(n, k) + bias[n].
 struct Params {
   m: u32,
   n: u32,
@@ -11,7 +11,8 @@ struct Params {
   pad0: u32,
 }
 
-override BITS: u32 = 4u;  // 4: q4gsw, 8: q8, 6: q6k (gemv only)
+override BITS: u32 = 4u;  // 4: q4gsw / q4k, 5: q5k, 6: q6k, 8: q8
+override AFFINE: bool = false;  // q4k / q5k: value = d * scale * q - dmin * min per sub-block
 override TK: u32 = 64u;   // gemv: threads along K per set of rows (a power of two <= 256)
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
@@ -42,6 +43,35 @@ fn finish_mn(v: f32, m: u32, n: u32) -> f32 {
 }
 
 fn q8_vals(w: u32) -> vec4<f32> { return vec4<f32>(unpack4xI8(w)); }
+
+// ---- q4k / q5k scales (quant.h): per 256-value block one word (d, dmin) in region A, four
+// words (eight 6-bit scales, eight mins, a byte each) in region B.
+fn kq_region_b() -> u32 { return ((p.n * (p.k / 256u) + 3u) / 4u) * 4u; }
+
+// Sub-block g (32 values) of row r: (d * scale, dmin * min), both exact in f32.
+fn kq_affine(r: u32, g: u32) -> vec2<f32> {
+  let b = r * (p.k / 256u) + g / 8u;
+  let dm = unpack2x16float(sc[b]);
+  let j = g % 8u;
+  let w = kq_region_b() + 4u * b + j / 4u;
+  let sh = 8u * (j % 4u);
+  return vec2<f32>(dm.x * f32((sc[w] >> sh) & 0xFFu), dm.y * f32((sc[w + 2u] >> sh) & 0xFFu));
+}
+
+// u32 words per weight row: the nibbles, plus q5k's fifth bits (k / 32 words); q6k's blocks.
+fn q_row_words() -> u32 {
+  if (BITS == 5u) { return p.k / 8u + p.k / 32u; }
+  if (BITS == 6u) { return p.k / 256u * Q6K_WORDS; }
+  return p.k / select(8u, 4u, BITS == 8u);
+}
+
+// q5k values 0..3 of nibble word w with their fifth bits in bits 0..3 of hb, as f32
+// 1 + q / 32 (the q4_mant trick one bit lower): q = 32 * (v - 1).
+fn q5_mant(w: u32, hb: u32) -> vec4<f32> {
+  let lo = (vec4<u32>(w) << vec4<u32>(18u, 14u, 10u, 6u)) & vec4<u32>(0x3C0000u);
+  let hi = (vec4<u32>(hb) << vec4<u32>(22u, 21u, 20u, 19u)) & vec4<u32>(0x400000u);
+  return bitcast<vec4<f32>>(lo | hi | vec4<u32>(0x3F800000u));
+}
 
 // Nibbles 0..3 of w as f32 1 + (q + 8) / 16, built by placing each nibble in the top of the
 // mantissa of 1.0: a shift and one and-or per value, no int-to-float conversion (a quarter-rate
@@ -119,6 +149,22 @@ fn q4_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   return dot(q4_mant(w), xa) + dot(q4_mant(w >> 16u), xb);
 }
 
+// q5k: word w's 8 values with their fifth bits in the low byte of hb.
+fn q5_dot(w: u32, hb: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
+  return dot(q5_mant(w, hb), xa) + dot(q5_mant(w >> 16u, hb >> 4u), xb);
+}
+
+// One row's 32-value chunk (q4 / q5): dot(v, x) of the mantissa-built values, vec4 word w,
+// q5k's fifth bits hw.
+fn gv_chunk(w: vec4<u32>, hw: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, x4_: vec4<f32>,
+            x5: vec4<f32>, x6: vec4<f32>, x7: vec4<f32>) -> f32 {
+  if (BITS == 5u) {
+    return q5_dot(w.x, hw, x0, x1) + q5_dot(w.y, hw >> 8u, x2, x3) + q5_dot(w.z, hw >> 16u, x4_, x5) +
+           q5_dot(w.w, hw >> 24u, x6, x7);
+  }
+  return q4_dot(w.x, x0, x1) + q4_dot(w.y, x2, x3) + q4_dot(w.z, x4_, x5) + q4_dot(w.w, x6, x7);
+}
+
 // The dot products of x's row `xrow` with weight rows r.x..r.w (clamped in bounds), summed over
 // this lane's share of K. Turn by turn the workgroup stages the next 32 chunks of x (NORM: times
 // the norm weight) in workgroup memory with coalesced loads, once for its 4 row sets: read
@@ -147,13 +193,30 @@ fn gv_stage(xo: u32, it: u32, per: u32, lid: u32) {
   }
 }
 
+// Row r's affine factors at element k0: (scale, min) with value = scale * q - min, q the stored
+// integer (q4gsw: the nibble, min = 8 * scale; q8: min 0).
+fn gv_affine(r: u32, k0: u32) -> vec2<f32> {
+  if (AFFINE) { return kq_affine(r, k0 / 32u); }
+  let s = scale_at(r * (p.k / p.gs) + k0 / p.gs);
+  return vec2<f32>(s, select(0.0, 8.0 * s, BITS == 4u));
+}
+
+// q5k: the fifth-bit word of row r's chunk c.
+fn gv_hi(r: u32, c: u32) -> u32 {
+  if (BITS != 5u) { return 0u; }
+  let i = r * q_row_words() + p.k / 8u + c;
+  return qw4[i >> 2u][i & 3u];
+}
+
 fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   let vals = select(32u, 16u, BITS == 8u);
   let per = vals / 4u;
   let nvec = p.k / vals;
-  let groups = p.k / p.gs;
+  let rs = q_row_words() / 4u;  // vec4 per weight row
   let xo = xrow * (p.k / 4u);
   let turns = (nvec + GV_TK - 1u) / GV_TK;  // the same for every thread: barriers stay uniform
+  // q = qs * (v - 1) from the mantissa-built v (q4: 16, q5: 32).
+  let qs = select(16.0, 32.0, BITS == 5u);
   var a0 = 0.0;
   var a1 = 0.0;
   var a2 = 0.0;
@@ -162,13 +225,18 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let c = min(it * GV_TK + t, nvec - 1u);  // lanes past the end compute on a valid chunk, dropped below
     let live = it * GV_TK + t < nvec;
     // The weights first: their loads stay in flight through the staging and the barrier.
-    let g = (c * vals) / p.gs;
-    let s = vec4<f32>(scale_at(r.x * groups + g), scale_at(r.y * groups + g), scale_at(r.z * groups + g),
-                      scale_at(r.w * groups + g));
-    let w0 = qw4[r.x * nvec + c];
-    let w1 = qw4[r.y * nvec + c];
-    let w2 = qw4[r.z * nvec + c];
-    let w3 = qw4[r.w * nvec + c];
+    let f0 = gv_affine(r.x, c * vals);
+    let f1 = gv_affine(r.y, c * vals);
+    let f2 = gv_affine(r.z, c * vals);
+    let f3 = gv_affine(r.w, c * vals);
+    let w0 = qw4[r.x * rs + c];
+    let w1 = qw4[r.y * rs + c];
+    let w2 = qw4[r.z * rs + c];
+    let w3 = qw4[r.w * rs + c];
+    let h0 = gv_hi(r.x, c);
+    let h1 = gv_hi(r.y, c);
+    let h2 = gv_hi(r.z, c);
+    let h3 = gv_hi(r.w, c);
     gv_stage(xo, it, per, lid);
     workgroupBarrier();
     let xb = t * GV_XSTRIDE;
@@ -176,22 +244,23 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let x1 = gv_x[xb + 1u];
     let x2 = gv_x[xb + 2u];
     let x3 = gv_x[xb + 3u];
-    if (BITS == 4u) {
+    if (BITS == 4u || BITS == 5u) {
       let x4_ = gv_x[xb + 4u];
       let x5 = gv_x[xb + 5u];
       let x6 = gv_x[xb + 6u];
       let x7 = gv_x[xb + 7u];
-      // q = 16 * (v - 1.5): take the offset out once for the four rows.
-      let off = 1.5 * dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
-      let d0 = q4_dot(w0.x, x0, x1) + q4_dot(w0.y, x2, x3) + q4_dot(w0.z, x4_, x5) + q4_dot(w0.w, x6, x7);
-      let d1 = q4_dot(w1.x, x0, x1) + q4_dot(w1.y, x2, x3) + q4_dot(w1.z, x4_, x5) + q4_dot(w1.w, x6, x7);
-      let d2 = q4_dot(w2.x, x0, x1) + q4_dot(w2.y, x2, x3) + q4_dot(w2.z, x4_, x5) + q4_dot(w2.w, x6, x7);
-      let d3 = q4_dot(w3.x, x0, x1) + q4_dot(w3.y, x2, x3) + q4_dot(w3.z, x4_, x5) + q4_dot(w3.w, x6, x7);
+      // dot(q, x) = qs * (dot(v, x) - sum(x)); value = scale * q - min: the sum taken out once
+      // for the four rows.
+      let sx = dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
+      let d0 = gv_chunk(w0, h0, x0, x1, x2, x3, x4_, x5, x6, x7) - sx;
+      let d1 = gv_chunk(w1, h1, x0, x1, x2, x3, x4_, x5, x6, x7) - sx;
+      let d2 = gv_chunk(w2, h2, x0, x1, x2, x3, x4_, x5, x6, x7) - sx;
+      let d3 = gv_chunk(w3, h3, x0, x1, x2, x3, x4_, x5, x6, x7) - sx;
       if (live) {
-        a0 = fma(d0 - off, 16.0 * s.x, a0);
-        a1 = fma(d1 - off, 16.0 * s.y, a1);
-        a2 = fma(d2 - off, 16.0 * s.z, a2);
-        a3 = fma(d3 - off, 16.0 * s.w, a3);
+        a0 += fma(d0, qs * f0.x, -f0.y * sx);
+        a1 += fma(d1, qs * f1.x, -f1.y * sx);
+        a2 += fma(d2, qs * f2.x, -f2.y * sx);
+        a3 += fma(d3, qs * f3.x, -f3.y * sx);
       }
     } else {
       let d0 = dot(q8_vals(w0.x), x0) + dot(q8_vals(w0.y), x1) + dot(q8_vals(w0.z), x2) + dot(q8_vals(w0.w), x3);
@@ -199,10 +268,10 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
       let d2 = dot(q8_vals(w2.x), x0) + dot(q8_vals(w2.y), x1) + dot(q8_vals(w2.z), x2) + dot(q8_vals(w2.w), x3);
       let d3 = dot(q8_vals(w3.x), x0) + dot(q8_vals(w3.y), x1) + dot(q8_vals(w3.z), x2) + dot(q8_vals(w3.w), x3);
       if (live) {
-        a0 = fma(d0, s.x, a0);
-        a1 = fma(d1, s.y, a1);
-        a2 = fma(d2, s.z, a2);
-        a3 = fma(d3, s.w, a3);
+        a0 = fma(d0, f0.x, a0);
+        a1 = fma(d1, f1.x, a1);
+        a2 = fma(d2, f2.x, a2);
+        a3 = fma(d3, f3.x, a3);
       }
     }
     workgroupBarrier();  // before the next turn overwrites gv_x
@@ -391,43 +460,50 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let n0 = (wid.x + wid.y * nwg.x) * (RPT * (WG / SK)) + (lid / SK) * RPT;
   let per = select(8u, 4u, BITS == 8u);  // values per word
   let wpr = p.k / per;
-  let groups = p.k / p.gs;
+  let rw = q_row_words();
   let k4 = p.k / 4u;
+  let qs = select(16.0, 32.0, BITS == 5u);  // q = qs * (v - 1), as in the gemv
   var rows: array<u32, RPT>;
   for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, p.n - 1u); }
   var acc: array<f32, 28>;  // [RPT][MMAX]
   for (var w = t; w < wpr; w += SK) {
     let k0 = w * per;
-    let g = k0 / p.gs;
     var xa: array<vec4<f32>, MMAX>;
     var xb: array<vec4<f32>, MMAX>;
     var xsum: array<f32, MMAX>;
     for (var m = 0u; m < MMAX; m++) {
       if (m < p.m) {
-        if (BITS == 4u) {
-          xa[m] = x4[m * k4 + k0 / 4u];
+        xa[m] = x4[m * k4 + k0 / 4u];
+        if (BITS != 8u) {
           xb[m] = x4[m * k4 + k0 / 4u + 1u];
-          xsum[m] = 1.5 * dot(xa[m] + xb[m], vec4<f32>(1.0));
-        } else {
-          xa[m] = x4[m * k4 + k0 / 4u];
+          xsum[m] = dot(xa[m] + xb[m], vec4<f32>(1.0));
         }
       }
     }
     for (var r = 0u; r < RPT; r++) {
-      let word = qw[rows[r] * wpr + w];
-      let s = scale_at(rows[r] * groups + g);
-      if (BITS == 4u) {
-        let lo = q4_mant(word);
-        let hi = q4_mant(word >> 16u);
-        for (var m = 0u; m < MMAX; m++) {
-          if (m < p.m) {
-            acc[r * MMAX + m] = fma(dot(lo, xa[m]) + dot(hi, xb[m]) - xsum[m], 16.0 * s, acc[r * MMAX + m]);
-          }
-        }
-      } else {
+      let word = qw[rows[r] * rw + w];
+      let f = gv_affine(rows[r], k0);
+      if (BITS == 8u) {
         let v = q8_vals(word);
         for (var m = 0u; m < MMAX; m++) {
-          if (m < p.m) { acc[r * MMAX + m] = fma(dot(v, xa[m]), s, acc[r * MMAX + m]); }
+          if (m < p.m) { acc[r * MMAX + m] = fma(dot(v, xa[m]), f.x, acc[r * MMAX + m]); }
+        }
+      } else {
+        var lo: vec4<f32>;
+        var hi: vec4<f32>;
+        if (BITS == 5u) {
+          let hb = qw[rows[r] * rw + p.k / 8u + w / 4u] >> (8u * (w % 4u));
+          lo = q5_mant(word, hb);
+          hi = q5_mant(word >> 16u, hb >> 4u);
+        } else {
+          lo = q4_mant(word);
+          hi = q4_mant(word >> 16u);
+        }
+        for (var m = 0u; m < MMAX; m++) {
+          if (m < p.m) {
+            let d = dot(lo, xa[m]) + dot(hi, xb[m]) - xsum[m];
+            acc[r * MMAX + m] += fma(d, qs * f.x, -f.y * xsum[m]);
+          }
         }
       }
     }
@@ -451,8 +527,8 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 
 // ---- int8 activations (gemm route, first kernel) ----------------------------------------
 // One thread per (row m, group g): scale = absmax / 127, q = round(x * 127 / absmax).
-// For q4 weights each 8 values are stored as two words, k = 0, 2, 4, 6 then 1, 3, 5, 7, the
-// order in which the gemm unpacks the weight nibbles.
+// For q4/q5 weights each 8 values are stored as two words, k = 0, 2, 4, 6 then 1, 3, 5, 7, the
+// order in which the gemm unpacks the weight nibbles. The K-quants use groups of 32 (gs).
 @compute @workgroup_size(64)
 fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
@@ -469,7 +545,7 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
   }
   xs[i] = amax / 127.0;
   let inv = select(0.0, 127.0 / amax, amax > 0.0);
-  if (BITS == 4u) {
+  if (BITS == 4u || BITS == 5u) {
     for (var j = 0u; j < p.gs / 8u; j++) {
       let a = x4[base + 2u * j] * inv;
       let b = x4[base + 2u * j + 1u] * inv;
@@ -483,21 +559,118 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
   }
 }
 
-// ---- int8 x int4/int8 GEMM (gemm route, second kernel) -----------------------------------
+// ---- int8 x int4/int5/int6/int8 GEMM (gemm route, second kernel) -------------------------
 // 64 x 128 outputs per workgroup, 4 x 8 per thread (rows tm + 16i, columns tn + 16j), K in
-// steps of 32. Integer sums per group, then one f32 multiply-add by both scales.
+// steps of 32. Integer sums per group, then one f32 multiply-add by both scales. The K-quants
+// flush every 32 values: q4k/q5k (unsigned q, value = a q - b) subtract b times the integer sum
+// of the activations; q6k (q - 32 signed, an int8 scale per 16 values) weights the two halves'
+// integer sums by their scales before the flush by d.
 const BM: u32 = 64u;
 const BN: u32 = 128u;
 var<workgroup> as_: array<u32, 512>;   // [8 words][BM]
 var<workgroup> bs_: array<u32, 1024>;  // [8 words][BN], signed int8 quadruples
 var<workgroup> sx: array<f32, BM>;
 var<workgroup> sw: array<f32, BN>;
+var<workgroup> smin: array<f32, BN>;   // q4k / q5k: dmin * min
+var<workgroup> sk6: array<u32, BN>;    // q6k: the two int8 scales of the step, bytes 0 and 1
 
 // Stored nibbles (q + 8, one per byte) to signed bytes q: flip bit 3, then sign-extend it.
 fn q4_to_i8(v: u32) -> u32 {
   let t = v ^ 0x08080808u;
   return t | ((t & 0x08080808u) * 0x1Eu);
 }
+
+// Bits 0, 2, 4, 6 of e to bit 4 of bytes 0..3 (q5k's fifth bits beside the nibble bytes).
+fn spread5(e: u32) -> u32 {
+  return ((e & 1u) << 4u) | ((e & 4u) << 10u) | ((e & 16u) << 16u) | ((e & 64u) << 22u);
+}
+
+// Bytes q in 0..63 to signed bytes q - 32: flip bit 5, then sign-extend it.
+fn q6_to_i8(v: u32) -> u32 {
+  let t = v ^ 0x20202020u;
+  return t | ((t & 0x20202020u) * 6u);
+}
+
+// The B tile (the weight) of step k0: 8 words of int8 quadruples per column.
+fn gemm_load_b(n0: u32, k0: u32, lid: u32) {
+  let rw = q_row_words();
+  if (BITS == 4u || BITS == 5u) {
+    for (var e = 0u; e < 2u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 4u;
+      let w = idx % 4u;
+      var v = select(0x88888888u, 0u, AFFINE);  // zeros
+      var hb = 0u;
+      if (n0 + nn < p.n) {
+        v = qw[(n0 + nn) * rw + k0 / 8u + w];
+        if (BITS == 5u) { hb = qw[(n0 + nn) * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
+      }
+      var lo = v & 0x0F0F0F0Fu;
+      var hi = (v >> 4u) & 0x0F0F0F0Fu;
+      if (!AFFINE) {
+        lo = q4_to_i8(lo);
+        hi = q4_to_i8(hi);
+      }
+      if (BITS == 5u) {
+        lo |= spread5(hb & 0x55u);
+        hi |= spread5((hb >> 1u) & 0x55u);
+      }
+      bs_[(2u * w) * BN + nn] = lo;
+      bs_[(2u * w + 1u) * BN + nn] = hi;
+    }
+  } else if (BITS == 6u) {
+    // Chunk c of the row: block c / 8, half h, quarter t (quant.h's Q6K, as in the gemv).
+    let c = k0 / 32u;
+    let h = (c / 4u) % 2u;
+    let t = c % 4u;
+    for (var e = 0u; e < 4u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 8u;
+      let w = idx % 8u;
+      var v = 0u;
+      if (n0 + nn < p.n) {
+        let base = (n0 + nn) * rw + (c / 8u) * Q6K_WORDS;
+        let ql = qw[base + 16u * h + 8u * (t % 2u) + w];
+        let qh = qw[base + 32u + 8u * h + w];
+        v = q6_to_i8(((ql >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((qh >> (2u * t)) & 0x03030303u) << 4u));
+      }
+      bs_[w * BN + nn] = v;
+    }
+  } else {
+    for (var e = 0u; e < 4u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 8u;
+      let w = idx % 8u;
+      var v = 0u;
+      if (n0 + nn < p.n) { v = qw[(n0 + nn) * rw + k0 / 4u + w]; }
+      bs_[w * BN + nn] = v;
+    }
+  }
+}
+
+// Column nn's scales for step k0 (threads BM .. BM + BN).
+fn gemm_load_scales(n: u32, nn: u32, k0: u32) {
+  var s = 0.0;
+  var mn = 0.0;
+  var k6 = 0u;
+  if (n < p.n) {
+    if (BITS == 6u) {
+      let c = k0 / 32u;
+      s = scale_at(n * (p.k / 256u) + c / 8u);
+      let j = 8u * ((c / 4u) % 2u) + 2u * (c % 4u);  // the scale of the chunk's first 16 values
+      k6 = qw[n * q_row_words() + (c / 8u) * Q6K_WORDS + 48u + j / 4u] >> (8u * (j % 4u));
+    } else {
+      let f = gv_affine(n, k0);
+      s = f.x;
+      mn = f.y;
+    }
+  }
+  sw[nn] = s;
+  smin[nn] = mn;
+  sk6[nn] = k6;
+}
+
+fn i8_at(w: u32, byte: u32) -> i32 { return (bitcast<i32>(w << (24u - 8u * byte))) >> 24u; }
 
 @compute @workgroup_size(WG)
 fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -507,9 +680,9 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let tm = lid / 16u;
   let groups = p.k / p.gs;
   let k4 = p.k / 4u;
-  let k8 = p.k / 8u;
   var acci: array<array<i32, 8>, 4>;
   var accf: array<array<f32, 8>, 4>;
+  var xsum: array<i32, 4>;  // q4k / q5k: the activations' integer sums of the group
   for (var k0 = 0u; k0 < p.k; k0 += 32u) {
     let g = k0 / p.gs;
     for (var e = 0u; e < 2u; e++) {
@@ -520,53 +693,62 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       if (m0 + mm < p.m) { v = xq[(m0 + mm) * k4 + k0 / 4u + kw]; }
       as_[kw * BM + mm] = v;
     }
-    if (BITS == 4u) {
-      for (var e = 0u; e < 2u; e++) {
-        let idx = lid + WG * e;
-        let nn = idx / 4u;
-        let w = idx % 4u;
-        var v = 0x88888888u;  // zeros
-        if (n0 + nn < p.n) { v = qw[(n0 + nn) * k8 + k0 / 8u + w]; }
-        bs_[(2u * w) * BN + nn] = q4_to_i8(v & 0x0F0F0F0Fu);
-        bs_[(2u * w + 1u) * BN + nn] = q4_to_i8((v >> 4u) & 0x0F0F0F0Fu);
-      }
-    } else {
-      for (var e = 0u; e < 4u; e++) {
-        let idx = lid + WG * e;
-        let nn = idx / 8u;
-        let w = idx % 8u;
-        var v = 0u;
-        if (n0 + nn < p.n) { v = qw[(n0 + nn) * k4 + k0 / 4u + w]; }
-        bs_[w * BN + nn] = v;
-      }
-    }
+    gemm_load_b(n0, k0, lid);
     if (lid < BM) {
       var s = 0.0;
       if (m0 + lid < p.m) { s = xs[(m0 + lid) * groups + g]; }
       sx[lid] = s;
     } else if (lid < BM + BN) {
-      let nn = lid - BM;
-      var s = 0.0;
-      if (n0 + nn < p.n) { s = scale_at((n0 + nn) * groups + g); }
-      sw[nn] = s;
+      gemm_load_scales(n0 + lid - BM, lid - BM, k0);
     }
     workgroupBarrier();
-    for (var kw = 0u; kw < 8u; kw++) {
-      var a: array<u32, 4>;
-      var b: array<u32, 8>;
-      for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
-      for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
-      for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 8u; j++) { acci[i][j] += dot4I8Packed(a[i], b[j]); }
+    if (BITS == 6u) {
+      // Two halves of 16 values, each weighted by its column's int8 scale.
+      // (part is zeroed explicitly: a declaration inside the loop was not re-zeroed on lavapipe.)
+      var part: array<array<i32, 8>, 4>;
+      for (var hf = 0u; hf < 2u; hf++) {
+        for (var i = 0u; i < 4u; i++) {
+          for (var j = 0u; j < 8u; j++) { part[i][j] = 0; }
+        }
+        for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) {
+          var a: array<u32, 4>;
+          var b: array<u32, 8>;
+          for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
+          for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
+          for (var i = 0u; i < 4u; i++) {
+            for (var j = 0u; j < 8u; j++) { part[i][j] += dot4I8Packed(a[i], b[j]); }
+          }
+        }
+        for (var j = 0u; j < 8u; j++) {
+          let s6 = i8_at(sk6[tn + 16u * j], hf);
+          for (var i = 0u; i < 4u; i++) { acci[i][j] += part[i][j] * s6; }
+        }
+      }
+    } else {
+      for (var kw = 0u; kw < 8u; kw++) {
+        var a: array<u32, 4>;
+        var b: array<u32, 8>;
+        for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
+        for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
+        for (var i = 0u; i < 4u; i++) {
+          for (var j = 0u; j < 8u; j++) { acci[i][j] += dot4I8Packed(a[i], b[j]); }
+          if (AFFINE) { xsum[i] += dot4I8Packed(a[i], 0x01010101u); }
+        }
       }
     }
     if ((k0 + 32u) % p.gs == 0u) {
       for (var i = 0u; i < 4u; i++) {
         let s = sx[tm + 16u * i];
         for (var j = 0u; j < 8u; j++) {
-          accf[i][j] = fma(f32(acci[i][j]), s * sw[tn + 16u * j], accf[i][j]);
+          let n = tn + 16u * j;
+          if (AFFINE) {
+            accf[i][j] += s * fma(f32(acci[i][j]), sw[n], -f32(xsum[i]) * smin[n]);
+          } else {
+            accf[i][j] = fma(f32(acci[i][j]), s * sw[n], accf[i][j]);
+          }
           acci[i][j] = 0;
         }
+        xsum[i] = 0;
       }
     }
     workgroupBarrier();

@@ -11,11 +11,19 @@
 namespace wgrt::ops {
 
 const char* quant_format_name(QuantFormat f) {
-  return f == QuantFormat::Q4gsw ? "q4gsw" : f == QuantFormat::Q8 ? "q8" : "q6k";
+  switch (f) {
+    case QuantFormat::Q4gsw: return "q4gsw";
+    case QuantFormat::Q8: return "q8";
+    case QuantFormat::Q6K: return "q6k";
+    case QuantFormat::Q4K: return "q4k";
+    case QuantFormat::Q5K: return "q5k";
+  }
+  return "?";
 }
 
 uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k) { return uint64_t(n) * quant_row_words(f, k); }
-uint64_t quant_scale_words(uint32_t n, uint32_t k, uint32_t gs) {
+uint64_t quant_scale_words(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
+  if (has_word_scales(f)) return kq_scale_words(n, k);
   return (uint64_t(n) * (k / gs) + 1) / 2;
 }
 
@@ -25,6 +33,14 @@ void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what) {
   if (n == 0 || k == 0 || k % gs != 0)
     throw std::invalid_argument(
         fmt::format("{}: weight [{}, {}] needs K a positive multiple of the group size {}", what, n, k, gs));
+}
+
+void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, const char* what) {
+  const uint32_t want = f == QuantFormat::Q6K ? 256 : has_word_scales(f) ? 32 : 0;
+  if (want && (gs != want || k % 256 != 0 || n == 0))
+    throw std::invalid_argument(fmt::format("{}: a {} weight [{}, {}] takes group size {} (not {}) and K a "
+                                            "positive multiple of 256", what, quant_format_name(f), n, k, want, gs));
+  if (!want) check_quant_shape(n, k, gs, what);
 }
 
 uint16_t f32_to_f16(float x) {
@@ -75,7 +91,7 @@ void set_half(std::vector<uint32_t>& words, uint64_t i, uint16_t h) {
 QuantWeight empty_weight(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
   QuantWeight w{f, n, k, gs, {}, {}};
   w.q.assign(quant_q_words(f, n, k), 0);
-  w.scales.assign(quant_scale_words(n, k, gs), 0);
+  w.scales.assign(quant_scale_words(f, n, k, gs), 0);
   return w;
 }
 
@@ -94,6 +110,9 @@ int get_q(const QuantWeight& w, uint64_t idx) {
 }  // namespace
 
 QuantWeight quantize(QuantFormat f, std::span<const float> w, uint32_t n, uint32_t k, uint32_t gs) {
+  if (is_k_quant(f))
+    throw std::invalid_argument(fmt::format("quantize: {} weights come from GGUF files only (hint: q4gsw or q8)",
+                                            quant_format_name(f)));
   check_quant_shape(n, k, gs, "quantize");
   if (w.size() != uint64_t(n) * k)
     throw std::invalid_argument(fmt::format("quantize: {} values for a [{}, {}] weight", w.size(), n, k));
@@ -143,20 +162,48 @@ void dequant_q6k_block(const uint32_t* words, float d, float* y) {
     }
 }
 
+// Q4K/Q5K arithmetic (quant.h), value by value: d * scale * q - dmin * min, in f32 like ggml
+// (d * scale and dmin * min are exact, so the one rounding is the subtraction's).
+std::vector<float> dequantize_kq(const QuantWeight& w) {
+  const uint64_t blocks = uint64_t(w.n) * (w.k / 256), b_off = kq_region_b(w.n, w.k);
+  const uint32_t rw = quant_row_words(w.format, w.k);
+  std::vector<float> out(uint64_t(w.n) * w.k);
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint32_t dm = w.scales[b];
+    const float d = f16_to_f32(uint16_t(dm)), dmin = f16_to_f32(uint16_t(dm >> 16));
+    const uint64_t row = b / (w.k / 256), col0 = (b % (w.k / 256)) * 256;
+    for (uint32_t e = 0; e < 256; ++e) {
+      const uint32_t j = e / 32;
+      const uint32_t sc = (w.scales[b_off + b * 4 + j / 4] >> (8 * (j % 4))) & 0xFFu;
+      const uint32_t mn = (w.scales[b_off + b * 4 + 2 + j / 4] >> (8 * (j % 4))) & 0xFFu;
+      const uint64_t c = col0 + e;
+      uint32_t q = (w.q[row * rw + c / 8] >> (4 * (c % 8))) & 0xFu;
+      if (w.format == QuantFormat::Q5K) q |= ((w.q[row * rw + w.k / 8 + c / 32] >> (c % 32)) & 1u) << 4;
+      out[row * w.k + c] = d * float(sc) * float(q) - dmin * float(mn);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> dequantize(const QuantWeight& w) {
-  check_quant_shape(w.n, w.k, w.gs, "dequantize");
+  check_format_shape(w.format, w.n, w.k, w.gs, "dequantize");
+  if (has_word_scales(w.format)) {
+    if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != kq_scale_words(w.n, w.k))
+      throw std::invalid_argument("dequantize: Q4K/Q5K array sizes do not match the shape");
+    return dequantize_kq(w);
+  }
   if (w.format == QuantFormat::Q6K) {
     if (w.gs != 256 || w.q.size() != quant_q_words(w.format, w.n, w.k) ||
-        w.scales.size() != quant_scale_words(w.n, w.k, 256))
+        w.scales.size() != quant_scale_words(w.format, w.n, w.k, 256))
       throw std::invalid_argument("dequantize: Q6K array sizes do not match the shape");
     std::vector<float> out(uint64_t(w.n) * w.k);
     for (uint64_t b = 0; b < uint64_t(w.n) * (w.k / 256); ++b)
       dequant_q6k_block(w.q.data() + b * kQ6KWords, f16_to_f32(get_half(w.scales, b)), out.data() + b * 256);
     return out;
   }
-  if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.n, w.k, w.gs))
+  if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.format, w.n, w.k, w.gs))
     throw std::invalid_argument("dequantize: array sizes do not match the shape");
   const uint32_t groups = w.k / w.gs;
   std::vector<float> out(uint64_t(w.n) * w.k);
@@ -235,7 +282,7 @@ QuantWeight repack_gguf_q6_k(std::span<const uint8_t> blocks, uint32_t n, uint32
     throw std::invalid_argument(fmt::format("Q6_K: {} bytes for [{}, {}] (expected {})", blocks.size(), n, k, nb * 210));
   QuantWeight out{.format = QuantFormat::Q6K, .n = n, .k = k, .gs = 256};
   out.q.resize(nb * kQ6KWords);
-  out.scales.assign(quant_scale_words(n, k, 256), 0);
+  out.scales.assign(quant_scale_words(QuantFormat::Q6K, n, k, 256), 0);
   for (uint64_t b = 0; b < nb; ++b) {
     const uint8_t* src = blocks.data() + b * 210;
     std::memcpy(out.q.data() + b * kQ6KWords, src, kQ6KWords * 4);  // ql, qh, scales
@@ -244,6 +291,74 @@ QuantWeight repack_gguf_q6_k(std::span<const uint8_t> blocks, uint32_t n, uint32
     set_half(out.scales, b, d);
   }
   return out;
+}
+
+namespace {
+
+// Q4_K and Q5_K share d, dmin and the 12 bytes of 6-bit scales and mins (sub-block j < 4: low 6
+// bits of bytes j and j + 4; j >= 4: low nibbles of byte j + 4 over the top 2 bits of byte
+// j - 4 (scale), high nibbles of byte j + 4 over the top 2 bits of byte j (min)).
+void repack_kq_scales(const uint8_t* src, uint64_t b, QuantWeight& out, uint64_t b_off) {
+  out.scales[b] = uint32_t(src[0] | src[1] << 8) | uint32_t(src[2] | src[3] << 8) << 16;
+  const uint8_t* s = src + 4;
+  for (uint32_t j = 0; j < 8; ++j) {
+    uint32_t sc, m;
+    if (j < 4) {
+      sc = s[j] & 63u;
+      m = s[j + 4] & 63u;
+    } else {
+      sc = (s[j + 4] & 0xFu) | ((s[j - 4] >> 6) << 4);
+      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+    out.scales[b_off + b * 4 + j / 4] |= sc << (8 * (j % 4));
+    out.scales[b_off + b * 4 + 2 + j / 4] |= m << (8 * (j % 4));
+  }
+}
+
+QuantWeight repack_kq(std::span<const uint8_t> blocks, uint32_t n, uint32_t k, QuantFormat f) {
+  const bool q5 = f == QuantFormat::Q5K;
+  const uint32_t bytes = q5 ? 176 : 144;
+  const char* what = q5 ? "Q5_K" : "Q4_K";
+  if (n == 0 || k == 0 || k % 256 != 0)
+    throw std::invalid_argument(fmt::format("{}: a [{}, {}] tensor needs K a multiple of 256", what, n, k));
+  const uint64_t per_row = k / 256, nb = uint64_t(n) * per_row;
+  if (blocks.size() != nb * bytes)
+    throw std::invalid_argument(fmt::format("{}: {} bytes for [{}, {}] (expected {})", what, blocks.size(), n, k,
+                                            nb * bytes));
+  QuantWeight out = empty_weight(f, n, k, 32);
+  const uint64_t b_off = kq_region_b(n, k);
+  const uint32_t rw = quant_row_words(f, k);
+  for (uint64_t b = 0; b < nb; ++b) {
+    const uint8_t* src = blocks.data() + b * bytes;
+    repack_kq_scales(src, b, out, b_off);
+    const uint8_t* qh = src + 16;
+    const uint8_t* qs = src + (q5 ? 48 : 16);
+    const uint64_t row = b / per_row, col0 = (b % per_row) * 256;
+    uint32_t* nib = out.q.data() + row * rw + col0 / 8;
+    uint32_t* hi = out.q.data() + row * rw + k / 8 + col0 / 32;
+    for (uint32_t c = 0; c < 4; ++c)
+      for (uint32_t l = 0; l < 32; ++l) {
+        const uint32_t e0 = 64 * c + l, e1 = e0 + 32;
+        const uint8_t byte = qs[32 * c + l];
+        nib[e0 / 8] |= uint32_t(byte & 0xFu) << (4 * (e0 % 8));
+        nib[e1 / 8] |= uint32_t(byte >> 4) << (4 * (e1 % 8));
+        if (q5) {
+          hi[e0 / 32] |= uint32_t((qh[l] >> (2 * c)) & 1u) << (e0 % 32);
+          hi[e1 / 32] |= uint32_t((qh[l] >> (2 * c + 1)) & 1u) << (e1 % 32);
+        }
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+QuantWeight repack_gguf_q4_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_kq(blocks, n, k, QuantFormat::Q4K);
+}
+
+QuantWeight repack_gguf_q5_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_kq(blocks, n, k, QuantFormat::Q5K);
 }
 
 }  // namespace wgrt::ops

@@ -26,35 +26,64 @@
 
 namespace wgrt::ops {
 
-// Q6K: GGUF Q6_K blocks of 256 values, repacked to words (gemv route and embedding only):
-//   q       u32 [N, K/256 * 52]  per block ql[128] | qh[64] | scales[16] bytes as in the file
-//                                 (ggml: value = d * scales[j] * (6-bit q - 32))
-//   scales  f16 [N, K/256]       the block's d
-// 210 bytes per 256 values, the file's size; gs is 256.
-enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K };
+// The K-quants, GGUF's blocks of 256 values kept at (about) their size, repacked losslessly
+// to word-aligned layouts every linear_q route and the embedding read directly:
+//   Q6K   q       u32 [N, K/256 * 52]  per block ql[128] | qh[64] | scales[16] bytes as in the
+//                                       file (ggml: value = d * scales[j] * (6-bit q - 32))
+//         scales  f16 [N, K/256]       the block's d; gs is 256. 210 bytes per 256 values.
+//   Q4K   q       u32 [N, K/8]         word w of row n holds k = 8w + i in nibble i (q in 0..15)
+//         scales  u32 [kq_scale_words] region A: one word per block (row-major over (n, block)),
+//                                       f16 d in the low half, f16 dmin in the high half; padded
+//                                       to a multiple of 4 words, then region B: four words per
+//                                       block, sub-block j's 6-bit scale in byte j of words 0..1
+//                                       and its 6-bit min in byte j of words 2..3
+//         value = d * scale[j] * q - dmin * min[j],  j = (k % 256) / 32 (the sub-block; gs 32)
+//         148 bytes per 256 values (the file: 144, its 6-bit fields packed into 12 bytes)
+//   Q5K   q       u32 [N, K/8 + K/32]  per row the K/8 nibble words as Q4K (the low 4 bits),
+//                                       then K/32 words of fifth bits: bit i of word c is k = 32c + i
+//         scales  as Q4K;  value = d * scale[j] * (nibble + 16 * bit) - dmin * min[j]
+//         180 bytes per 256 values (the file: 176)
+enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K };
 
 const char* quant_format_name(QuantFormat f);
+// The K-quants: 256-value blocks, linear_q's int8-activation routes use groups of 32.
+constexpr bool is_k_quant(QuantFormat f) {
+  return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K;
+}
+// Q4K and Q5K: scales are u32 words (region A + region B above), not f16 pairs.
+constexpr bool has_word_scales(QuantFormat f) { return f == QuantFormat::Q4K || f == QuantFormat::Q5K; }
 
 struct QuantWeight {
   QuantFormat format = QuantFormat::Q4gsw;
   uint32_t n = 0, k = 0, gs = 32;
-  std::vector<uint32_t> q;       // [N, K/8] (q4gsw) or [N, K/4] (q8)
-  std::vector<uint32_t> scales;  // f16 [N, K/gs], two per word
+  std::vector<uint32_t> q;       // [N, quant_row_words]
+  std::vector<uint32_t> scales;  // f16 [N, K/gs], two per word; Q4K/Q5K: kq_scale_words
 };
 
-// Values per u32 word of `q`: 8 (q4gsw) or 4 (q8); Q6K has 52 words per 256 values.
-constexpr uint32_t values_per_word(QuantFormat f) { return f == QuantFormat::Q4gsw ? 8 : 4; }
+// Values per u32 word of `q`: 8 (q4gsw, Q4K, Q5K's nibbles) or 4 (q8); Q6K has 52 words per 256 values.
+constexpr uint32_t values_per_word(QuantFormat f) { return f == QuantFormat::Q8 ? 4 : 8; }
 constexpr uint32_t kQ6KWords = 52;
 // Words of `q` per row of k values.
 constexpr uint32_t quant_row_words(QuantFormat f, uint32_t k) {
-  return f == QuantFormat::Q6K ? k / 256 * kQ6KWords : k / values_per_word(f);
+  return f == QuantFormat::Q6K   ? k / 256 * kQ6KWords
+         : f == QuantFormat::Q5K ? k / 8 + k / 32
+                                 : k / values_per_word(f);
 }
+// Q4K/Q5K scale words for a weight [n, k]: region A padded to 4 words, then region B.
+constexpr uint64_t kq_region_b(uint32_t n, uint32_t k) { return (uint64_t(n) * (k / 256) + 3) / 4 * 4; }
+constexpr uint64_t kq_scale_words(uint32_t n, uint32_t k) { return kq_region_b(n, k) + uint64_t(n) * (k / 256) * 4; }
 // Words of `q` and of `scales` for a weight [n, k] with group size gs.
 uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k);
-uint64_t quant_scale_words(uint32_t n, uint32_t k, uint32_t gs);
+uint64_t quant_scale_words(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs);
+// Bytes the weight takes on the GPU (q and scales).
+inline uint64_t quant_bytes(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
+  return (quant_q_words(f, n, k) + quant_scale_words(f, n, k, gs)) * 4;
+}
 
 // Throws std::invalid_argument unless gs is 32/64/128 (256: Q6K) and k is a positive multiple of gs.
+// (Q4K/Q5K: gs 32, k a multiple of 256, checked by check_format_shape.)
 void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what);
+void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, const char* what);
 
 // f16 <-> f32 (round to nearest even; overflow gives inf), for scales and f16 tensors.
 uint16_t f32_to_f16(float x);
@@ -72,7 +101,13 @@ std::vector<float> dequantize(const QuantWeight& w);
 QuantWeight repack_gguf_q4_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q8_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 //   Q6_K  210 bytes per 256: ql[128] qh[64] scales[16] f16 d -> Q6K (above), bit for bit.
+//   Q4_K  144 bytes per 256: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, qs[128]: the
+//         32-byte run c holds elements 64c + l (low nibbles) and 64c + 32 + l (high) -> Q4K
+//   Q5_K  176 bytes per 256: d, dmin, 12 scale bytes, qh[32], qs[128] as Q4_K; the fifth bit
+//         of 64c + l is bit 2c of qh[l], of 64c + 32 + l bit 2c + 1 -> Q5K
 QuantWeight repack_gguf_q6_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+QuantWeight repack_gguf_q4_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+QuantWeight repack_gguf_q5_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 
 // An f32 [rows, cols] matrix as f16 pairs (DType::F16 tensors), and back.
 std::vector<uint32_t> pack_f16(std::span<const float> x);
