@@ -80,7 +80,7 @@ struct SymbolDesc {
 };
 
 // ---- nodes -------------------------------------------------------------------------------
-constexpr int kMaxDispatches = 4;     // kernels per route
+constexpr int kMaxDispatches = 6;     // kernels per route (linear_q of three formats: norm, 2 act quantizations, 3 gemm)
 constexpr size_t kParamBytes = 256;   // one uniform block per dispatch
 constexpr size_t kMaxNodeTensors = 16;  // inputs, and outputs, per node
 

@@ -80,7 +80,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   if (wqkv) {
     graph::TensorId qkv = ops::add_linear_q(b.g, {.name = tname("attn_qkv", l), .format = wqkv->format, .gs = wqkv->gs,
                                                   .x = x, .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias,
-                                                  .norm = norm, .eps = c.norm_eps});
+                                                  .norm = norm, .eps = c.norm_eps, .more = wqkv->more});
     q = ops::add_rope_qkv(b.g, {.name = tname("attn_q_rope", l), .qkv = qkv, .freqs = b.rope_freqs, .pos = b.pos,
                                 .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
                                 .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,

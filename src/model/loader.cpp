@@ -155,37 +155,18 @@ std::vector<uint8_t> fuse_blocks(const std::vector<const WeightView*>& parts, co
 
 }  // namespace
 
-std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
-                                              const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
-                                              const std::vector<std::string>& bias_names) {
-  std::vector<const WeightView*> parts;
-  LinearWeight lw;
-  uint32_t n = 0;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const WeightView& w = get_weight(*l.model, names[i], {k, rows[i]});
-    ops::QuantFormat f{};
-    uint32_t gs = 0;
-    if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
-    if (i > 0 && (f != lw.format || gs != lw.gs)) return std::nullopt;
-    lw.format = f;
-    lw.gs = gs;
-    parts.push_back(&w);
-    n += rows[i];
-  }
-  if (layout == FuseLayout::SwiGlu && (parts.size() != 2 || rows[0] != rows[1] || rows[0] % 16 != 0))
-    return std::nullopt;
-  bool all_bias = !bias_names.empty();
-  for (const std::string& b : bias_names) all_bias = all_bias && find_weight(*l.model, b);
+namespace {
 
-  const std::string name = names[0] + "+fused";
-  lw.kind = LinearWeight::Kind::Quant;
-  lw.n = n;
-  lw.k = k;
-  lw.q = ops::add_quant_weight(g, name, lw.format, n, k, lw.gs);
-  l.gpu_bytes += ops::quant_bytes(lw.format, n, k, lw.gs);
-  l.writes.push_back([parts, rows, layout, lw](graph::Graph& gg) {
+// One fused matrix of parts that share a format: their rows in turn (Rows) or (gate, up)
+// blocks (SwiGlu); the write is queued.
+ops::QuantTensors add_fused(graph::Graph& g, Loader& l, const std::string& name,
+                            const std::vector<const WeightView*>& parts, const std::vector<uint32_t>& rows,
+                            FuseLayout layout, const LinearWeight& lw) {
+  const ops::QuantTensors t = ops::add_quant_weight(g, name, lw.format, lw.n, lw.k, lw.gs);
+  l.gpu_bytes += ops::quant_bytes(lw.format, lw.n, lw.k, lw.gs);
+  l.writes.push_back([parts, rows, layout, lw, t](graph::Graph& gg) {
     if (ops::is_k_quant(lw.format)) {
-      ops::write_quant_weight(gg, lw.q, repack_k_quant(fuse_blocks(parts, rows, layout), lw.format, lw.n, lw.k));
+      ops::write_quant_weight(gg, t, repack_k_quant(fuse_blocks(parts, rows, layout), lw.format, lw.n, lw.k));
       return;
     }
     const uint32_t qw = k_words(lw), sw = lw.k / lw.gs;
@@ -207,8 +188,63 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
       }
     }
     out.scales = pack_halves(halves);
-    ops::write_quant_weight(gg, lw.q, out);
+    ops::write_quant_weight(gg, t, out);
   });
+  return t;
+}
+
+}  // namespace
+
+std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
+                                              const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
+                                              const std::vector<std::string>& bias_names) {
+  // Every part quantized; consecutive parts of one format and group size make one weight.
+  struct Group {
+    ops::QuantFormat format;
+    uint32_t gs;
+    std::vector<const WeightView*> parts;
+    std::vector<uint32_t> rows;
+  };
+  std::vector<Group> groups;
+  uint32_t n = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const WeightView& w = get_weight(*l.model, names[i], {k, rows[i]});
+    ops::QuantFormat f{};
+    uint32_t gs = 0;
+    if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
+    if (groups.empty() || groups.back().format != f || groups.back().gs != gs) groups.push_back({f, gs, {}, {}});
+    groups.back().parts.push_back(&w);
+    groups.back().rows.push_back(rows[i]);
+    n += rows[i];
+  }
+  if (layout == FuseLayout::SwiGlu &&
+      (groups.size() != 1 || names.size() != 2 || rows[0] != rows[1] || rows[0] % 16 != 0))
+    return std::nullopt;
+  // One output from several weights needs one activation grouping (linear_q's int8 routes).
+  auto act_group = [](const Group& gr) { return ops::is_k_quant(gr.format) ? 32u : gr.gs; };
+  for (const Group& gr : groups)
+    if (act_group(gr) != act_group(groups[0])) return std::nullopt;
+  LinearWeight lw;
+  lw.kind = LinearWeight::Kind::Quant;
+  lw.n = n;
+  lw.k = k;
+  const std::string name = names[0] + "+fused";
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& gr = groups[gi];
+    LinearWeight part{.kind = LinearWeight::Kind::Quant, .n = 0, .k = k, .format = gr.format, .gs = gr.gs};
+    for (uint32_t r : gr.rows) part.n += r;
+    const ops::QuantTensors t =
+        add_fused(g, l, gi == 0 ? name : fmt::format("{}.{}", name, gi), gr.parts, gr.rows, layout, part);
+    if (gi == 0) {
+      lw.q = t;
+      lw.format = gr.format;
+      lw.gs = gr.gs;
+    } else {
+      lw.more.push_back({gr.format, gr.gs, t.q, t.scales});
+    }
+  }
+  bool all_bias = !bias_names.empty();
+  for (const std::string& b : bias_names) all_bias = all_bias && find_weight(*l.model, b);
   if (all_bias) {
     std::vector<const WeightView*> bparts;
     for (size_t i = 0; i < bias_names.size(); ++i) bparts.push_back(&get_weight(*l.model, bias_names[i], {rows[i]}));

@@ -40,6 +40,7 @@ struct LinearWeight {
   ops::QuantFormat format = ops::QuantFormat::Q4gsw;
   uint32_t gs = 32;
   std::optional<graph::TensorId> bias;
+  std::vector<ops::LinearQPart> more;  // Quant fused across formats: further weights, rows continuing n
 };
 
 struct Loader {
@@ -57,8 +58,9 @@ LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, ui
 //   Rows    rows of each in turn (q|k|v: [n_q + n_k + n_v, k]); biases, when every part has
 //           one, concatenated the same way;
 //   SwiGlu  gate and up [ff, k] as (gate, up) blocks of 16 rows (linear_q's swiglu layout).
-// Only when every part becomes the same quantized format and group size (the fused kernels
-// are linear_q's); otherwise nullopt, and the caller loads the parts one by one.
+// Only when every part is quantized (the fused kernels are linear_q's); Rows parts of different
+// formats become one weight per run of equal format (LinearWeight::more), SwiGlu needs one
+// format; otherwise nullopt, and the caller loads the parts one by one.
 enum class FuseLayout : uint8_t { Rows, SwiGlu };
 std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
                                               const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,

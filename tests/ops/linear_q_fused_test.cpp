@@ -40,14 +40,13 @@ struct FusedCase {
 
 uint32_t expected_route(const FusedCase& c, uint32_t m) {
   if (c.head || m == 1) return ops::kLinearQGemv;
-  if (c.format == QuantFormat::Q6K) return ops::kLinearQGemm;  // no small_m kernel
   return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
 }
 
-// The active route's position: q6k's routes are gemv, gemm.
-uint32_t expected_position(const FusedCase& c, uint32_t m) {
+// Whether the route takes int8 activations: the gemm, and q6k's small_m route (its gemm too).
+bool int8_route(const FusedCase& c, uint32_t m) {
   const uint32_t r = expected_route(c, m);
-  return c.format == QuantFormat::Q6K && r == ops::kLinearQGemm ? 1 : r;
+  return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 
 // The activations' int8 groups on the gemm route: 32 for the K-quants.
@@ -137,7 +136,7 @@ void run_fused(const FusedCase& c) {
       inputs.push_back({*res, rv.data(), rv.size() * 4});
     }
     auto got = run_step(g, shapes, {}, inputs, y);
-    ASSERT_EQ(active_route(g, node), expected_position(c, m));
+    ASSERT_EQ(active_route(g, node), expected_route(c, m));
 
     // The reference: the rows the op projects, normalized, times the weight.
     const uint32_t rows = c.head ? 1 : m;
@@ -145,7 +144,7 @@ void run_fused(const FusedCase& c) {
     std::vector<float> xn = c.norm ? ref::rms_norm(xr, nv, c.k, 1e-5) : xr;
     auto bounds = [&](const std::vector<float>& wrows, uint32_t n) {
       std::vector<float> b = ref::abs_dot(xn, wrows, rows, n, c.k);
-      const bool gemm = expected_route(c, m) == ops::kLinearQGemm;
+      const bool gemm = int8_route(c, m);
       std::vector<float> act = gemm ? ref::int8_act_error_bound(xn, wrows, rows, n, c.k, act_group(c)) : std::vector<float>();
       for (size_t i = 0; i < b.size(); ++i) b[i] = 1e-5f * (b[i] + 1.f) + (gemm ? act[i] * 1.01f : 0.f);
       return b;
@@ -275,6 +274,80 @@ void run_q6k(uint32_t n, uint32_t k, bool head) {
 
 TEST(LinearQ6K, GemvMatchesTheBlocks) { run_q6k(131, 512, false); }
 TEST(LinearQ6K, OutputHeadMatchesTheBlocks) { run_q6k(4099, 768, true); }
+// Several weights of different formats sharing one output (q|k in Q4_K, v in Q6_K, as a Q4_K_M
+// file stores them): with the norm, a bias and a residual, on every route, against f32 math on
+// the weights' rows one after the other.
+void run_parts(std::vector<QuantFormat> formats, bool residual) {
+  const uint32_t k = 512, max_m = 37;
+  const std::vector<uint32_t> rows = {48, 32, 16};
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
+  uint32_t n = 0;
+  std::vector<ops::QuantTensors> wts;
+  std::vector<float> wd;
+  for (size_t i = 0; i < formats.size(); ++i) {
+    const uint32_t gs = formats[i] == QuantFormat::Q6K ? 256 : 32;
+    wts.push_back(ops::add_quant_weight(g, fmt::format("w{}", i), formats[i], rows[i], k, gs));
+    n += rows[i];
+  }
+  TensorId norm = add_weight(g, {.name = "norm", .shape = {k}});
+  TensorId bias = add_weight(g, {.name = "bias", .shape = {n}});
+  std::optional<TensorId> res;
+  if (residual) res = add_input(g, {.name = "res", .max_shape = {max_m, n}, .dynamic_dims = 1});
+  ops::LinearQDesc d{.name = "y", .format = formats[0], .gs = formats[0] == QuantFormat::Q6K ? 256u : 32u, .x = x,
+                     .q = wts[0].q, .scales = wts[0].scales, .bias = bias, .norm = norm, .residual = res};
+  for (size_t i = 1; i < formats.size(); ++i)
+    d.more.push_back({formats[i], formats[i] == QuantFormat::Q6K ? 256u : 32u, wts[i].q, wts[i].scales});
+  TensorId y = ops::add_linear_q(g, d);
+  mark_output(g, y);
+  build(g);
+  for (size_t i = 0; i < formats.size(); ++i) {
+    auto [w, deq] = random_k_weight(formats[i], rows[i], k, 70 + uint32_t(i));
+    ops::write_quant_weight(g, wts[i], w);
+    wd.insert(wd.end(), deq.begin(), deq.end());
+  }
+  auto nv = random_floats(k, 5, 0.5f, 1.5f), bv = random_floats(n, 6, -1.f, 1.f);
+  write_tensor<float>(g, norm, nv);
+  write_tensor<float>(g, bias, bv);
+  uint32_t step = 0;
+  for (uint32_t m : {1u, 5u, 37u, 2u, 8u, 1u}) {
+    SCOPED_TRACE(fmt::format("M = {}", m));
+    auto xv = random_floats(size_t(m) * k, 400 + step, -2.f, 2.f);
+    auto rv = random_floats(size_t(m) * n, 500 + step++, -1.f, 1.f);
+    std::vector<ShapeInput> shapes = {{x, {m, k}}};
+    std::vector<StepInput> inputs = {{x, xv.data(), xv.size() * 4}};
+    if (res) {
+      shapes.push_back({*res, {m, n}});
+      inputs.push_back({*res, rv.data(), rv.size() * 4});
+    }
+    auto got = run_step(g, shapes, {}, inputs, y);
+    std::vector<float> xn = ref::rms_norm(xv, nv, k, 1e-5);
+    std::vector<float> want = ref::linear(xn, wd, bv, m, n, k), bound = ref::abs_dot(xn, wd, m, n, k);
+    // Any kernel of m > 1 may take int8 activations (q6k's gemm serves 2..7 rows too).
+    std::vector<float> act = ref::int8_act_error_bound(xn, wd, m, n, k, 32);
+    for (size_t i = 0; i < want.size(); ++i) {
+      bound[i] = 1e-5f * (bound[i] + 1.f) + (m > 1 ? act[i] * 1.01f : 0.f);
+      if (res) want[i] += rv[i];
+    }
+    EXPECT_TRUE(within(got, want, bound));
+  }
+}
+
+TEST(LinearQParts, Q4KWithQ6KMatchesTheConcatenatedWeights) { run_parts({QuantFormat::Q4K, QuantFormat::Q6K}, false); }
+TEST(LinearQParts, ThreeFormatsWithResidual) {
+  run_parts({QuantFormat::Q5K, QuantFormat::Q4K, QuantFormat::Q6K}, true);
+}
+TEST(LinearQParts, RejectsSwigluAndLastRow) {
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {4, 256}, .dynamic_dims = 1});
+  ops::QuantTensors a = ops::add_quant_weight(g, "a", QuantFormat::Q4K, 32, 256, 32);
+  ops::QuantTensors b = ops::add_quant_weight(g, "b", QuantFormat::Q6K, 32, 256, 256);
+  ops::LinearQDesc d{.name = "y", .format = QuantFormat::Q4K, .gs = 32, .x = x, .q = a.q, .scales = a.scales,
+                     .swiglu = true};
+  d.more.push_back({QuantFormat::Q6K, 256, b.q, b.scales});
+  EXPECT_THROW(ops::add_linear_q(g, d), std::invalid_argument);
+}
+
 TEST(LinearQFusedShapes, InterleavesGateUpRows) {
   // 32 gate rows and 32 up rows of 2 words: blocks of 16 gate rows, then 16 up rows.
   std::vector<uint32_t> gate(64), up(64);

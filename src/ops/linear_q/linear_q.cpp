@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "ops/norm/norm.h"
@@ -15,7 +16,9 @@ constexpr ParamField kFields[] = {
     {"m", offsetof(LinearQParams, m)},       {"n", offsetof(LinearQParams, n)},
     {"k", offsetof(LinearQParams, k)},       {"gs", offsetof(LinearQParams, gs)},
     {"has_bias", offsetof(LinearQParams, has_bias)}, {"x_row", offsetof(LinearQParams, x_row)},
-    {"eps", offsetof(LinearQParams, eps)},   {"pad0", offsetof(LinearQParams, pad0)}};
+    {"eps", offsetof(LinearQParams, eps)},   {"y_off", offsetof(LinearQParams, y_off)},
+    {"ld", offsetof(LinearQParams, ld)},     {"pad0", offsetof(LinearQParams, pad0)},
+    {"pad1", offsetof(LinearQParams, pad1)}, {"pad2", offsetof(LinearQParams, pad2)}};
 constexpr uint32_t kWg = 256;  // linear_q.wgsl WG
 constexpr uint32_t kRpt = 4;   // linear_q.wgsl RPT
 constexpr uint32_t kSmallK = 32;  // linear_q.wgsl SK
@@ -45,42 +48,48 @@ std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std
   return out;
 }
 
-void plan_linear_q(const LinearQPlanCtx& c, graph::Plan& plan) {
+void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, graph::Plan& plan) {
   // last_row: the gemv reads x's last live row and writes one output row.
   const uint32_t out_m = c.last_row ? 1 : c.m;
-  LinearQParams params{out_m, c.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? c.m - 1 : 0u, c.eps, 0};
   const uint32_t maxg = c.max_groups_per_dim;
-  if (c.route == kLinearQGemv) {
-    plan.params[0].set(params);
-    const uint32_t rows = c.swiglu ? c.n / 2 : c.n;  // swiglu: a row set makes 2 outputs of 4 rows
-    const uint32_t wgs = uint32_t(ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows));
-    plan.grids[0] = grid_1d(wgs, maxg);
-    if (c.argmax) {
-      SamplingParams sp{1, c.n, wgs, 0, 1, 0, 0, 0};
-      plan.params[1].set(sp);
-      plan.grids[1] = {1, 1, 1};
+  auto part_params = [&](const LinearQPartPlan& pp) {
+    return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? c.m - 1 : 0u, c.eps,
+                         pp.y_off, c.n, 0, 0, 0};
+  };
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const LinearQPartPlan& pp = c.parts.at(steps[j].part);
+    switch (steps[j].kind) {
+      case LinearQStep::Norm:  // rms_norm into the node's normalized-x scratch
+        plan.params[j].set(RmsNormParams{c.m, c.k, c.eps, 0});
+        plan.grids[j] = grid_1d(c.m, maxg);
+        break;
+      case LinearQStep::QuantizeAct:
+        plan.params[j].set(part_params(pp));
+        plan.grids[j] = grid_1d(ceil_div(uint64_t(c.m) * (c.k / c.gs), 64), maxg);
+        break;
+      case LinearQStep::Gemv: {
+        plan.params[j].set(part_params(pp));
+        const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;  // swiglu: a row set makes 2 outputs of 4 rows
+        plan.grids[j] = grid_1d(ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows), maxg);
+        break;
+      }
+      case LinearQStep::ArgmaxFinal:
+        plan.params[j].set(SamplingParams{1, c.n, uint32_t(ceil_div(c.n, kLinearQGemvRows)), 0, 1, 0, 0, 0});
+        plan.grids[j] = {1, 1, 1};
+        break;
+      case LinearQStep::SmallM:
+        plan.params[j].set(part_params(pp));
+        plan.grids[j] = grid_1d(ceil_div(pp.n, kRpt * (kWg / kSmallK)), maxg);
+        break;
+      case LinearQStep::Gemm:
+        plan.params[j].set(part_params(pp));
+        plan.grids[j] = {uint32_t(ceil_div(pp.n, kLinearQGemmBN)), uint32_t(ceil_div(c.m, kLinearQGemmBM)), 1};
+        break;
+      case LinearQStep::SiluMul:
+        plan.params[j].set(SiluMulParams{c.m, c.n / 2, kSiluBlocked, 0});
+        plan.grids[j] = grid_1d(ceil_div(uint64_t(c.m) * (c.n / 2), kSiluWg), maxg);
+        break;
     }
-    return;
-  }
-  size_t j = 0;
-  if (c.norm) {  // rms_norm into the node's normalized-x scratch
-    RmsNormParams np{c.m, c.k, c.eps, 0};
-    plan.params[j].set(np);
-    plan.grids[j++] = grid_1d(c.m, maxg);
-  }
-  if (c.route == kLinearQSmallM) {
-    plan.params[j].set(params);
-    plan.grids[j++] = grid_1d(ceil_div(c.n, kRpt * (kWg / kSmallK)), maxg);
-  } else {
-    plan.params[j].set(params);
-    plan.grids[j++] = grid_1d(ceil_div(uint64_t(c.m) * (c.k / c.gs), 64), maxg);
-    plan.params[j].set(params);
-    plan.grids[j++] = {uint32_t(ceil_div(c.n, kLinearQGemmBN)), uint32_t(ceil_div(c.m, kLinearQGemmBM)), 1};
-  }
-  if (c.swiglu) {
-    SiluMulParams sp{c.m, c.n / 2, kSiluBlocked, 0};
-    plan.params[j].set(sp);
-    plan.grids[j++] = grid_1d(ceil_div(uint64_t(c.m) * (c.n / 2), kSiluWg), maxg);
   }
 }
 
@@ -131,30 +140,53 @@ void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& wan
                                             graph::dtype_name(x.dtype), graph::to_string(x.max_shape)));
 }
 
+// A weight's rows (N), after checking its words and scales against K.
+uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, const std::string& name) {
+  const graph::Tensor& q = g.tensors.at(wp.q.v);
+  const graph::Tensor& s = g.tensors.at(wp.scales.v);
+  const char* fmt_name = quant_format_name(wp.format);
+  if (q.dtype != graph::DType::U32 || q.max_shape.rank != 2)
+    throw std::invalid_argument(fmt::format("{}: {} weight words must be a u32 [N, K/{}] tensor", name, fmt_name,
+                                            values_per_word(wp.format)));
+  const uint32_t n = q.max_shape[0];
+  check_format_shape(wp.format, n, k, wp.gs, name.c_str());
+  if (q.max_shape[1] != quant_row_words(wp.format, k))
+    throw std::invalid_argument(fmt::format("{}: {} weight {} does not match K = {} (want [{}, {}])", name, fmt_name,
+                                            graph::to_string(q.max_shape), k, n, quant_row_words(wp.format, k)));
+  const graph::Shape want_s = scales_shape(wp.format, n, k, wp.gs);
+  if (s.dtype != scales_dtype(wp.format) || s.max_shape != want_s)
+    throw std::invalid_argument(fmt::format("{}: {} scales must be {} {}, not {} {}", name, fmt_name,
+                                            graph::dtype_name(scales_dtype(wp.format)), graph::to_string(want_s),
+                                            graph::dtype_name(s.dtype), graph::to_string(s.max_shape)));
+  return n;
+}
+
 }  // namespace
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const graph::Tensor& x = g.tensors.at(d.x.v);
-  const graph::Tensor& q = g.tensors.at(d.q.v);
-  const graph::Tensor& s = g.tensors.at(d.scales.v);
-  const char* fmt_name = quant_format_name(d.format);
   if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2)
     throw std::invalid_argument(fmt::format("{}: linear_q takes f32 x [M, K]", d.name));
   const uint32_t max_m = x.max_shape[0], k = x.max_shape[1];
-  if (q.dtype != graph::DType::U32 || q.max_shape.rank != 2)
-    throw std::invalid_argument(fmt::format("{}: {} weight words must be a u32 [N, K/{}] tensor",
-                                            d.name, fmt_name, values_per_word(d.format)));
-  const uint32_t n = q.max_shape[0];
-  check_format_shape(d.format, n, k, d.gs, d.name.c_str());
-  if (q.max_shape[1] != quant_row_words(d.format, k))
-    throw std::invalid_argument(fmt::format("{}: {} weight {} does not match K = {} (want [{}, {}])",
-                                            d.name, fmt_name, graph::to_string(q.max_shape), k, n,
-                                            quant_row_words(d.format, k)));
-  const graph::Shape want_s = scales_shape(d.format, n, k, d.gs);
-  if (s.dtype != scales_dtype(d.format) || s.max_shape != want_s)
-    throw std::invalid_argument(fmt::format("{}: {} scales must be {} {}, not {} {}", d.name, fmt_name,
-                                            graph::dtype_name(scales_dtype(d.format)), graph::to_string(want_s),
-                                            graph::dtype_name(s.dtype), graph::to_string(s.max_shape)));
+  // The weights: the first, then `more` (their rows continue y's columns).
+  std::vector<LinearQPart> parts = {{d.format, d.gs, d.q, d.scales}};
+  parts.insert(parts.end(), d.more.begin(), d.more.end());
+  std::vector<LinearQPartPlan> part_plans;
+  uint32_t n = 0;
+  for (const LinearQPart& wp : parts) {
+    part_plans.push_back({check_part(g, wp, k, d.name), n});
+    n += part_plans.back().n;
+  }
+  // The K-quants' int8-activation routes quantize x in groups of 32 (their sub-blocks).
+  auto act_group = [](const LinearQPart& wp) { return is_k_quant(wp.format) ? 32u : wp.gs; };
+  const uint32_t act_gs = act_group(parts[0]);
+  for (const LinearQPart& wp : parts)
+    if (act_group(wp) != act_gs)
+      throw std::invalid_argument(fmt::format("{}: weights of group sizes {} and {} cannot share one output "
+                                              "(hint: fuse weights with equal group sizes)", d.name, act_gs,
+                                              act_group(wp)));
+  if (parts.size() > 1 && (d.swiglu || d.last_row))
+    throw std::invalid_argument(fmt::format("{}: several weights take no swiglu or last_row", d.name));
   if (d.bias) check_f32(g, *d.bias, {n}, "bias", d.name);
   if (d.norm) check_f32(g, *d.norm, {k}, "norm weight", d.name);
   if (d.swiglu && (n % 32 != 0 || d.residual || d.argmax_out))
@@ -178,15 +210,11 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   graph::TensorId bias = d.bias.value_or(d.scales);
   graph::TensorId res = d.residual.value_or(d.x);
   graph::TensorId nw = d.norm.value_or(d.x);
-  const double bits = kernel_bits(d.format);
-  const bool affine = has_word_scales(d.format);
-  // The K-quants' int8-activation routes quantize x in groups of 32 (their sub-blocks).
-  const uint32_t act_gs = is_k_quant(d.format) ? 32 : d.gs;
   const double sg = double(gpu::subgroup_lanes(g.dev->caps));
-  auto key = [&](const char* entry, bool norm, std::vector<gpu::OverrideConstant> extra = {}) {
-    extra.push_back({"BITS", bits});
-    extra.push_back({"AFFINE", affine ? 1.0 : 0.0});
-    extra.push_back({"RES", d.residual ? 1.0 : 0.0});
+  auto key = [&](const LinearQPart& wp, const char* entry, bool norm) {
+    std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
+                                                {"AFFINE", has_word_scales(wp.format) ? 1.0 : 0.0},
+                                                {"RES", d.residual ? 1.0 : 0.0}};
     if (std::string_view(entry).starts_with("gemv")) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
@@ -205,85 +233,110 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     return id;
   };
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
-  std::vector<uint32_t> route_kinds;  // LinearQRoute of each route, by position
+  std::vector<std::vector<LinearQStep>> route_steps;  // what each route's kernels are, by position
+  auto add_route = [&](const char* name, int64_t lo, int64_t hi, std::vector<graph::KernelSpec> ks,
+                       std::vector<LinearQStep> steps) {
+    routes.routes.push_back({name, lo, hi, std::move(ks)});
+    route_steps.push_back(std::move(steps));
+  };
 
-  // gemv: every fusion inside one kernel (argmax: plus the partials' reduction).
+  // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
   {
     const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : "gemv";
-    graph::TensorId part = y;  // bound writable only by gemv_argmax
     std::vector<graph::KernelSpec> ks;
-    std::vector<Binding> b = {Binding::of(0, d.x), Binding::of(1, d.q), Binding::of(2, d.scales),
-                              Binding::of(3, bias), Binding::of(4, y), Binding::params(5), Binding::of(10, nw)};
-    if (!d.swiglu) b.push_back(Binding::of(9, res));  // gemv_swiglu adds no residual
-    if (d.argmax_out) {
-      const uint32_t wgs = uint32_t(ceil_div(n, kLinearQGemvRows));
-      part = scratch(Scratch::Partial, ".partial", graph::DType::U32, {wgs, 2});
-      b.push_back(Binding::of(11, part));
-    }
-    ks.push_back({key(entry, d.norm.has_value()), b});
+    std::vector<LinearQStep> steps;
+    std::optional<graph::TensorId> partial;  // bound writable only by gemv_argmax
     if (d.argmax_out)
+      partial = scratch(Scratch::Partial, ".partial", graph::DType::U32, {uint32_t(ceil_div(n, kLinearQGemvRows)), 2});
+    for (uint32_t i = 0; i < parts.size(); ++i) {
+      std::vector<Binding> b = {Binding::of(0, d.x), Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales),
+                                Binding::of(3, bias), Binding::of(4, y), Binding::params(5), Binding::of(10, nw)};
+      if (!d.swiglu) b.push_back(Binding::of(9, res));  // gemv_swiglu adds no residual
+      if (partial) b.push_back(Binding::of(11, *partial));
+      ks.push_back({key(parts[i], entry, d.norm.has_value()), b});
+      steps.push_back({LinearQStep::Gemv, i});
+    }
+    if (partial) {
       ks.push_back({gpu::make_key("sampling", "argmax_final"),
-                    {Binding::of(1, part), Binding::of(2, *d.argmax_out), Binding::params(4)}});
-    const int64_t hi = d.last_row ? max_m : 1;
-    routes.routes.push_back({"gemv", 1, hi, ks});
-    route_kinds.push_back(kLinearQGemv);
+                    {Binding::of(1, *partial), Binding::of(2, *d.argmax_out), Binding::params(4)}});
+      steps.push_back({LinearQStep::ArgmaxFinal, 0});
+    }
+    add_route("gemv", 1, d.last_row ? max_m : 1, std::move(ks), std::move(steps));
   }
 
   if (!d.last_row && max_m >= 2) {
-    // The other routes: [rms_norm] -> matrix kernels -> [silu_mul].
+    // The other routes: [rms_norm] -> [quantize_act] -> a matrix kernel per weight -> [silu_mul].
     graph::TensorId xin = d.x;
-    std::vector<graph::KernelSpec> pre, post;
-    if (d.norm) {
-      xin = scratch(Scratch::Normed, ".normed", graph::DType::F32, {max_m, k});
-      pre.push_back({gpu::make_key("rms_norm", "rms_norm"),
-                     {Binding::of(0, d.x), Binding::of(1, *d.norm), Binding::of(2, xin), Binding::params(3)}});
-    }
-    graph::TensorId ymat = y;
-    if (d.swiglu) {
-      ymat = scratch(Scratch::GateUp, ".gate_up", graph::DType::F32, {max_m, n});
-      post.push_back({gpu::make_key("silu_mul", "silu_mul"),
+    if (d.norm) xin = scratch(Scratch::Normed, ".normed", graph::DType::F32, {max_m, k});
+    graph::TensorId ymat = d.swiglu ? scratch(Scratch::GateUp, ".gate_up", graph::DType::F32, {max_m, n}) : y;
+    // int8 activations, one copy per layout the weights need (q4/q5 nibble order or natural).
+    std::optional<graph::TensorId> xq[2], xs[2];
+    auto permuted = [](const LinearQPart& wp) { return kernel_bits(wp.format) == 4 || kernel_bits(wp.format) == 5; };
+    auto matrix_route = [&](const char* name, int64_t lo, int64_t hi, bool small) {
+      std::vector<graph::KernelSpec> ks;
+      std::vector<LinearQStep> steps;
+      if (d.norm) {
+        ks.push_back({gpu::make_key("rms_norm", "rms_norm"),
+                      {Binding::of(0, d.x), Binding::of(1, *d.norm), Binding::of(2, xin), Binding::params(3)}});
+        steps.push_back({LinearQStep::Norm, 0});
+      }
+      // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
+      auto uses_gemm = [&](const LinearQPart& wp) { return !small || wp.format == QuantFormat::Q6K; };
+      for (int layout = 0; layout < 2; ++layout)
+        for (uint32_t i = 0; i < parts.size(); ++i)
+          if (uses_gemm(parts[i]) && permuted(parts[i]) == (layout == 1)) {
+            if (!xq[layout]) {
+              xq[layout] = scratch(Scratch::Xq, layout ? ".xq4" : ".xq", graph::DType::U32, {max_m, k / 4});
+              xs[layout] = scratch(Scratch::Xs, layout ? ".xs4" : ".xs", graph::DType::F32, {max_m, k / act_gs});
+            }
+            ks.push_back({key(parts[i], "quantize_act", false),
+                          {Binding::of(0, xin), Binding::params(5), Binding::of(6, *xq[layout]),
+                           Binding::of(7, *xs[layout])}});
+            steps.push_back({LinearQStep::QuantizeAct, i});
+            break;
+          }
+      for (uint32_t i = 0; i < parts.size(); ++i) {
+        if (uses_gemm(parts[i])) {
+          const int layout = permuted(parts[i]) ? 1 : 0;
+          ks.push_back({key(parts[i], "gemm", false),
+                        {Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales), Binding::of(3, bias),
+                         Binding::of(4, ymat), Binding::params(5), Binding::of(6, *xq[layout]),
+                         Binding::of(7, *xs[layout]), Binding::of(9, res)}});
+          steps.push_back({LinearQStep::Gemm, i});
+        } else {
+          ks.push_back({key(parts[i], "small_m", false),
+                        {Binding::of(0, xin), Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales),
+                         Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}});
+          steps.push_back({LinearQStep::SmallM, i});
+        }
+      }
+      if (d.swiglu) {
+        ks.push_back({gpu::make_key("silu_mul", "silu_mul"),
                       {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, y), Binding::params(3)}});
-    }
-    auto with = [&](std::vector<graph::KernelSpec> mid) {
-      std::vector<graph::KernelSpec> all = pre;
-      all.insert(all.end(), mid.begin(), mid.end());
-      all.insert(all.end(), post.begin(), post.end());
-      return all;
+        steps.push_back({LinearQStep::SiluMul, 0});
+      }
+      add_route(name, lo, hi, std::move(ks), std::move(steps));
     };
-    // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
-    const bool small_m = d.format != QuantFormat::Q6K;
-    if (small_m)
-      routes.routes.push_back(
-          {"small_m", 2, std::min<int64_t>(7, max_m),
-           with({{key("small_m", false),
-                  {Binding::of(0, xin), Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias),
-                   Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}}})});
-    if (small_m) route_kinds.push_back(kLinearQSmallM);
-    const int64_t gemm_lo = small_m ? 8 : 2;
-    if (max_m >= gemm_lo) {
-      graph::TensorId xq = scratch(Scratch::Xq, ".xq", graph::DType::U32, {max_m, k / 4});
-      graph::TensorId xs = scratch(Scratch::Xs, ".xs", graph::DType::F32, {max_m, k / act_gs});
-      routes.routes.push_back(
-          {"gemm", gemm_lo, max_m,
-           with({{key("quantize_act", false),
-                  {Binding::of(0, xin), Binding::params(5), Binding::of(6, xq), Binding::of(7, xs)}},
-                 {key("gemm", false),
-                  {Binding::of(8, d.q), Binding::of(2, d.scales), Binding::of(3, bias), Binding::of(4, ymat),
-                   Binding::params(5), Binding::of(6, xq), Binding::of(7, xs), Binding::of(9, res)}}})});
-      route_kinds.push_back(kLinearQGemm);
-    }
+    matrix_route("small_m", 2, std::min<int64_t>(7, max_m), true);
+    if (max_m >= 8) matrix_route("gemm", 8, max_m, false);
   }
   if (d.argmax_out) outputs.push_back(*d.argmax_out);
 
-  std::vector<graph::TensorId> inputs = {d.x, d.q, d.scales};
+  std::vector<graph::TensorId> inputs = {d.x};
+  for (const LinearQPart& wp : parts) inputs.insert(inputs.end(), {wp.q, wp.scales});
   for (const auto& t : {d.bias, d.norm, d.residual})
     if (t) inputs.push_back(*t);
-  const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(), .route = 0,
+  const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(),
                             .max_groups_per_dim = 0, .norm = d.norm.has_value(), .eps = d.eps,
-                            .swiglu = d.swiglu, .last_row = d.last_row, .argmax = d.argmax_out.has_value()};
+                            .swiglu = d.swiglu, .last_row = d.last_row, .parts = part_plans};
+  uint64_t weight_bytes = 0;
+  for (size_t i = 0; i < parts.size(); ++i)
+    weight_bytes += quant_bytes(parts[i].format, part_plans[i].n, k, parts[i].gs);
+  std::string op = std::string("linear_") + quant_format_name(d.format);
+  for (const LinearQPart& wp : d.more) op += std::string("+") + quant_format_name(wp.format);
   graph::add_node(g, graph::Node{
       .name = d.name,
-      .op = std::string("linear_") + fmt_name,
+      .op = op,
       .inputs = inputs,
       .outputs = outputs,
       .dynamic = true,
@@ -304,20 +357,18 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             }
           },
       .plan =
-          [base, route_kinds](const graph::PlanArgs& a, graph::Plan& p) {
+          [base, route_steps](const graph::PlanArgs& a, graph::Plan& p) {
             LinearQPlanCtx c = base;
             c.m = a.in[0][0];
-            c.route = route_kinds.at(a.route);
             c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
-            plan_linear_q(c, p);
+            plan_linear_q(c, route_steps.at(a.route), p);
           },
       .cost =
-          [base, n_out, w = quant_bytes(d.format, n, k, d.gs), has_res = d.residual.has_value()](
-              const graph::PlanArgs& a) {
-            // The weight once (q + scales), the rows of x read, y (and the residual).
+          [base, n_out, weight_bytes, has_res = d.residual.has_value()](const graph::PlanArgs& a) {
+            // The weights once (q + scales), the rows of x read, y (and the residual).
             const uint64_t m = base.last_row ? 1 : a.in[0][0];
             const uint64_t act = m * base.k * 4 + m * n_out * 4 * (has_res ? 2 : 1);
-            return graph::NodeCost{w + act, 2.0 * double(m) * base.n * base.k};
+            return graph::NodeCost{weight_bytes + act, 2.0 * double(m) * base.n * base.k};
           },
   });
   return y;

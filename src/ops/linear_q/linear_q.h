@@ -9,10 +9,12 @@
 //                       workgroup memory once per workgroup and turn (coalesced), each read
 //                       serving 4 rows
 //   [2, 7]    small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
-//                       (not q6k: its gemm takes [2, max])
+//                       (q6k has no small_m kernel: its weights take the gemm's kernels here)
 //   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
 //                       group of gs; 32 for the K-quants), then `gemm` multiplies int8 x int8
 //                       with dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32
+// Several weights (LinearQDesc::more) share one output: one kernel per weight in every route,
+// each writing its columns (y_off, ld), the norm and the int8 activations done once.
 // Fusions (LinearQDesc), spelled out by the builders:
 //   norm      x is RMS-normalized by `norm` first: inside the gemv (every workgroup recomputes
 //             the row's sum of squares), as an rms_norm kernel ahead of the other routes
@@ -38,6 +40,14 @@
 
 namespace wgrt::ops {
 
+// A further weight whose rows continue y's columns (linear_q runs one kernel per weight, each
+// writing its columns): q|k|v fused across formats, e.g. q and k in Q4_K with v in Q6_K.
+struct LinearQPart {
+  QuantFormat format = QuantFormat::Q4gsw;
+  uint32_t gs = 32;
+  graph::TensorId q, scales;
+};
+
 struct LinearQDesc {
   std::string name;        // node and output name, e.g. "ffn_down.3"
   QuantFormat format = QuantFormat::Q4gsw;
@@ -52,6 +62,7 @@ struct LinearQDesc {
   bool swiglu = false;                  // y = silu(gate) * up over interleaved row pairs: [M, N/2]
   bool last_row = false;                // y = the last live row's projection, [1, N]
   std::optional<graph::TensorId> argmax_out;  // [1] u32 (State or Intermediate); needs last_row
+  std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu/last_row
 };
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
@@ -68,13 +79,15 @@ QuantTensors add_quant_weight(graph::Graph& g, const std::string& name, QuantFor
 void write_quant_weight(graph::Graph& g, const QuantTensors& t, const QuantWeight& w);
 
 struct LinearQParams {
-  uint32_t m, n, k, gs;
+  uint32_t m, n, k, gs;  // n: this kernel's weight rows
   uint32_t has_bias;
   uint32_t x_row;  // gemv: the row of x it reads
   float eps;
-  uint32_t pad0;
+  uint32_t y_off;  // the weight's first column of y (and of bias, residual)
+  uint32_t ld;     // y's (and the residual's) row length
+  uint32_t pad0, pad1, pad2;
 };
-static_assert(sizeof(LinearQParams) == 32);
+static_assert(sizeof(LinearQParams) == 48);
 extern const ParamLayout kLinearQLayout;
 
 struct LinearQInferCtx {
@@ -84,18 +97,25 @@ struct LinearQInferCtx {
 graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
 enum LinearQRoute : uint32_t { kLinearQGemv = 0, kLinearQSmallM = 1, kLinearQGemm = 2 };
+// What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
+struct LinearQStep {
+  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, SiluMul } kind;
+  uint32_t part;  // the weight it reads
+};
+struct LinearQPartPlan {
+  uint32_t n, y_off;  // the weight's rows and first column of y
+};
 struct LinearQPlanCtx {
-  uint32_t m, n, k, gs;
+  uint32_t m, n, k, gs;  // n: all weights' rows; gs: the activation groups (32 for the K-quants)
   bool has_bias;
-  uint32_t route;
   uint32_t max_groups_per_dim;
   bool norm = false;
   float eps = 0;
   bool swiglu = false;
   bool last_row = false;
-  bool argmax = false;
+  std::vector<LinearQPartPlan> parts;
 };
-void plan_linear_q(const LinearQPlanCtx& c, graph::Plan& plan);
+void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, graph::Plan& plan);
 
 // Rows [N, ...] of a fused gate|up weight, from gate and up rows [ff, ...] (row_words u32 per
 // row): blocks of 16 gate rows then the 16 matching up rows. ff must be a multiple of 16.

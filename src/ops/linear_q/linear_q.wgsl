@@ -8,7 +8,11 @@ struct Params {
   has_bias: u32,
   x_row: u32,  // the row of x the gemv reads (the output head reads the last token's)
   eps: f32,    // of the fused RMS norm
+  y_off: u32,  // this weight's first column of y (bias, residual): several weights share y
+  ld: u32,     // y's and the residual's row length
   pad0: u32,
+  pad1: u32,
+  pad2: u32,
 }
 
 override BITS: u32 = 4u;  // 4: q4gsw / q4k, 5: q5k, 6: q6k, 8: q8
@@ -31,14 +35,14 @@ fn scale_at(i: u32) -> f32 {
 }
 
 fn finish(v: f32, n: u32) -> f32 {
-  if (p.has_bias != 0u) { return v + bias[n]; }
+  if (p.has_bias != 0u) { return v + bias[p.y_off + n]; }
   return v;
 }
 
 // Output (m, n) of the small_m and gemm routes, with the residual when RES.
 fn finish_mn(v: f32, m: u32, n: u32) -> f32 {
   var o = finish(v, n);
-  if (RES) { o += res[m * p.n + n]; }
+  if (RES) { o += res[m * p.ld + p.y_off + n]; }
   return o;
 }
 
@@ -364,7 +368,7 @@ fn gv_clamp(r: vec4<u32>) -> vec4<u32> { return min(r, vec4<u32>(p.n - 1u)); }
 
 fn gv_finish(v: f32, n: u32) -> f32 {
   var o = finish(v, n);
-  if (RES) { o += res[n]; }
+  if (RES) { o += res[p.y_off + n]; }
   return o;
 }
 
@@ -376,7 +380,7 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
     for (var r = 0u; r < 4u; r++) {
-      if (n0 + r < p.n) { y[n0 + r] = gv_finish(acc[r], n0 + r); }
+      if (n0 + r < p.n) { y[p.y_off + n0 + r] = gv_finish(acc[r], n0 + r); }
     }
   }
 }
@@ -520,7 +524,7 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
     for (var r = 0u; r < RPT; r++) {
       let n = n0 + r;
       if (n >= p.n) { continue; }
-      for (var m = 0u; m < p.m; m++) { y[m * p.n + n] = finish_mn(red_s[(r * MMAX + m) * WG + lid], m, n); }
+      for (var m = 0u; m < p.m; m++) { y[m * p.ld + p.y_off + n] = finish_mn(red_s[(r * MMAX + m) * WG + lid], m, n); }
     }
   }
 }
@@ -758,7 +762,7 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (m >= p.m) { continue; }
     for (var j = 0u; j < 8u; j++) {
       let n = n0 + tn + 16u * j;
-      if (n < p.n) { y[m * p.n + n] = finish_mn(accf[i][j], m, n); }
+      if (n < p.n) { y[m * p.ld + p.y_off + n] = finish_mn(accf[i][j], m, n); }
     }
   }
 }
