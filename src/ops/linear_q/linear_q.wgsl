@@ -17,7 +17,6 @@ struct Params {
 
 override BITS: u32 = 4u;  // 4: q4gsw / q4k, 5: q5k, 6: q6k, 8: q8
 override AFFINE: bool = false;  // q4k / q5k: value = d * scale * q - dmin * min per sub-block
-override TK: u32 = 64u;   // gemv: threads along K per set of rows (a power of two <= 256)
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
 @group(0) @binding(1) var<storage, read> qw4: array<vec4<u32>>;  // the weight words, 4 at a time
@@ -104,9 +103,11 @@ override SG: u32 = 1u;        // lanes per subgroup used by the shuffles (1: wor
 override NORM: bool = false;
 override RES: bool = false;
 
-const GV_TK: u32 = 32u;
+// Lanes along K per row set: 32 (one subgroup), or 64 where few rows leave the GPU short of
+// warps (two subgroups per set, reduced through workgroup memory).
+override GV_TK: u32 = 32u;
 const GV_SETS: u32 = 4u;
-const GV_WG: u32 = 128u;
+override GV_WG: u32 = GV_SETS * GV_TK;
 const GV_ROWS: u32 = 16u;  // GV_SETS * 4
 
 @group(0) @binding(9) var<storage, read> res: array<f32>;      // [M, N] residual (RES)
@@ -177,14 +178,14 @@ fn gv_chunk(w: vec4<u32>, hw: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, 
 // of a quarter-warp hit distinct banks. NORM: gv_ss gets the thread's share of sum(x^2) over
 // what it staged; gv_reduce totals it over the workgroup.
 const GV_XSTRIDE: u32 = 9u;  // vec4 slots per staged chunk (8 for q4, 4 for q8, + 1 pad)
-var<workgroup> gv_x: array<vec4<f32>, 288>;  // [32 chunks][GV_XSTRIDE]
+var<workgroup> gv_x: array<vec4<f32>, GV_TK * GV_XSTRIDE>;  // [GV_TK chunks][GV_XSTRIDE]
 var<private> gv_ss: f32;
 
 fn gv_stage(xo: u32, it: u32, per: u32, lid: u32) {
-  // per: vec4 per chunk (8 q4, 4 q8); the turn covers 32 * per vec4 of x.
+  // per: vec4 per chunk (8 q4, 4 q8); the turn covers GV_TK * per vec4 of x.
   let k4 = p.k / 4u;
-  for (var j = lid; j < 32u * per; j += GV_WG) {
-    let gi = it * 32u * per + j;
+  for (var j = lid; j < GV_TK * per; j += GV_WG) {
+    let gi = it * GV_TK * per + j;
     var v = vec4<f32>(0.0);
     if (gi < k4) {
       v = x4[xo + gi];
