@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <string>
+
+#include "gpu/handles.h"
 
 #include "model/gguf_writer.h"
 #include "model/random_model.h"
@@ -58,6 +61,50 @@ TEST(ModelMemory, BuffersCreatedMatchThePlan) {
   }
   EXPECT_GT(shared, 0u);
   EXPECT_EQ(graph::describe_memory(p).rfind("memory: weights ", 0), 0u) << graph::describe_memory(p);
+}
+
+// The shared test device made to report smaller limits while one build runs: the plan refuses
+// before allocating, so nothing is created under limits the device does not really have.
+struct FakeLimits {
+  gpu::DeviceCaps saved = test::device().caps;
+  ~FakeLimits() { test::device().caps = saved; }
+};
+
+TEST(ModelMemory, ModelPastTheDeviceIsRefusedBeforeAllocation) {
+  RandomModelSpec spec = default_model_spec();
+  spec.embd_type = GgmlType::F32;  // token_embd f32 [258, 256]: 264,192 bytes
+  ModelFile file = open_gguf_bytes(gguf_serialize(make_random_model(spec)), "memory.gguf");
+  BuildOptions o;
+  o.n_ctx = 32;
+  o.max_batch = 8;
+  const int64_t before = gpu::object_counts().created_of(gpu::ObjectKind::Buffer);
+  {
+    FakeLimits fake;
+    test::device().caps.limits.maxStorageBufferBindingSize = 200 << 10;
+    try {
+      (void)build_model(test::device(), file, o);
+      FAIL() << "a 264,192-byte weight fit a 200 KiB binding";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("weight 'token_embd.weight' f32 [258, 256] needs 0.3 MiB (264192 bytes)"), std::string::npos) << m;
+      EXPECT_NE(m.find("maxStorageBufferBindingSize) of 0.2 MiB (204800 bytes)"), std::string::npos) << m;
+      EXPECT_NE(m.find("splitting a weight across bindings is not supported yet"), std::string::npos) << m;
+    }
+  }
+  {
+    FakeLimits fake;
+    test::device().caps.device_memory = 1 << 20;
+    try {
+      (void)build_model(test::device(), file, o);
+      FAIL() << "the model fit 1 MiB of device memory";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("past the adapter's 1.0 MiB of device memory"), std::string::npos) << m;
+      EXPECT_NE(m.find("weights "), std::string::npos) << m;
+      EXPECT_NE(m.find("KV cache "), std::string::npos) << m;
+    }
+  }
+  EXPECT_EQ(gpu::object_counts().created_of(gpu::ObjectKind::Buffer), before) << "buffers were created";
 }
 
 }  // namespace
