@@ -18,6 +18,9 @@ constexpr double kMiB = 1048576.0;
 std::vector<Lifetime> find_lifetimes(const Graph& g) {
   std::vector<Lifetime> life(g.tensors.size());
   auto touch = [&](TensorId t, int32_t n) {
+    if (t.v >= life.size())
+      throw std::invalid_argument(fmt::format("node '{}' binds tensor id {}, which does not exist ({} tensors)",
+                                              g.nodes[size_t(n)].name, t.v, life.size()));
     Lifetime& l = life[t.v];
     if (l.first < 0) l.first = n;
     l.last = n;
