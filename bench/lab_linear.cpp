@@ -78,10 +78,10 @@ double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector
                                graph::kParamBytes});
             continue;
           }
-          WGPUBuffer buf = g.buffers[b.tensor.v].get();
+          WGPUBuffer buf = graph::tensor_buffer(g, b.tensor);
           for (auto& [id, fb] : outs)
             if (id == b.tensor.v) buf = fb;
-          entries.push_back({b.slot, buf, 0, WGPU_WHOLE_SIZE});
+          entries.push_back({b.slot, buf, 0, g.tensors[b.tensor.v].bytes});  // the graph's buffer may be shared
         }
         const auto* pipe = g.compiled[nodes[i].v][route][j].pipeline;
         groups[i].push_back(gpu::create_bind_group(dev, pipe->layout.get(), entries, "indep"));

@@ -72,6 +72,7 @@ int run_info(const gpu::DeviceOptions& opts, bool json) {
                     {"timestamp-query", caps.timestamp_query}};
     j["subgroup_size"] = {{"min", caps.subgroup_min_size}, {"max", caps.subgroup_max_size}};
     j["features"] = features;
+    j["device_memory"] = caps.device_memory;  // largest device-local heap; 0: not reported
     for (auto& [name, v] : limit_entries(caps.limits)) j["limits"][name] = v;
     j["adapters"] = nlohmann::json::array();
     for (auto& a : adapters) j["adapters"].push_back(adapter_json(a));
@@ -90,6 +91,10 @@ int run_info(const gpu::DeviceOptions& opts, bool json) {
              caps.shader_f16 ? "yes" : "no", caps.subgroups ? "yes" : "no",
              caps.subgroup_min_size, caps.subgroup_max_size, caps.timestamp_query ? "yes" : "no");
   fmt::print("features      {}\n", fmt::join(features, " "));
+  if (caps.device_memory)
+    fmt::print("memory        {:.1f} MiB (largest device-local heap)\n", double(caps.device_memory) / 1048576.0);
+  else
+    fmt::print("memory        not reported (models are checked against the buffer limits only)\n");
   fmt::print("limits\n");
   for (auto& [name, v] : limit_entries(caps.limits)) fmt::print("  {:<42} {}\n", name, v);
   fmt::print("adapters (--adapter N / WGRT_ADAPTER=N)\n");

@@ -149,6 +149,7 @@ typedef enum WGPUFeatureName {
   WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses = 0x00050003,
   WGPUFeatureName_ShaderModuleCompilationOptions = 0x00050031,
   WGPUFeatureName_ChromiumExperimentalSubgroupMatrix = 0x00050037,
+  WGPUFeatureName_AdapterPropertiesMemoryHeaps = 0x00050015,
   WGPUFeatureName_Force32 = 0x7FFFFFFF
 } WGPUFeatureName;
 
@@ -230,6 +231,7 @@ typedef enum WGPUSType {
   WGPUSType_ShaderSourceWGSL = 0x00000002,
   WGPUSType_AdapterPropertiesSubgroups = 0x0000000C,
   WGPUSType_DawnTogglesDescriptor = 0x0005000A,
+  WGPUSType_AdapterPropertiesMemoryHeaps = 0x00050013,
   WGPUSType_Force32 = 0x7FFFFFFF
 } WGPUSType;
 
@@ -279,6 +281,14 @@ static const WGPUShaderStage WGPUShaderStage_None = 0x0000000000000000;
 static const WGPUShaderStage WGPUShaderStage_Vertex = 0x0000000000000001;
 static const WGPUShaderStage WGPUShaderStage_Fragment = 0x0000000000000002;
 static const WGPUShaderStage WGPUShaderStage_Compute = 0x0000000000000004;
+
+typedef WGPUFlags WGPUHeapProperty;
+static const WGPUHeapProperty WGPUHeapProperty_None = 0x0000000000000000;
+static const WGPUHeapProperty WGPUHeapProperty_DeviceLocal = 0x0000000000000001;
+static const WGPUHeapProperty WGPUHeapProperty_HostVisible = 0x0000000000000002;
+static const WGPUHeapProperty WGPUHeapProperty_HostCoherent = 0x0000000000000004;
+static const WGPUHeapProperty WGPUHeapProperty_HostUncached = 0x0000000000000008;
+static const WGPUHeapProperty WGPUHeapProperty_HostCached = 0x0000000000000010;
 
 // ---- plain structs -----------------------------------------------------------------------
 typedef struct WGPUStringView {
@@ -463,6 +473,18 @@ typedef struct WGPUSupportedFeatures {
   WGPUFeatureName const* features;
 } WGPUSupportedFeatures;
 
+// Chained into WGPUAdapterInfo when the adapter has AdapterPropertiesMemoryHeaps.
+typedef struct WGPUMemoryHeapInfo {
+  WGPUHeapProperty properties;
+  uint64_t size;
+} WGPUMemoryHeapInfo;
+
+typedef struct WGPUAdapterPropertiesMemoryHeaps {
+  WGPUChainedStructOut chain;
+  size_t heapCount;
+  WGPUMemoryHeapInfo const* heapInfo;
+} WGPUAdapterPropertiesMemoryHeaps;
+
 typedef struct WGPUDawnTogglesDescriptor {
   WGPUChainedStruct chain;
   size_t enabledToggleCount;
@@ -643,6 +665,7 @@ void wgpuAdapterGetFeatures(WGPUAdapter adapter, WGPUSupportedFeatures* features
 WGPUFuture wgpuAdapterRequestDevice(WGPUAdapter adapter, WGPUDeviceDescriptor const* options,
                                     WGPURequestDeviceCallbackInfo callbackInfo);
 void wgpuAdapterInfoFreeMembers(WGPUAdapterInfo adapterInfo);
+void wgpuAdapterPropertiesMemoryHeapsFreeMembers(WGPUAdapterPropertiesMemoryHeaps adapterPropertiesMemoryHeaps);
 void wgpuSupportedFeaturesFreeMembers(WGPUSupportedFeatures supportedFeatures);
 
 void wgpuDeviceRelease(WGPUDevice device);

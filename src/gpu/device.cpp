@@ -136,6 +136,23 @@ AdapterDesc describe(WGPUAdapter adapter) {
   return d;
 }
 
+// The largest device-local memory heap, where the adapter reports its heaps (else 0): what the
+// memory plan checks a model's total against.
+uint64_t device_local_memory(WGPUAdapter adapter) {
+  if (!wgpuAdapterHasFeature(adapter, WGPUFeatureName_AdapterPropertiesMemoryHeaps)) return 0;
+  WGPUAdapterPropertiesMemoryHeaps heaps{};
+  heaps.chain.sType = WGPUSType_AdapterPropertiesMemoryHeaps;
+  WGPUAdapterInfo info{};
+  info.nextInChain = &heaps.chain;
+  if (wgpuAdapterGetInfo(adapter, &info) != WGPUStatus_Success) return 0;
+  uint64_t largest = 0;
+  for (size_t i = 0; i < heaps.heapCount; ++i)
+    if (heaps.heapInfo[i].properties & WGPUHeapProperty_DeviceLocal) largest = std::max(largest, heaps.heapInfo[i].size);
+  wgpuAdapterPropertiesMemoryHeapsFreeMembers(heaps);
+  wgpuAdapterInfoFreeMembers(info);
+  return largest;
+}
+
 Adapter request_adapter(WGPUInstance instance, WGPUBackendType backend, WGPUPowerPreference pref,
                         bool fallback) {
   WGPURequestAdapterOptions opts{};
@@ -352,6 +369,7 @@ Device create_device(const DeviceOptions& opts) {
     dev.caps.subgroup_max_size = info.subgroupMaxSize;
     wgpuAdapterInfoFreeMembers(info);
   }
+  dev.caps.device_memory = device_local_memory(adapter);
   dev.pipelines = std::make_unique<PipelineCache>();
   return dev;
 }

@@ -52,6 +52,7 @@ struct DeviceCaps {
   bool timestamp_query = false;
   uint32_t subgroup_min_size = 0;
   uint32_t subgroup_max_size = 0;
+  uint64_t device_memory = 0;  // bytes of device-local memory the adapter reports; 0: not reported
 };
 
 struct ErrorSink;       // callback-owned error record (device.cpp)

@@ -1,4 +1,5 @@
-// Graph construction and build: checks, allocation at max shape, pipelines and bind groups.
+// Graph construction and build: checks, the memory plan and allocation at max shape, pipelines
+// and bind groups.
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -137,28 +138,20 @@ void check_routes(const Graph& g) {
   }
 }
 
-bool uses_params(const Node& node) {
-  for (const Route& r : node.routes.routes)
-    for (const KernelSpec& k : r.kernels)
-      for (const Binding& b : k.bindings)
-        if (b.uniform) return true;
-  return false;
-}
-
+// Plans first, so a graph the device cannot hold is refused before anything is allocated.
 void allocate(Graph& g) {
   gpu::Device& dev = *g.dev;
-  const WGPULimits& lim = dev.caps.limits;
-  for (const Tensor& t : g.tensors)
-    if (t.bytes > lim.maxStorageBufferBindingSize || t.bytes > lim.maxBufferSize)
-      throw std::invalid_argument(fmt::format(
-          "tensor '{}' {} {} needs {} bytes, past this device's storage binding limit of {} "
-          "(hint: a smaller context or batch)", t.name, dtype_name(t.dtype),
-          to_string(t.max_shape), t.bytes, lim.maxStorageBufferBindingSize));
-  g.uniform_stride = uint32_t(gpu::align_up(kParamBytes, lim.minUniformBufferOffsetAlignment));
+  g.memory = plan_memory(g, memory_budget(dev.caps.limits, dev.caps.device_memory));
+  g.uniform_stride = g.memory.uniform_stride;
   g.buffers.clear();
   g.staging.clear();
   g.uniforms.clear();
-  for (const Tensor& t : g.tensors) g.buffers.push_back(gpu::create_buffer(dev, t.bytes, gpu::kStorageUsage, t.name));
+  for (const PhysicalBuffer& b : g.memory.buffers) {
+    const Tensor& first = g.tensors[b.tensors.front().v];
+    std::string label = b.tensors.size() == 1 ? first.name
+                                              : fmt::format("{} (+{} sharing)", first.name, b.tensors.size() - 1);
+    g.buffers.push_back(gpu::create_buffer(dev, b.bytes, gpu::kStorageUsage, label));
+  }
   for (TensorId id : g.outputs) {
     const Tensor& t = g.tensors[id.v];
     auto& slots = g.staging.emplace_back();
@@ -171,7 +164,7 @@ void allocate(Graph& g) {
     slot.maps = std::vector<gpu::MapRequest>(g.outputs.size());
   }
   for (const Node& node : g.nodes)
-    g.uniforms.push_back(uses_params(node)
+    g.uniforms.push_back(node_uses_params(node)
                              ? gpu::create_buffer(dev, uint64_t(g.uniform_stride) * kMaxDispatches,
                                                   gpu::kUniformUsage, node.name + " params")
                              : gpu::Buffer{});
@@ -198,8 +191,8 @@ void compile(Graph& g) {
         for (const Binding& b : k.bindings) {
           if (b.uniform)
             entries.push_back({b.slot, g.uniforms[n].get(), uint64_t(g.uniform_stride) * j, kParamBytes});
-          else
-            entries.push_back({b.slot, g.buffers[b.tensor.v].get(), 0, WGPU_WHOLE_SIZE});
+          else  // the tensor's own size: its buffer may be larger, shared with bigger tensors
+            entries.push_back({b.slot, tensor_buffer(g, b.tensor), 0, g.tensors[b.tensor.v].bytes});
         }
         ck.bind_group = gpu::create_bind_group(dev, ck.pipeline->layout.get(), entries, label);
         route_kernels.push_back(std::move(ck));
@@ -209,6 +202,14 @@ void compile(Graph& g) {
 }
 
 }  // namespace
+
+bool node_uses_params(const Node& node) {
+  for (const Route& r : node.routes.routes)
+    for (const KernelSpec& k : r.kernels)
+      for (const Binding& b : k.bindings)
+        if (b.uniform) return true;
+  return false;
+}
 
 TensorId add_input(Graph& g, const InputDesc& d) {
   require_unbuilt(g, "add_input");

@@ -43,7 +43,7 @@ void write_tensor(Graph& g, TensorId t, const void* data, size_t bytes) {
     throw std::invalid_argument(fmt::format("write_tensor: {} bytes do not fit '{}' ({} bytes at "
                                             "max shape {})", bytes, tensor.name, tensor.bytes,
                                             to_string(tensor.max_shape)));
-  gpu::upload(*g.dev, g.buffers[t.v].get(), 0, data, bytes);
+  gpu::upload(*g.dev, tensor_buffer(g, t), 0, data, bytes);
 }
 
 namespace {
@@ -102,7 +102,7 @@ Snapshot execute(Graph& g, const ExecuteOptions& o) {
   auto copy = [&](size_t i) {
     const TensorId t = g.outputs[i];
     slot.bytes[i] = live_bytes(g, t);
-    wgpuCommandEncoderCopyBufferToBuffer(enc.get(), g.buffers[t.v].get(), 0, g.staging[i][s].get(), 0, slot.bytes[i]);
+    wgpuCommandEncoderCopyBufferToBuffer(enc.get(), tensor_buffer(g, t), 0, g.staging[i][s].get(), 0, slot.bytes[i]);
   };
   if (!o.read_none) {
     if (o.read.empty()) {

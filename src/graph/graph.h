@@ -1,8 +1,9 @@
 // The dynamic-shape graph: one graph, allocated once at maximum shape, serves every live
 // shape (prefill and decode alike).
 //
-//   build    once: check the graph (dynamic capability, routes), allocate every tensor at its
-//            max shape, create all routes' pipelines and bind groups, plan at max shape.
+//   build    once: check the graph (dynamic capability, routes), plan memory (intermediates
+//            share buffers by lifetime; refused here if the device cannot hold it), allocate
+//            at max shape, create all routes' pipelines and bind groups, plan at max shape.
 //   update   per step: new input shapes and symbol values -> infer + plan every node into a
 //            staged state -> validate -> commit (live shapes, routes, grids, uniform writes).
 //            Anything that throws leaves the graph exactly as it was; unchanged inputs do
@@ -29,6 +30,7 @@
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
 #include "gpu/profiler.h"
+#include "graph/memory.h"
 #include "graph/routes.h"
 #include "graph/shape.h"
 
@@ -209,7 +211,8 @@ struct Graph {
   // Set by build().
   bool built = false;
   uint32_t uniform_stride = 256;  // per dispatch slot, >= minUniformBufferOffsetAlignment
-  std::vector<gpu::Buffer> buffers;   // per tensor
+  MemoryPlan memory;                  // which buffer hosts each tensor, and the sizes
+  std::vector<gpu::Buffer> buffers;   // per physical buffer of the plan (memory.buffers)
   std::vector<gpu::Buffer> uniforms;  // per node: kMaxDispatches slots
   std::vector<std::array<gpu::Buffer, kReadbackSlots>> staging;  // per output (g.outputs order)
   std::array<ReadbackSlot, kReadbackSlots> readback;
@@ -284,7 +287,8 @@ std::vector<T> read_output(Graph& g, TensorId t) {
 inline const Shape& live_shape(const Graph& g, TensorId t) { return g.live.shapes[t.v]; }
 inline uint32_t active_route(const Graph& g, NodeId n) { return g.live.nodes[n.v].route; }
 inline const Plan& active_plan(const Graph& g, NodeId n) { return g.live.nodes[n.v].plan; }
-inline WGPUBuffer tensor_buffer(const Graph& g, TensorId t) { return g.buffers[t.v].get(); }
+// The physical buffer hosting `t`; intermediates may share it with others (graph/memory.h).
+inline WGPUBuffer tensor_buffer(const Graph& g, TensorId t) { return g.buffers[g.memory.buffer_of[t.v]].get(); }
 inline WGPUBuffer uniform_buffer(const Graph& g, NodeId n) { return g.uniforms[n.v].get(); }
 TensorId find_tensor(const Graph& g, std::string_view name);
 // The active route's cost (NodeCost) at the live shapes.

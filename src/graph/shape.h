@@ -1,8 +1,8 @@
 // Shapes, dtypes and ids: the nouns of the graph.
 //
 // Layout convention: a tensor's live contents are compact row-major in its live shape, at
-// the start of its buffer (which is sized for max_shape). Kernels index with live sizes from
-// their uniform block; nothing is strided by the max shape.
+// the start of its buffer (at least max_shape's size; graph/memory.h says who shares it).
+// Kernels index with live sizes from their uniform block; nothing is strided by the max shape.
 #pragma once
 
 #include <array>

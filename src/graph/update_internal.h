@@ -11,4 +11,7 @@ namespace wgrt::graph {
 // commit on any failure, leaving g.live and the GPU buffers untouched.
 void propagate_and_commit(Graph& g);
 
+// Whether any route of the node binds its uniform block (it then gets a uniform buffer).
+bool node_uses_params(const Node& node);
+
 }  // namespace wgrt::graph

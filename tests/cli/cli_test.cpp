@@ -95,6 +95,8 @@ TEST(Cli, RunGeneratesAndReportsSpeed) {
   EXPECT_NE(r.out.find("Hello"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tok/s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("generated 6 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wgrt: memory: weights "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" MiB, KV cache "), std::string::npos) << r.out;
   // Greedy runs repeat exactly: the same text between the prompt and the speed line.
   auto text = [](const std::string& out) {
     size_t b = out.find("Hello"), e = out.find("\nwgrt: prompt");

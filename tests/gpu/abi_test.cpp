@@ -98,6 +98,7 @@ const std::vector<CEnumValue>& enum_values() {
     EV("feature name", "chromium experimental timestamp query inside passes", WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses),
     EV("feature name", "shader module compilation options", WGPUFeatureName_ShaderModuleCompilationOptions),
     EV("feature name", "chromium experimental subgroup matrix", WGPUFeatureName_ChromiumExperimentalSubgroupMatrix),
+    EV("feature name", "adapter properties memory heaps", WGPUFeatureName_AdapterPropertiesMemoryHeaps),
     EV("feature level", "undefined", WGPUFeatureLevel_Undefined),
     EV("feature level", "compatibility", WGPUFeatureLevel_Compatibility),
     EV("feature level", "core", WGPUFeatureLevel_Core),
@@ -131,6 +132,7 @@ const std::vector<CEnumValue>& enum_values() {
     EV("s type", "shader source WGSL", WGPUSType_ShaderSourceWGSL),
     EV("s type", "adapter properties subgroups", WGPUSType_AdapterPropertiesSubgroups),
     EV("s type", "dawn toggles descriptor", WGPUSType_DawnTogglesDescriptor),
+    EV("s type", "adapter properties memory heaps", WGPUSType_AdapterPropertiesMemoryHeaps),
     EV("texture format", "undefined", WGPUTextureFormat_Undefined),
     EV("texture sample type", "binding not used", WGPUTextureSampleType_BindingNotUsed),
     EV("texture view dimension", "undefined", WGPUTextureViewDimension_Undefined),
@@ -155,6 +157,12 @@ const std::vector<CEnumValue>& enum_values() {
     EV("shader stage", "vertex", WGPUShaderStage_Vertex),
     EV("shader stage", "fragment", WGPUShaderStage_Fragment),
     EV("shader stage", "compute", WGPUShaderStage_Compute),
+    EV("heap property", "none", WGPUHeapProperty_None),
+    EV("heap property", "device local", WGPUHeapProperty_DeviceLocal),
+    EV("heap property", "host visible", WGPUHeapProperty_HostVisible),
+    EV("heap property", "host coherent", WGPUHeapProperty_HostCoherent),
+    EV("heap property", "host uncached", WGPUHeapProperty_HostUncached),
+    EV("heap property", "host cached", WGPUHeapProperty_HostCached),
   };
   return table;
 }
@@ -198,6 +206,7 @@ const std::vector<CEnumType>& enum_types() {
     ET("buffer usage", WGPUBufferUsage),
     ET("map mode", WGPUMapMode),
     ET("shader stage", WGPUShaderStage),
+    ET("heap property", WGPUHeapProperty),
   };
   return table;
 }
@@ -297,6 +306,9 @@ const std::vector<CStruct>& structs() {
         F(maxStorageTexturesInFragmentStage, "max storage textures in fragment stage")),
     ROW("supported features", WGPUSupportedFeatures,
         F(featureCount, "feature count"), F(features, "features")),
+    ROW("memory heap info", WGPUMemoryHeapInfo, F(properties, "properties"), F(size, "size")),
+    ROW("adapter properties memory heaps", WGPUAdapterPropertiesMemoryHeaps,
+        F(chain, "chain"), F(heapCount, "heap count"), F(heapInfo, "heap info")),
     ROW("dawn toggles descriptor", WGPUDawnTogglesDescriptor,
         F(chain, "chain"), F(enabledToggleCount, "enabled toggle count"),
         F(enabledToggles, "enabled toggles"), F(disabledToggleCount, "disabled toggle count"),

@@ -1,0 +1,111 @@
+// ModelMemory: a small model's GPU buffers against its memory plan: the buffers created add up
+// to the plan's figures, weights take their tensor bytes (and what the loader counted), the KV
+// cache its shape's bytes, and intermediates share buffers only while not both live.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+
+#include "gpu/handles.h"
+
+#include "model/gguf_writer.h"
+#include "model/random_model.h"
+#include "model/transformer.h"
+#include "support/device.h"
+
+namespace wgrt::model {
+namespace {
+
+TEST(ModelMemory, BuffersCreatedMatchThePlan) {
+  RandomModelSpec spec = default_model_spec();
+  ModelFile file = open_gguf_bytes(gguf_serialize(make_random_model(spec)), "memory.gguf");
+  BuildOptions o;
+  o.n_ctx = 48;
+  o.max_batch = 16;
+  o.f16_kv = false;
+  ModelGraph mg = build_model(test::device(), file, o);
+  const graph::Graph& g = *mg.graph;
+  const graph::MemoryPlan& p = g.memory;
+
+  ASSERT_EQ(g.buffers.size(), p.buffers.size());
+  std::array<uint64_t, 5> created{};  // by BufferUse
+  for (size_t b = 0; b < g.buffers.size(); ++b) {
+    const uint64_t size = wgpuBufferGetSize(g.buffers[b].get());
+    EXPECT_EQ(size, p.buffers[b].bytes) << "buffer " << b;
+    created[size_t(p.buffers[b].use)] += size;
+  }
+  EXPECT_EQ(created[size_t(graph::BufferUse::Weight)], p.weight_bytes);
+  EXPECT_EQ(created[size_t(graph::BufferUse::State)], p.state_bytes);
+  EXPECT_EQ(created[size_t(graph::BufferUse::Scratch)] + created[size_t(graph::BufferUse::Output)], p.scratch_bytes);
+
+  // Weights: their tensors' bytes, which is what the loader uploaded plus the RoPE table.
+  uint64_t weights = 0;
+  for (const graph::Tensor& t : g.tensors)
+    if (t.role == graph::TensorRole::Weight) weights += t.bytes;
+  EXPECT_EQ(p.weight_bytes, weights);
+  EXPECT_EQ(p.weight_bytes, mg.weight_bytes + g.tensors[graph::find_tensor(g, "rope_freqs").v].bytes);
+  // KV cache: K and V per layer, f32 [n_kv_heads, n_ctx, head_dim]; and the fed token.
+  const ModelConfig& c = file.config;
+  EXPECT_EQ(p.state_bytes, 2ull * c.n_layers * c.n_kv_heads * o.n_ctx * c.head_dim * 4 + 4);
+
+  // Sharing happened, and only between intermediates that are never live together.
+  EXPECT_LT(p.scratch_bytes, p.unshared_bytes);
+  size_t shared = 0;
+  for (const graph::PhysicalBuffer& b : p.buffers) {
+    if (b.tensors.size() < 2) continue;
+    ++shared;
+    for (size_t i = 0; i < b.tensors.size(); ++i)
+      for (size_t j = i + 1; j < b.tensors.size(); ++j)
+        EXPECT_FALSE(p.lifetimes[b.tensors[i].v].overlaps(p.lifetimes[b.tensors[j].v]))
+            << g.tensors[b.tensors[i].v].name << " / " << g.tensors[b.tensors[j].v].name;
+  }
+  EXPECT_GT(shared, 0u);
+  EXPECT_EQ(graph::describe_memory(p).rfind("memory: weights ", 0), 0u) << graph::describe_memory(p);
+}
+
+// The shared test device made to report smaller limits while one build runs: the plan refuses
+// before allocating, so nothing is created under limits the device does not really have.
+struct FakeLimits {
+  gpu::DeviceCaps saved = test::device().caps;
+  ~FakeLimits() { test::device().caps = saved; }
+};
+
+TEST(ModelMemory, ModelPastTheDeviceIsRefusedBeforeAllocation) {
+  RandomModelSpec spec = default_model_spec();
+  spec.embd_type = GgmlType::F32;  // token_embd f32 [258, 256]: 264,192 bytes
+  ModelFile file = open_gguf_bytes(gguf_serialize(make_random_model(spec)), "memory.gguf");
+  BuildOptions o;
+  o.n_ctx = 32;
+  o.max_batch = 8;
+  const int64_t before = gpu::object_counts().created_of(gpu::ObjectKind::Buffer);
+  {
+    FakeLimits fake;
+    test::device().caps.limits.maxStorageBufferBindingSize = 200 << 10;
+    try {
+      (void)build_model(test::device(), file, o);
+      FAIL() << "a 264,192-byte weight fit a 200 KiB binding";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("weight 'token_embd.weight' f32 [258, 256] needs 0.3 MiB (264192 bytes)"), std::string::npos) << m;
+      EXPECT_NE(m.find("maxStorageBufferBindingSize) of 0.2 MiB (204800 bytes)"), std::string::npos) << m;
+      EXPECT_NE(m.find("splitting a weight across bindings is not supported yet"), std::string::npos) << m;
+    }
+  }
+  {
+    FakeLimits fake;
+    test::device().caps.device_memory = 1 << 20;
+    try {
+      (void)build_model(test::device(), file, o);
+      FAIL() << "the model fit 1 MiB of device memory";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("past the adapter's 1.0 MiB of device memory"), std::string::npos) << m;
+      EXPECT_NE(m.find("weights "), std::string::npos) << m;
+      EXPECT_NE(m.find("KV cache "), std::string::npos) << m;
+    }
+  }
+  EXPECT_EQ(gpu::object_counts().created_of(gpu::ObjectKind::Buffer), before) << "buffers were created";
+}
+
+}  // namespace
+}  // namespace wgrt::model
