@@ -32,6 +32,9 @@ ordered_json parse_body(std::string_view body) {
   ordered_json j;
   try {
     j = ordered_json::parse(body.begin(), body.end());
+  } catch (const nlohmann::json::out_of_range& e) {  // a number past double's range: 1e400
+    throw ApiError(400, "invalid_request_error", "invalid_json",
+                   fmt::format("the request body is not valid JSON: {}", e.what()));
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is 1-based; say where, as line:column, for a hand-written body.
     size_t line = 1, col = 1;

@@ -22,6 +22,7 @@ struct Refused {
 const Refused kRefused[] = {
     {"not_json", false, "{\"prompt\": ", 400, "invalid_json", ""},
     {"not_an_object", false, "[1, 2]", 400, "invalid_json", ""},
+    {"number_out_of_range", false, "1e400", 400, "invalid_json", ""},
     {"a_string_body", true, "\"hello\"", 400, "invalid_json", ""},
     {"no_prompt", false, "{}", 400, "invalid_value", "prompt"},
     {"prompt_number", false, R"({"prompt": 3})", 400, "invalid_type", "prompt"},
