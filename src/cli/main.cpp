@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       {"info", cli::add_info(app, dev_opts)},
       {"template", cli::add_template(app)},
       {"chat", cli::add_chat(app, dev_opts)},
+      {"serve", cli::add_serve(app, dev_opts)},
   };
 
   try {

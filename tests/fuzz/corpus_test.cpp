@@ -36,6 +36,8 @@ TEST(FuzzCorpus, Gguf) { replay("gguf", fuzz_gguf); }
 TEST(FuzzCorpus, Safetensors) { replay("safetensors", fuzz_safetensors); }
 TEST(FuzzCorpus, TokenizerJson) { replay("tokenizer_json", fuzz_tokenizer_json); }
 TEST(FuzzCorpus, Tokenize) { replay("tokenize", fuzz_tokenize); }
+TEST(FuzzCorpus, ServerRequest) { replay("server_request", fuzz_server_request); }
+TEST(FuzzCorpus, ChatTemplate) { replay("chat_template", fuzz_chat_template); }
 
 }  // namespace
 }  // namespace wgrt::fuzz

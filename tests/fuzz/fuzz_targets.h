@@ -4,7 +4,7 @@
 // the sanitized test suites.
 //
 // A target returns when its input is accepted, or refused with the parser's own error
-// (GgufError, ModelError, SafetensorsError, TokenizerError). Anything else escapes and is a
+// (GgufError, ModelError, SafetensorsError, TokenizerError, server::ApiError, chat::TemplateError). Anything else escapes and is a
 // bug: another exception type, a sanitizer report, or a broken property (FuzzFailure).
 //
 // Input layouts:
@@ -12,6 +12,9 @@
 //   safetensors     u32 n (little endian) | n bytes of config.json | a .safetensors file
 //   tokenizer_json  tokenizer.json [ NUL tokenizer_config.json ]
 //   tokenize        u8 selector (bits 0-3: which tokenizer, bit 4: parse_special) | text
+//   server_request  u8 selector (bits 0-1: the endpoint, server/request.h) | the JSON body
+//   chat_template   u8 flags (bit 0: add_generation_prompt, bit 1: enable_thinking set, bit 2: its
+//                   value) | template source [ NUL messages JSON ]
 #pragma once
 
 #include <fmt/format.h>
@@ -28,10 +31,15 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
+#include "chat/jinja.h"
+#include "llm/sampler.h"
 #include "model/config.h"
 #include "model/gguf.h"
 #include "model/model_file.h"
 #include "model/safetensors.h"
+#include "server/request.h"
+#include "server/response.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
@@ -268,6 +276,124 @@ inline void fuzz_tokenize(std::span<const uint8_t> data) {
   const bool plain = text.find('<') == std::string_view::npos;
   const bool exact = plain && (t.byte_level || (t.spm && text.find("\xE2\x96\x81") == std::string_view::npos));
   check_round_trip(t.tok, text, parse_special, exact, t.name);
+}
+
+// What the server refuses, it refuses as OpenAI's error JSON with a 4xx status; what it accepts
+// makes a sampler and responses whose events stay one line each.
+inline void check_api_error(const server::ApiError& e) {
+  check(e.status >= 400 && e.status < 500, fmt::format("a client error with status {}", e.status));
+  check(std::string(e.what()).size() > 0, "an error without a message");
+  const std::string body = server::error_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  check(nlohmann::json::parse(body)["error"]["type"] == e.type, "the error JSON does not round-trip");
+}
+
+inline void check_accepted(const server::CompletionRequest& r) {
+  llm::make_sampler(r.sampling);  // throws std::invalid_argument for values the parser let through
+  check(r.max_tokens == -1 || r.max_tokens >= 1, "max_tokens out of range");
+  check(r.stop.size() <= 4, "more than 4 stop strings");
+  if (r.chat) {
+    check(r.messages.is_array() && !r.messages.empty(), "chat without messages");
+    for (const auto& m : r.messages) check(m.is_object() && m["role"].is_string(), "a message without a role");
+    for (const auto& m : r.messages)
+      check(!m.contains("content") || m["content"].is_null() || m["content"].is_string(), "content not flattened");
+  }
+  const server::ResponseHead head{"id", 0, r.model, r.chat};
+  for (const std::string& text : r.stop.empty() ? std::vector<std::string>{r.prompt} : r.stop) {
+    const std::string ev = server::sse_event(server::chunk_json(head, text, "", true, r.include_usage));
+    check(ev.find('\n') == ev.size() - 2, "an SSE event spans lines");
+  }
+}
+
+// A byte-level tokenizer for the prompts the server would build.
+inline const tokenizer::Tokenizer& fuzz_server_tokenizer() { return fuzz_tokenizers().front()->tok; }
+
+inline const chat::Template& fuzz_server_template() {
+  static const chat::Template t = chat::parse_template(
+      "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% if m.tool_calls %}"
+      "{{ m.tool_calls | tojson }}{% endif %}<|end|>{% endfor %}{% if tools %}{{ tools | tojson }}{% endif %}"
+      "{% if add_generation_prompt %}<|assistant|>{% endif %}", "fuzz template");
+  return t;
+}
+
+inline void fuzz_server_request(std::span<const uint8_t> data) {
+  if (data.empty()) return;
+  const auto endpoint = server::Endpoint(data[0] & 3);
+  const std::string_view body(reinterpret_cast<const char*>(data.data() + 1), data.size() - 1);
+  try {
+    const nlohmann::ordered_json j = server::parse_body(body);
+    switch (endpoint) {
+      case server::Endpoint::Completions:
+      case server::Endpoint::ChatCompletions: {
+        const server::CompletionRequest r = server::parse_completion(j, endpoint == server::Endpoint::ChatCompletions);
+        check_accepted(r);
+        server::check_model(r, "tiny.gguf");
+        std::string prompt = r.prompt;
+        if (r.chat) {
+          chat::ChatInputs in;
+          in.messages = r.messages;
+          in.tools = r.tools;
+          in.bos_token = "<s>";
+          try {
+            prompt = chat::render_chat(fuzz_server_template(), in, {.now = 1, .max_iterations = 100000});
+          } catch (const chat::TemplateError&) {
+            return;  // the server answers 400 naming the template
+          }
+        }
+        const auto ids = tokenizer::tokenize(fuzz_server_tokenizer(), prompt, true, true);
+        server::check_prompt_fits(ids.size(), 4096);
+        break;
+      }
+      case server::Endpoint::Tokenize: {
+        const server::TokenizeRequest r = server::parse_tokenize(j);
+        tokenizer::tokenize(fuzz_server_tokenizer(), r.content, r.add_special, true);
+        break;
+      }
+      case server::Endpoint::Detokenize: {
+        const server::DetokenizeRequest r = server::parse_detokenize(j);
+        server::check_token_ids(r.tokens, fuzz_server_tokenizer().vocab.n_vocab());
+        tokenizer::detokenize(fuzz_server_tokenizer(), r.tokens);
+        break;
+      }
+    }
+  } catch (const server::ApiError& e) {
+    check_api_error(e);
+  }
+}
+
+// The template engine on any source and messages, bounded in loop steps; what it renders is
+// a string, what it refuses is a TemplateError (or, for the messages, std::invalid_argument).
+inline void fuzz_chat_template(std::span<const uint8_t> data) {
+  if (data.empty()) return;
+  const uint8_t flags = data[0];
+  const std::string all(data.begin() + 1, data.end());
+  const size_t nul = all.find('\0');
+  const std::string source = all.substr(0, nul);
+  chat::ChatInputs in;
+  in.add_generation_prompt = flags & 1;
+  if (flags & 2) in.enable_thinking = bool(flags & 4);
+  in.bos_token = "<s>";
+  in.eos_token = "</s>";
+  in.messages = nlohmann::ordered_json::parse(R"([{"role": "system", "content": "Be brief."},
+      {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}])");
+  if (nul != std::string::npos) {
+    nlohmann::ordered_json m = nlohmann::ordered_json::parse(all.substr(nul + 1), nullptr, false);
+    if (m.is_discarded()) return;
+    try {
+      in.messages = chat::normalize_messages(m);
+    } catch (const std::invalid_argument&) {
+      return;
+    }
+  }
+  chat::Template t;
+  try {
+    t = chat::parse_template(source, "fuzz.jinja");
+  } catch (const chat::TemplateError&) {
+    return;
+  }
+  try {
+    chat::render_chat(t, in, {.now = 1, .max_iterations = 20000});
+  } catch (const chat::TemplateError&) {
+  }
 }
 
 }  // namespace wgrt::fuzz

@@ -1,6 +1,7 @@
 // Writes the seed inputs of the fuzz corpus (tests/fuzz/corpus/<target>/seed-*) with wgrt's own
 // writers: small GGUF models and vocabularies, Hugging Face config.json + safetensors pairs,
-// tokenizer.json files and tokenizer texts. Usage: wgrt_fuzz_seeds <corpus dir>
+// tokenizer.json files, tokenizer texts, server request bodies and chat templates.
+// Usage: wgrt_fuzz_seeds <corpus dir>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -184,5 +185,45 @@ int main(int argc, char** argv) {
       const char selector = static_cast<char>(sel | (i % 2 ? 0x10 : 0));
       write(root / fmt::format("tokenize/seed-{}-{}", sel, i), std::string(1, selector) + texts[i]);
     }
+  // server_request: selector byte (the endpoint) | body.
+  const std::vector<std::pair<int, std::string>> bodies = {
+      {1, R"({"model": "tiny.gguf", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}], "temperature": 0.7, "top_p": 0.9, "max_tokens": 16, "stream": true, "stream_options": {"include_usage": true}})"},
+      {1, R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{\"city\": \"Oslo\"}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "sunny"}], "tools": [{"type": "function", "function": {"name": "get", "parameters": {"type": "object"}}}], "max_completion_tokens": 8, "stop": ["\n", "User:"], "seed": 42, "n": 1})"},
+      {1, R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 0, "frequency_penalty": 0.5, "logprobs": false})"},
+      {0, R"({"model": "tiny.gguf", "prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "stop": "."})"},
+      {0, R"({"prompt": ["one"], "top_k": 40, "min_p": 0.05, "seed": -1, "stream": false, "echo": null})"},
+      {0, R"({"prompt": 3, "max_tokens": "8"})"},
+      {0, R"({"prompt": "x", "model": "gpt-4o", "n": 2})"},
+      {2, R"({"content": "Hello <s> world", "add_special": false})"},
+      {3, R"({"tokens": [1, 72, 105, 257, 99999]})"},
+      {3, R"({"tokens": [104, 105]})"},
+  };
+  for (size_t i = 0; i < bodies.size(); ++i)
+    write(root / fmt::format("server_request/seed-{}", i), std::string(1, char(bodies[i].first)) + bodies[i].second);
+
+  // chat_template: flags | template [ NUL messages ].
+  const std::string conversation = R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"}, {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get", "arguments": {"city": "Oslo"}}}]}, {"role": "tool", "content": "sunny"}, {"role": "assistant", "content": "Sunny."}])";
+  const std::vector<std::string> templates = {
+      "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content | trim }}"
+      "<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}",
+      "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' }}{%- if message.tool_calls %}"
+      "{%- for tc in message.tool_calls %}<tool_call>{{ tc.function | tojson(indent=2) }}</tool_call>{%- endfor %}"
+      "{%- else %}{{- message.content }}{%- endif %}{{- '<|im_end|>\n' }}{%- endfor %}"
+      "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- if enable_thinking is defined and not "
+      "enable_thinking %}<think>\n\n</think>\n\n{%- endif %}{%- endif %}",
+      "{% set ns = namespace(sys='') %}{% for m in messages if m.role == 'system' %}{% set ns.sys = m.content %}"
+      "{% endfor %}{% macro turn(r, c) %}[{{ r | upper }}] {{ c }}{% endmacro %}{{ ns.sys ~ '\n' }}"
+      "{% for m in messages[1:] %}{% if loop.first %}{{ '>' }}{% elif loop.last %}{{ '<' }}{% endif %}"
+      "{{ turn(m.role, m.content | default('', true)) }}{% if m.content is string and 'x' in m.content %}{% break %}"
+      "{% endif %}{% endfor %}{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(', ') }}"
+      "{{ raise_exception('bad') if messages | length > 99 else '' }}{{ strftime_now('%Y-%m-%d') }}",
+      "{%- for m in messages -%}{{ m.role[0] | upper ~ m.role[1:] }}: {{ (m.content or '') | replace('\n', ' ') }}\n"
+      "{%- endfor -%}{{ {'a': 1, 'b': [1, 2, 3]} | items | list | tojson }}{{ (3 % 2) if true else 0 }}",
+  };
+  for (size_t i = 0; i < templates.size(); ++i) {
+    write(root / fmt::format("chat_template/seed-{}", i), std::string(1, char(1 + 2 * (i % 2))) + templates[i]);
+    write(root / fmt::format("chat_template/seed-{}-tools", i),
+          std::string(1, char(1)) + templates[i] + std::string(1, '\0') + conversation);
+  }
   return 0;
 }

@@ -1,0 +1,266 @@
+#include "server/request.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "chat/chat_template.h"
+
+namespace wgrt::server {
+
+using nlohmann::ordered_json;
+
+ApiError invalid_request(const std::string& message, const std::string& param) {
+  return ApiError(400, "invalid_request_error", "invalid_value", message, param);
+}
+
+ordered_json error_json(const ApiError& e) {
+  auto or_null = [](const std::string& s) { return s.empty() ? ordered_json(nullptr) : ordered_json(s); };
+  return {{"error", {{"code", or_null(e.code)}, {"message", e.what()}, {"param", or_null(e.param)}, {"type", e.type}}}};
+}
+
+std::optional<Endpoint> endpoint_from_path(std::string_view path) {
+  if (path == "/v1/completions" || path == "/completions") return Endpoint::Completions;
+  if (path == "/v1/chat/completions" || path == "/chat/completions") return Endpoint::ChatCompletions;
+  if (path == "/tokenize") return Endpoint::Tokenize;
+  if (path == "/detokenize") return Endpoint::Detokenize;
+  return std::nullopt;
+}
+
+ordered_json parse_body(std::string_view body) {
+  ordered_json j;
+  try {
+    j = ordered_json::parse(body.begin(), body.end());
+  } catch (const nlohmann::json::out_of_range& e) {  // a number past double's range: 1e400
+    throw ApiError(400, "invalid_request_error", "invalid_json",
+                   fmt::format("the request body is not valid JSON: {}", e.what()));
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based; say where, as line:column, for a hand-written body.
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < body.size(); ++i) {
+      if (body[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    throw ApiError(400, "invalid_request_error", "invalid_json",
+                   fmt::format("the request body is not valid JSON (line {}, column {}): {}", line, col, e.what()));
+  }
+  if (!j.is_object())
+    throw ApiError(400, "invalid_request_error", "invalid_json",
+                   fmt::format("the request body must be a JSON object, not {} (hint: send {{\"field\": ...}})",
+                               j.type_name()));
+  return j;
+}
+
+namespace {
+
+// A field that may be absent or null (both mean "not given", as OpenAI's API reads them).
+const ordered_json* field(const ordered_json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+ApiError wrong_type(const char* name, const char* expected, const ordered_json& got) {
+  return ApiError(400, "invalid_request_error", "invalid_type",
+                  fmt::format("'{}' must be {}, not {}", name, expected, got.type_name()), name);
+}
+
+std::optional<double> number_in(const ordered_json& body, const char* name, double lo, double hi,
+                                bool lo_open = false) {
+  const ordered_json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) throw wrong_type(name, "a number", *v);
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x > hi || x < lo || (lo_open && x == lo))
+    throw invalid_request(fmt::format("'{}' is {}, outside {}{}, {}]", name, v->dump(), lo_open ? "(" : "[", lo, hi),
+                          name);
+  return x;
+}
+
+std::optional<int64_t> integer_in(const ordered_json& body, const char* name, int64_t lo, int64_t hi) {
+  const ordered_json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) throw wrong_type(name, "an integer", *v);
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    throw invalid_request(fmt::format("'{}' is {}, above {}", name, v->dump(), hi), name);
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) throw invalid_request(fmt::format("'{}' is {}, outside [{}, {}]", name, x, lo, hi), name);
+  return x;
+}
+
+std::optional<bool> boolean(const ordered_json& body, const char* name) {
+  const ordered_json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw wrong_type(name, "true or false", *v);
+  return v->get<bool>();
+}
+
+// OpenAI's content: a string, or a list of parts of which wgrt reads the text ones.
+std::string message_text(const ordered_json& content, size_t index) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    throw ApiError(400, "invalid_request_error", "invalid_type",
+                   fmt::format("messages[{}].content must be a string or a list of parts, not {}", index,
+                               content.type_name()), "messages");
+  std::string text;
+  for (size_t k = 0; k < content.size(); ++k) {
+    const ordered_json& part = content[k];
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      throw invalid_request(fmt::format("messages[{}].content[{}]: only {{\"type\": \"text\", \"text\": ...}} parts "
+                                        "are supported", index, k), "messages");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+ordered_json parse_messages(const ordered_json& body) {
+  const ordered_json* v = field(body, "messages");
+  if (!v) throw invalid_request("'messages' is required (a list of {\"role\", \"content\"} objects)", "messages");
+  if (!v->is_array()) throw wrong_type("messages", "a list", *v);
+  if (v->empty()) throw invalid_request("'messages' is empty (hint: send at least one user message)", "messages");
+  ordered_json out = *v;
+  for (size_t i = 0; i < out.size(); ++i) {
+    ordered_json& m = out[i];
+    if (!m.is_object()) throw wrong_type("messages[]", "an object", m);
+    if (auto c = m.find("content"); c != m.end() && !c->is_null()) *c = message_text(*c, i);
+  }
+  try {
+    return chat::normalize_messages(out);
+  } catch (const std::invalid_argument& e) {
+    throw invalid_request(e.what(), "messages");
+  }
+}
+
+std::string parse_prompt(const ordered_json& body) {
+  const ordered_json* v = field(body, "prompt");
+  if (!v) throw invalid_request("'prompt' is required (a string)", "prompt");
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return (*v)[0].get<std::string>();
+  if (v->is_array())
+    throw invalid_request("'prompt' as a list must hold exactly one string (batched prompts are not supported)",
+                          "prompt");
+  throw wrong_type("prompt", "a string", *v);
+}
+
+std::vector<std::string> parse_stop(const ordered_json& body) {
+  const ordered_json* v = field(body, "stop");
+  if (!v) return {};
+  if (v->is_string()) return {v->get<std::string>()};
+  if (!v->is_array()) throw wrong_type("stop", "a string or a list of strings", *v);
+  if (v->size() > 4) throw invalid_request(fmt::format("'stop' has {} strings, at most 4 are allowed", v->size()), "stop");
+  std::vector<std::string> out;
+  for (const ordered_json& s : *v) {
+    if (!s.is_string()) throw wrong_type("stop", "a string or a list of strings", s);
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion(const ordered_json& body, bool chat) {
+  CompletionRequest r;
+  r.chat = chat;
+  if (const ordered_json* v = field(body, "model")) {
+    if (!v->is_string()) throw wrong_type("model", "a string", *v);
+    r.model = v->get<std::string>();
+  }
+  if (chat) {
+    r.messages = parse_messages(body);
+    if (const ordered_json* v = field(body, "tools")) {
+      if (!v->is_array()) throw wrong_type("tools", "a list", *v);
+      r.tools = *v;
+    }
+    r.enable_thinking = boolean(body, "enable_thinking");
+  } else {
+    r.prompt = parse_prompt(body);
+  }
+
+  if (auto x = number_in(body, "temperature", 0, 2)) r.sampling.temperature = float(*x);
+  if (auto x = number_in(body, "top_p", 0, 1, /*lo_open=*/true)) r.sampling.top_p = float(*x);
+  if (auto x = integer_in(body, "top_k", 0, 1 << 20)) r.sampling.top_k = uint32_t(*x);
+  if (auto x = number_in(body, "min_p", 0, 1)) r.sampling.min_p = float(*x);
+  if (auto x = integer_in(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    r.sampling.seed = uint64_t(*x);
+    r.has_seed = true;
+  }
+  for (const char* name : {"presence_penalty", "frequency_penalty"})
+    if (auto x = number_in(body, name, -2, 2); x && *x != 0)
+      throw ApiError(400, "invalid_request_error", "unsupported_parameter",
+                     fmt::format("'{}' is not supported yet by wgrt (only 0); hint: leave it out", name), name);
+  if (auto x = integer_in(body, "n", 1, 128); x && *x != 1)
+    throw ApiError(400, "invalid_request_error", "unsupported_parameter",
+                   fmt::format("'n' is {}: wgrt returns one choice per request (n = 1)", *x), "n");
+  if (auto x = boolean(body, "logprobs"); x && *x)
+    throw ApiError(400, "invalid_request_error", "unsupported_parameter", "'logprobs' is not supported by wgrt",
+                   "logprobs");
+  // max_completion_tokens replaced max_tokens in the chat API; either is read, the newer first.
+  for (const char* name : {"max_tokens", "max_completion_tokens"})
+    if (auto x = integer_in(body, name, 1, std::numeric_limits<int32_t>::max())) r.max_tokens = int32_t(*x);
+  r.stop = parse_stop(body);
+  r.stream = boolean(body, "stream").value_or(false);
+  if (const ordered_json* v = field(body, "stream_options")) {
+    if (!v->is_object()) throw wrong_type("stream_options", "an object", *v);
+    if (const ordered_json* u = field(*v, "include_usage")) {
+      if (!u->is_boolean()) throw wrong_type("stream_options.include_usage", "true or false", *u);
+      r.include_usage = u->get<bool>();
+    }
+  }
+  return r;
+}
+
+TokenizeRequest parse_tokenize(const ordered_json& body) {
+  TokenizeRequest r;
+  const ordered_json* v = field(body, "content");
+  if (!v) throw invalid_request("'content' is required (the text to tokenize)", "content");
+  if (!v->is_string()) throw wrong_type("content", "a string", *v);
+  r.content = v->get<std::string>();
+  r.add_special = boolean(body, "add_special").value_or(true);
+  return r;
+}
+
+DetokenizeRequest parse_detokenize(const ordered_json& body) {
+  DetokenizeRequest r;
+  const ordered_json* v = field(body, "tokens");
+  if (!v) throw invalid_request("'tokens' is required (a list of token ids)", "tokens");
+  if (!v->is_array()) throw wrong_type("tokens", "a list of integers", *v);
+  for (const ordered_json& t : *v) {
+    if (!t.is_number_integer()) throw wrong_type("tokens", "a list of integers", t);
+    if (t.is_number_unsigned() ? t.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max())
+                               : (t.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
+                                  t.get<int64_t>() > std::numeric_limits<int32_t>::max()))
+      throw invalid_request(fmt::format("token id {} is out of range", t.dump()), "tokens");
+    r.tokens.push_back(t.get<int32_t>());
+  }
+  return r;
+}
+
+void check_model(const CompletionRequest& r, const std::string& served_id) {
+  if (!r.model.empty() && r.model != served_id)
+    throw ApiError(404, "invalid_request_error", "model_not_found",
+                   fmt::format("the model '{}' does not exist here: this server serves '{}' (hint: GET /v1/models)",
+                               r.model, served_id), "model");
+}
+
+void check_prompt_fits(size_t n_prompt, uint32_t n_ctx, const std::string& param) {
+  if (n_prompt == 0) throw invalid_request("the prompt is empty after tokenization", param);
+  if (n_prompt >= n_ctx)
+    throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                   fmt::format("the prompt has {} tokens, but the context holds {} (with room for at least one "
+                               "generated token); hint: a shorter prompt, or start the server with a larger --ctx-size",
+                               n_prompt, n_ctx), param);
+}
+
+void check_token_ids(const std::vector<int32_t>& ids, int32_t n_vocab) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= n_vocab)
+      throw invalid_request(fmt::format("tokens[{}] = {} is outside the vocabulary [0, {})", i, ids[i], n_vocab),
+                            "tokens");
+}
+
+}  // namespace wgrt::server

@@ -1,0 +1,89 @@
+#include "server/scheduler.h"
+
+namespace wgrt::server {
+
+void push_event(Job& j, Event e) {
+  {
+    std::lock_guard lock(j.m);
+    j.events.push_back(std::move(e));
+  }
+  j.cv.notify_all();
+}
+
+std::optional<Event> wait_event(Job& j, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(j.m);
+  if (!j.cv.wait_for(lock, timeout, [&] { return !j.events.empty(); })) return std::nullopt;
+  Event e = std::move(j.events.front());
+  j.events.pop_front();
+  return e;
+}
+
+void init_scheduler(Scheduler& s, size_t n_slots, size_t max_queued) {
+  s.n_slots = std::max<size_t>(n_slots, 1);
+  s.max_queued = max_queued;
+  s.slots.assign(s.n_slots, nullptr);
+}
+
+bool submit(Scheduler& s, std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(s.m);
+    if (s.stopping || s.queue.size() >= s.max_queued) return false;
+    s.queue.push_back(std::move(job));
+  }
+  s.cv.notify_all();
+  return true;
+}
+
+namespace {
+
+size_t busy_count(const Scheduler& s) {
+  size_t n = 0;
+  for (const auto& j : s.slots) n += j != nullptr;
+  return n;
+}
+
+}  // namespace
+
+std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait) {
+  std::unique_lock lock(s.m);
+  if (busy_count(s) == 0)
+    s.cv.wait_for(lock, wait, [&] { return s.stopping || !s.queue.empty(); });
+  const size_t limit = std::min(s.n_slots, kActiveSlots);
+  for (size_t i = 0; i < s.n_slots && !s.stopping && !s.queue.empty() && busy_count(s) < limit; ++i) {
+    if (s.slots[i]) continue;
+    s.slots[i] = std::move(s.queue.front());
+    s.queue.pop_front();
+  }
+  std::vector<size_t> busy;
+  for (size_t i = 0; i < s.n_slots; ++i)
+    if (s.slots[i]) busy.push_back(i);
+  return busy;
+}
+
+void free_slot(Scheduler& s, size_t slot) {
+  std::lock_guard lock(s.m);
+  s.slots.at(slot).reset();
+}
+
+void stop_scheduler(Scheduler& s) {
+  std::deque<std::shared_ptr<Job>> left;
+  {
+    std::lock_guard lock(s.m);
+    s.stopping = true;
+    left.swap(s.queue);
+  }
+  s.cv.notify_all();
+  for (auto& j : left) {
+    Event e;
+    e.done = true;
+    e.error = ApiError(503, "server_error", "shutting_down", "the server is shutting down");
+    push_event(*j, std::move(e));
+  }
+}
+
+QueueCounts queue_counts(Scheduler& s) {
+  std::lock_guard lock(s.m);
+  return {s.queue.size(), busy_count(s)};
+}
+
+}  // namespace wgrt::server

@@ -1,0 +1,78 @@
+// Requests waiting for the GPU: a fair FIFO queue of jobs, the slots that hold the jobs being
+// generated, and each job's channel of events back to its HTTP handler. No GPU here, so the
+// queue's rules are tested on their own.
+//
+// A handler submits a job (refused when the queue is full: 503), then waits on the job's
+// events; the worker (worker.h) moves jobs from the queue into free slots, in arrival order,
+// and pushes text and the end. A handler whose client went away sets `cancelled`; the worker
+// ends that job at its next step and frees the slot.
+//
+// Slots: `--parallel N` makes N, but the decode step runs one sequence (the KV cache holds one)
+// so at most kActiveSlots of them generate at a time. Continuous batching (several sequences
+// per step, each slot its own KV region) raises that to N without changing the queue.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/request.h"
+#include "server/response.h"
+
+namespace wgrt::server {
+
+constexpr size_t kActiveSlots = 1;  // sequences one step can serve today
+
+struct Event {
+  std::string text;           // generated text (UTF-8 complete, stop strings cut)
+  bool done = false;          // the last event of the job
+  std::string stop_reason;    // with done: "eos", "stop string", "length", "context", "cancelled"
+  Usage usage;                // with done
+  std::optional<ApiError> error;  // with done: the job failed
+};
+
+struct Job {
+  CompletionRequest req;
+  std::vector<int32_t> prompt;  // tokenized by the handler
+  std::atomic<bool> cancelled{false};
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<Event> events;
+};
+
+void push_event(Job& j, Event e);
+// The next event, or nullopt when none came within `timeout`.
+std::optional<Event> wait_event(Job& j, std::chrono::milliseconds timeout);
+
+struct Scheduler {
+  size_t n_slots = 1;
+  size_t max_queued = 64;
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<Job>> queue;
+  std::vector<std::shared_ptr<Job>> slots;  // [n_slots], null: free
+  bool stopping = false;
+};
+
+void init_scheduler(Scheduler& s, size_t n_slots, size_t max_queued);
+// Queues the job; false (nothing queued) when the queue already holds max_queued jobs.
+bool submit(Scheduler& s, std::shared_ptr<Job> job);
+// Moves queued jobs into free slots (at most kActiveSlots busy) in FIFO order, waiting up to
+// `wait` when no slot is busy and nothing is queued. Returns the indices of the busy slots.
+std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait);
+void free_slot(Scheduler& s, size_t slot);
+void stop_scheduler(Scheduler& s);  // wakes the worker; queued jobs get a 503 end event
+
+struct QueueCounts {
+  size_t queued = 0, running = 0;
+};
+QueueCounts queue_counts(Scheduler& s);
+
+}  // namespace wgrt::server

@@ -1,0 +1,71 @@
+// The generation worker: one thread that loads the model once, owns the GPU session and serves
+// the scheduler's slots, a token per slot per step. Each job starts from a fresh context (the
+// session's KV positions reset), prefills its prompt, then samples until an end token, a stop
+// string, its max_tokens or the context; its text goes to the job's events as it is decoded
+// (UTF-8 complete, stop strings cut even across tokens).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "chat/jinja.h"
+#include "gpu/device.h"
+#include "model/transformer.h"
+#include "server/request.h"
+#include "server/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace wgrt::server {
+
+// What the handlers read once the model is ready (never written after that).
+struct ServedModel {
+  std::string id;  // the file name, as clients name it in "model"
+  uint32_t n_ctx = 0;
+  int32_t n_vocab = 0;
+  const tokenizer::Tokenizer* tok = nullptr;
+  std::optional<chat::Template> tmpl;  // none: /v1/chat/completions answers 400
+  std::string template_origin;
+  std::optional<std::string> bos_token, eos_token;
+};
+
+struct Metrics {
+  std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0};
+  std::atomic<uint64_t> requests_done{0}, requests_cancelled{0}, requests_failed{0}, requests_rejected{0};
+  std::atomic<uint64_t> prefill_us{0}, decode_us{0};  // time spent, for the tok/s figures
+};
+
+enum class Phase : uint8_t { Loading, Ready, Failed };
+
+struct ServerState {
+  std::atomic<Phase> phase{Phase::Loading};
+  std::string load_error;  // with Failed
+  ServedModel model;       // valid once phase is Ready
+  Scheduler sched;
+  Metrics metrics;
+  std::atomic<uint64_t> serial{0};  // response ids
+  std::string api_key;              // "": no key needed
+  int64_t started = 0;              // Unix seconds
+};
+
+struct WorkerOptions {
+  std::string model_path;
+  std::string chat_template;  // a file; "": the model's own, if any
+  model::BuildOptions build;
+  gpu::DeviceOptions device;
+};
+
+// Loads the model, marks st ready (or failed, calling on_failed with the reason) and serves
+// jobs until stop_scheduler. Runs on its own thread.
+void run_worker(ServerState& st, const WorkerOptions& o, const std::function<void(const std::string&)>& on_failed);
+
+// The prompt's tokens for a request: the chat template's rendering of its messages, or the
+// completion prompt (BOS as the vocabulary wants). Throws ApiError (400) when the template
+// fails on these messages or the model has none.
+std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r);
+
+}  // namespace wgrt::server

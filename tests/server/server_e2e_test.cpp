@@ -1,0 +1,400 @@
+// `wgrt serve` end to end on loopback, with a tiny random-weight GGUF that carries a chat
+// template (byte-level vocabulary: one token per byte):
+//   - the real OpenAI client (tests/server/client_test.js, npm openai@6.49.0);
+//   - greedy output equal to the library's own greedy decode of the same prompt;
+//   - malformed requests (bad JSON, wrong types, a huge body, an over-long prompt, ...): 4xx
+//     with OpenAI's error JSON, the server still up after each; a full queue answers 503;
+//   - a bounded load: 16 concurrent clients x 8 requests, every response complete and valid,
+//     the server's memory flat after warm-up;
+//   - SIGTERM stops it cleanly (exit 0).
+// And in-process, without a model: /health and the API answer 503 while the model loads.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "llm/generate.h"
+#include "llm/session.h"
+#include "model/gguf_writer.h"
+#include "model/random_model.h"
+#include "server/http.h"
+#include "support/device.h"
+#include "support/hf_fixture.h"
+
+namespace wgrt {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const char* kKey = "test-key-123";
+const char* kTemplate =
+    "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
+    "{{ m.content }}<|eot_id|>{% endfor %}"
+    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
+
+const std::string& model_path() {
+  static const std::string path = [] {
+    model::GgufWriter w = model::make_random_model(model::RandomModelSpec{});
+    model::gguf_set_string(w, "tokenizer.chat_template", kTemplate);
+    std::string p = test::temp_dir("serve") + "/tiny-chat.gguf";
+    model::gguf_write_file(w, p);
+    return p;
+  }();
+  return path;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// A `wgrt serve` child on a free loopback port, ready (GET /health 200) when constructed.
+struct ServerProcess {
+  pid_t pid = -1;
+  int port = 0;
+  std::string err_path;
+
+  explicit ServerProcess(std::vector<std::string> extra = {}) {
+    err_path = test::temp_dir("serve-run") + "/stderr";
+    std::vector<std::string> args = {WGRT_BINARY, "serve", "-m", model_path(), "--port", "0", "-c", "1024",
+                                     "--api-key", kKey};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid = fork();
+    if (pid == 0) {
+      FILE* f = std::freopen(err_path.c_str(), "w", stderr);
+      (void)f;
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    static const std::regex re(R"(listening on http://127\.0\.0\.1:(\d+))");
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string err = slurp(err_path);
+      if (port == 0 && std::regex_search(err, m, re)) port = std::stoi(m[1]);
+      if (port != 0) {
+        httplib::Client c("127.0.0.1", port);
+        if (auto r = c.Get("/health"); r && r->status == 200) return;
+      }
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        ADD_FAILURE() << "wgrt serve exited at start:\n" << err;
+        return;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    ADD_FAILURE() << "wgrt serve not ready after 120 s:\n" << slurp(err_path);
+  }
+  // SIGTERM; the exit status (-1: it was not running).
+  int stop() {
+    if (pid < 0) return -1;
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  ~ServerProcess() { stop(); }
+
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120s);
+    c.set_bearer_token_auth(kKey);
+    return c;
+  }
+  size_t rss_kib() const {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with("VmRSS:")) return std::stoul(line.substr(6));
+    return 0;
+  }
+};
+
+bool healthy(const ServerProcess& s) {
+  httplib::Client c("127.0.0.1", s.port);
+  auto r = c.Get("/health");
+  return r && r->status == 200;
+}
+
+// OpenAI's error object, with the code we expect.
+void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& what) {
+  ASSERT_TRUE(r) << what << ": no response";
+  EXPECT_EQ(r->status, status) << what << ": " << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << what;
+  json j = json::parse(r->body, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << what << ": not JSON: " << r->body;
+  ASSERT_TRUE(j.contains("error") && j["error"].is_object()) << what << ": " << r->body;
+  EXPECT_EQ(j["error"]["code"], code) << what << ": " << r->body;
+  EXPECT_TRUE(j["error"]["message"].is_string() && !j["error"]["message"].get<std::string>().empty()) << what;
+  EXPECT_TRUE(j["error"]["type"].is_string()) << what;
+}
+
+TEST(ServeE2E, OpenAIClient) {
+  const std::string modules = WGRT_SOURCE_DIR "/.deps/server-openai/node_modules";
+  if (!std::filesystem::exists(modules + "/openai/package.json"))
+    GTEST_SKIP() << "npm openai is absent (hint: run tools/setup-test-data.sh)";
+  ServerProcess s;
+  ASSERT_GT(s.port, 0);
+  const std::string out = test::temp_dir("serve-node") + "/out";
+  const std::string cmd = "NODE_PATH=" + modules + " node " WGRT_SOURCE_DIR "/tests/server/client_test.js http://127.0.0.1:" +
+                          std::to_string(s.port) + " " + kKey + " >" + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string log = slurp(out);
+  EXPECT_EQ(rc, 0) << log << "\nserver:\n" << slurp(s.err_path);
+  EXPECT_NE(log.find("all ok"), std::string::npos) << log;
+  EXPECT_TRUE(healthy(s));
+  EXPECT_EQ(s.stop(), 0) << "SIGTERM ends the server cleanly:\n" << slurp(s.err_path);
+}
+
+// The library's greedy decode of the same tokens, streamed through the same UTF-8 decoder.
+struct Greedy {
+  std::string text;
+  size_t n_tokens = 0;
+};
+Greedy library_greedy(const std::string& prompt, int n) {
+  model::BuildOptions o;
+  o.n_ctx = 1024;
+  llm::Session s = llm::open_session(test::device(), model_path(), o);
+  std::vector<int32_t> ids = tokenizer::tokenize(s.tok, prompt, true, true);
+  llm::eval(s, ids);
+  tokenizer::StreamDecoder d = tokenizer::make_stream_decoder(s.tok, false);
+  Greedy out;
+  for (int i = 0; i < n; ++i) {
+    const int32_t id = llm::read_argmax(s);
+    if (llm::is_end_token(s, id)) break;
+    out.text += tokenizer::decode_next(d, id);
+    ++out.n_tokens;
+    if (i + 1 < n) llm::eval(s, std::span<const int32_t>(&id, 1));
+  }
+  out.text += tokenizer::decode_flush(d);
+  return out;
+}
+
+TEST(ServeE2E, GreedyIsTheLibrarysGreedyAndEachRequestStartsFresh) {
+  ServerProcess s;
+  ASSERT_GT(s.port, 0);
+  httplib::Client c = s.client();
+  const Greedy want = library_greedy("The quick brown fox", 20);
+  ASSERT_GE(want.n_tokens, 10u) << "the reference stopped early: " << want.text;
+  for (int round = 0; round < 2; ++round) {  // the second must not see the first's cache
+    auto r = c.Post("/v1/completions", R"({"prompt": "The quick brown fox", "max_tokens": 20, "temperature": 0})",
+                    "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    json j = json::parse(r->body);
+    EXPECT_EQ(j["choices"][0]["text"], want.text) << r->body;
+    EXPECT_EQ(j["usage"]["completion_tokens"], want.n_tokens) << r->body;
+    EXPECT_EQ(j["usage"]["prompt_tokens"], 1 + 19) << "BOS and one token per byte";
+  }
+  // /tokenize and /detokenize agree with the byte-level vocabulary.
+  auto t = c.Post("/tokenize", R"({"content": "Hi!", "add_special": false})", "application/json");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(json::parse(t->body)["tokens"], json::array({'H', 'i', '!'}));
+  auto d = c.Post("/detokenize", R"({"tokens": [72, 105, 33]})", "application/json");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(json::parse(d->body)["content"], "Hi!");
+}
+
+TEST(ServeE2E, MalformedRequestsGet4xxAndTheServerStaysUp) {
+  ServerProcess s({"--max-body", "65536"});
+  ASSERT_GT(s.port, 0);
+  httplib::Client c = s.client();
+  const char* chat = "/v1/chat/completions";
+  struct Case {
+    const char* what;
+    const char* path;
+    std::string body;
+    int status;
+    const char* code;
+  };
+  const std::string long_prompt(3000, 'a');  // 3001 tokens, past the context of 1024
+  const std::vector<Case> cases = {
+      {"bad JSON", chat, "{\"messages\": [", 400, "invalid_json"},
+      {"not an object", chat, "[]", 400, "invalid_json"},
+      {"messages a string", chat, R"({"messages": "hi"})", 400, "invalid_type"},
+      {"temperature a string", chat, R"({"messages": [{"role": "user", "content": "x"}], "temperature": "0"})", 400,
+       "invalid_type"},
+      {"max_tokens negative", "/v1/completions", R"({"prompt": "x", "max_tokens": -5})", 400, "invalid_value"},
+      {"unknown model", "/v1/completions", R"({"prompt": "x", "model": "gpt-4"})", 404, "model_not_found"},
+      {"over-long prompt", "/v1/completions", json{{"prompt", long_prompt}}.dump(), 400, "context_length_exceeded"},
+      {"huge body", "/v1/completions", json{{"prompt", std::string(100000, 'b')}}.dump(), 413, ""},
+      {"detokenize out of range", "/detokenize", R"({"tokens": [99999]})", 400, "invalid_value"},
+      {"unknown path", "/v1/embeddings", R"({"input": "x"})", 404, "not_found"},
+  };
+  for (const Case& k : cases) {
+    auto r = c.Post(k.path, k.body, "application/json");
+    if (*k.code)
+      expect_error(r, k.status, k.code, k.what);
+    else {
+      ASSERT_TRUE(r) << k.what;
+      EXPECT_EQ(r->status, k.status) << k.what;
+      EXPECT_TRUE(json::parse(r->body, nullptr, false).contains("error")) << k.what << ": " << r->body;
+    }
+    EXPECT_TRUE(healthy(s)) << "after " << k.what;
+  }
+  // The over-long prompt's message names both sizes.
+  auto r = c.Post("/v1/completions", json{{"prompt", long_prompt}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  const std::string msg = json::parse(r->body)["error"]["message"];
+  EXPECT_NE(msg.find("3001 tokens"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1024"), std::string::npos) << msg;
+  // No key, a wrong key: 401; /health needs none.
+  httplib::Client anon("127.0.0.1", s.port);
+  expect_error(anon.Post("/v1/completions", R"({"prompt": "x"})", "application/json"), 401, "invalid_api_key", "no key");
+  httplib::Client wrong("127.0.0.1", s.port);
+  wrong.set_bearer_token_auth("wrong");
+  expect_error(wrong.Get("/metrics"), 401, "invalid_api_key", "wrong key");
+  // Still serving, streamed too.
+  auto ok = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 2, "stream": true})", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_TRUE(ok->body.ends_with("data: [DONE]\n\n")) << ok->body;
+}
+
+TEST(ServeE2E, AFullQueueAnswers503) {
+  ServerProcess s({"--queue-size", "1"});
+  ASSERT_GT(s.port, 0);
+  // Long requests at once: one generates, one waits, the others find the queue full.
+  std::vector<int> status(6, 0);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < status.size(); ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client c = s.client();
+      auto r = c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 150, "temperature": 0})", "application/json");
+      if (!r) return;
+      status[i] = r->status;
+      if (r->status == 503) expect_error(r, 503, "queue_full", "queue full");
+    });
+  for (auto& t : clients) t.join();
+  const size_t ok = std::count(status.begin(), status.end(), 200), busy = std::count(status.begin(), status.end(), 503);
+  EXPECT_EQ(ok + busy, status.size());
+  EXPECT_GE(ok, 1u);
+  EXPECT_GE(busy, 1u);
+  EXPECT_TRUE(healthy(s));
+}
+
+// Whether a response is complete: valid JSON (each event, when streamed) in OpenAI's schema,
+// ending with a finish_reason (and [DONE]), within its max_tokens.
+std::string check_response(const httplib::Result& r, bool stream, int max_tokens) {
+  if (!r) return "no response";
+  if (r->status != 200) return "status " + std::to_string(r->status) + ": " + r->body;
+  if (!stream) {
+    json j = json::parse(r->body, nullptr, false);
+    if (j.is_discarded()) return "not JSON: " + r->body;
+    if (j["object"] != "text_completion" || !j["choices"][0]["text"].is_string()) return "not a completion: " + r->body;
+    if (j["choices"][0]["finish_reason"] != "length" && j["choices"][0]["finish_reason"] != "stop")
+      return "no finish_reason: " + r->body;
+    if (j["usage"]["completion_tokens"] > max_tokens) return "over budget: " + r->body;
+    return "";
+  }
+  if (!r->body.ends_with("data: [DONE]\n\n")) return "stream without [DONE]: " + r->body;
+  std::string finish;
+  size_t events = 0;
+  for (size_t b = 0; b < r->body.size();) {
+    const size_t e = r->body.find("\n\n", b);
+    if (e == std::string::npos || r->body.compare(b, 6, "data: ") != 0) return "not an SSE event at " + std::to_string(b);
+    const std::string data = r->body.substr(b + 6, e - b - 6);
+    b = e + 2;
+    if (data == "[DONE]") break;
+    json j = json::parse(data, nullptr, false);
+    if (j.is_discarded()) return "an event is not JSON: " + data;
+    ++events;
+    if (j["choices"][0]["finish_reason"].is_string()) finish = j["choices"][0]["finish_reason"];
+  }
+  if (finish != "length" && finish != "stop") return "stream without a finish_reason: " + r->body;
+  if (events < 1) return "no events";
+  return "";
+}
+
+TEST(ServeE2E, LoadSixteenClientsEightRequestsEach) {
+  ServerProcess s;
+  ASSERT_GT(s.port, 0);
+  const int kClients = 16, kRequests = 8, kMaxTokens = 4;
+  std::atomic<int> done{0}, warm{0};
+  std::atomic<size_t> rss_warm{0};
+  std::vector<std::string> failures(kClients);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client c = s.client();
+      for (int k = 0; k < kRequests; ++k) {
+        const bool stream = (i + k) % 2 == 1;
+        json body = {{"prompt", "Client " + std::to_string(i) + " asks " + std::to_string(k)},
+                     {"max_tokens", kMaxTokens}, {"stream", stream}, {"seed", i * 100 + k}};
+        auto r = c.Post("/v1/completions", body.dump(), "application/json");
+        if (std::string why = check_response(r, stream, kMaxTokens); !why.empty()) {
+          failures[i] += fmt::format("request {}: {}\n", k, why);
+          continue;
+        }
+        ++done;
+        // Warm-up: every client has had two requests served; memory is measured from here.
+        if (k == 1 && ++warm == kClients) rss_warm = s.rss_kib();
+      }
+    });
+  for (auto& t : clients) t.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int i = 0; i < kClients; ++i) EXPECT_TRUE(failures[i].empty()) << "client " << i << ":\n" << failures[i];
+  EXPECT_EQ(done.load(), kClients * kRequests) << "nothing lost";
+  const size_t rss_end = s.rss_kib();
+  ASSERT_GT(rss_warm.load(), 0u);
+  // Flat: the second half of the load adds no more than allocator noise.
+  EXPECT_LE(rss_end, rss_warm.load() + rss_warm.load() / 20 + 4096)
+      << "RSS grew from " << rss_warm.load() << " KiB after warm-up to " << rss_end << " KiB";
+  EXPECT_LT(seconds, 60.0);
+  // The server's own count agrees.
+  auto m = s.client().Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find(fmt::format("wgrt_requests_total{{result=\"done\"}} {}\n", kClients * kRequests)),
+            std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("wgrt_requests_queued 0\n"), std::string::npos);
+  std::fprintf(stderr, "load: %d requests in %.1f s; server RSS %zu KiB after warm-up, %zu KiB at the end\n",
+               kClients * kRequests, seconds, rss_warm.load(), rss_end);
+}
+
+TEST(ServeHttp, LoadingAnswers503AndTheKeyIsChecked) {
+  server::ServerState st;  // phase Loading: no model, no worker
+  st.api_key = "k";
+  server::init_scheduler(st.sched, 1, 4);
+  httplib::Server svr;
+  server::add_routes(svr, st);
+  const int port = svr.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread t([&] { svr.listen_after_bind(); });
+  httplib::Client c("127.0.0.1", port);
+  c.set_bearer_token_auth("k");
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503);
+  EXPECT_EQ(json::parse(h->body), json({{"status", "loading"}}));
+  expect_error(c.Post("/v1/chat/completions", "{}", "application/json"), 503, "loading", "while loading");
+  httplib::Client anon("127.0.0.1", port);
+  EXPECT_EQ(anon.Get("/health")->status, 503) << "/health needs no key";
+  expect_error(anon.Get("/v1/models"), 401, "invalid_api_key", "no key while loading");
+  st.load_error = "no such file";
+  st.phase = server::Phase::Failed;
+  auto f = c.Get("/health");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->status, 500);
+  EXPECT_EQ(json::parse(f->body)["error"], "no such file");
+  svr.stop();
+  t.join();
+}
+
+}  // namespace
+}  // namespace wgrt
