@@ -10,9 +10,10 @@ Writes to OUT_DIR:
   greedy.json         greedy continuations of PROMPT: with the f32 weights, and with the
                       weights rounded through GGUF Q8_0 and Q4_0 blocks the way
                       src/model/ggml_quantize.cpp rounds them (what the quantized files hold)
-  perplexity.json     mean NLL / perplexity (f32, Q8_0- and Q4_0-rounded) over the validation text, in `wgrt perplexity`'s
-                      windows (consecutive, CTX tokens, last position unscored), on wgrt's own
-                      token ids when --valid-ids is given, else on HF's
+  perplexity.json     mean NLL / perplexity (f32, Q8_0- and Q4_0-rounded weights) over the
+                      validation text in `wgrt perplexity`'s windows (consecutive, CTX tokens,
+                      last position unscored), on wgrt's own token ids when --valid-ids is
+                      given, else on HF's
   hf-valid-ids.json   HF tokenizers' ids of the validation text (BOS first)"""
 import argparse
 import copy

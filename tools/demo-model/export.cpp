@@ -127,7 +127,8 @@ void write_gguf(const model::StCheckpoint& ck, const Shape& s, const tokenizer::
 
   const uint64_t D = s.dim, Q = uint64_t(s.heads) * s.head_dim, KV = uint64_t(s.kv_heads) * s.head_dim;
   auto norm = [&](const std::string& gguf, const std::string& hf) {
-    model::gguf_add_tensor(w, gguf, model::GgmlType::F32, {D}, model::quantize(model::GgmlType::F32, weight(ck, hf, {D})));
+    const std::vector<float> x = weight(ck, hf, {D});
+    model::gguf_add_tensor(w, gguf, model::GgmlType::F32, {D}, model::quantize(model::GgmlType::F32, x));
   };
   add_matrix(w, "token_embd.weight", embd, weight(ck, "model.embed_tokens.weight", {s.vocab, D}), s.vocab, D);
   for (uint32_t l = 0; l < s.layers; ++l) {
