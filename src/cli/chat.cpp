@@ -48,7 +48,7 @@ int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
   gpu::Device dev = gpu::create_device(dev_opts);
   llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, false));
   if (llm::is_default_model(s))
-    fmt::print(stderr, "wgrt: no -m given: the built-in default model has RANDOM WEIGHTS: its replies are noise.\n");
+    fmt::print(stderr, "wgrt: the built-in default model has RANDOM WEIGHTS: its replies are noise.\n");
   llm::ChatOptions o;
   o.sampling = sampler_params(f.sampling);
   o.n_predict = f.n_predict;

@@ -6,10 +6,12 @@
 namespace wgrt::cli {
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
-  cmd.add_option("-m,--model", f.model, "a .gguf file or a Hugging Face model directory (default: the built-in "
-                                        "random-weight model)");
+  cmd.add_option("-m,--model", f.model, "a .gguf file or a Hugging Face model directory (default: wgrt's demo "
+                                        "model, models/wgrt-demo-q8_0.gguf; builtin:random: random weights)");
   cmd.add_option("-c,--ctx-size", f.ctx_size, "context size in tokens")->check(CLI::Range(1u, 1u << 20));
-  cmd.add_option("-b,--batch-size", f.batch_size, "prompt tokens per step")->check(CLI::Range(1u, 8192u));
+  cmd.add_option("-b,--batch-size", f.batch_size, "prompt tokens per step")
+      ->check(CLI::Range(1u, 8192u))
+      ->each([&f](const std::string&) { f.batch_size_set = true; });
   cmd.add_option("--quantize", f.quantize, "weights on the GPU: q4gsw, q8, none, or auto (GGUF: as stored; "
                                            "Hugging Face: q4gsw)")
       ->check(CLI::IsMember({"auto", "q4gsw", "q8", "none"}));

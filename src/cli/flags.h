@@ -16,6 +16,7 @@ struct ModelFlags {
   std::string model;
   uint32_t ctx_size = 2048;
   uint32_t batch_size = 64;
+  bool batch_size_set = false;  // -b given
   std::string quantize = "auto";
   uint32_t group_size = 32;
   bool kv_f32 = false;

@@ -14,6 +14,8 @@
 namespace wgrt::cli {
 namespace {
 
+constexpr size_t kCpuTokenwisePrompt = 32;  // docs/PERFORMANCE.md, first run on lavapipe
+
 struct RunFlags {
   ModelFlags model;
   SamplingFlags sampling;
@@ -30,8 +32,17 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
   gpu::Device dev = gpu::create_device(dev_opts);
   llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, !f.dump_logits.empty()));
   if (llm::is_default_model(s))
-    fmt::print(stderr, "wgrt: no -m given: running the built-in default model. It has RANDOM WEIGHTS: its text "
-                       "is noise, not language.\n");
+    fmt::print(stderr, "wgrt: running the built-in default model. It has RANDOM WEIGHTS: its text is noise, not "
+                       "language.\n");
+  else if (f.model.model.empty())
+    fmt::print(stderr, "wgrt: no -m given: running wgrt's demo model, a 12.9 M-parameter llama trained on "
+                       "public-domain English (models/README.md)\n");
+  // A CPU driver (lavapipe) compiles each kernel at its first dispatch, about half a second
+  // each on one thread: the prefill routes of a short prompt would cost far more compiling
+  // than they save, so the prompt runs on the decode route, one token per step.
+  if (dev.caps.adapter.type == WGPUAdapterType_CPU && !f.model.batch_size_set &&
+      tokenizer::tokenize(s.tok, f.prompt, true, true).size() <= kCpuTokenwisePrompt)
+    s.prompt_step = 1;
   llm::GenerateOptions o;
   o.prompt = f.prompt;
   o.n_predict = f.n_predict;

@@ -1,8 +1,10 @@
 // `wgrt tokenize`: the token ids of a text, from a model's tokenizer or a tokenizer.json.
 #include <fmt/format.h>
 
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "llm/session.h"
@@ -17,6 +19,7 @@ struct TokenizeFlags {
   bool no_bos = false;
   bool json = false;
   std::string text;
+  std::string file;
 };
 
 int run_tokenize(const TokenizeFlags& f) {
@@ -28,7 +31,16 @@ int run_tokenize(const TokenizeFlags& f) {
     tok = tokenizer::build_tokenizer(m.gguf ? tokenizer::vocab_from_gguf(*m.gguf)
                                             : tokenizer::vocab_from_tokenizer_json(m.tokenizer_json));
   }
-  std::vector<int32_t> ids = tokenizer::tokenize(tok, f.text, /*add_special=*/!f.no_bos, /*parse_special=*/true);
+  std::string text = f.text;
+  if (!f.file.empty()) {  // as `wgrt perplexity` reads and tokenizes a file
+    std::ifstream in(f.file, std::ios::binary);
+    if (!in) throw std::runtime_error(fmt::format("{}: cannot open (hint: check the path given to -f)", f.file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  std::vector<int32_t> ids =
+      tokenizer::tokenize(tok, text, /*add_special=*/!f.no_bos, /*parse_special=*/f.file.empty());
   if (f.json) {
     fmt::print("{}\n", nlohmann::json(ids).dump());
   } else {
@@ -48,7 +60,13 @@ Run add_tokenize(CLI::App& app) {
   m->excludes(t);
   cmd->add_flag("--no-bos", f->no_bos, "do not add BOS/EOS tokens");
   cmd->add_flag("--json", f->json, "print a JSON array of ids");
-  cmd->add_option("text", f->text, "the text")->required();
+  auto* text = cmd->add_option("text", f->text, "the text");
+  auto* file = cmd->add_option("-f,--file", f->file, "tokenize this file instead, as `wgrt perplexity` does "
+                                                     "(special-token text is not parsed)");
+  text->excludes(file);
+  cmd->callback([text, file] {
+    if (text->count() + file->count() == 0) throw CLI::RequiredError("text or --file");
+  });
   return [f] { return run_tokenize(*f); };
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <filesystem>
 #include <stdexcept>
 
 #include "model/random_model.h"
@@ -10,8 +11,17 @@
 
 namespace wgrt::llm {
 
+const char* demo_model_path() {
+#ifdef WGRT_DEMO_MODEL
+  return WGRT_DEMO_MODEL;  // the source tree's models/wgrt-demo-q8_0.gguf, set by CMakeLists.txt
+#else
+  return "";
+#endif
+}
+
 model::ModelFile open_model_or_default(const std::string& model_path) {
-  if (!model_path.empty()) return model::open_model(model_path);
+  const bool random = model_path == kRandomModel || (model_path.empty() && !std::filesystem::exists(demo_model_path()));
+  if (!random) return model::open_model(model_path.empty() ? demo_model_path() : model_path);
   model::GgufWriter w = model::make_random_model(model::default_model_spec());
   return model::open_gguf_bytes(model::gguf_serialize(w), "<built-in default model>");
 }
@@ -89,8 +99,9 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
   const std::span<const graph::TensorId> read = readout_tensors(mg, readout, buf);
   const int64_t top_k = readout == Readout::All || readout == Readout::TopK ? 1 : 0;
   if (sample && mg.all_logits) throw std::logic_error("eval: GPU sampling needs a session without all_logits");
-  for (size_t first = 0; first < tokens.size(); first += mg.max_batch) {
-    const uint32_t n = uint32_t(std::min<size_t>(mg.max_batch, tokens.size() - first));
+  const size_t step = s.prompt_step ? std::min<size_t>(s.prompt_step, mg.max_batch) : mg.max_batch;
+  for (size_t first = 0; first < tokens.size(); first += step) {
+    const uint32_t n = uint32_t(std::min<size_t>(step, tokens.size() - first));
     const bool last = first + n == tokens.size();
     const int64_t pick = sample && last ? 1 : 0;
     graph::ShapeInput shape{mg.tokens, {n}};

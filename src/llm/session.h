@@ -23,19 +23,27 @@ struct Session {
   model::ModelGraph mg;
   uint32_t n_past = 0;  // positions of the KV cache in use
   graph::Snapshot last;  // what the latest step read back
+  // Tokens per step when eval runs a prompt (0: max_batch). 1 keeps a prompt on the decode
+  // route: `wgrt run` does that for short prompts on a CPU driver, whose first dispatch of a
+  // kernel compiles it (docs/PERFORMANCE.md, first run on lavapipe).
+  uint32_t prompt_step = 0;
 };
 
 // What a step reads back from the output head: the argmax only (greedy), the top-k candidates
 // (sampling; top-k runs only then), the logits, or all of them.
 enum class Readout : uint8_t { All, Argmax, TopK, Logits };
 
-// Loads the tokenizer and builds the graph. `model` is "" for the built-in default model
-// (random weights).
+// Loads the tokenizer and builds the graph. `model` "" is wgrt's demo model, trained on
+// public-domain English (models/README.md; the file the build recorded, demo_model_path()),
+// or, when that file is missing, the built-in default model of random weights; kRandomModel
+// always names the random one.
+inline constexpr const char* kRandomModel = "builtin:random";
 Session open_session(gpu::Device& dev, const std::string& model_path, const model::BuildOptions& o);
 model::ModelFile open_model_or_default(const std::string& model_path);
-bool is_default_model(const Session& s);
+const char* demo_model_path();
+bool is_default_model(const Session& s);  // the random-weight model
 
-// Runs `tokens` at positions n_past.. in chunks of at most max_batch, advancing n_past.
+// Runs `tokens` at positions n_past.. in chunks of at most max_batch (or prompt_step), advancing n_past.
 // After each chunk `chunk_done(first, count)` may read the outputs (logits of that chunk's
 // rows with all_logits, else of its last token). Throws std::invalid_argument, with nothing
 // run, when the tokens would pass the context or an id is outside the vocabulary.

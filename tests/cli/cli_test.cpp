@@ -106,7 +106,7 @@ TEST(Cli, RunGeneratesAndReportsSpeed) {
 }
 
 TEST(Cli, DefaultModelSaysRandomWeights) {
-  Result r = wgrt("run -n 4 --seed 3");
+  Result r = wgrt("run -m builtin:random -n 4 --seed 3");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("RANDOM WEIGHTS"), std::string::npos) << r.out;
 }
