@@ -64,6 +64,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
           fmt::format("{}: a {} table needs f16 scales [{}, {}]", d.name, type_name(d.type), vocab, dim / gs));
   }
 
+  require_fits(g.dev->caps.limits, d.name + ": embedding", {0, kWg});  // no workgroup data
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, {ids.max_shape[0], dim});
   using graph::Binding;
   std::vector<Binding> bindings = {Binding::of(0, d.ids), Binding::of(4, out), Binding::params(5)};
