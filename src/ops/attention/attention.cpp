@@ -193,9 +193,11 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       .cost =
           [=, pos = d.pos](const graph::PlanArgs& a) {
             // Keys 0..pos + m - 1 of K and V, q in, out: the decode route reads every key once per
-            // KV head; prefill (causal) about half of the m x keys score matrix.
+            // decode workgroup row (once per KV head unless the group is split); prefill (causal)
+            // about half of the m x keys score matrix.
             const uint64_t m = a.in[0][0], keys = uint64_t(a.sym[pos]) + m;
-            const uint64_t kv = 2 * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
+            const uint64_t reads = m == 1 ? group / var.decode_heads : 1;
+            const uint64_t kv = 2 * reads * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
             const double pairs = m == 1 ? double(keys) : double(m) * double(keys) / 2;
             return graph::NodeCost{kv + 2 * m * n_heads * head_dim * 4, 4.0 * n_heads * head_dim * pairs};
           },
