@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything and runs every test that fits a CPU Vulkan
-# driver (heavy cases, label "heavy", run on a real GPU: ctest -L heavy), then the parsers
+# driver (heavy cases, label "heavy", run on a real GPU: ctest -L heavy), then the op and graph
+# suites on a device with WebGPU's default limits (WGRT_LIMITS=default), then the parsers
 # of untrusted input and the engine's fast suites (graph engine on the CPU Vulkan driver, GPU
 # layer, sampler) again under AddressSanitizer and UndefinedBehaviorSanitizer, then every fuzz
 # target (tests/fuzz) for WGRT_FUZZ_SECONDS each (default 30; 0 skips fuzzing).
@@ -14,6 +15,22 @@ werror=OFF; [ -n "${CI:-}" ] && werror=ON
 cmake -S "$root" -B "$root/build" -G Ninja -DWGRT_WERROR=$werror
 cmake --build "$root/build"
 (cd "$root/build" && ctest --output-on-failure --no-tests=error -LE heavy "$@")
+
+# The op and graph suites again on a device with WebGPU's default limits (WGRT_LIMITS=default:
+# 16 KiB of workgroup storage, 256 invocations per workgroup): every kernel must pick a variant
+# that fits. Left out until linear_q has a small-M kernel that fits 16 KiB (its small_m needs
+# 28 KiB; another branch rewrites linear_q): the LinearQ cases with 2..7-row steps (q4/q8
+# _m3_, _m7_, _m8_, _m37_, _dynamic_, _large_values) and the LinearQFused norm, residual and
+# swiglu cases. Remove them from this list once they fit.
+default_limits_suites='Attention*:Elementwise*:Embedding*:KvCache*:Linear*:RmsNorm*:OpParams*:Quant*:Rope*'
+default_limits_suites+=':Argmax*:SamplePick*:TopK*:SiluMul*:Softmax*:Graph*:GpuDevice*'
+default_limits_pending='LinearQ.MatchesReference/q?_m3_*:LinearQ.MatchesReference/q?_m7_*'
+default_limits_pending+=':LinearQ.MatchesReference/q?_m8_*:LinearQ.MatchesReference/q?_m37_*'
+default_limits_pending+=':LinearQ.MatchesReference/q?_dynamic_*:LinearQ.MatchesReference/q?_large_values'
+default_limits_pending+=':LinearQFused.MatchesReference/q?_norm_*:LinearQFused.MatchesReference/q?_residual_*'
+default_limits_pending+=':LinearQFused.MatchesReference/q?_swiglu_*'
+WGRT_LIMITS=default "$root/build/tests/wgrt_tests" --gtest_brief=1 \
+  --gtest_filter="$default_limits_suites:-$default_limits_pending"
 
 cmake -S "$root" -B "$root/build-asan" -G Ninja -DWGRT_WERROR=$werror -DWGRT_BUILD_BENCH=OFF \
   -DWGRT_SANITIZE=address,undefined

@@ -211,6 +211,15 @@ std::vector<Candidate> find_adapters(WGPUInstance instance, const DeviceOptions&
   return found;
 }
 
+// WGRT_LIMITS: unset, empty or "adapter" (the adapter's maximum), or "default".
+bool want_default_limits(const DeviceOptions& opts) {
+  const char* env = std::getenv("WGRT_LIMITS");
+  if (!env || !*env || std::string_view(env) == "adapter") return opts.default_limits;
+  if (std::string_view(env) == "default") return true;
+  throw GpuError(fmt::format("WGRT_LIMITS='{}' is not a limits choice (hint: 'default' for WebGPU's "
+                             "default limits, 'adapter' for the adapter's maximum)", env));
+}
+
 int chosen_index(const DeviceOptions& opts, size_t count) {
   int index = opts.adapter_index;
   std::string source = "--adapter";
@@ -328,7 +337,8 @@ Device create_device(const DeviceOptions& opts) {
   desc.label = sv("wgrt");
   desc.requiredFeatureCount = wanted.size();
   desc.requiredFeatures = wanted.data();
-  desc.requiredLimits = &limits;
+  // No required limits: Dawn grants WebGPU's defaults.
+  desc.requiredLimits = want_default_limits(opts) ? nullptr : &limits;
   desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   desc.deviceLostCallbackInfo.callback = on_device_lost;
   desc.deviceLostCallbackInfo.userdata1 = dev.errors.get();

@@ -29,6 +29,10 @@ struct DeviceOptions {
   // Dawn device toggles to enable, e.g. "disable_robustness" (docs/PERFORMANCE.md says which
   // are safe); env WGRT_TOGGLES adds a comma-separated list.
   std::vector<std::string> toggles;
+  // On: request WebGPU's default limits (16 KiB of workgroup storage, 256 invocations per
+  // workgroup, 128 MiB storage bindings, ...) instead of the adapter's maximum, to run as on
+  // the smallest conforming adapter. Env WGRT_LIMITS=default turns it on too.
+  bool default_limits = false;
 };
 
 struct AdapterDesc {
@@ -45,7 +49,7 @@ struct AdapterDesc {
 // What the device can do, passed explicitly to whatever needs it.
 struct DeviceCaps {
   AdapterDesc adapter;
-  WGPULimits limits{};                          // as granted to the device (= the adapter's)
+  WGPULimits limits{};  // as granted to the device: the adapter's, or WebGPU's defaults
   std::vector<WGPUFeatureName> adapter_features;
   bool shader_f16 = false;
   bool subgroups = false;

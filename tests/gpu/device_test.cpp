@@ -70,6 +70,19 @@ TEST(GpuDevice, LimitsAreTheDevicesAndNonZero) {
   EXPECT_EQ(now.maxStorageBuffersInFragmentStage, l.maxStorageBuffersInFragmentStage);
 }
 
+// DeviceOptions::default_limits (WGRT_LIMITS=default) gets the WebGPU specification's default
+// limits, whatever the adapter could give.
+TEST(GpuDevice, DefaultLimitsAreTheSpecDefaults) {
+  const WGPULimits& l = test::default_limits_device().caps.limits;
+  EXPECT_EQ(l.maxComputeWorkgroupStorageSize, 16384u);
+  EXPECT_EQ(l.maxComputeInvocationsPerWorkgroup, 256u);
+  EXPECT_EQ(l.maxComputeWorkgroupSizeX, 256u);
+  EXPECT_EQ(l.maxComputeWorkgroupsPerDimension, 65535u);
+  EXPECT_EQ(l.maxStorageBufferBindingSize, 128ull << 20);
+  EXPECT_EQ(l.maxBufferSize, 256ull << 20);
+  EXPECT_EQ(l.maxStorageBuffersPerShaderStage, 8u);
+}
+
 TEST(GpuDevice, FeaturesAgreeWithTheDevice) {
   Device& dev = test::device();
   const DeviceCaps& caps = dev.caps;

@@ -44,14 +44,14 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
 }
 
 Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, bool tied,
-                     std::optional<GgmlType> embd_type = {}) {
+                     std::optional<GgmlType> embd_type = {}, uint32_t head_dim = 64) {
   RandomModelSpec spec;
   spec.arch = arch;
   spec.dim = 256;  // K-quant rows are multiples of 256
   spec.n_layers = 2;
   spec.n_heads = 4;
   spec.n_kv_heads = 2;  // GQA
-  spec.head_dim = 64;
+  spec.head_dim = head_dim;  // 64, or another size: q is then n_heads * head_dim wide, not dim
   spec.ff = 512;
   spec.matrix_type = matrix_type;
   // Float models keep a float output projection: its int8-activation GEMM would set the tolerance.
@@ -60,14 +60,14 @@ Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, boo
   spec.seed = 7 + uint32_t(matrix_type);
   spec.vocab_from = &vocab;
   spec.tied_embeddings = tied;  // the output projection reuses token_embd
-  if (arch == Arch::Llama) spec.rope_freq_factors.assign(32, 1.f), spec.rope_freq_factors[31] = 8.f;
+  if (arch == Arch::Llama) spec.rope_freq_factors.assign(head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
   Fixture f{open_gguf_bytes(gguf_serialize(make_random_model(spec)), "fixture.gguf"), {}, {}};
   f.ref_config = reference_config(f.file.config);
   for (const auto& [name, w] : f.file.weights) f.ref_weights[name] = weight_to_f32(w);
   return f;
 }
 
-llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits) {
+llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits, bool f16_kv = false) {
   llm::Session s;
   s.dev = &test::device();
   s.model = std::move(f.file);
@@ -76,7 +76,7 @@ llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits) {
   o.n_ctx = 64;
   o.max_batch = max_batch;
   o.all_logits = all_logits;
-  o.f16_kv = false;
+  o.f16_kv = f16_kv;
   s.mg = build_model(*s.dev, s.model, o);
   return s;
 }
@@ -112,6 +112,8 @@ struct E2eCase {
   float tol;  // logits, relative to the row's largest
   bool tied = false;
   std::optional<GgmlType> embd;  // token_embd / output type when not the default
+  uint32_t head_dim = 64;
+  bool f16_kv = false;
 };
 
 class ModelEndToEnd : public ::testing::TestWithParam<E2eCase> {};
@@ -123,19 +125,19 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203};
 
   // 1. All logits of the prompt in one pass, and in chunks of 3 (small-M, then GEMV route).
-  Fixture f = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
+  Fixture f = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim);
   const size_t V = f.ref_config.n_vocab;
   ASSERT_EQ(V, 32000u);
   std::vector<float> want = ref::transformer_forward(f.ref_config, f.ref_weights, prompt);
   ref::TransformerConfig rc = f.ref_config;
   ref::Weights rw = f.ref_weights;
-  llm::Session one = session(f, 64, true);
+  llm::Session one = session(f, 64, true, c.f16_kv);
   std::vector<float> got;
   llm::eval(one, prompt, [&](size_t, size_t) { got = llm::read_logits(one); });
   expect_logits_close(got, want, V, c.tol, "one-pass prefill");
 
-  Fixture f2 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
-  llm::Session chunked = session(f2, 3, true);
+  Fixture f2 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim);
+  llm::Session chunked = session(f2, 3, true, c.f16_kv);
   std::vector<float> rows;
   llm::eval(chunked, prompt, [&](size_t, size_t) {
     auto part = llm::read_logits(chunked);
@@ -144,8 +146,8 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   expect_logits_close(rows, got, V, c.tol, "chunked prefill vs one pass");
 
   // 2. Prefill 5 tokens, then decode one at a time: the same logits as all at once.
-  Fixture f3 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
-  llm::Session inc = session(f3, 64, true);
+  Fixture f3 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim);
+  llm::Session inc = session(f3, 64, true, c.f16_kv);
   std::vector<float> inc_rows;
   llm::eval(inc, std::span(prompt).first(5), [&](size_t, size_t) { inc_rows = llm::read_logits(inc); });
   for (size_t i = 5; i < prompt.size(); ++i) {
@@ -157,8 +159,8 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 3. 32 greedy steps on the GPU (argmax kernel, last-row graph), checked by one reference
   // pass over prompt + generated tokens: each GPU token is the reference's best there.
-  Fixture f4 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
-  llm::Session gen = session(f4, 64, false);
+  Fixture f4 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim);
+  llm::Session gen = session(f4, 64, false, c.f16_kv);
   std::vector<int32_t> seq = prompt;
   llm::eval(gen, prompt);
   for (int step = 0; step < 32; ++step) {
@@ -179,8 +181,8 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 4. The same greedy steps pipelined: each step embeds the previous argmax on the GPU and is
   // submitted before that token is read back. Same kernels and values: the same tokens.
-  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd);
-  llm::Session pipe = session(f5, 64, false);
+  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim);
+  llm::Session pipe = session(f5, 64, false, c.f16_kv);
   llm::eval(pipe, prompt, {}, llm::Readout::Argmax);
   graph::Snapshot step = pipe.last;
   std::vector<int32_t> piped = prompt;
@@ -202,11 +204,16 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, false, GgmlType::Q6_K},
                                            E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, true, GgmlType::Q6_K},
                                            E2eCase{Arch::Qwen2, GgmlType::Q4_K, 3e-2f},
-                                           E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f}),
+                                           E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f},
+                                           // Head sizes other than 64: the generic attention paths.
+                                           E2eCase{Arch::Llama, GgmlType::F32, 2e-3f, false, {}, 80},
+                                           E2eCase{Arch::Qwen3, GgmlType::F16, 4e-3f, false, {}, 96, true}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) {
                            return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
                                   (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +
-                                  (i.param.tied ? "_tied" : "");
+                                  (i.param.tied ? "_tied" : "") +
+                                  (i.param.head_dim != 64 ? "_hd" + std::to_string(i.param.head_dim) : "") +
+                                  (i.param.f16_kv ? "_f16kv" : "");
                          });
 
 }  // namespace

@@ -24,6 +24,7 @@ struct AttnConfig {
   bool with_write = true;   // kv write node before attention
   bool with_attention = true;
   uint32_t max_chunks = 0;  // AttentionDesc::decode_max_chunks
+  bool default_limits = false;  // build on default_limits_device()
   uint32_t n_heads() const { return n_kv_heads * group; }
   ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
 };
@@ -38,7 +39,7 @@ struct AttnGraph {
 inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) {
   using namespace graph;
   AttnGraph a;
-  a.g = std::make_unique<Graph>(device());
+  a.g = std::make_unique<Graph>(c.default_limits ? default_limits_device() : device());
   Graph& g = *a.g;
   DType dt = c.f16 ? DType::F16 : DType::F32;
   a.pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(c.n_ctx) - 1});

@@ -1,4 +1,5 @@
-// SDPA over the KV cache against the CPU reference: head dims 64/128, GQA ratios 1/4/8,
+// SDPA over the KV cache against the CPU reference: head dims 16..256 (the 64/128 fast paths
+// and the generic ones), GQA ratios 1/2/4/8,
 // odd token counts, prime contexts, f32 and f16 caches, both routes; and one graph of
 // kv write + attention driven through a prefill/decode sequence.
 #include <fmt/format.h>
@@ -51,12 +52,13 @@ void check_single(const AttnConfig& c, uint32_t n_tokens, uint32_t ctx, uint32_t
 std::vector<OpCase> attention_cases() {
   std::vector<OpCase> cases;
   auto add = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, uint32_t ctx, bool f16,
-                 uint32_t max_chunks = 0) {
-    std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}", hd, group, n_tokens, ctx,
-                                   f16 ? "f16" : "f32", max_chunks ? fmt::format("_split{}", max_chunks) : "");
+                 uint32_t max_chunks = 0, bool default_limits = false) {
+    std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}{}", hd, group, n_tokens, ctx,
+                                   f16 ? "f16" : "f32", max_chunks ? fmt::format("_split{}", max_chunks) : "",
+                                   default_limits ? "_default_limits" : "");
     AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group,
                  .n_ctx = ctx + 6, .max_tokens = n_tokens, .f16 = f16, .with_write = false,
-                 .max_chunks = max_chunks};
+                 .max_chunks = max_chunks, .default_limits = default_limits};
     cases.push_back({name, [=] { check_single(c, n_tokens, ctx, hd + group * 7 + n_tokens); }});
   };
   for (uint32_t hd : {64u, 128u})
@@ -72,6 +74,22 @@ std::vector<OpCase> attention_cases() {
   add(64, 4, 37, 1031, false);
   add(64, 1, 2, 64, false);   // one key tile exactly
   add(128, 8, 1, 1, false);   // a context of one key
+  // Every other head size real models use, and the edges of the range: rows that are not a
+  // multiple of a lane count, fewer words than lanes (16, 24), rows past 32 words (256 f32).
+  // Each prefill case also runs a decode step at its last position.
+  for (uint32_t hd : {16u, 24u, 40u, 80u, 96u, 256u}) {
+    add(hd, 1, 37, 131, false);
+    add(hd, 4, 7, 131, true);
+    add(hd, 8, 3, 131, hd % 16 == 0);
+  }
+  add(80, 4, 1, 1031, true, 3);  // several blocks per chunk
+  add(256, 1, 1, 1031, false);   // 32-key blocks
+  // On a device with WebGPU's default limits (16 KiB of workgroup storage): the variants with
+  // fewer query heads per decode workgroup and smaller prefill tiles.
+  add(128, 8, 37, 131, true, 0, true);
+  add(256, 8, 7, 131, false, 0, true);
+  add(256, 2, 37, 131, true, 0, true);
+  add(80, 8, 3, 131, true, 0, true);
   return cases;
 }
 
@@ -139,15 +157,70 @@ TEST(AttentionSequence, F32Hd128Gqa1SmallSplit) {
                 .max_chunks = 1});
 }
 
+// The variant choice follows the device's workgroup storage: everything fits the limit it
+// was picked for, the large limit keeps the fast variants, and a limit no variant fits is a
+// build error naming the limit and the kernel.
+TEST(AttentionBuild, VariantsFitTheLimits) {
+  WGPULimits small{}, large{};
+  small.maxComputeWorkgroupStorageSize = 16384;
+  small.maxComputeInvocationsPerWorkgroup = 256;
+  large.maxComputeWorkgroupStorageSize = 49152;
+  large.maxComputeInvocationsPerWorkgroup = 1024;
+  for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
+    for (uint32_t group : {1u, 2u, 4u, 8u})
+      for (bool f16 : {false, true}) {
+        SCOPED_TRACE(fmt::format("hd {} group {} {}", hd, group, f16 ? "f16" : "f32"));
+        for (const WGPULimits& l : {small, large}) {
+          ops::AttentionVariants v = ops::attention_variants(l, "attn", hd, group, f16);
+          for (const ops::WorkgroupFootprint& f : {v.decode, v.reduce, v.prefill}) {
+            EXPECT_LE(f.storage_bytes, l.maxComputeWorkgroupStorageSize);
+            EXPECT_LE(f.invocations, l.maxComputeInvocationsPerWorkgroup);
+          }
+          EXPECT_EQ(group % v.decode_heads, 0u);
+          EXPECT_EQ(v.prefill_rows % group, 0u);
+        }
+        // 48 KiB (the H200) keeps every query head of a group in one decode workgroup.
+        EXPECT_EQ(ops::attention_variants(large, "attn", hd, group, f16).decode_heads, group);
+      }
+  // Today's tiles for the 64/128 fast paths on a 48 KiB device.
+  ops::AttentionVariants v = ops::attention_variants(large, "attn", 128, 8, true);
+  EXPECT_EQ(v.prefill_rows, 32u);
+  EXPECT_EQ(v.prefill_keys, 32u);
+  EXPECT_EQ(v.key_block, 64u);
+  // 16 KiB: an f16 head of 128 with 8 query heads per KV head splits the group.
+  EXPECT_LT(ops::attention_variants(small, "attn", 128, 8, true).decode_heads, 8u);
+  EXPECT_EQ(ops::attention_variants(small, "attn", 256, 1, false).key_block, 32u);
+  WGPULimits tiny = small;
+  tiny.maxComputeWorkgroupStorageSize = 4096;
+  try {
+    ops::attention_variants(tiny, "attn.0", 256, 8, false);
+    ADD_FAILURE() << "no variant fits 4 KiB";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("maxComputeWorkgroupStorageSize"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("attn.0: attention"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AttentionBuild, RejectsUnsupportedShapes) {
   Graph g(device());
   auto kc = ops::add_kv_cache(g, "kc", DType::F32, 2, 16, 96);
   auto vc = ops::add_kv_cache(g, "vc", DType::F32, 2, 16, 96);
   auto pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = 15});
   auto q = add_input(g, {.name = "q", .max_shape = {4, 2 * 96}, .dynamic_dims = 1});
-  EXPECT_THROW(ops::add_attention(g, {.name = "a", .q = q, .k_cache = kc, .v_cache = vc, .pos = pos,
+  auto kc1 = ops::add_kv_cache(g, "kc1", DType::F32, 2, 16, 100);
+  auto vc1 = ops::add_kv_cache(g, "vc1", DType::F32, 2, 16, 100);
+  auto q1 = add_input(g, {.name = "q1", .max_shape = {4, 2 * 100}, .dynamic_dims = 1});
+  EXPECT_THROW(ops::add_attention(g, {.name = "a", .q = q1, .k_cache = kc1, .v_cache = vc1, .pos = pos,
                                       .n_heads = 2}),
-               std::invalid_argument);  // head_dim 96
+               std::invalid_argument);  // head_dim 100 is not a multiple of 8
+  auto kc3 = ops::add_kv_cache(g, "kc3", DType::F32, 2, 16, 264);
+  auto vc3 = ops::add_kv_cache(g, "vc3", DType::F32, 2, 16, 264);
+  auto q3 = add_input(g, {.name = "q3", .max_shape = {4, 2 * 264}, .dynamic_dims = 1});
+  EXPECT_THROW(ops::add_attention(g, {.name = "c", .q = q3, .k_cache = kc3, .v_cache = vc3, .pos = pos,
+                                      .n_heads = 2}),
+               std::invalid_argument);  // head_dim 264 is past 256
+  EXPECT_NO_THROW(ops::add_attention(g, {.name = "d", .q = q, .k_cache = kc, .v_cache = vc, .pos = pos,
+                                         .n_heads = 2}));  // head_dim 96
   auto kc2 = ops::add_kv_cache(g, "kc2", DType::F32, 2, 16, 64);
   auto vc2 = ops::add_kv_cache(g, "vc2", DType::F32, 2, 16, 64);
   auto q2 = add_input(g, {.name = "q2", .max_shape = {4, 6 * 64}, .dynamic_dims = 1});

@@ -63,7 +63,7 @@ void check_writes(const AttnConfig& c) {
 std::vector<OpCase> kv_cache_cases() {
   std::vector<OpCase> cases;
   for (bool f16 : {false, true})
-    for (uint32_t hd : {64u, 128u})
+    for (uint32_t hd : {16u, 24u, 40u, 64u, 80u, 96u, 128u, 256u})
       for (uint32_t n_kv : {1u, 3u}) {
         AttnConfig c{.head_dim = hd, .n_kv_heads = n_kv, .n_ctx = 131, .max_tokens = 64,
                      .f16 = f16, .with_attention = false};

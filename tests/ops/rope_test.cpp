@@ -119,6 +119,9 @@ std::vector<OpCase> rope_cases() {
     cases.push_back(rope_case(l + "_2tok_3x64_pos1e7", 2, 10'000'000, {.n_heads = 3, .head_dim = 64, .neox = neox}));
     cases.push_back(rope_case(l + "_1tok_1x64_pos2e9", 1, 2'000'000'000, {.n_heads = 1, .head_dim = 64, .neox = neox}));
     cases.push_back(dynamic_case({.n_heads = 3, .head_dim = 128, .neox = neox, .theta = 1e6}));
+    // The other head sizes of 16..256 that real models use.
+    for (uint32_t hd : {16u, 24u, 40u, 80u, 96u, 256u})
+      cases.push_back(rope_case(fmt::format("{}_5tok_3x{}", l, hd), 5, 17, {.n_heads = 3, .head_dim = hd, .neox = neox}));
   }
   cases.push_back(dynamic_case({.n_heads = 5, .head_dim = 64, .n_rot = 48, .theta = 500000, .llama3 = true}));
   cases.push_back({"freq_table_matches_reference", [] {
@@ -221,7 +224,9 @@ void run_rope_qkv(const QkvCase& c) {
 std::vector<OpCase> rope_qkv_cases() {
   std::vector<OpCase> cases;
   const QkvCase shapes[] = {{4, 2, 64, 64, false, true},  {4, 2, 64, 64, true, true},   {3, 1, 128, 128, true, false},
-                            {2, 2, 64, 32, false, false}, {6, 2, 128, 96, true, true},  {1, 1, 16, 16, false, true}};
+                            {2, 2, 64, 32, false, false}, {6, 2, 128, 96, true, true},  {1, 1, 16, 16, false, true},
+                            {2, 2, 24, 24, true, true},   {4, 1, 40, 40, false, true},  {4, 2, 80, 80, true, false},
+                            {2, 1, 96, 96, false, true},  {8, 1, 256, 256, true, false}, {2, 2, 256, 64, false, true}};
   for (const QkvCase& c : shapes)
     cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv,
                                  c.head_dim, c.n_rot, c.f16 ? "f16" : "f32"),

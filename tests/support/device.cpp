@@ -13,6 +13,11 @@ gpu::Device& device() {
   return dev;
 }
 
+gpu::Device& default_limits_device() {
+  static gpu::Device dev = gpu::create_device({.default_limits = true});
+  return dev;
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 namespace {
 

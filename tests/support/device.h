@@ -7,5 +7,8 @@
 namespace wgrt::test {
 
 gpu::Device& device();
+// A second device on the same adapter with WebGPU's default limits (16 KiB of workgroup
+// storage, ...): ops built on it must pick their small variants. Created on first use.
+gpu::Device& default_limits_device();
 
 }  // namespace wgrt::test

@@ -30,8 +30,54 @@ uint32_t ml_offset(uint32_t n_heads, uint32_t max_chunks, uint32_t head_dim) {
 
 const ParamLayout kAttentionLayout{"attention", sizeof(AttentionParams), kFields};
 
-DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks) {
-  uint32_t blocks = uint32_t(ceil_div(n_keys, kAttnKeyBlock));
+// Footprints from the WGSL declarations (attention.wgsl), each variable rounded to 16 bytes.
+AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
+                                     uint32_t group, bool f16) {
+  constexpr uint32_t wg = 256, reduce_wg = 128, max_kpl = 8;  // attention.wgsl WG, RWG, MAX_KPL
+  const uint32_t row_words = head_dim / (f16 ? 8 : 4), d4 = head_dim / 4;
+  AttentionVariants v{};
+  // decode_split: a block of 64 keys unless a row has more than 32 words, so that every P*V
+  // lane (WG / row_words of them) holds at most MAX_KPL keys of a block.
+  v.key_block = wg / row_words >= kAttnKeyBlock / max_kpl ? kAttnKeyBlock : kAttnKeyBlock / 2;
+  std::vector<uint32_t> heads;
+  std::vector<WorkgroupFootprint> decode;
+  for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {  // all of the group's heads first: K/V read once
+    heads.push_back(hpw);
+    decode.push_back({wg_var_bytes(uint64_t(hpw) * d4 * 16) + wg_var_bytes(uint64_t(hpw) * wg * 4) +
+                          wg_var_bytes(uint64_t(hpw) * v.key_block * 4) + 2 * wg_var_bytes(kMaxGroup * 4) +
+                          wg_var_bytes(uint64_t(wg) * (f16 ? 2 : 1) * 16),
+                      wg});
+  }
+  size_t di = pick_variant(limits, name + ": attention decode_split", decode);
+  v.decode_heads = heads[di];
+  v.decode = decode[di];
+  v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4), reduce_wg};
+  require_fits(limits, name + ": attention decode_reduce", v.reduce);
+
+  // prefill: more rows per tile share each K/V tile, more keys per tile mean fewer barriers.
+  // Thread columns (WG / rows of them) hold at most 4 keys and 4 output vec4s each.
+  struct Tile {
+    uint32_t rows, keys;
+  };
+  std::vector<Tile> tiles;
+  std::vector<WorkgroupFootprint> prefill;
+  for (Tile t : {Tile{32, 32}, {32, 16}, {16, 16}, {16, 8}, {8, 16}, {8, 8}, {8, 4}}) {
+    const uint32_t columns = wg / t.rows;
+    if (t.rows % group != 0 || ceil_div(d4, columns) > 4 || ceil_div(t.keys, columns) > 4) continue;
+    tiles.push_back(t);
+    prefill.push_back({wg_var_bytes(uint64_t(t.rows) * (d4 + 1) * 16) + wg_var_bytes(uint64_t(t.keys) * d4 * 16) +
+                           wg_var_bytes(uint64_t(t.rows) * (t.keys + 1) * 4) + wg_var_bytes(t.rows * 4),
+                       wg});
+  }
+  size_t pi = pick_variant(limits, name + ": attention prefill", prefill);
+  v.prefill_rows = tiles[pi].rows;
+  v.prefill_keys = tiles[pi].keys;
+  v.prefill = prefill[pi];
+  return v;
+}
+
+DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks, uint32_t key_block) {
+  uint32_t blocks = uint32_t(ceil_div(n_keys, key_block));
   uint32_t per = uint32_t(ceil_div(blocks, max_chunks));
   return {uint32_t(ceil_div(blocks, per)), per};
 }
@@ -57,17 +103,17 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
   p.scale = c.scale;
   const uint32_t group = c.n_heads / c.n_kv_heads;
   if (c.route == kAttentionDecode) {
-    DecodeSplit s = decode_split(uint32_t(c.pos) + 1, c.max_chunks);
+    DecodeSplit s = decode_split(uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
     p.n_chunks = s.n_chunks;
     p.chunk_blocks = s.chunk_blocks;
     p.ml_offset = ml_offset(c.n_heads, c.max_chunks, c.head_dim);
     plan.params[0].set(p);
     plan.params[1].set(p);
-    plan.grids[0] = {s.n_chunks, c.n_kv_heads, 1};
+    plan.grids[0] = {s.n_chunks, c.n_kv_heads * (group / c.decode_heads), 1};
     plan.grids[1] = {c.n_heads, 1, 1};
   } else {
     plan.params[0].set(p);
-    uint32_t tokens_per_tile = kPrefillRows / group;
+    uint32_t tokens_per_tile = c.prefill_rows / group;
     plan.grids[0] = {uint32_t(ceil_div(c.n_tokens, tokens_per_tile)), c.n_kv_heads, 1};
   }
 }
@@ -84,17 +130,19 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   graph::Shape out_shape = infer_attention({q.max_shape, kc.max_shape, d.n_heads});
   const uint32_t n_kv = kc.max_shape[0], n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
   const uint32_t max_tokens = q.max_shape[0];  // copied: add_tensor below may move g.tensors
-  if (head_dim != 64 && head_dim != 128)
-    throw std::invalid_argument(fmt::format("{}: head_dim {} (supported: 64, 128)", d.name, head_dim));
-  if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup || kPrefillRows % (d.n_heads / n_kv) != 0)
+  if (head_dim % 8 != 0 || head_dim < kMinHeadDim || head_dim > kMaxHeadDim)
+    throw std::invalid_argument(fmt::format("{}: head_dim {} (supported: multiples of 8 from {} to {})", d.name,
+                                            head_dim, kMinHeadDim, kMaxHeadDim));
+  if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup || kMaxGroup % (d.n_heads / n_kv) != 0)
     throw std::invalid_argument(fmt::format(
         "{}: {} query heads over {} KV heads (supported GQA ratios: 1, 2, 4, 8)", d.name, d.n_heads, n_kv));
   uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks : std::max<uint32_t>(1, kDecodeWorkgroups / n_kv);
   if (max_chunks > kMaxDecodeChunks)
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
-  max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, kAttnKeyBlock)));
   const uint32_t group = d.n_heads / n_kv;
   const bool f16 = kc.dtype == graph::DType::F16;
+  const AttentionVariants var = attention_variants(g.dev->caps.limits, d.name, head_dim, group, f16);
+  max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, var.key_block)));
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
 
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
@@ -104,20 +152,18 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
 
   std::vector<gpu::OverrideConstant> consts = {
       {"HEAD_DIM", double(head_dim)}, {"GROUP", double(group)}, {"F16", f16 ? 1.0 : 0.0}};
-  auto key = [&](const char* entry) { return gpu::make_key("attention", entry, consts); };
-  // Prefill key tile: 32 keys where workgroup memory allows (48 KiB on the H200), else 16.
-  const uint32_t d4 = head_dim / 4;
-  const uint64_t smem32 = uint64_t(kPrefillRows) * (d4 + 1) * 16 + 32ull * d4 * 16 + kPrefillRows * 33 * 4 + 128;
-  const uint32_t bk = g.dev->caps.limits.maxComputeWorkgroupStorageSize >= smem32 ? 32 : 16;
-  std::vector<gpu::OverrideConstant> prefill_consts = consts;
-  prefill_consts.push_back({"BK", double(bk)});
+  std::vector<gpu::OverrideConstant> decode_consts = consts, prefill_consts = consts;
+  decode_consts.push_back({"HPW", double(var.decode_heads)});
+  decode_consts.push_back({"KB", double(var.key_block)});
+  prefill_consts.push_back({"ROWS", double(var.prefill_rows)});
+  prefill_consts.push_back({"BK", double(var.prefill_keys)});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back(
       {"flash_decode", 1, 1,
-       {{key("decode_split"),
+       {{gpu::make_key("attention", "decode_split", decode_consts),
          {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
           graph::Binding::of(4, scratch), graph::Binding::params(5)}},
-        {key("decode_reduce"),
+        {gpu::make_key("attention", "decode_reduce", consts),
          {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)}}}});
   if (max_tokens >= 2)
     routes.routes.push_back(
@@ -140,16 +186,18 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
           },
       .plan =
           [=, pos = d.pos](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[pos], scale,
-                            max_chunks, a.route},
+            plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[pos], scale, max_chunks,
+                            a.route, var.decode_heads, var.key_block, var.prefill_rows},
                            p);
           },
       .cost =
           [=, pos = d.pos](const graph::PlanArgs& a) {
             // Keys 0..pos + m - 1 of K and V, q in, out: the decode route reads every key once per
-            // KV head; prefill (causal) about half of the m x keys score matrix.
+            // decode workgroup row (once per KV head unless the group is split); prefill (causal)
+            // about half of the m x keys score matrix.
             const uint64_t m = a.in[0][0], keys = uint64_t(a.sym[pos]) + m;
-            const uint64_t kv = 2 * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
+            const uint64_t reads = m == 1 ? group / var.decode_heads : 1;
+            const uint64_t kv = 2 * reads * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
             const double pairs = m == 1 ? double(keys) : double(m) * double(keys) / 2;
             return graph::NodeCost{kv + 2 * m * n_heads * head_dim * 4, 4.0 * n_heads * head_dim * pairs};
           },

@@ -8,14 +8,17 @@
 //
 // Routes on n_tokens:
 //   [1, 1]    decode, flash-decoding: `decode_split` gives each (KV head, chunk of the
-//             pos + 1 keys) a workgroup that handles all query heads of the group, with an
-//             online softmax over blocks of 64 keys, and writes (max, sum, weighted V) per
-//             query head and chunk to a scratch tensor; `decode_reduce` merges the chunks.
+//             pos + 1 keys) a workgroup that handles the query heads of the group (all of
+//             them where workgroup memory allows), with an online softmax over blocks of 64
+//             keys (32 for f32 rows past 128), and writes (max, sum, weighted V) per query
+//             head and chunk to a scratch tensor; `decode_reduce` merges the chunks.
 //             plan picks the chunk count from the live context length.
-//   [2, max]  prefill: `prefill` tiles 32 rows (tokens x the group's query heads) against
-//             tiles of 32 keys in workgroup memory, online softmax, causal mask; a K/V tile
-//             is loaded once for all query heads of its group.
-// head_dim 64 or 128 and the GQA ratio (1..8) are override constants, as is the cache dtype.
+//   [2, max]  prefill: `prefill` tiles up to 32 rows (tokens x the group's query heads)
+//             against tiles of up to 32 keys in workgroup memory, online softmax, causal
+//             mask; a K/V tile is loaded once for all query heads of its group.
+// head_dim (any multiple of 8 in 16..256), the GQA ratio (1, 2, 4, 8) and the cache dtype are
+// override constants; so are the tile sizes, picked at build as the fastest variant that fits
+// the device's workgroup memory (attention_variants).
 #pragma once
 
 #include <optional>
@@ -41,7 +44,21 @@ constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
 // Default split: about kDecodeWorkgroups workgroups over all KV heads (twice the SM count of a
 // large GPU), each split a few 64-key blocks, so the merge has few chunks to add.
 constexpr uint32_t kDecodeWorkgroups = 256;
-constexpr uint32_t kPrefillRows = 32;       // attention.wgsl ROWS: (token, head) rows per tile
+constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 between
+
+// The tile sizes of one node's kernels (override constants of attention.wgsl), and what they
+// ask of the device.
+struct AttentionVariants {
+  uint32_t decode_heads;  // HPW: query heads per decode_split workgroup, divides the group
+  uint32_t key_block;     // KB: keys per decode block
+  uint32_t prefill_rows;  // ROWS: (token, head) rows per prefill tile
+  uint32_t prefill_keys;  // BK: keys per prefill tile
+  WorkgroupFootprint decode, reduce, prefill;
+};
+// The fastest variants of each kernel that fit `limits` for this shape; throws
+// std::invalid_argument naming `name`, the kernel and the limit when none does.
+AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
+                                     uint32_t group, bool f16);
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
 
@@ -67,15 +84,16 @@ struct AttentionPlanCtx {
   float scale;
   uint32_t max_chunks;  // the split cap
   uint32_t route;
+  uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
 };
 // Throws std::out_of_range when pos + n_tokens > n_ctx.
 void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan);
 
-// Flash-decoding split for a context of `n_keys`: chunks of whole 64-key blocks, as many
+// Flash-decoding split for a context of `n_keys`: chunks of whole key blocks, as many
 // chunks as blocks up to `max_chunks`.
 struct DecodeSplit {
   uint32_t n_chunks, chunk_blocks;
 };
-DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks);
+DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks, uint32_t key_block = kAttnKeyBlock);
 
 }  // namespace wgrt::ops

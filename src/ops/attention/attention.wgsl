@@ -15,7 +15,7 @@ struct Params {
   _pad2: u32,
 }
 
-override HEAD_DIM: u32 = 128u;  // 64 or 128
+override HEAD_DIM: u32 = 128u;  // a multiple of 8, 16..256
 override GROUP: u32 = 1u;       // query heads per KV head, 1..MAX_GROUP
 override F16: bool = false;     // cache dtype
 
@@ -42,36 +42,40 @@ fn unpack_word(w: vec4<u32>) -> array<vec4<f32>, 2> {
 fn row_words() -> u32 { return HEAD_DIM / select(4u, 8u, F16); }
 fn word_vec4s() -> u32 { return select(1u, 2u, F16); }
 
-// ---- decode, split: a workgroup per (chunk, KV head) -------------------------------------
-// Blocks of KB keys: LANES threads per key form the dot products with the group's queries;
-// then every thread owns one word of the row and a strided share of the keys for P*V. V for
-// the block is loaded before the scores are known so both loads are in flight together.
-const KB: u32 = 64u;
-const LANES: u32 = 4u;
-const MAX_CHUNKS: u32 = 256u;
+// The smallest power of two >= n (n >= 1).
+fn pow2_ceil(n: u32) -> u32 { return 1u << (32u - countLeadingZeros(n - 1u)); }
 
-var<workgroup> dq: array<vec4<f32>, 256>;     // [GROUP][HEAD_DIM / 4], scaled
-var<workgroup> dpart: array<f32, 2048>;       // [GROUP][KB][LANES] partial dot products
-var<workgroup> dp: array<f32, 512>;           // [GROUP][KB] scores, then probabilities
+// ---- decode, split: a workgroup per (chunk, HPW query heads of one KV head) ---------------
+// Blocks of KB keys: LANES = WG / KB threads per key form the dot products with the heads'
+// queries; then every thread owns one word of the row and a strided share of the keys for
+// P*V (WG / R key lanes; threads past them idle). V for the block is loaded before the
+// scores are known so both loads are in flight together. HPW = GROUP reads K/V once per
+// group; fewer heads per workgroup fit a smaller workgroup memory (attention.cpp sizes it).
+override HPW: u32 = 1u;  // query heads per workgroup, divides GROUP
+override KB: u32 = 64u;  // keys per block: 64, or 32 where a row has more than 32 words
+const MAX_CHUNKS: u32 = 256u;
+const MAX_KPL: u32 = 8u;  // keys per P*V lane and block (attention.cpp keeps KB / (WG / R) <= 8)
+
+var<workgroup> dq: array<vec4<f32>, HPW * HEAD_DIM / 4u>;  // [HPW][HEAD_DIM / 4], scaled
+var<workgroup> dpart: array<f32, HPW * WG>;  // [HPW][KB][LANES] partial dots, then reduce scratch
+var<workgroup> dp: array<f32, HPW * KB>;     // [HPW][KB] scores, then probabilities
 var<workgroup> dalpha: array<f32, MAX_GROUP>; // per head: rescale of the running sums
 var<workgroup> dmax: array<f32, MAX_GROUP>;
-var<workgroup> dred: array<vec4<f32>, 512>;   // [WG][2] per-thread sums for the final reduce
+var<workgroup> dred: array<vec4<f32>, WG * (1u + u32(F16))>;  // [WG][word vec4s] final sums
 
-// The max (or sum) of dp[h][0 .. n_valid) for every head h, left in dred[h * KB].x: a tree over
-// the block's KB entries per head, all heads at once (GROUP * KB <= 2 WG).
+// The max (or sum) of dp[h][0 .. n_valid) for every head h, left in dpart[h * KB]: a tree over
+// the block's KB entries per head, all heads at once.
 fn block_reduce(t: u32, n_valid: u32, is_max: bool) {
-  for (var i = t; i < GROUP * KB; i += WG) {
-    let v = dp[i];
-    dred[i] = vec4<f32>(select(select(0.0, NEG, is_max), v, i % KB < n_valid), 0.0, 0.0, 0.0);
+  for (var i = t; i < HPW * KB; i += WG) {
+    dpart[i] = select(select(0.0, NEG, is_max), dp[i], i % KB < n_valid);
   }
   workgroupBarrier();
   for (var s = KB / 2u; s > 0u; s >>= 1u) {
-    for (var i = t; i < GROUP * KB; i += WG) {
-      let j = i % KB;
-      if (j < s) {
-        let a = dred[i].x;
-        let b = dred[i + s].x;
-        dred[i].x = select(a + b, max(a, b), is_max);
+    for (var i = t; i < HPW * KB; i += WG) {
+      if (i % KB < s) {
+        let a = dpart[i];
+        let b = dpart[i + s];
+        dpart[i] = select(a + b, max(a, b), is_max);
       }
     }
     workgroupBarrier();
@@ -83,74 +87,83 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
   let R = row_words();
   let E4 = word_vec4s();
   let D4 = HEAD_DIM / 4u;
-  let NVL = WG / R;  // key lanes in the P*V phase
+  let LANES = WG / KB;
+  let WPL = (R + LANES - 1u) / LANES;  // score phase: words per lane
+  let NVL = WG / R;                    // key lanes in the P*V phase
+  let KPL = (KB + NVL - 1u) / NVL;     // and keys per lane
   let c = wid.x;
-  let g = wid.y;
-  let head0 = g * GROUP;
+  let g = wid.y / (GROUP / HPW);  // KV head
+  let head0 = g * GROUP + (wid.y % (GROUP / HPW)) * HPW;
   let k_begin = c * p.chunk_blocks * KB;
   let k_end = min(k_begin + p.chunk_blocks * KB, p.pos + 1u);
   let row0 = g * p.n_ctx;
 
-  for (var i = t; i < GROUP * D4; i += WG) { dq[i] = q[head0 * D4 + i] * p.scale; }
+  for (var i = t; i < HPW * D4; i += WG) { dq[i] = q[head0 * D4 + i] * p.scale; }
   let sj = t / LANES;  // score phase: key of the block
   let sl = t % LANES;  // and lane
   let vw = t % R;      // P*V phase: word of the row
-  let vl = t / R;      // and key lane
+  let vl = t / R;      // and key lane (idle when >= NVL)
   var acc: array<array<vec4<f32>, 2>, MAX_GROUP>;
-  var m_run = NEG;  // threads t < GROUP: head t's running max and sum
+  var m_run = NEG;  // threads t < HPW: head t's running max and sum
   var l_run = 0.0;
   workgroupBarrier();
 
   for (var b0 = k_begin; b0 < k_end; b0 += KB) {
     let n_valid = min(KB, k_end - b0);
-    var vv: array<vec4<u32>, 8>;
-    for (var i = 0u; i < KB / NVL; i++) {
-      let key = b0 + vl + i * NVL;
+    var vv: array<vec4<u32>, MAX_KPL>;
+    for (var i = 0u; i < KPL; i++) {
+      let j = vl + i * NVL;
       vv[i] = vec4<u32>(0u);
-      if (key < k_end) { vv[i] = v_cache[(row0 + key) * R + vw]; }
+      if ((WG % R == 0u || vl < NVL) && j < n_valid) { vv[i] = v_cache[(row0 + b0 + j) * R + vw]; }
     }
     var part = array<f32, MAX_GROUP>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);  // explicit: a bare loop-local var was not re-zeroed per turn on lavapipe
     let key = b0 + sj;
     if (key < k_end) {
-      for (var i = 0u; i < R / LANES; i++) {
+      for (var i = 0u; i < WPL; i++) {
         let w = sl + i * LANES;
-        let kv = unpack_word(k_cache[(row0 + key) * R + w]);
-        for (var u = 0u; u < E4; u++) {
-          for (var h = 0u; h < GROUP; h++) { part[h] += dot(dq[h * D4 + w * E4 + u], kv[u]); }
+        if (R % LANES == 0u || w < R) {
+          let kv = unpack_word(k_cache[(row0 + key) * R + w]);
+          for (var u = 0u; u < E4; u++) {
+            for (var h = 0u; h < HPW; h++) { part[h] += dot(dq[h * D4 + w * E4 + u], kv[u]); }
+          }
         }
       }
     }
-    for (var h = 0u; h < GROUP; h++) { dpart[(h * KB + sj) * LANES + sl] = part[h]; }
+    for (var h = 0u; h < HPW; h++) { dpart[(h * KB + sj) * LANES + sl] = part[h]; }
     workgroupBarrier();
-    for (var i = t; i < GROUP * KB; i += WG) {
-      let b = i * LANES;
-      dp[i] = (dpart[b] + dpart[b + 1u]) + (dpart[b + 2u] + dpart[b + 3u]);
+    for (var i = t; i < HPW * KB; i += WG) {
+      var s = 0.0;
+      for (var l = 0u; l < LANES; l++) { s += dpart[i * LANES + l]; }
+      dp[i] = s;
     }
     workgroupBarrier();
-    // Each head's block max and sum by trees over dred's lanes (no thread walks the block).
+    // Each head's block max and sum by trees (no thread walks the block).
     block_reduce(t, n_valid, true);
-    if (t < GROUP) {
-      let m_new = max(m_run, dred[t * KB].x);
+    if (t < HPW) {
+      let m_new = max(m_run, dpart[t * KB]);
       dalpha[t] = exp(m_run - m_new);
       dmax[t] = m_new;
       m_run = m_new;
     }
     workgroupBarrier();
-    for (var i = t; i < GROUP * KB; i += WG) {
+    for (var i = t; i < HPW * KB; i += WG) {
       dp[i] = select(0.0, exp(dp[i] - dmax[i / KB]), i % KB < n_valid);
     }
     workgroupBarrier();
     block_reduce(t, n_valid, false);
-    if (t < GROUP) { l_run = l_run * dalpha[t] + dred[t * KB].x; }
-    for (var h = 0u; h < GROUP; h++) {
+    if (t < HPW) { l_run = l_run * dalpha[t] + dpart[t * KB]; }
+    for (var h = 0u; h < HPW; h++) {
       let a = dalpha[h];
       var s0 = acc[h][0] * a;
       var s1 = acc[h][1] * a;
-      for (var i = 0u; i < KB / NVL; i++) {
-        let pj = dp[h * KB + vl + i * NVL];
-        let vf = unpack_word(vv[i]);
-        s0 += pj * vf[0];
-        s1 += pj * vf[1];
+      for (var i = 0u; i < KPL; i++) {
+        let j = vl + i * NVL;
+        if (KB % NVL == 0u || j < KB) {
+          let pj = dp[h * KB + j];
+          let vf = unpack_word(vv[i]);
+          s0 += pj * vf[0];
+          s1 += pj * vf[1];
+        }
       }
       acc[h][0] = s0;
       acc[h][1] = s1;
@@ -159,35 +172,29 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
   }
 
   // Sum the key lanes' partial P*V per head; write this chunk's (V sums, max, sum).
-  for (var h = 0u; h < GROUP; h++) {
-    dred[t * 2u] = acc[h][0];
-    dred[t * 2u + 1u] = acc[h][1];
+  let P2 = pow2_ceil(NVL);
+  for (var h = 0u; h < HPW; h++) {
+    for (var u = 0u; u < E4; u++) { dred[t * E4 + u] = acc[h][u]; }
     workgroupBarrier();
-    for (var s = NVL / 2u; s > 0u; s >>= 1u) {  // a tree over the key lanes (t = vl * R + vw)
-      if (vl < s) {
-        dred[t * 2u] += dred[(t + s * R) * 2u];
-        dred[t * 2u + 1u] += dred[(t + s * R) * 2u + 1u];
+    for (var s = P2 / 2u; s > 0u; s >>= 1u) {  // a tree over the key lanes (t = vl * R + vw)
+      if (vl < s && vl + s < NVL) {
+        for (var u = 0u; u < E4; u++) { dred[t * E4 + u] += dred[(t + s * R) * E4 + u]; }
       }
       workgroupBarrier();
     }
     if (t < R) {
-      let s0 = dred[t * 2u];
-      let s1 = dred[t * 2u + 1u];
       let o = ((head0 + h) * p.n_chunks + c) * HEAD_DIM + t * E4 * 4u;
-      split[o] = s0.x;
-      split[o + 1u] = s0.y;
-      split[o + 2u] = s0.z;
-      split[o + 3u] = s0.w;
-      if (F16) {
-        split[o + 4u] = s1.x;
-        split[o + 5u] = s1.y;
-        split[o + 6u] = s1.z;
-        split[o + 7u] = s1.w;
+      for (var u = 0u; u < E4; u++) {
+        let s0 = dred[t * E4 + u];
+        split[o + 4u * u] = s0.x;
+        split[o + 4u * u + 1u] = s0.y;
+        split[o + 4u * u + 2u] = s0.z;
+        split[o + 4u * u + 3u] = s0.w;
       }
     }
     workgroupBarrier();
   }
-  if (t < GROUP) {
+  if (t < HPW) {
     let i = p.ml_offset + ((head0 + t) * p.n_chunks + c) * 2u;
     split[i] = m_run;
     split[i + 1u] = l_run;
@@ -247,9 +254,11 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
 // ---- prefill: a workgroup per (tile of ROWS (token, head) rows, KV head) -----------------
 // Row r is token tok0 + r / GROUP and query head g * GROUP + r % GROUP, so one K/V tile in
 // workgroup memory serves all query heads of the group. Tiles of BK keys up to the causal
-// limit of the tile's last token; an online softmax per row.
-const ROWS: u32 = 32u;
-override BK: u32 = 32u;  // keys per tile: 32, or 16 where workgroup memory is 32 KiB
+// limit of the tile's last token; an online softmax per row. Thread t serves row t % ROWS;
+// its column group t / ROWS (of NG = WG / ROWS) takes KPT keys of a tile for the scores and
+// OV vec4s of the row for the output (threads past the tile's keys or the row idle).
+override ROWS: u32 = 32u;  // rows per tile, a multiple of GROUP (attention.cpp picks it)
+override BK: u32 = 32u;    // keys per tile
 
 var<workgroup> pq: array<vec4<f32>, ROWS * (HEAD_DIM / 4u + 1u)>;  // [ROWS][HEAD_DIM/4 + 1]
 var<workgroup> pkv: array<vec4<f32>, BK * HEAD_DIM / 4u>;           // [BK][HEAD_DIM/4]: K, then V
@@ -262,7 +271,9 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let E4 = word_vec4s();
   let D4 = HEAD_DIM / 4u;
   let QST = D4 + 1u;
-  let OV = D4 / 8u;  // output vec4s per thread
+  let NG = WG / ROWS;
+  let OV = (D4 + NG - 1u) / NG;   // output vec4s per thread, <= 4
+  let KPT = (BK + NG - 1u) / NG;  // keys per thread in the score phase, <= 4
   let tpt = ROWS / GROUP;
   let tok0 = wid.x * tpt;
   let g = wid.y;
@@ -280,7 +291,6 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   }
   let r = t % ROWS;
   let grp = t / ROWS;  // scores: keys grp * KPT ..; output: vec4s grp * OV ..
-  let KPT = BK / 8u;   // keys per thread in the score phase
   let PST = BK + 1u;   // padded row stride of pp (banks)
   let limit = p.pos + min(tok0 + r / GROUP, p.n_tokens - 1u);  // last key row r sees
   var m_run = NEG;  // threads t < ROWS: row t's running max and sum
@@ -299,11 +309,17 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     }
     workgroupBarrier();
     var s = array<f32, 4>(0.0, 0.0, 0.0, 0.0);  // explicit, as `part` above
+    // Guards of the form `X % Y == 0u || ...` fold away after override substitution where the
+    // shape divides evenly (the 64/128 fast paths), keeping the loops' trip counts constant.
     for (var d4 = 0u; d4 < D4; d4++) {
       let qv = pq[r * QST + d4];
-      for (var u = 0u; u < KPT; u++) { s[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
+      for (var u = 0u; u < KPT; u++) {
+        if (BK % NG == 0u || grp * KPT + u < BK) { s[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
+      }
     }
-    for (var u = 0u; u < KPT; u++) { pp[r * PST + grp * KPT + u] = s[u]; }
+    for (var u = 0u; u < KPT; u++) {
+      if (BK % NG == 0u || grp * KPT + u < BK) { pp[r * PST + grp * KPT + u] = s[u]; }
+    }
     workgroupBarrier();
     for (var i = t; i < BK * R; i += WG) {
       let j = i / R;
@@ -334,7 +350,9 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     for (var v = 0u; v < OV; v++) { acc[v] *= a; }
     for (var j = 0u; j < BK; j++) {
       let pj = pp[r * PST + j];
-      for (var v = 0u; v < OV; v++) { acc[v] += pj * pkv[j * D4 + grp * OV + v]; }
+      for (var v = 0u; v < OV; v++) {
+        if (D4 % NG == 0u || grp * OV + v < D4) { acc[v] += pj * pkv[j * D4 + grp * OV + v]; }
+      }
     }
   }
   workgroupBarrier();
@@ -343,7 +361,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let tok = tok0 + r / GROUP;
   if (tok < p.n_tokens) {
     let inv = palpha[r];
-    for (var v = 0u; v < OV; v++) {
+    for (var v = 0u; v < OV && grp * OV + v < D4; v++) {
       let o = acc[v] * inv;
       let b = ((tok * p.n_heads + g * GROUP + r % GROUP) * D4 + grp * OV + v) * 4u;
       out[b] = o.x;

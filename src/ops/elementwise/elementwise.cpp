@@ -40,6 +40,7 @@ graph::TensorId add_binary(graph::Graph& g, const BinaryDesc& d) {
   infer_binary({a.max_shape, b.max_shape});  // rejects non-broadcastable shapes at build
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, a.max_shape);
   const char* entry = d.op == Binary::Add ? "add" : "mul";
+  require_fits(g.dev->caps.limits, d.name + ": " + entry, {0, kWorkgroup});  // no workgroup data
 
   graph::KernelSpec k{gpu::make_key("elementwise", entry),
                       {graph::Binding::of(0, d.a), graph::Binding::of(1, d.b),

@@ -106,6 +106,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
                                               graph::dtype_name(scales_dtype(*qf)), graph::to_string(want_s)));
   }
 
+  require_fits(g.dev->caps.limits, d.name + ": embedding", {0, kWg});  // no workgroup data
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, {ids.max_shape[0], dim});
   using graph::Binding;
   std::vector<Binding> bindings = {Binding::of(0, d.ids), Binding::of(4, out), Binding::params(5)};

@@ -65,6 +65,7 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
   if (f16 && head_dim % 2 != 0)
     throw std::invalid_argument(fmt::format("{}: an f16 cache needs an even head_dim", d.name));
 
+  require_fits(g.dev->caps.limits, d.name + ": kv_write", {0, kWorkgroup});  // no workgroup data
   graph::KernelSpec kernel{
       gpu::make_key("kv_cache", "main", {{"F16", f16 ? 1.0 : 0.0}}),
       {graph::Binding::of(0, d.k), graph::Binding::of(1, d.v), graph::Binding::of(2, d.k_cache),

@@ -45,6 +45,8 @@ graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d) {
                                             graph::to_string(w.max_shape), row));
   if (!(d.eps >= 0.f))
     throw std::invalid_argument(fmt::format("{}: eps must be >= 0, got {}", d.name, d.eps));
+  constexpr uint32_t wg = 256;  // rms_norm.wgsl WG, its reduction array and total
+  require_fits(g.dev->caps.limits, d.name + ": rms_norm", {wg_var_bytes(wg * 4) + wg_var_bytes(4), wg});
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, x.max_shape);
 
   graph::KernelSpec k{gpu::make_key("rms_norm", "rms_norm"),

@@ -117,6 +117,7 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
   if (d.pos.v >= g.symbols.size())
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", d.name, d.pos.v));
   infer_rope({x.max_shape, d.head_dim});
+  require_fits(g.dev->caps.limits, d.name + ": rope", {0, kWorkgroup});  // no workgroup data
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, x.max_shape);
 
   graph::KernelSpec k{gpu::make_key("rope", "rope"),
@@ -165,6 +166,7 @@ graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
     throw std::invalid_argument(fmt::format("{}: freqs must be u32 [{}, 2] (add_rope_freqs)", d.name, n_rot / 2));
   const bool f16 = kc.dtype == graph::DType::F16;
   const uint32_t n_ctx = kc.max_shape[1];
+  require_fits(g.dev->caps.limits, d.name + ": rope_qkv", {0, kWorkgroup});  // no workgroup data
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {x.max_shape[0], d.n_heads * hd});
   graph::KernelSpec k{gpu::make_key("rope", "rope_qkv", {{"F16", f16 ? 1.0 : 0.0}}),
                       {graph::Binding::of(0, d.qkv), graph::Binding::of(1, d.freqs), graph::Binding::of(2, y),

@@ -45,6 +45,11 @@ graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph:
                                 SamplingKind kind, uint32_t k, std::vector<graph::TensorId> outputs,
                                 graph::TensorId partial, std::optional<graph::SymbolId> enable = {}) {
   const graph::Tensor& l = g.tensors.at(logits.v);
+  // Workgroup data of the passes (sampling.wgsl WG; top-k: BUF entries and four scalars).
+  constexpr uint32_t wg = 256, buf = 1024;
+  require_fits(g.dev->caps.limits, name + (kind == SamplingKind::Argmax ? ": argmax" : ": top_k"),
+               kind == SamplingKind::Argmax ? WorkgroupFootprint{2 * wg_var_bytes(wg * 4), wg}
+                                            : WorkgroupFootprint{2 * wg_var_bytes(buf * 4) + 4 * wg_var_bytes(4), wg});
   graph::TensorId values = outputs.size() > 1 ? outputs[1] : outputs[0];  // argmax: unused
   outputs.push_back(partial);
   return graph::add_node(
