@@ -18,19 +18,10 @@ cmake --build "$root/build"
 
 # The op and graph suites again on a device with WebGPU's default limits (WGRT_LIMITS=default:
 # 16 KiB of workgroup storage, 256 invocations per workgroup): every kernel must pick a variant
-# that fits. Left out until linear_q has a small-M kernel that fits 16 KiB (its small_m needs
-# 28 KiB; another branch rewrites linear_q): the LinearQ cases with 2..7-row steps (q4/q8
-# _m3_, _m7_, _m8_, _m37_, _dynamic_, _large_values) and the LinearQFused norm, residual and
-# swiglu cases. Remove them from this list once they fit.
+# that fits.
 default_limits_suites='Attention*:Elementwise*:Embedding*:KvCache*:Linear*:RmsNorm*:OpParams*:Quant*:Rope*'
 default_limits_suites+=':Argmax*:SamplePick*:TopK*:SiluMul*:Softmax*:Graph*:GpuDevice*'
-default_limits_pending='LinearQ.MatchesReference/q?_m3_*:LinearQ.MatchesReference/q?_m7_*'
-default_limits_pending+=':LinearQ.MatchesReference/q?_m8_*:LinearQ.MatchesReference/q?_m37_*'
-default_limits_pending+=':LinearQ.MatchesReference/q?_dynamic_*:LinearQ.MatchesReference/q?_large_values'
-default_limits_pending+=':LinearQFused.MatchesReference/q?_norm_*:LinearQFused.MatchesReference/q?_residual_*'
-default_limits_pending+=':LinearQFused.MatchesReference/q?_swiglu_*'
-WGRT_LIMITS=default "$root/build/tests/wgrt_tests" --gtest_brief=1 \
-  --gtest_filter="$default_limits_suites:-$default_limits_pending"
+WGRT_LIMITS=default "$root/build/tests/wgrt_tests" --gtest_brief=1 --gtest_filter="$default_limits_suites"
 
 cmake -S "$root" -B "$root/build-asan" -G Ninja -DWGRT_WERROR=$werror -DWGRT_BUILD_BENCH=OFF \
   -DWGRT_SANITIZE=address,undefined

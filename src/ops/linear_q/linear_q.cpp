@@ -234,6 +234,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
       extra.push_back({"GV_TK", double(gemv_lanes(n))});
+    } else if (std::string_view(entry) == "small_m") {
+      extra.push_back({"SG", sg});
+      extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG
     }
     gpu::PipelineKey pk = gpu::make_key("linear_q", entry, std::move(extra));
     pk.sg_shim = true;

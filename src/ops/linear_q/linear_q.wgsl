@@ -456,7 +456,13 @@ const WG: u32 = 256u;
 const RPT: u32 = 4u;
 const MMAX: u32 = 7u;
 const SK: u32 = 32u;
-var<workgroup> red_s: array<f32, 7168>;  // [RPT * MMAX][WG]
+// The lanes along K are summed by subgroup shuffles, then (where a subgroup is narrower than
+// SK) the SK / SG partials of each lane group through red_s, RCH accumulators at a time:
+// red_s is [RCH][WG / SG] words (7 KiB without subgroups, one word with SG >= SK), so the
+// kernel fits WebGPU's default 16 KiB of workgroup storage.
+const RCH: u32 = 7u;
+override SM_RED: u32 = 1792u;  // RCH * WG / SG, or 1 when SG >= SK
+var<workgroup> red_s: array<f32, SM_RED>;
 
 @compute @workgroup_size(WG)
 fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -513,19 +519,29 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
       }
     }
   }
-  for (var i = 0u; i < RPT * MMAX; i++) { red_s[i * WG + lid] = acc[i]; }
-  workgroupBarrier();
-  for (var s = SK / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      for (var i = 0u; i < RPT * MMAX; i++) { red_s[i * WG + lid] += red_s[i * WG + lid + s]; }
+  for (var i = 0u; i < RPT * MMAX; i++) { acc[i] = sg_sum(acc[i]); }
+  if (SG < SK) {
+    let width = WG / SG;  // partials held by lanes t % SG == 0, lane group g's at g * SK / SG
+    for (var c0 = 0u; c0 < RPT * MMAX; c0 += RCH) {
+      if (t % SG == 0u) {
+        for (var j = 0u; j < RCH && c0 + j < RPT * MMAX; j++) { red_s[j * width + lid / SG] = acc[c0 + j]; }
+      }
+      workgroupBarrier();
+      if (t == 0u) {
+        for (var j = 0u; j < RCH && c0 + j < RPT * MMAX; j++) {
+          var sum = 0.0;
+          for (var q = 0u; q < SK / SG; q++) { sum += red_s[j * width + lid / SG + q]; }
+          acc[c0 + j] = sum;
+        }
+      }
+      workgroupBarrier();
     }
-    workgroupBarrier();
   }
   if (t == 0u) {
     for (var r = 0u; r < RPT; r++) {
       let n = n0 + r;
       if (n >= p.n) { continue; }
-      for (var m = 0u; m < p.m; m++) { y[m * p.ld + p.y_off + n] = finish_mn(red_s[(r * MMAX + m) * WG + lid], m, n); }
+      for (var m = 0u; m < p.m; m++) { y[m * p.ld + p.y_off + n] = finish_mn(acc[r * MMAX + m], m, n); }
     }
   }
 }
