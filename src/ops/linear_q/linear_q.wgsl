@@ -691,6 +691,19 @@ fn gemm_load_scales(n: u32, nn: u32, k0: u32) {
   sk6[nn] = k6;
 }
 
+// Word kw of the step: the thread's 4 x 8 integer dots (q4k / q5k: and its rows' activation sums).
+fn gemm_word(kw: u32, tm: u32, tn: u32, acc: ptr<function, array<array<i32, 8>, 4>>,
+             xsum: ptr<function, array<i32, 4>>) {
+  var a: array<u32, 4>;
+  var b: array<u32, 8>;
+  for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
+  for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 8u; j++) { (*acc)[i][j] += dot4I8Packed(a[i], b[j]); }
+    if (AFFINE) { (*xsum)[i] += dot4I8Packed(a[i], 0x01010101u); }
+  }
+}
+
 fn i8_at(w: u32, byte: u32) -> i32 { return (bitcast<i32>(w << (24u - 8u * byte))) >> 24u; }
 
 @compute @workgroup_size(WG)
@@ -731,31 +744,14 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var i = 0u; i < 4u; i++) {
           for (var j = 0u; j < 8u; j++) { part[i][j] = 0; }
         }
-        for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) {
-          var a: array<u32, 4>;
-          var b: array<u32, 8>;
-          for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
-          for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
-          for (var i = 0u; i < 4u; i++) {
-            for (var j = 0u; j < 8u; j++) { part[i][j] += dot4I8Packed(a[i], b[j]); }
-          }
-        }
+        for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) { gemm_word(kw, tm, tn, &part, &xsum); }
         for (var j = 0u; j < 8u; j++) {
           let s6 = i8_at(sk6[tn + 16u * j], hf);
           for (var i = 0u; i < 4u; i++) { acci[i][j] += part[i][j] * s6; }
         }
       }
     } else {
-      for (var kw = 0u; kw < 8u; kw++) {
-        var a: array<u32, 4>;
-        var b: array<u32, 8>;
-        for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
-        for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
-        for (var i = 0u; i < 4u; i++) {
-          for (var j = 0u; j < 8u; j++) { acci[i][j] += dot4I8Packed(a[i], b[j]); }
-          if (AFFINE) { xsum[i] += dot4I8Packed(a[i], 0x01010101u); }
-        }
-      }
+      for (var kw = 0u; kw < 8u; kw++) { gemm_word(kw, tm, tn, &acci, &xsum); }
     }
     if ((k0 + 32u) % p.gs == 0u) {
       for (var i = 0u; i < 4u; i++) {
