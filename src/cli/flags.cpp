@@ -17,6 +17,8 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
       ->check(CLI::IsMember({"auto", "q4gsw", "q8", "none"}));
   cmd.add_option("--group-size", f.group_size, "quantization group size")->check(CLI::IsMember({32u, 64u, 128u}));
   cmd.add_flag("--kv-f32", f.kv_f32, "keep the KV cache in f32 (default f16)");
+  cmd.add_flag("--allow-unused-tensors", f.allow_unused,
+               "run a file with tensors the architecture does not read (a warning instead of an error)");
 }
 
 model::BuildOptions build_options(const ModelFlags& f, bool all_logits) {
@@ -26,6 +28,7 @@ model::BuildOptions build_options(const ModelFlags& f, bool all_logits) {
   o.f16_kv = !f.kv_f32;
   o.all_logits = all_logits;
   o.load.group_size = f.group_size;
+  o.load.allow_unused = f.allow_unused;
   o.load.quantize = model::parse_weight_format(f.quantize);
   if (o.load.quantize == model::WeightFormat::Auto && std::filesystem::is_directory(f.model))
     o.load.quantize = model::WeightFormat::Q4gsw;

@@ -20,6 +20,7 @@ struct ModelFlags {
   std::string quantize = "auto";
   uint32_t group_size = 32;
   bool kv_f32 = false;
+  bool allow_unused = false;
 };
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f);

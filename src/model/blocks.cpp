@@ -92,7 +92,8 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = k_cache,
                                                   .v_cache = v_cache, .pos = b.pos, .n_heads = c.n_heads});
   // The output projection adds the residual in its epilogue.
-  LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim);
+  LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim,
+                                wname(l, "attn_output.bias"));
   return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l));
 }
 
@@ -100,8 +101,9 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x) {
   const ModelConfig& c = b.c;
   graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "ffn_norm.weight"), c.dim);
   // Fused: ffn_norm inside the gate|up projection, SiLU(gate) * up in its epilogue.
-  std::optional<LinearWeight> gate_up = load_linear_fused(
-      b.g, b.loader, {wname(l, "ffn_gate.weight"), wname(l, "ffn_up.weight")}, {c.ff, c.ff}, c.dim, FuseLayout::SwiGlu);
+  std::optional<LinearWeight> gate_up =
+      load_linear_fused(b.g, b.loader, {wname(l, "ffn_gate.weight"), wname(l, "ffn_up.weight")}, {c.ff, c.ff}, c.dim,
+                        FuseLayout::SwiGlu, {wname(l, "ffn_gate.bias"), wname(l, "ffn_up.bias")});
   graph::TensorId act;
   if (gate_up) {
     act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
@@ -109,13 +111,13 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x) {
                                   .swiglu = true});
   } else {
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
-    LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate.weight"), c.ff, c.dim);
-    LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up.weight"), c.ff, c.dim);
+    LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate.weight"), c.ff, c.dim, wname(l, "ffn_gate.bias"));
+    LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up.weight"), c.ff, c.dim, wname(l, "ffn_up.bias"));
     graph::TensorId g = apply_linear(b.g, gate, h, tname("ffn_gate", l));
     graph::TensorId u = apply_linear(b.g, up, h, tname("ffn_up", l));
     act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u});
   }
-  LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down.weight"), c.dim, c.ff);
+  LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down.weight"), c.dim, c.ff, wname(l, "ffn_down.bias"));
   return apply_linear_residual(b, down, act, x, tname("ffn_residual", l));
 }
 

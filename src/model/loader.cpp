@@ -20,6 +20,12 @@ WeightFormat parse_weight_format(const std::string& s) {
 
 namespace {
 
+// The weight `name`, recorded as read.
+const WeightView& take(Loader& l, const std::string& name, const std::vector<uint64_t>& dims) {
+  l.used.insert(name);
+  return get_weight(*l.model, name, dims);
+}
+
 // The K-quants the kernels read in their blocks.
 std::optional<ops::QuantFormat> k_quant_format(GgmlType t) {
   switch (t) {
@@ -85,7 +91,7 @@ uint32_t k_words(const LinearWeight& w) { return ops::quant_row_words(w.format, 
 
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
                          const std::string& bias_name) {
-  const WeightView& w = get_weight(*l.model, name, {k, n});
+  const WeightView& w = take(l, name, {k, n});
   LinearWeight lw;
   lw.n = n;
   lw.k = k;
@@ -208,7 +214,7 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
   std::vector<Group> groups;
   uint32_t n = 0;
   for (size_t i = 0; i < names.size(); ++i) {
-    const WeightView& w = get_weight(*l.model, names[i], {k, rows[i]});
+    const WeightView& w = take(l, names[i], {k, rows[i]});
     ops::QuantFormat f{};
     uint32_t gs = 0;
     if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
@@ -247,7 +253,7 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
   for (const std::string& b : bias_names) all_bias = all_bias && find_weight(*l.model, b);
   if (all_bias) {
     std::vector<const WeightView*> bparts;
-    for (size_t i = 0; i < bias_names.size(); ++i) bparts.push_back(&get_weight(*l.model, bias_names[i], {rows[i]}));
+    for (size_t i = 0; i < bias_names.size(); ++i) bparts.push_back(&take(l, bias_names[i], {rows[i]}));
     graph::TensorId t = graph::add_weight(g, {.name = name + ".bias", .dtype = graph::DType::F32, .shape = {n}});
     l.gpu_bytes += uint64_t(n) * 4;
     l.writes.push_back([bparts, layout, t, rows](graph::Graph& gg) {
@@ -276,7 +282,7 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
 }
 
 graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n) {
-  const WeightView& w = get_weight(*l.model, name, {n});
+  const WeightView& w = take(l, name, {n});
   graph::TensorId t = graph::add_weight(g, {.name = name, .dtype = graph::DType::F32, .shape = {n}});
   l.gpu_bytes += uint64_t(n) * 4;
   const WeightView* wp = &w;
@@ -321,6 +327,26 @@ graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph
       break;
   }
   return ops::add_embedding(g, d);
+}
+
+void check_every_tensor_used(const Loader& l) {
+  std::vector<std::string> unused;
+  for (const auto& [name, w] : l.model->weights) {
+    (void)w;
+    // rope_freqs.weight is read on the host, with the config.
+    if (l.used.count(name) || name == "rope_freqs.weight") continue;
+    unused.push_back(name);
+  }
+  if (unused.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < unused.size() && i < 3; ++i) list += fmt::format("{}'{}'", i ? ", " : "", unused[i]);
+  if (unused.size() > 3) list += fmt::format(" and {} more", unused.size() - 3);
+  const std::string msg = fmt::format("{}: tensor {} is not read by wgrt's {} graph", l.model->path, list,
+                                      arch_name(l.model->config.arch));
+  if (!l.opts.allow_unused)
+    throw ModelError(msg + " (hint: the file has parts this architecture does not use; --allow-unused-tensors "
+                           "runs without them)");
+  fmt::print(stderr, "wgrt: warning: {} (running without it: --allow-unused-tensors)\n", msg);
 }
 
 void write_weights(graph::Graph& g, Loader& l) {

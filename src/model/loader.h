@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ WeightFormat parse_weight_format(const std::string& s);  // "q4gsw", "q8", "none
 struct LoadOptions {
   WeightFormat quantize = WeightFormat::Auto;
   uint32_t group_size = 32;
+  bool allow_unused = false;  // a tensor no builder reads is a warning, not an error
 };
 
 // A matrix [n, k] on the GPU in one of four forms.
@@ -48,7 +50,13 @@ struct Loader {
   LoadOptions opts;
   std::vector<std::function<void(graph::Graph&)>> writes;  // run after build
   uint64_t gpu_bytes = 0;                                 // weights' size on the GPU
+  std::set<std::string, std::less<>> used;                // the tensors the builders read
 };
+
+// After the builders ran: every tensor of the file was read (or is host-side metadata such as
+// rope_freqs.weight), else ModelError naming the first unread ones (a warning on stderr with
+// allow_unused): a file with parts the architecture lacks would otherwise run without them.
+void check_every_tensor_used(const Loader& l);
 
 // Declares the tensors of weight `name` ([n, k] row-major; GGUF dims {k, n}) and queues its
 // upload. `bias_name`, when the model has it, becomes a [n] f32 bias.

@@ -38,12 +38,16 @@ std::string gguf_name(const std::string& hf) {
       {"self_attn.q_proj.bias", "attn_q.bias"},
       {"self_attn.k_proj.bias", "attn_k.bias"},
       {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.bias", "attn_output.bias"},
       {"self_attn.q_norm.weight", "attn_q_norm.weight"},
       {"self_attn.k_norm.weight", "attn_k_norm.weight"},
       {"post_attention_layernorm.weight", "ffn_norm.weight"},
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
-      {"mlp.down_proj.weight", "ffn_down.weight"}};
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.gate_proj.bias", "ffn_gate.bias"},
+      {"mlp.up_proj.bias", "ffn_up.bias"},
+      {"mlp.down_proj.bias", "ffn_down.bias"}};
   for (auto [from, to] : parts)
     if (m[2] == from) return fmt::format("blk.{}.{}", m[1].str(), to);
   return "";
@@ -67,8 +71,11 @@ ModelFile open_hf_dir(const std::string& dir) {
   mf.config = config_from_hf(j, cfg.string());
   mf.checkpoint = open_safetensors_dir(dir);
   for (const StTensor& t : mf.checkpoint->tensors) {
+    // A name wgrt does not map keeps its own, so the loader's every-tensor check names it;
+    // rotary tables some checkpoints carry are recomputed, not read.
     std::string name = gguf_name(t.name);
-    if (name.empty()) continue;
+    if (name.empty() && t.name.ends_with("rotary_emb.inv_freq")) continue;
+    if (name.empty()) name = t.name;
     WeightView w;
     w.name = name;
     w.type = t.dtype == StDtype::F32 ? GgmlType::F32 : t.dtype == StDtype::F16 ? GgmlType::F16 : GgmlType::BF16;

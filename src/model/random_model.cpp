@@ -148,7 +148,7 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
     t.push_back({p + "attn_q.weight", s.matrix_type, {D, Q}, Init::Matrix});
     t.push_back({p + "attn_k.weight", s.matrix_type, {D, KV}, Init::Matrix});
     t.push_back({p + "attn_v.weight", s.matrix_type, {D, KV}, Init::Matrix});
-    if (s.arch == Arch::Qwen2) {
+    if (s.arch == Arch::Qwen2 || s.qkv_bias) {
       t.push_back({p + "attn_q.bias", GgmlType::F32, {Q}, Init::Bias});
       t.push_back({p + "attn_k.bias", GgmlType::F32, {KV}, Init::Bias});
       t.push_back({p + "attn_v.bias", GgmlType::F32, {KV}, Init::Bias});
@@ -164,6 +164,7 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
     t.push_back({p + "ffn_down.weight", s.matrix_type, {s.ff, D}, Init::Matrix});
   }
   t.push_back({"output_norm.weight", GgmlType::F32, {D}, Init::Norm});
+  for (const std::string& name : s.extra_tensors) t.push_back({name, GgmlType::F32, {D}, Init::Norm});
   if (!s.tied_embeddings) t.push_back({"output.weight", s.embd_type, {D, n_vocab}, Init::Matrix});
   return t;
 }

@@ -46,6 +46,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
     case Arch::Qwen3: x = build_qwen3(b); break;
   }
   output_head(b, x, mg);
+  check_every_tensor_used(loader);
 
   graph::build(g);
   ops::RopeFreqs rf{.n_rot = c.head_dim, .theta = c.rope_theta, .freq_factors = c.rope_freq_factors};
