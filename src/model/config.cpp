@@ -80,6 +80,7 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   if (auto n = f.opt_uint(key("vocab_size"))) c.n_vocab = uint32_t(*n);
   else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->dims.size() == 2) c.n_vocab = uint32_t(t->dims[1]);
   else if (f.find("tokenizer.ggml.tokens")) c.n_vocab = uint32_t(f.get_array("tokenizer.ggml.tokens").size());
+  c.sliding_window = uint32_t(f.opt_uint(key("attention.sliding_window")).value_or(0));
   // GGUF stores llama/mistral q and k permuted for interleaved pairs; qwen keeps HF's halves.
   c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
@@ -151,6 +152,10 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   c.n_ctx_train = j.contains("max_position_embeddings") ? hf_uint(j, "max_position_embeddings", path) : 4096;
   c.norm_eps = hf_float(j, "rms_norm_eps", 1e-6f, path);
   c.rope_theta = hf_float(j, "rope_theta", 10000.f, path);
+  // Qwen2 configs carry a sliding_window that use_sliding_window (false) turns off.
+  if (auto it = j.find("sliding_window");
+      it != j.end() && it->is_number_unsigned() && hf_bool(j, "use_sliding_window", c.arch == Arch::Mistral, path))
+    c.sliding_window = it->get<uint32_t>();
   c.rope_neox = true;  // HF rotates halves
   c.tied_embeddings = hf_bool(j, "tie_word_embeddings", false, path);
   c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path);

@@ -36,6 +36,7 @@ struct ModelConfig {
   bool tied_embeddings = false;
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3
+  uint32_t sliding_window = 0;  // mistral: keys attended per query (0: all); contexts past it are refused
 };
 
 // From GGUF metadata (general.architecture selects; tensors refine tied/bias flags).

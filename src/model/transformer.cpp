@@ -13,6 +13,10 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   const ModelConfig& c = m.config;
   if (o.n_ctx < 1 || o.max_batch < 1)
     throw std::invalid_argument(fmt::format("context size {} and batch {} must be at least 1", o.n_ctx, o.max_batch));
+  if (c.sliding_window && o.n_ctx > c.sliding_window)
+    throw std::invalid_argument(fmt::format("context size {} is past the model's sliding attention window of {} "
+                                            "tokens, which wgrt does not apply (hint: -c {} or less)",
+                                            o.n_ctx, c.sliding_window, c.sliding_window));
   ModelGraph mg;
   mg.graph = std::make_unique<graph::Graph>(dev);
   mg.n_vocab = c.n_vocab;

@@ -218,6 +218,27 @@ TEST(ModelTensors, UnreadTensorIsAnErrorNamingIt) {
   EXPECT_NO_THROW(build_model(test::device(), m, o));
 }
 
+// Mistral's sliding window: contexts past it are refused (wgrt attends to the whole context).
+TEST(ModelTensors, ContextPastTheSlidingWindowIsRefused) {
+  RandomModelSpec spec;
+  spec.arch = Arch::Mistral;
+  GgufWriter w = make_random_model(spec);
+  gguf_set_u32(w, "mistral.attention.sliding_window", 64);
+  ModelFile m = open_gguf_bytes(gguf_serialize(w), "mistral.gguf");
+  ASSERT_EQ(m.config.sliding_window, 64u);
+  BuildOptions o;
+  o.n_ctx = 128;
+  o.max_batch = 8;
+  try {
+    build_model(test::device(), m, o);
+    ADD_FAILURE() << "a context past the window built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("sliding attention window of 64"));
+  }
+  o.n_ctx = 64;
+  EXPECT_NO_THROW(build_model(test::device(), m, o));
+}
+
 INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                          ::testing::Values(E2eCase{Arch::Llama, GgmlType::F32, 2e-3f},
                                            E2eCase{Arch::Llama, GgmlType::F16, 2e-3f},
