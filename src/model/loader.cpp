@@ -227,7 +227,7 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
       (groups.size() != 1 || names.size() != 2 || rows[0] != rows[1] || rows[0] % 16 != 0))
     return std::nullopt;
   // One output from several weights needs one activation grouping (linear_q's int8 routes).
-  auto act_group = [](const Group& gr) { return ops::is_k_quant(gr.format) ? 32u : gr.gs; };
+  auto act_group = [](const Group& gr) { return ops::activation_group(gr.format, gr.gs); };
   for (const Group& gr : groups)
     if (act_group(gr) != act_group(groups[0])) return std::nullopt;
   LinearWeight lw;

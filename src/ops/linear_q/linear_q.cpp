@@ -192,8 +192,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     part_plans.push_back({check_part(g, wp, k, d.name), n});
     n += part_plans.back().n;
   }
-  // The K-quants' int8-activation routes quantize x in groups of 32 (their sub-blocks).
-  auto act_group = [](const LinearQPart& wp) { return is_k_quant(wp.format) ? 32u : wp.gs; };
+  auto act_group = [](const LinearQPart& wp) { return activation_group(wp.format, wp.gs); };
   const uint32_t act_gs = act_group(parts[0]);
   for (const LinearQPart& wp : parts)
     if (act_group(wp) != act_gs)

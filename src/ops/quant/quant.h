@@ -50,6 +50,9 @@ const char* quant_format_name(QuantFormat f);
 constexpr bool is_k_quant(QuantFormat f) {
   return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K;
 }
+// The groups the int8-activation routes quantize x in: 32 for the K-quants (their sub-blocks),
+// else the weight's own group size.
+constexpr uint32_t activation_group(QuantFormat f, uint32_t gs) { return is_k_quant(f) ? 32 : gs; }
 // Q4K and Q5K: scales are u32 words (region A + region B above), not f16 pairs.
 constexpr bool has_word_scales(QuantFormat f) { return f == QuantFormat::Q4K || f == QuantFormat::Q5K; }
 
