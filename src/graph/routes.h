@@ -39,6 +39,7 @@ struct Binding {
 struct KernelSpec {
   gpu::PipelineKey pipeline;
   std::vector<Binding> bindings;
+  bool optional = false;  // a plan may skip it with the empty grid (0, 0, 0): not encoded
 };
 
 struct Route {

@@ -25,6 +25,7 @@ struct AttnConfig {
   bool with_attention = true;
   uint32_t max_chunks = 0;  // AttentionDesc::decode_max_chunks
   bool default_limits = false;  // build on default_limits_device()
+  bool subgroups = true;        // AttentionDesc::decode_subgroups (false: decode_split)
   uint32_t n_heads() const { return n_kv_heads * group; }
   ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
 };
@@ -57,7 +58,7 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) 
                         .dynamic_dims = 1});
     a.out = ops::add_attention(g, {.name = "attn", .q = a.q, .k_cache = a.kc, .v_cache = a.vc,
                                    .pos = a.pos, .n_heads = c.n_heads(),
-                                   .decode_max_chunks = c.max_chunks});
+                                   .decode_max_chunks = c.max_chunks, .decode_subgroups = c.subgroups});
     a.attn = find_node(g, "attn");
     mark_output(g, a.out);
   }

@@ -52,13 +52,13 @@ void check_single(const AttnConfig& c, uint32_t n_tokens, uint32_t ctx, uint32_t
 std::vector<OpCase> attention_cases() {
   std::vector<OpCase> cases;
   auto add = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, uint32_t ctx, bool f16,
-                 uint32_t max_chunks = 0, bool default_limits = false) {
-    std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}{}", hd, group, n_tokens, ctx,
+                 uint32_t max_chunks = 0, bool default_limits = false, bool subgroups = true) {
+    std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}{}{}", hd, group, n_tokens, ctx,
                                    f16 ? "f16" : "f32", max_chunks ? fmt::format("_split{}", max_chunks) : "",
-                                   default_limits ? "_default_limits" : "");
+                                   default_limits ? "_default_limits" : "", subgroups ? "" : "_no_subgroups");
     AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group,
                  .n_ctx = ctx + 6, .max_tokens = n_tokens, .f16 = f16, .with_write = false,
-                 .max_chunks = max_chunks, .default_limits = default_limits};
+                 .max_chunks = max_chunks, .default_limits = default_limits, .subgroups = subgroups};
     cases.push_back({name, [=] { check_single(c, n_tokens, ctx, hd + group * 7 + n_tokens); }});
   };
   for (uint32_t hd : {64u, 128u})
@@ -90,6 +90,11 @@ std::vector<OpCase> attention_cases() {
   add(256, 8, 7, 131, false, 0, true);
   add(256, 2, 37, 131, true, 0, true);
   add(80, 8, 3, 131, true, 0, true);
+  // decode_split, the decode kernel of devices without subgroups (the cases above take
+  // decode_sg wherever the device has them).
+  for (uint32_t hd : {64u, 80u, 128u, 256u})
+    for (uint32_t group : {1u, 4u, 8u}) add(hd, group, 1, hd == 80 ? 1031 : 131, hd != 256, 0, false, false);
+  add(64, 8, 1, 1031, true, 4, false, false);
   return cases;
 }
 
@@ -125,6 +130,9 @@ void run_sequence(const AttnConfig& c) {
       uint32_t chunks = active_plan(g, a.attn).grids[0].x;
       EXPECT_EQ(chunks, ops::decode_split(pos + 1, c.max_chunks ? c.max_chunks : 128).n_chunks);
       splits.push_back(chunks);
+      // decode_sg writes a single chunk's output itself: the merge is not dispatched.
+      const bool sg = c.subgroups && gpu::subgroup_lanes(g.dev->caps) >= 4;
+      EXPECT_EQ(active_plan(g, a.attn).grids[1] == (Grid{0, 0, 0}), sg && chunks == 1) << "pos " << pos;
     }
     pos += n;
     ++step;
@@ -151,6 +159,10 @@ TEST(AttentionSequence, F32Hd64Gqa4) {
 }
 TEST(AttentionSequence, F16Hd128Gqa8) {
   run_sequence({.head_dim = 128, .n_kv_heads = 1, .group = 8, .n_ctx = 131, .max_tokens = 64, .f16 = true});
+}
+TEST(AttentionSequence, F16Hd64Gqa4NoSubgroups) {
+  run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 4, .n_ctx = 131, .max_tokens = 64, .f16 = true,
+                .subgroups = false});
 }
 TEST(AttentionSequence, F32Hd128Gqa1SmallSplit) {
   run_sequence({.head_dim = 128, .n_kv_heads = 2, .group = 1, .n_ctx = 131, .max_tokens = 64,
@@ -190,6 +202,35 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
   // 16 KiB: an f16 head of 128 with 8 query heads per KV head splits the group.
   EXPECT_LT(ops::attention_variants(small, "attn", 128, 8, true).decode_heads, 8u);
   EXPECT_EQ(ops::attention_variants(small, "attn", 256, 1, false).key_block, 32u);
+  // With subgroups (8 lanes as lavapipe, 32 as the H200): decode_sg wherever a lane's share of
+  // a row fits its registers, within the same limits; all heads of a group of 4 on the fast paths.
+  for (uint32_t sg : {8u, 32u})
+    for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
+      for (uint32_t group : {1u, 2u, 4u, 8u})
+        for (bool f16 : {false, true}) {
+          SCOPED_TRACE(fmt::format("sg {} hd {} group {} {}", sg, hd, group, f16 ? "f16" : "f32"));
+          ops::AttentionVariants sv = ops::attention_variants(small, "attn", hd, group, f16, sg);
+          EXPECT_LE(sv.decode.storage_bytes, small.maxComputeWorkgroupStorageSize);
+          EXPECT_EQ(group % sv.decode_heads, 0u);
+          const uint32_t words = hd / (f16 ? 8 : 4);
+          if (!sv.decode_sg) {
+            uint32_t lanes = 1;
+            while (lanes * 2 <= std::min(words, sg)) lanes *= 2;
+            EXPECT_GT(ops::ceil_div(words, lanes), 4u) << "decode_split only where a lane would hold over 4 words of a row";
+            continue;
+          }
+          EXPECT_EQ(sv.sg.threads % sg, 0u);
+          EXPECT_LE(sv.sg.lanes, std::min(words, sg));
+          EXPECT_EQ(sv.sg.lanes & (sv.sg.lanes - 1), 0u);
+          EXPECT_GE(sv.sg.lanes * sv.sg.row_words, words);
+          EXPECT_GE(sv.sg.keys, 1u);
+        }
+  for (uint32_t hd : {64u, 128u}) {
+    ops::AttentionVariants sv = ops::attention_variants(large, "attn", hd, 4, true, 32);
+    EXPECT_TRUE(sv.decode_sg);
+    EXPECT_EQ(sv.decode_heads, 4u);
+    EXPECT_EQ(sv.sg.row_words, 1u);
+  }
   WGPULimits tiny = small;
   tiny.maxComputeWorkgroupStorageSize = 4096;
   try {

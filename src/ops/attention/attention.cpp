@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace wgrt::ops {
@@ -21,6 +22,20 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(AttentionParams, n_token
                                   {"_pad1", offsetof(AttentionParams, _pad1)},
                                   {"_pad2", offsetof(AttentionParams, _pad2)}};
 constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
+// decode_sg's register budget per lane (attention.wgsl DLD, DACC, DSC): K (and V) words loaded
+// per turn, vec4 accumulators, scores per turn; and its largest workgroup.
+constexpr uint32_t kSgLoads = 4, kSgAcc = 8, kSgScores = 16, kSgMaxThreads = 128;
+
+// decode_sg's chunks are whole blocks of this many keys: a context of up to one block runs in
+// one dispatch. WGRT_DECODE_BLOCK=64|128|256 forces one (to measure).
+uint32_t decode_sg_block() {
+  if (const char* env = std::getenv("WGRT_DECODE_BLOCK")) {
+    const std::string b = env;
+    if (b == "64" || b == "128" || b == "256") return uint32_t(std::stoul(b));
+    throw std::invalid_argument(fmt::format("WGRT_DECODE_BLOCK='{}' (hint: 64, 128 or 256)", b));
+  }
+  return kAttnKeyBlock;
+}
 
 // Scratch: per query head and chunk, head_dim weighted-V sums, then (max, sum) pairs.
 uint32_t ml_offset(uint32_t n_heads, uint32_t max_chunks, uint32_t head_dim) {
@@ -32,25 +47,51 @@ const ParamLayout kAttentionLayout{"attention", sizeof(AttentionParams), kFields
 
 // Footprints from the WGSL declarations (attention.wgsl), each variable rounded to 16 bytes.
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
-                                     uint32_t group, bool f16) {
+                                     uint32_t group, bool f16, uint32_t sg_lanes) {
   constexpr uint32_t wg = 256, reduce_wg = 128, max_kpl = 8;  // attention.wgsl WG, RWG, MAX_KPL
   const uint32_t row_words = head_dim / (f16 ? 8 : 4), d4 = head_dim / 4;
   AttentionVariants v{};
   // decode_split: a block of 64 keys unless a row has more than 32 words, so that every P*V
   // lane (WG / row_words of them) holds at most MAX_KPL keys of a block.
-  v.key_block = wg / row_words >= kAttnKeyBlock / max_kpl ? kAttnKeyBlock : kAttnKeyBlock / 2;
-  std::vector<uint32_t> heads;
-  std::vector<WorkgroupFootprint> decode;
-  for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {  // all of the group's heads first: K/V read once
-    heads.push_back(hpw);
-    decode.push_back({wg_var_bytes(uint64_t(hpw) * d4 * 16) + wg_var_bytes(uint64_t(hpw) * wg * 4) +
-                          wg_var_bytes(uint64_t(hpw) * v.key_block * 4) + 2 * wg_var_bytes(kMaxGroup * 4) +
-                          wg_var_bytes(uint64_t(wg) * (f16 ? 2 : 1) * 16),
-                      wg});
+  const uint32_t split_block = wg / row_words >= kAttnKeyBlock / max_kpl ? kAttnKeyBlock : kAttnKeyBlock / 2;
+  // Candidates fastest first: decode_sg with all of the group's heads (K/V read once per group)
+  // down to one, then decode_split likewise.
+  struct Decode {
+    bool sg;
+    DecodeSgShape shape;
+    uint32_t heads;
+  };
+  std::vector<Decode> decode;
+  std::vector<WorkgroupFootprint> footprint;
+  if (sg_lanes >= 4) {
+    uint32_t lanes = 1;
+    while (lanes * 2 <= std::min(row_words, sg_lanes)) lanes *= 2;
+    const uint32_t wpl = uint32_t(ceil_div(row_words, lanes)), e4 = f16 ? 2 : 1;
+    if (wpl <= kSgLoads && wpl * e4 <= kSgAcc) {
+      const DecodeSgShape sh{lanes, wpl, kSgLoads / wpl, std::min<uint32_t>(kSgMaxThreads, 4 * sg_lanes)};
+      const uint32_t subgroups = sh.threads / sg_lanes;
+      for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {
+        if (hpw * wpl * e4 > kSgAcc || hpw * sh.keys > kSgScores) continue;
+        decode.push_back({true, sh, hpw});
+        footprint.push_back({wg_var_bytes(uint64_t(subgroups) * hpw * 8) +
+                                 wg_var_bytes(uint64_t(subgroups) * hpw * head_dim * 4),
+                             sh.threads});
+      }
+    }
   }
-  size_t di = pick_variant(limits, name + ": attention decode_split", decode);
-  v.decode_heads = heads[di];
-  v.decode = decode[di];
+  for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {
+    decode.push_back({false, {}, hpw});
+    footprint.push_back({wg_var_bytes(uint64_t(hpw) * d4 * 16) + wg_var_bytes(uint64_t(hpw) * wg * 4) +
+                             wg_var_bytes(uint64_t(hpw) * split_block * 4) + 2 * wg_var_bytes(kMaxGroup * 4) +
+                             wg_var_bytes(uint64_t(wg) * (f16 ? 2 : 1) * 16),
+                         wg});
+  }
+  const size_t di = pick_variant(limits, name + ": attention decode", footprint);
+  v.decode_sg = decode[di].sg;
+  v.sg = decode[di].shape;
+  v.decode_heads = decode[di].heads;
+  v.key_block = v.decode_sg ? decode_sg_block() : split_block;
+  v.decode = footprint[di];
   v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4), reduce_wg};
   require_fits(limits, name + ": attention decode_reduce", v.reduce);
 
@@ -110,7 +151,8 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
     plan.params[0].set(p);
     plan.params[1].set(p);
     plan.grids[0] = {s.n_chunks, c.n_kv_heads * (group / c.decode_heads), 1};
-    plan.grids[1] = {c.n_heads, 1, 1};
+    // decode_sg writes a single chunk's output itself: no merge.
+    plan.grids[1] = c.decode_sg && s.n_chunks == 1 ? graph::Grid{0, 0, 0} : graph::Grid{c.n_heads, 1, 1};
   } else {
     plan.params[0].set(p);
     uint32_t tokens_per_tile = c.prefill_rows / group;
@@ -141,7 +183,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
   const uint32_t group = d.n_heads / n_kv;
   const bool f16 = kc.dtype == graph::DType::F16;
-  const AttentionVariants var = attention_variants(g.dev->caps.limits, d.name, head_dim, group, f16);
+  const AttentionVariants var = attention_variants(g.dev->caps.limits, d.name, head_dim, group, f16,
+                                                   d.decode_subgroups ? gpu::subgroup_lanes(g.dev->caps) : 1);
   max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, var.key_block)));
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
 
@@ -155,20 +198,40 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   std::vector<gpu::OverrideConstant> decode_consts = consts, prefill_consts = consts;
   decode_consts.push_back({"HPW", double(var.decode_heads)});
   decode_consts.push_back({"KB", double(var.key_block)});
+  if (var.decode_sg) {
+    decode_consts.push_back({"SG", double(gpu::subgroup_lanes(g.dev->caps))});
+    decode_consts.push_back({"DKL", double(var.sg.lanes)});
+    decode_consts.push_back({"DWPL", double(var.sg.row_words)});
+    decode_consts.push_back({"DKPI", double(var.sg.keys)});
+    decode_consts.push_back({"DWG", double(var.sg.threads)});
+  }
+  // Every entry point of attention.wgsl is compiled with the subgroup prelude (decode_sg's sg_xor).
+  auto key = [](const char* entry, std::vector<gpu::OverrideConstant> c) {
+    gpu::PipelineKey k = gpu::make_key("attention", entry, std::move(c));
+    k.sg_shim = true;
+    return k;
+  };
   prefill_consts.push_back({"ROWS", double(var.prefill_rows)});
   prefill_consts.push_back({"BK", double(var.prefill_keys)});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back(
       {"flash_decode", 1, 1,
-       {{gpu::make_key("attention", "decode_split", decode_consts),
-         {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
-          graph::Binding::of(4, scratch), graph::Binding::params(5)}},
-        {gpu::make_key("attention", "decode_reduce", consts),
-         {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)}}}});
+       {var.decode_sg
+            ? graph::KernelSpec{key("decode_sg", decode_consts),
+                                {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
+                                 graph::Binding::of(2, d.v_cache), graph::Binding::of(3, out),
+                                 graph::Binding::of(4, scratch), graph::Binding::params(5)}}
+            : graph::KernelSpec{key("decode_split", decode_consts),
+                                {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
+                                 graph::Binding::of(2, d.v_cache), graph::Binding::of(4, scratch),
+                                 graph::Binding::params(5)}},
+        {key("decode_reduce", consts),
+         {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)},
+         /*optional=*/var.decode_sg}}});
   if (max_tokens >= 2)
     routes.routes.push_back(
         {"prefill", 2, max_tokens,
-         {{gpu::make_key("attention", "prefill", prefill_consts),
+         {{key("prefill", prefill_consts),
            {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
             graph::Binding::of(3, out), graph::Binding::params(5)}}}});
 
@@ -187,7 +250,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       .plan =
           [=, pos = d.pos](const graph::PlanArgs& a, graph::Plan& p) {
             plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[pos], scale, max_chunks,
-                            a.route, var.decode_heads, var.key_block, var.prefill_rows},
+                            a.route, var.decode_heads, var.key_block, var.prefill_rows, var.decode_sg},
                            p);
           },
       .cost =

@@ -7,12 +7,16 @@
 //        reads KV head h / (n_heads / n_kv_heads); scale 1/sqrt(head_dim) unless given.
 //
 // Routes on n_tokens:
-//   [1, 1]    decode, flash-decoding: `decode_split` gives each (KV head, chunk of the
-//             pos + 1 keys) a workgroup that handles the query heads of the group (all of
-//             them where workgroup memory allows), with an online softmax over blocks of 64
-//             keys (32 for f32 rows past 128), and writes (max, sum, weighted V) per query
-//             head and chunk to a scratch tensor; `decode_reduce` merges the chunks.
-//             plan picks the chunk count from the live context length.
+//   [1, 1]    decode, flash-decoding: each (KV head, chunk of the pos + 1 keys) gets a
+//             workgroup that handles the query heads of the group (all of them where
+//             registers and workgroup memory allow) and writes (max, sum, weighted V) per
+//             query head and chunk to a scratch tensor; `decode_reduce` merges the chunks.
+//             On a device with subgroups, `decode_sg`: key groups of lanes, each with its own
+//             online softmax, merged by shuffles at the end (one barrier in all); a context of
+//             one chunk is written normalized and the plan skips decode_reduce (one dispatch).
+//             Elsewhere `decode_split`: an online softmax over blocks of 64 keys (32 for f32
+//             rows past 128) through workgroup memory. plan picks the chunk count from the
+//             live context length.
 //   [2, max]  prefill: `prefill` tiles up to 32 rows (tokens x the group's query heads)
 //             against tiles of up to 32 keys in workgroup memory, online softmax, causal
 //             mask; a K/V tile is loaded once for all query heads of its group.
@@ -37,6 +41,7 @@ struct AttentionDesc {
   uint32_t n_heads = 0;
   std::optional<float> scale;     // default 1 / sqrt(head_dim)
   uint32_t decode_max_chunks = 0;  // flash-decoding split cap, 1..kMaxDecodeChunks; 0: default
+  bool decode_subgroups = true;    // decode_sg where the device has subgroups (false: decode_split)
 };
 
 constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB: keys per decode block
@@ -48,17 +53,26 @@ constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 betw
 
 // The tile sizes of one node's kernels (override constants of attention.wgsl), and what they
 // ask of the device.
+struct DecodeSgShape {
+  uint32_t lanes;       // DKL: lanes per key group, a power of two <= the subgroup
+  uint32_t row_words;   // DWPL: K/V row words per lane
+  uint32_t keys;        // DKPI: keys per key group and turn
+  uint32_t threads;     // DWG
+};
 struct AttentionVariants {
-  uint32_t decode_heads;  // HPW: query heads per decode_split workgroup, divides the group
-  uint32_t key_block;     // KB: keys per decode block
+  bool decode_sg;         // decode_sg (subgroups) rather than decode_split
+  DecodeSgShape sg;       // decode_sg's shape (decode_sg only)
+  uint32_t decode_heads;  // HPW: query heads per decode workgroup, divides the group
+  uint32_t key_block;     // KB: keys per decode block (the chunks are whole blocks)
   uint32_t prefill_rows;  // ROWS: (token, head) rows per prefill tile
   uint32_t prefill_keys;  // BK: keys per prefill tile
   WorkgroupFootprint decode, reduce, prefill;
 };
 // The fastest variants of each kernel that fit `limits` for this shape; throws
-// std::invalid_argument naming `name`, the kernel and the limit when none does.
+// std::invalid_argument naming `name`, the kernel and the limit when none does. `sg_lanes`:
+// the subgroup lanes kernels may shuffle across (gpu::subgroup_lanes; 1: none, decode_split).
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
-                                     uint32_t group, bool f16);
+                                     uint32_t group, bool f16, uint32_t sg_lanes = 1);
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
 
@@ -85,6 +99,7 @@ struct AttentionPlanCtx {
   uint32_t max_chunks;  // the split cap
   uint32_t route;
   uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
+  bool decode_sg;
 };
 // Throws std::out_of_range when pos + n_tokens > n_ctx.
 void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan);
