@@ -1,5 +1,7 @@
 #include "cli/flags.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <random>
 
@@ -8,7 +10,10 @@ namespace wgrt::cli {
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_option("-m,--model", f.model, "a .gguf file or a Hugging Face model directory (default: wgrt's demo "
                                         "model, models/wgrt-demo-q8_0.gguf; builtin:random: random weights)");
-  cmd.add_option("-c,--ctx-size", f.ctx_size, "context size in tokens")->check(CLI::Range(1u, 1u << 20));
+  cmd.add_option("-c,--ctx-size", f.ctx_size,
+                 fmt::format("context size in tokens (default: the model's trained context, at most {})",
+                             model::kDefaultMaxCtx))
+      ->check(CLI::Range(1u, 1u << 20));
   cmd.add_option("-b,--batch-size", f.batch_size, "prompt tokens per step")
       ->check(CLI::Range(1u, 8192u))
       ->each([&f](const std::string&) { f.batch_size_set = true; });

@@ -14,7 +14,7 @@ namespace wgrt::cli {
 
 struct ModelFlags {
   std::string model;
-  uint32_t ctx_size = 2048;
+  uint32_t ctx_size = 0;  // 0: model::default_ctx
   uint32_t batch_size = 64;
   bool batch_size_set = false;  // -b given
   std::string quantize = "auto";

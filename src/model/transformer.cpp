@@ -9,8 +9,15 @@
 
 namespace wgrt::model {
 
-ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions& o) {
+uint32_t default_ctx(const ModelConfig& c) {
+  uint32_t n = c.n_ctx_train ? std::min(c.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx;
+  return c.sliding_window ? std::min(n, c.sliding_window) : n;
+}
+
+ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions& opts) {
   const ModelConfig& c = m.config;
+  BuildOptions o = opts;
+  if (o.n_ctx == 0) o.n_ctx = default_ctx(c);
   if (o.n_ctx < 1 || o.max_batch < 1)
     throw std::invalid_argument(fmt::format("context size {} and batch {} must be at least 1", o.n_ctx, o.max_batch));
   if (c.sliding_window && o.n_ctx > c.sliding_window)

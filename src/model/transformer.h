@@ -22,8 +22,13 @@
 
 namespace wgrt::model {
 
+// n_ctx 0: the model's trained context (n_ctx_train), at most this and at most its sliding
+// window; 2048 where the file does not say.
+constexpr uint32_t kDefaultMaxCtx = 2048;
+uint32_t default_ctx(const ModelConfig& c);
+
 struct BuildOptions {
-  uint32_t n_ctx = 2048;
+  uint32_t n_ctx = 2048;     // 0: default_ctx
   uint32_t max_batch = 64;   // prefill chunk size
   bool f16_kv = true;        // KV cache in f16 (half the bytes decode reads)
   bool all_logits = false;   // logits of every position (perplexity, --dump-logits)

@@ -42,16 +42,19 @@ struct QCase {
   std::vector<uint32_t> steps;  // live M per step, all on one graph
   bool bias = false;
   float magnitude = 1.f;        // x and w drawn from [-magnitude, magnitude]
+  uint32_t gemv_lanes = 0;      // LinearQDesc::gemv_lanes (0: the device's choice)
 };
 
 void run_q_case(const QCase& c) {
+  if (c.gemv_lanes && c.gemv_lanes < gpu::subgroup_lanes(device().caps))
+    GTEST_SKIP() << c.gemv_lanes << " gemv lanes: fewer than this device's subgroup";
   Graph g(device());
   TensorId x = add_input(g, {.name = "x", .max_shape = {c.max_m, c.k}, .dynamic_dims = 1});
   ops::QuantTensors wt = ops::add_quant_weight(g, "w", c.format, c.n, c.k, c.gs);
   std::optional<TensorId> bias;
   if (c.bias) bias = add_weight(g, {.name = "bias", .shape = {c.n}});
   TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x,
-                                     .q = wt.q, .scales = wt.scales, .bias = bias});
+                                     .q = wt.q, .scales = wt.scales, .bias = bias, .gemv_lanes = c.gemv_lanes});
   NodeId node = find_node(g, "y");
   mark_output(g, y);
   build(g);
@@ -152,6 +155,13 @@ std::vector<OpCase> linear_q_cases() {
       cases.push_back({fmt::format("{}_gemv_k{}_gs{}_n{}{}", fmt_name(f), s.k, s.gs, s.n,
                                    s.bias ? "_bias" : ""),
                        [c] { run_q_case(c); }});
+    }
+  // Every gemv lane count a device may get (the CPU driver picks 16, the H200 64 and 32).
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
+    for (uint32_t lanes : {8u, 32u, 64u}) {
+      QCase c{f, 64, 4096 + 448, 45, 1, {1}, true};
+      c.gemv_lanes = lanes;
+      cases.push_back({fmt::format("{}_gemv_lanes{}", fmt_name(f), lanes), [c] { run_q_case(c); }});
     }
   return cases;
 }

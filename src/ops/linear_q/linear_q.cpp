@@ -134,15 +134,24 @@ double kernel_bits(QuantFormat f) {
 // Lanes along K per gemv row set (linear_q.wgsl GV_TK): 64 (8 warps per workgroup) where the
 // weight has few rows, so the GPU has warps enough to hide the loads; 32 for the big ones,
 // where more warps only add x traffic (H200, 1B Q4_K_M decode: the 2048- and 3072-row
-// projections 10-30% faster with 64, the 128,256-row vocabulary 12% slower).
-// WGRT_GEMV_TK=32|64 forces one (to measure).
-uint32_t gemv_lanes(uint32_t n) {
-  if (const char* env = std::getenv("WGRT_GEMV_TK")) {
+// projections 10-30% faster with 64, the 128,256-row vocabulary 12% slower). A CPU driver runs
+// a workgroup's lanes one SIMD batch after another, so lanes past a row's chunks only cost:
+// 16 there (lavapipe, the demo model's K = 384 rows of 24 q8 chunks: 16-lane sets decode 2x
+// faster than 64). Never fewer than a subgroup (the shuffles sum SG lanes of one set).
+// `forced` (LinearQDesc::gemv_lanes) or WGRT_GEMV_TK=8|16|32|64 picks one (to measure).
+uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, const std::string& name) {
+  uint32_t lanes = forced;
+  if (const char* env = std::getenv("WGRT_GEMV_TK"); env && !forced) {
     const std::string v = env;
-    if (v == "32" || v == "64") return uint32_t(std::stoul(v));
-    throw std::invalid_argument(fmt::format("WGRT_GEMV_TK='{}' (hint: 32 or 64)", v));
+    if (v != "8" && v != "16" && v != "32" && v != "64")
+      throw std::invalid_argument(fmt::format("WGRT_GEMV_TK='{}' (hint: 8, 16, 32 or 64)", v));
+    lanes = uint32_t(std::stoul(v));
   }
-  return n <= 16384 ? 64 : 32;
+  if (!lanes) lanes = caps.adapter.type == WGPUAdapterType_CPU ? 16 : n <= 16384 ? 64 : 32;
+  if ((lanes != 8 && lanes != 16 && lanes != 32 && lanes != 64) || lanes < gpu::subgroup_lanes(caps))
+    throw std::invalid_argument(fmt::format("{}: {} gemv lanes along K (hint: 8, 16, 32 or 64, and at least the "
+                                            "device's {} subgroup lanes)", name, lanes, gpu::subgroup_lanes(caps)));
+  return lanes;
 }
 
 enum class Scratch : uint8_t { Partial, Normed, GateUp, Xq, Xs };
@@ -232,7 +241,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (std::string_view(entry).starts_with("gemv")) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
-      extra.push_back({"GV_TK", double(gemv_lanes(n))});
+      extra.push_back({"GV_TK", double(gemv_lanes(g.dev->caps, n, d.gemv_lanes, d.name))});
     } else if (std::string_view(entry) == "small_m") {
       extra.push_back({"SG", sg});
       extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG

@@ -63,6 +63,7 @@ struct LinearQDesc {
   bool last_row = false;                // y = the last live row's projection, [1, N]
   std::optional<graph::TensorId> argmax_out;  // [1] u32 (State or Intermediate); needs last_row
   std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu/last_row
+  uint32_t gemv_lanes = 0;              // gemv lanes along K: 8, 16, 32, 64; 0: the device's (linear_q.cpp)
 };
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
