@@ -3,9 +3,9 @@
 // (n_embd 256, GQA, a real 32000-token vocabulary) is quantized by llama_model_quantize into
 // each file type, so the files carry llama.cpp's own blocks and tensor-type mix (e.g. Q6_K
 // output in a Q4_0 file). Then:
-//   LlamaCppBlocks    every tensor of each block type, as wgrt reads it (the load-time repack,
-//                     then the GPU's embedding lookup of its rows), bit for bit against ggml's
-//                     own dequantize_row_*;
+//   LlamaCppBlocks    every tensor of each block type, as wgrt reads it (its f32 dequantizer;
+//                     the load-time repack, then the GPU's embedding lookup of its rows), bit
+//                     for bit against ggml's own dequantize_row_*;
 //   LlamaCppEndToEnd  wgrt's logits at every prompt position against llama.cpp's CPU logits
 //                     of the same file, and 32 greedy tokens: equal to llama.cpp's own greedy
 //                     run, or, past a near tie where the two runs part, each one llama.cpp's
@@ -102,13 +102,17 @@ const std::string& quantized_file(lc::Ftype f) {
 
 using Repack = ops::QuantWeight (*)(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 
+// wgrt reads a GGUF block type in up to two ways, both checked: model::dequantize (the
+// loader's f32 reading, for types without kernels of their own and for tools: every type
+// ggml_type_info marks supported) and, for the types its kernels read natively, the lossless
+// load-time repack that the GPU then reads.
 struct BlockCase {
   GgmlType type;
   lc::Ftype from;  // a file type whose llama.cpp file has tensors of this type
-  Repack repack;   // wgrt's load-time reading; nullptr while wgrt does not read the type
+  Repack repack;   // the native repack; nullptr while wgrt's kernels do not read the type
 };
 
-// One line per block type. Q4_1/Q5_0/Q5_1: add wgrt's repack when it reads them.
+// One line per block type. Q4_1/Q5_0/Q5_1: add the repack when wgrt's kernels read them.
 const BlockCase kBlockCases[] = {
     {GgmlType::Q4_0, lc::Ftype::Q4_0, ops::repack_gguf_q4_0},
     {GgmlType::Q8_0, lc::Ftype::Q8_0, ops::repack_gguf_q8_0},
@@ -144,6 +148,7 @@ TEST_P(LlamaCppBlocks, WgrtReadsGgmlsValues) {
   if (std::string why = missing_data(); !why.empty()) GTEST_SKIP() << why;
   const BlockCase c = GetParam();
   const std::string name = ggml_type_name(uint32_t(c.type));
+  const bool supported = ggml_type_info(uint32_t(c.type))->supported;
   GgufFile file = open_gguf(quantized_file(c.from));
   int tensors = 0;
   for (const GgufTensorInfo& t : file.tensors) {
@@ -154,7 +159,12 @@ TEST_P(LlamaCppBlocks, WgrtReadsGgmlsValues) {
     std::span<const uint8_t> bytes(t.data, t.n_bytes);
     std::vector<float> want = lc::dequantize(c.type, bytes, size_t(n) * k);
     ++tensors;
-    if (!c.repack) continue;  // the blocks were read by ggml; wgrt's side is skipped below
+    if (supported) {
+      std::vector<float> got(want.size());
+      model::dequantize(c.type, t.data, got.data(), got.size());
+      ASSERT_TRUE(bit_equal(got, want)) << "wgrt's model::dequantize";
+    }
+    if (!c.repack) continue;
     ops::QuantWeight w = c.repack(bytes, n, k);
     ASSERT_TRUE(bit_equal(ops::dequantize(w), want)) << "wgrt's repack on the CPU";
     // The GPU reads every row of a layer's matrix, and 1024 rows spread over a vocabulary's
@@ -167,7 +177,8 @@ TEST_P(LlamaCppBlocks, WgrtReadsGgmlsValues) {
     ASSERT_TRUE(bit_equal(gpu_rows(w, ids), want_rows)) << "the GPU's embedding lookup";
   }
   EXPECT_GT(tensors, 0) << "llama.cpp's " << lc::ftype_name(c.from) << " file has no " << name << " tensor";
-  if (!c.repack) GTEST_SKIP() << "wgrt does not read " << name << " blocks yet (ggml read " << tensors << " tensors)";
+  if (!supported && !c.repack)
+    GTEST_SKIP() << "wgrt does not read " << name << " blocks yet (ggml read " << tensors << " tensors)";
 }
 
 INSTANTIATE_TEST_SUITE_P(, LlamaCppBlocks, ::testing::ValuesIn(kBlockCases),
