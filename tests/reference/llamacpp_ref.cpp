@@ -199,6 +199,7 @@ struct Model {
   // Decodes tokens at positions from `pos`, with logits for every one (all) or the last.
   void decode(std::span<const int32_t> tokens, int32_t pos, bool all) {
     const size_t n = tokens.size();
+    if (n == 0) throw std::invalid_argument("llamacpp: a batch needs at least one token");
     std::vector<int32_t> tok(tokens.begin(), tokens.end()), position(n), n_seq(n, 1), seq0(1, 0);
     std::vector<int32_t*> seq(n, seq0.data());
     std::vector<int8_t> out(n, all ? 1 : 0);
