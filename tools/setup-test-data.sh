@@ -7,6 +7,8 @@
 #   .deps/server-openai/       npm openai@6.49.0 (the client of the server tests, run with node)
 #   .deps/tok-ref/             @huggingface/tokenizers@0.2.0, an independent JavaScript reading of
 #                              tokenizer.json: the reference of the normalizer tests (run with node)
+#   .deps/llamacpp-cpu/        llama.cpp's prebuilt CPU libraries, @node-llama-cpp/linux-x64@3.21.1:
+#                              the quantizer, dequantizers and logits of tests/model/llamacpp_ref_test
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps="$root/.deps"
@@ -118,4 +120,20 @@ if [ ! -f "$server_openai/.ready" ]; then
     "$deps/npm/openai-6.49.0.tgz"
   touch "$server_openai/.ready"
   echo "setup-test-data: the openai client in $server_openai"
+fi
+
+# llama.cpp's own CPU build (tests/reference/llamacpp_ref.*, dlopened at test time): the quantizer
+# that writes the llama.cpp-quantized fixtures, ggml's dequantizers and the CPU logits.
+#   .deps/llamacpp-cpu/  libllama.so, libggml*.so, libggml-cpu-*.so of @node-llama-cpp/linux-x64@3.21.1
+llamacpp_cpu="$deps/llamacpp-cpu"
+if [ ! -f "$llamacpp_cpu/.ready" ]; then
+  fetch @node-llama-cpp/linux-x64@3.21.1 node-llama-cpp-linux-x64-3.21.1.tgz \
+    "sha512-Totj6RTDMGo3FoK2yNUaz/oGmZD0olAqTrRluFUWmu0kW2i9TOzHSW0OWCAiGkzRCVX0WsU2CyUQo/W2NYtdPA=="
+  rm -rf "$llamacpp_cpu" "$tmp/llamacpp-cpu"
+  mkdir -p "$llamacpp_cpu" "$tmp/llamacpp-cpu"
+  tar -xzf "$deps/npm/node-llama-cpp-linux-x64-3.21.1.tgz" -C "$tmp/llamacpp-cpu" package/bins/linux-x64
+  # The libraries only: not the Node addon nor llama-common.
+  (cd "$tmp/llamacpp-cpu/package/bins/linux-x64" && cp libllama.v0.4.0.so libggml.v0.4.0.so libggml-base.so libggml-cpu-*.so "$llamacpp_cpu/")
+  touch "$llamacpp_cpu/.ready"
+  echo "setup-test-data: llama.cpp's CPU libraries in $llamacpp_cpu"
 fi
