@@ -428,7 +428,9 @@ TEST(ServeHttp, DeviceLostPhaseAnswers503WithTheReason) {
   EXPECT_EQ(json::parse(h->body), json({{"status", "device_lost"}, {"error", st.lost_error}}));
   auto r = c.Post("/v1/completions", R"({"prompt": "x"})", "application/json");
   expect_error(r, 503, "device_lost", "completion");
-  if (r) EXPECT_NE(r->body.find("was destroyed: test"), std::string::npos) << r->body;
+  if (r) {
+    EXPECT_NE(r->body.find("was destroyed: test"), std::string::npos) << r->body;
+  }
   httplib::Client anon("127.0.0.1", port);
   expect_error(anon.Get("/v1/models"), 401, "invalid_api_key", "the key is still checked");
   svr.stop();
