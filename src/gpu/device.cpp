@@ -17,6 +17,7 @@ struct ErrorSink {
   int more_errors = 0;
   bool lost = false;
   std::string lost_message;
+  bool closing = false;  // ~Device: the loss that follows is wgrt's own teardown
 };
 
 Device::Device() = default;
@@ -24,6 +25,10 @@ Device::Device(Device&&) noexcept = default;
 Device& Device::operator=(Device&&) noexcept = default;
 Device::~Device() {
   // Objects before the device, the device before the sink its callbacks write to.
+  if (errors) {
+    std::lock_guard lock(errors->mu);
+    errors->closing = true;
+  }
   pipelines.reset();
   queue.reset();
   device.reset();
@@ -243,13 +248,17 @@ int chosen_index(const DeviceOptions& opts, size_t count) {
 
 void on_device_lost(WGPUDevice const*, WGPUDeviceLostReason reason, WGPUStringView message,
                     void* u1, void*) {
-  // Destroyed / CallbackCancelled are wgrt's own teardown, not a failure.
-  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled)
-    return;
+  // CallbackCancelled is the instance going away: teardown, not a failure. Destroyed is too
+  // when ~Device releases the device; any other destroy (a test's, a driver's) is a loss.
+  if (reason == WGPUDeviceLostReason_CallbackCancelled) return;
   auto* sink = static_cast<ErrorSink*>(u1);
   std::lock_guard lock(sink->mu);
+  if (sink->closing || sink->lost) return;
   sink->lost = true;
-  sink->lost_message = to_string(message);
+  const char* why = reason == WGPUDeviceLostReason_Destroyed ? "destroyed"
+                    : reason == WGPUDeviceLostReason_FailedCreation ? "failed at creation"
+                                                                    : "lost";
+  sink->lost_message = fmt::format("{}: {}", why, to_string(message));
 }
 
 void on_uncaptured_error(WGPUDevice const*, WGPUErrorType type, WGPUStringView message, void* u1,
@@ -384,11 +393,28 @@ Device create_device(const DeviceOptions& opts) {
   return dev;
 }
 
+namespace {
+
+[[noreturn]] void throw_lost(const Device& dev, const std::string& lost_message) {
+  throw DeviceLostError(fmt::format(
+      "the WebGPU device on '{}' was {}: its buffers, pipelines and the model on it are gone (hint: "
+      "restart wgrt; if it recurs, the GPU driver reset or ran out of memory: try a smaller "
+      "--ctx-size or model)", dev.caps.adapter.name, lost_message));
+}
+
+}  // namespace
+
+bool is_lost(Device& dev) {
+  if (!dev.instance || !dev.errors) return false;
+  wgpuInstanceProcessEvents(dev.instance.get());
+  std::lock_guard lock(dev.errors->mu);
+  return dev.errors->lost;
+}
+
 void check(Device& dev) {
   wgpuInstanceProcessEvents(dev.instance.get());
   std::lock_guard lock(dev.errors->mu);
-  if (dev.errors->lost)
-    throw GpuError(fmt::format("WebGPU device lost: {}", dev.errors->lost_message));
+  if (dev.errors->lost) throw_lost(dev, dev.errors->lost_message);
   if (!dev.errors->first_error.empty()) {
     std::string msg = std::move(dev.errors->first_error);
     if (dev.errors->more_errors) msg += fmt::format(" (and {} more)", dev.errors->more_errors);
@@ -398,7 +424,14 @@ void check(Device& dev) {
   }
 }
 
-void wait(Device& dev, WGPUFuture future) { wait_on(dev.instance.get(), future); }
+void wait(Device& dev, WGPUFuture future) {
+  try {
+    wait_on(dev.instance.get(), future);
+  } catch (const GpuError&) {
+    check(dev);  // a lost device explains the failed wait better
+    throw;
+  }
+}
 
 void wait_idle(Device& dev) {
   WGPUQueueWorkDoneStatus status = WGPUQueueWorkDoneStatus_Error;
@@ -438,6 +471,11 @@ void pop_error_scopes(Device& dev, const std::string& what) {
     wait(dev, wgpuDevicePopErrorScope(dev.get(), cb));
     if (popped.type != WGPUErrorType_NoError && first.empty())
       first = popped.message.empty() ? "unknown WebGPU error" : popped.message;
+  }
+  // A lost device reports no scoped errors: what was made is an invalid object.
+  if (is_lost(dev)) {
+    std::lock_guard lock(dev.errors->mu);
+    throw_lost(dev, fmt::format("{} (while {})", dev.errors->lost_message, what));
   }
   if (!first.empty()) throw GpuError(fmt::format("{}: {}", what, first));
 }

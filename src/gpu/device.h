@@ -3,7 +3,8 @@
 // Errors: object creation runs inside error scopes and throws GpuError with Dawn's message;
 // errors outside scopes (uncaptured) and device loss are recorded by callbacks and thrown at
 // the next sync point (check(), wait_idle(), a read back). After a thrown validation error
-// the device stays usable; after device loss it does not.
+// the device stays usable; after device loss it does not: every later sync point, and every
+// creation, throws DeviceLostError again (a lost device is rebuilt, never revived).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,12 @@ namespace wgrt::gpu {
 
 struct GpuError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// The device is gone (driver reset, out of memory in the driver, wgpuDeviceDestroy, ...):
+// nothing made on it works any more; the session must be rebuilt on a new device.
+struct DeviceLostError : GpuError {
+  using GpuError::GpuError;
 };
 
 struct DeviceOptions {
@@ -88,9 +95,11 @@ std::vector<AdapterDesc> list_adapters(const DeviceOptions& opts);
 
 Device create_device(const DeviceOptions& opts = {});
 
-// Sync point: lets Dawn deliver callbacks, then throws the first recorded uncaptured error
-// (clearing it) or the device loss.
+// Sync point: lets Dawn deliver callbacks, then throws the device loss (DeviceLostError, each
+// time) or the first recorded uncaptured error (clearing it).
 void check(Device& dev);
+// Whether the device-lost callback has fired (after letting Dawn deliver callbacks).
+bool is_lost(Device& dev);
 // Waits until all submitted work is done, then check().
 void wait_idle(Device& dev);
 // Blocks on one future of this device's instance.

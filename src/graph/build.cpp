@@ -67,9 +67,37 @@ void check_dataflow(const Graph& g) {
   }
 }
 
+// Read-after-write on state tensors: a node reading a state that nodes write this step must
+// come after the first writer (attention after the KV-cache write), unless the state is
+// declared carried (it hands the previous step's value to an earlier reader).
+void check_state_order(const Graph& g) {
+  std::vector<int> first_writer(g.tensors.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (TensorId t : g.nodes[n].outputs)
+      if (first_writer[t.v] < 0) first_writer[t.v] = int(n);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    for (TensorId t : node.inputs) {
+      const Tensor& st = g.tensors[t.v];
+      if (st.role != TensorRole::State || st.carried || first_writer[t.v] < 0 || size_t(first_writer[t.v]) < n)
+        continue;
+      const Node& writer = g.nodes[size_t(first_writer[t.v])];
+      throw std::invalid_argument(fmt::format(
+          "node '{}' ({}) reads state '{}' before node '{}' ({}) writes it, so it would see the previous "
+          "step's contents (hint: add '{}' first; a state meant to carry the previous step's value is "
+          "declared with WeightDesc::carried)", node.name, node.op, st.name, writer.name, writer.op, writer.name));
+    }
+  }
+}
+
 // Which tensors can change shape between steps, and whether every node can cope.
 void find_varying(Graph& g) {
-  for (auto& t : g.tensors) t.may_vary = t.role == TensorRole::Input && t.dynamic_dims != 0;
+  for (auto& t : g.tensors) {
+    t.may_vary = t.role == TensorRole::Input && t.dynamic_dims != 0;
+    t.read = t.is_output;
+  }
+  for (const Node& node : g.nodes)
+    for (TensorId t : node.inputs) g.tensors[t.v].read = true;
   for (const Node& node : g.nodes) {
     bool varies = false;
     for (TensorId t : node.inputs) {
@@ -224,7 +252,10 @@ TensorId add_weight(Graph& g, const WeightDesc& d) {
   require_unbuilt(g, "add_weight");
   if (d.role != TensorRole::Weight && d.role != TensorRole::State)
     throw std::invalid_argument(fmt::format("weight '{}': role must be Weight or State", d.name));
-  return push_tensor(g, Tensor{.name = d.name, .dtype = d.dtype, .role = d.role, .max_shape = d.shape});
+  if (d.carried && d.role != TensorRole::State)
+    throw std::invalid_argument(fmt::format("weight '{}': only a State tensor can be carried", d.name));
+  return push_tensor(g, Tensor{.name = d.name, .dtype = d.dtype, .role = d.role, .max_shape = d.shape,
+                               .carried = d.carried});
 }
 
 TensorId add_tensor(Graph& g, std::string name, DType dtype, Shape max_shape) {
@@ -270,23 +301,49 @@ void mark_output(Graph& g, TensorId t) {
   g.tensors[t.v].is_output = true;
 }
 
+namespace {
+
+// Undoes a failed build: releases what it made (bind groups before the buffers they bind) and
+// leaves the graph as before build was called.
+void unbuild(Graph& g) {
+  g.compiled.clear();
+  g.uniforms.clear();
+  g.staging.clear();
+  g.buffers.clear();
+  g.readback = {};
+  g.memory = MemoryPlan{};
+  g.live = LiveState{};
+  g.staged = LiveState{};
+  g.last = Snapshot{};
+  g.planned = false;
+  g.built = false;
+}
+
+}  // namespace
+
 void build(Graph& g) {
   require_unbuilt(g, "build");
-  check_dataflow(g);
-  find_varying(g);
-  check_routes(g);
-  allocate(g);
-  compile(g);
+  try {
+    check_dataflow(g);
+    check_state_order(g);
+    find_varying(g);
+    check_routes(g);
+    allocate(g);
+    compile(g);
 
-  // Live state starts at max shapes and each symbol's lower bound; plan once for it.
-  g.live.shapes.clear();
-  for (const Tensor& t : g.tensors) g.live.shapes.push_back(t.max_shape);
-  g.live.symbols.clear();
-  for (const Symbol& s : g.symbols) g.live.symbols.push_back(s.lo);
-  g.live.nodes.assign(g.nodes.size(), NodeState{});
-  g.staged = g.live;
+    // Live state starts at max shapes and each symbol's lower bound; plan once for it.
+    g.live.shapes.clear();
+    for (const Tensor& t : g.tensors) g.live.shapes.push_back(t.max_shape);
+    g.live.symbols.clear();
+    for (const Symbol& s : g.symbols) g.live.symbols.push_back(s.lo);
+    g.live.nodes.assign(g.nodes.size(), NodeState{});
+    g.staged = g.live;
+    propagate_and_commit(g);
+  } catch (...) {
+    unbuild(g);
+    throw;
+  }
   g.built = true;
-  propagate_and_commit(g);
 }
 
 TensorId find_tensor(const Graph& g, std::string_view name) {

@@ -53,6 +53,8 @@ struct Tensor {
   uint8_t dynamic_dims = 0;  // inputs: bit i set = dim i may change per step
   bool may_vary = false;     // found at build: the live shape can differ between steps
   bool is_output = false;
+  bool read = false;         // found at build: a node reads it or it is an output
+  bool carried = false;      // State only: read before its writer on purpose (see WeightDesc)
 };
 
 struct Symbol {
@@ -73,6 +75,10 @@ struct WeightDesc {
   DType dtype = DType::F32;
   Shape shape;  // DType::Bytes: {byte count}
   TensorRole role = TensorRole::Weight;  // or State
+  // State only. Build checks that every node reading a state tensor comes after the first node
+  // writing it (the KV cache: written, then attended). A state that carries the previous
+  // step's value to an earlier reader (the fed token) says so here.
+  bool carried = false;
 };
 
 struct SymbolDesc {
@@ -119,7 +125,9 @@ struct SymbolValues {
 // Generic views handed to a node's hooks; each op turns them into its own typed context.
 struct InferArgs {
   std::span<const Shape> in;
-  std::span<Shape> out;  // preset to the outputs' current live shapes
+  // Each starts invalid (rank 0) and infer must set it; a State output starts at its fixed
+  // shape, and a node's private scratch (read by no other node, not an output) at its max shape.
+  std::span<Shape> out;
   SymbolValues sym;
 };
 struct PlanArgs {
@@ -235,7 +243,8 @@ NodeId add_node(Graph& g, Node node);
 void mark_output(Graph& g, TensorId t);
 
 // Checks, allocates, compiles and plans at max shape. Throws with a message naming the node,
-// tensor or route at fault.
+// tensor or route at fault. Atomic: after a throw the graph holds nothing of the attempt (no
+// buffers, not built) and, once fixed, can be built again.
 void build(Graph& g);
 
 struct ShapeInput {

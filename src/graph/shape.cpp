@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
+#include "graph/check.h"
 
 namespace wgrt::graph {
 
 Shape::Shape(std::initializer_list<uint32_t> d) {
-  assert(d.size() <= size_t(kMaxRank));
+  WGRT_CHECK(d.size() <= size_t(kMaxRank), "a shape of {} dims (at most {})", d.size(), kMaxRank);
   for (uint32_t v : d) dims[rank++] = v;
 }
 

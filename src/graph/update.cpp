@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "gpu/device.h"
+#include "graph/check.h"
 #include "graph/graph.h"
 #include "graph/update_internal.h"
 
@@ -93,18 +94,29 @@ void propagate_and_commit(Graph& g) {
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     for (size_t i = 0; i < node.inputs.size(); ++i) in[i] = st.shapes[node.inputs[i].v];
-    for (size_t i = 0; i < node.outputs.size(); ++i) out[i] = st.shapes[node.outputs[i].v];
+    // Outputs start invalid, so one infer forgets keeps no stale shape (graph.h says which
+    // outputs start at a fixed shape instead).
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const Tensor& t = g.tensors[node.outputs[i].v];
+      out[i] = t.role == TensorRole::State || !t.read ? t.max_shape : Shape{};
+    }
     std::span<const Shape> in_view(in.data(), node.inputs.size());
     std::span<Shape> out_view(out.data(), node.outputs.size());
 
     node.infer(InferArgs{in_view, out_view, sym});
     for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (out[i].rank == 0)
+        throw std::runtime_error(fmt::format(
+            "node '{}' ({}): infer did not set output {} '{}' (hint: its infer must give every output a shape)",
+            node.name, node.op, i, g.tensors[node.outputs[i].v].name));
       check_output(g, node, node.outputs[i], out[i]);
       st.shapes[node.outputs[i].v] = out[i];
     }
 
     NodeState& ns = st.nodes[n];
     ns.route = select_route(node.routes, key_value(node.routes.key, st));
+    WGRT_CHECK(ns.route < node.routes.routes.size() && ns.route < g.compiled[n].size(),
+               "node '{}': route {} of {}", node.name, ns.route, node.routes.routes.size());
     ns.plan = Plan{};
     node.plan(PlanArgs{in_view, out_view, sym, ns.route, &g.dev->caps}, ns.plan);
     ++plans;

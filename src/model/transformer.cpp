@@ -46,8 +46,9 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   b.feed = mg.feed;
   b.want_top_k = mg.want_top_k;
   if (!o.all_logits)
-    b.next_token = mg.argmax = graph::add_weight(g, {.name = "next_token", .dtype = graph::DType::U32,
-                                                     .shape = {1}, .role = graph::TensorRole::State});
+    // Carried: the embedding reads the previous step's token before this step's head writes it.
+    b.next_token = mg.argmax = graph::add_weight(g, {.name = "next_token", .dtype = graph::DType::U32, .shape = {1},
+                                                     .role = graph::TensorRole::State, .carried = true});
 
   graph::TensorId x;
   switch (c.arch) {

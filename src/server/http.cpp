@@ -153,8 +153,13 @@ void add_routes(httplib::Server& svr, ServerState& st, const HttpOptions& o) {
                                "--api-key)"));
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (req.path != "/health" && st.phase.load() != Phase::Ready) {
-      const bool failed = st.phase.load() == Phase::Failed;
+    const Phase phase = st.phase.load();
+    if (req.path != "/health" && phase == Phase::DeviceLost) {
+      send_error(res, device_lost_error(st.lost_error));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.path != "/health" && phase != Phase::Ready) {
+      const bool failed = phase == Phase::Failed;
       send_error(res, ApiError(503, "server_error", failed ? "model_failed" : "loading",
                                failed ? "the model failed to load: " + st.load_error
                                       : "the model is still loading (hint: poll GET /health until it answers 200)"));
@@ -186,6 +191,7 @@ void add_routes(httplib::Server& svr, ServerState& st, const HttpOptions& o) {
       case Phase::Loading: return send_json(res, 503, {{"status", "loading"}});
       case Phase::Ready: return send_json(res, 200, {{"status", "ok"}});
       case Phase::Failed: return send_json(res, 500, {{"status", "error"}, {"error", st.load_error}});
+      case Phase::DeviceLost: return send_json(res, 503, {{"status", "device_lost"}, {"error", st.lost_error}});
     }
   });
   svr.Get("/v1/models", [&st](const httplib::Request&, httplib::Response& res) {

@@ -2,7 +2,9 @@
 // JSON, streaming through chunked server-sent events. Request checks are request.h's, the
 // generation is the worker's (worker.h): a handler parses, tokenizes, queues a job and relays
 // its events.
-//   GET  /health                 503 {"status": "loading"} while the model loads, then 200
+//   GET  /health                 503 {"status": "loading"} while the model loads, then 200;
+//                                503 {"status": "device_lost", "error"} once the GPU device is lost
+//                                (every other path then answers 503 "device_lost" too)
 //   GET  /v1/models              the served model
 //   POST /v1/completions         OpenAI completions (stream or not)
 //   POST /v1/chat/completions    OpenAI chat completions, through the model's chat template

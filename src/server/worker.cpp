@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -103,10 +104,25 @@ bool step(ServerState& st, llm::Session& s, Slot& slot) {
 void fail(ServerState& st, Slot& slot, const std::exception& ex) {
   Event e;
   e.done = true;
-  e.error = ApiError(500, "server_error", "generation_failed", fmt::format("generation failed: {}", ex.what()));
+  if (dynamic_cast<const gpu::DeviceLostError*>(&ex))
+    e.error = device_lost_error(ex.what());
+  else
+    e.error = ApiError(500, "server_error", "generation_failed", fmt::format("generation failed: {}", ex.what()));
   st.metrics.requests_failed += 1;
   push_event(*slot.job, std::move(e));
   slot.job.reset();
+}
+
+// WGRT_TEST_DESTROY_DEVICE_AFTER (worker.h): steps before the device is destroyed; -1: never.
+int64_t destroy_device_after() {
+  const char* env = std::getenv("WGRT_TEST_DESTROY_DEVICE_AFTER");
+  if (!env || !*env) return -1;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0' || v < 0)
+    throw std::invalid_argument(fmt::format(
+        "WGRT_TEST_DESTROY_DEVICE_AFTER='{}' is not a step count (hint: a number >= 0, or unset it)", env));
+  return int64_t(v);
 }
 
 ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
@@ -141,6 +157,12 @@ ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
 
 }  // namespace
 
+ApiError device_lost_error(const std::string& why) {
+  return ApiError(503, "server_error", "device_lost",
+                  fmt::format("the GPU device was lost, so this server cannot generate any more: {} (hint: restart "
+                              "`wgrt serve`)", why));
+}
+
 std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r) {
   if (!r.chat) return tokenizer::tokenize(*m.tok, r.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (!m.tmpl)
@@ -169,7 +191,9 @@ std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest
 void run_worker(ServerState& st, const WorkerOptions& o, const std::function<void(const std::string&)>& on_failed) {
   std::optional<gpu::Device> dev;
   std::optional<llm::Session> s;
+  int64_t destroy_after = -1, steps = 0;
   try {
+    destroy_after = destroy_device_after();
     dev.emplace(gpu::create_device(o.device));
     s.emplace(llm::open_session(*dev, o.model_path, o.build));
     st.model = describe(*s, o);
@@ -193,15 +217,28 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     for (size_t i : busy) {
       Slot& slot = slots[i];
       try {
-        if (!slot.job) {
-          std::shared_ptr<Job> job;
-          {
-            std::lock_guard lock(st.sched.m);
-            job = st.sched.slots[i];
-          }
-          start(st, *s, slot, std::move(job));
+        const bool fresh = !slot.job;
+        if (fresh) {
+          slot = Slot{};
+          std::lock_guard lock(st.sched.m);
+          slot.job = st.sched.slots[i];
         }
+        // Nothing runs on a lost device: jobs in flight and queued end at once with its error.
+        if (st.phase.load() == Phase::DeviceLost) throw gpu::DeviceLostError(st.lost_error);
+        if (fresh) {
+          if (steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
+          start(st, *s, slot, std::move(slot.job));
+        }
+        if (steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
         if (!step(st, *s, slot)) free_slot(st.sched, i);
+      } catch (const gpu::DeviceLostError& e) {
+        if (st.phase.load() != Phase::DeviceLost) {
+          st.lost_error = e.what();
+          st.phase.store(Phase::DeviceLost);
+          fmt::print(stderr, "wgrt serve: {}; answering 503 from now on (hint: restart `wgrt serve`)\n", e.what());
+        }
+        fail(st, slot, e);
+        free_slot(st.sched, i);
       } catch (const std::exception& e) {
         fail(st, slot, e);
         free_slot(st.sched, i);

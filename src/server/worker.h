@@ -3,6 +3,13 @@
 // session's KV positions reset), prefills its prompt, then samples until an end token, a stop
 // string, its max_tokens or the context; its text goes to the job's events as it is decoded
 // (UTF-8 complete, stop strings cut even across tokens).
+//
+// A lost GPU device (gpu::DeviceLostError at a step's sync point) is not recovered: the jobs in
+// flight end with a 503 "device_lost" error, the phase becomes DeviceLost, /health answers 503
+// with the reason and every later request 503 with it; the process keeps running until it is
+// stopped (a supervisor restarts it on a fresh device). Test hook: WGRT_TEST_DESTROY_DEVICE_AFTER=N
+// destroys the device (wgpuDeviceDestroy, as a driver reset would) before the worker's N+1-th
+// step, N counting prompt and token steps alike.
 #pragma once
 
 #include <atomic>
@@ -39,11 +46,12 @@ struct Metrics {
   std::atomic<uint64_t> prefill_us{0}, decode_us{0};  // time spent, for the tok/s figures
 };
 
-enum class Phase : uint8_t { Loading, Ready, Failed };
+enum class Phase : uint8_t { Loading, Ready, Failed, DeviceLost };
 
 struct ServerState {
   std::atomic<Phase> phase{Phase::Loading};
   std::string load_error;  // with Failed
+  std::string lost_error;  // with DeviceLost (written before the phase is stored)
   ServedModel model;       // valid once phase is Ready
   Scheduler sched;
   Metrics metrics;
@@ -67,5 +75,8 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
 // completion prompt (BOS as the vocabulary wants). Throws ApiError (400) when the template
 // fails on these messages or the model has none.
 std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r);
+
+// The 503 "device_lost" error requests get once the device is gone; `why` is its message.
+ApiError device_lost_error(const std::string& why);
 
 }  // namespace wgrt::server

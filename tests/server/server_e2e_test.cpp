@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -365,6 +366,75 @@ TEST(ServeE2E, LoadSixteenClientsEightRequestsEach) {
   EXPECT_NE(m->body.find("wgrt_requests_queued 0\n"), std::string::npos);
   std::fprintf(stderr, "load: %d requests in %.1f s; server RSS %zu KiB after warm-up, %zu KiB at the end\n",
                kClients * kRequests, seconds, rss_warm.load(), rss_end);
+}
+
+// A device lost mid-generation (the test hook destroys it after a few steps): the request in
+// flight gets 503 "device_lost", /health and every later request 503 with the reason, within
+// seconds (no hang), and the process stays up until SIGTERM, which still stops it cleanly.
+TEST(ServeE2E, ALostDeviceAnswers503AndTheServerKeepsRunning) {
+  ::setenv("WGRT_TEST_DESTROY_DEVICE_AFTER", "4", 1);  // the prompt step, then 3 tokens
+  ServerProcess s;
+  ::unsetenv("WGRT_TEST_DESTROY_DEVICE_AFTER");
+  ASSERT_GT(s.port, 0);
+  httplib::Client c = s.client();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = c.Post("/v1/completions", R"({"prompt": "The quick brown fox", "max_tokens": 50, "temperature": 0})",
+                  "application/json");
+  expect_error(r, 503, "device_lost", "the request in flight");
+  if (r) {
+    EXPECT_NE(r->body.find("destroyed"), std::string::npos) << r->body;
+    EXPECT_NE(r->body.find("restart"), std::string::npos) << r->body;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 60s) << "the lost device was not reported promptly";
+
+  httplib::Client anon("127.0.0.1", s.port);
+  auto h = anon.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503);
+  json hj = json::parse(h->body, nullptr, false);
+  EXPECT_EQ(hj["status"], "device_lost") << h->body;
+  EXPECT_NE(hj["error"].get<std::string>().find("destroyed"), std::string::npos) << h->body;
+  // Later requests, streamed or not, and the other paths: 503 at once.
+  expect_error(c.Post("/v1/completions", R"({"prompt": "x", "max_tokens": 5})", "application/json"), 503,
+               "device_lost", "a later completion");
+  expect_error(c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}], "stream": true})",
+                      "application/json"),
+               503, "device_lost", "a later stream");
+  expect_error(c.Get("/v1/models"), 503, "device_lost", "models");
+  int status = 0;
+  EXPECT_EQ(waitpid(s.pid, &status, WNOHANG), 0) << "wgrt serve exited:\n" << slurp(s.err_path);
+  EXPECT_NE(slurp(s.err_path).find("answering 503"), std::string::npos) << slurp(s.err_path);
+  EXPECT_EQ(s.stop(), 0);
+}
+
+// The same in-process: a job the worker fails with the lost device's error, while the handlers
+// answer 503 device_lost.
+TEST(ServeHttp, DeviceLostPhaseAnswers503WithTheReason) {
+  server::ServerState st;
+  st.api_key = "k";
+  server::init_scheduler(st.sched, 1, 4);
+  st.lost_error = "the WebGPU device on 'x' was destroyed: test";
+  st.phase = server::Phase::DeviceLost;
+  httplib::Server svr;
+  server::add_routes(svr, st);
+  const int port = svr.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread t([&] { svr.listen_after_bind(); });
+  httplib::Client c("127.0.0.1", port);
+  c.set_bearer_token_auth("k");
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503);
+  EXPECT_EQ(json::parse(h->body), json({{"status", "device_lost"}, {"error", st.lost_error}}));
+  auto r = c.Post("/v1/completions", R"({"prompt": "x"})", "application/json");
+  expect_error(r, 503, "device_lost", "completion");
+  if (r) {
+    EXPECT_NE(r->body.find("was destroyed: test"), std::string::npos) << r->body;
+  }
+  httplib::Client anon("127.0.0.1", port);
+  expect_error(anon.Get("/v1/models"), 401, "invalid_api_key", "the key is still checked");
+  svr.stop();
+  t.join();
 }
 
 TEST(ServeHttp, LoadingAnswers503AndTheKeyIsChecked) {
