@@ -5,6 +5,8 @@
 //   Q4_0  32 elems, 18 B: f16 d | u8 qs[16]      x[i] = (lo nibble of qs[i] - 8) d,
 //                                                  x[i+16] = (hi nibble of qs[i] - 8) d
 //   Q4_1  32 elems, 20 B: f16 d | f16 m | qs[16]  x = q d + m (same nibble order)
+//   Q5_0  32 elems, 22 B: f16 d | u8 qh[4] | qs[16]   x = (q - 16) d, q = nibble | bit e of qh << 4
+//   Q5_1  32 elems, 24 B: f16 d | f16 m | qh[4] | qs[16]   x = q d + m
 //   Q8_0  32 elems, 34 B: f16 d | i8 qs[32]        x[i] = qs[i] d
 //   Q4_K 256 elems, 144 B: f16 d | f16 dmin | u8 scales[12] | u8 qs[128]
 //         8 sub-blocks of 32 with 6-bit scale sc and 6-bit min m packed in scales[12];

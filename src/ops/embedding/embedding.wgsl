@@ -149,3 +149,51 @@ fn emb_q5k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   if (id < p.vocab) { v = kq_value(id, i % p.dim, true); }
   out[i] = v;
 }
+
+// q4_1 / q5_0 / q5_1 (quant.h): nibble words, then (q5_x) the fifth-bit words, padded to a
+// multiple of 4 in each row; per group of 32 an f16 d (q5_0: value = d * (q - 16)) or a
+// (d, m) word (value = d * q + m).
+fn legacy_value(id: u32, d: u32, five: bool, dm: bool) -> f32 {
+  let rw = select(p.dim / 8u, p.dim / 8u + (p.dim / 32u + 3u) / 4u * 4u, five);
+  var q = (tw[id * rw + d / 8u] >> (4u * (d % 8u))) & 15u;
+  if (five) { q |= ((tw[id * rw + p.dim / 8u + d / 32u] >> (d % 32u)) & 1u) << 4u; }
+  let g = id * (p.dim / 32u) + d / 32u;
+  if (dm) {
+    let f = unpack2x16float(sc[g]);
+    return f.x * f32(q) + f.y;
+  }
+  return scale_at(g) * f32(i32(q) - 16);
+}
+
+@compute @workgroup_size(WG)
+fn emb_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = legacy_value(id, i % p.dim, false, true); }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q5_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, false); }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, true); }
+  out[i] = v;
+}

@@ -15,8 +15,13 @@ struct Params {
   pad2: u32,
 }
 
-override BITS: u32 = 4u;  // 4: q4gsw / q4k, 5: q5k, 6: q6k, 8: q8
-override AFFINE: bool = false;  // q4k / q5k: value = d * scale * q - dmin * min per sub-block
+override BITS: u32 = 4u;  // 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k, 8: q8
+// q unsigned, value = scale * q - min per group (q4k, q5k, q4_1, q5_0, q5_1): the gemm
+// subtracts min * sum(x) per group instead of making q signed.
+override AFFINE: bool = false;
+// Where a group's factors are: 0 an f16 scale per group in `sc` (q4gsw, q8, q5_0, q6k's d),
+// 1 the K-quant regions (q4k, q5k), 2 an f16 (d, m) pair per group of 32 (q4_1, q5_1).
+override SCALES: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
 @group(0) @binding(1) var<storage, read> qw4: array<vec4<u32>>;  // the weight words, 4 at a time
@@ -61,14 +66,15 @@ fn kq_affine(r: u32, g: u32) -> vec2<f32> {
   return vec2<f32>(dm.x * f32((sc[w] >> sh) & 0xFFu), dm.y * f32((sc[w + 2u] >> sh) & 0xFFu));
 }
 
-// u32 words per weight row: the nibbles, plus q5k's fifth bits (k / 32 words); q6k's blocks.
+// u32 words per weight row: the nibbles, plus the fifth bits (k / 32 words rounded up to a
+// multiple of 4, quant.h); q6k's blocks.
 fn q_row_words() -> u32 {
-  if (BITS == 5u) { return p.k / 8u + p.k / 32u; }
+  if (BITS == 5u) { return p.k / 8u + (p.k / 32u + 3u) / 4u * 4u; }
   if (BITS == 6u) { return p.k / 256u * Q6K_WORDS; }
   return p.k / select(8u, 4u, BITS == 8u);
 }
 
-// q5k values 0..3 of nibble word w with their fifth bits in bits 0..3 of hb, as f32
+// q5k / q5_0 / q5_1 values 0..3 of nibble word w with their fifth bits in bits 0..3 of hb, as f32
 // 1 + q / 32 (the q4_mant trick one bit lower): q = 32 * (v - 1).
 fn q5_mant(w: u32, hb: u32) -> vec4<f32> {
   let lo = (vec4<u32>(w) << vec4<u32>(18u, 14u, 10u, 6u)) & vec4<u32>(0x3C0000u);
@@ -154,13 +160,13 @@ fn q4_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   return dot(q4_mant(w), xa) + dot(q4_mant(w >> 16u), xb);
 }
 
-// q5k: word w's 8 values with their fifth bits in the low byte of hb.
+// The fifth-bit formats: word w's 8 values with their fifth bits in the low byte of hb.
 fn q5_dot(w: u32, hb: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   return dot(q5_mant(w, hb), xa) + dot(q5_mant(w >> 16u, hb >> 4u), xb);
 }
 
 // One row's 32-value chunk (q4 / q5): dot(v, x) of the mantissa-built values, vec4 word w,
-// q5k's fifth bits hw.
+// the fifth bits hw (BITS 5).
 fn gv_chunk(w: vec4<u32>, hw: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, x4_: vec4<f32>,
             x5: vec4<f32>, x6: vec4<f32>, x7: vec4<f32>) -> f32 {
   if (BITS == 5u) {
@@ -199,14 +205,19 @@ fn gv_stage(xo: u32, it: u32, per: u32, lid: u32) {
 }
 
 // Row r's affine factors at element k0: (scale, min) with value = scale * q - min, q the stored
-// integer (q4gsw: the nibble, min = 8 * scale; q8: min 0).
+// integer (q4gsw: the nibble, min = 8 * scale; q5_0: 16 * scale; q8: min 0; q4_1 / q5_1:
+// value = d * q + m, so min = -m).
 fn gv_affine(r: u32, k0: u32) -> vec2<f32> {
-  if (AFFINE) { return kq_affine(r, k0 / 32u); }
+  if (SCALES == 1u) { return kq_affine(r, k0 / 32u); }
+  if (SCALES == 2u) {
+    let dm = unpack2x16float(sc[r * (p.k / 32u) + k0 / 32u]);
+    return vec2<f32>(dm.x, -dm.y);
+  }
   let s = scale_at(r * (p.k / p.gs) + k0 / p.gs);
-  return vec2<f32>(s, select(0.0, 8.0 * s, BITS == 4u));
+  return vec2<f32>(s, s * select(select(0.0, 16.0, BITS == 5u), 8.0, BITS == 4u));
 }
 
-// q5k: the fifth-bit word of row r's chunk c.
+// BITS 5: the fifth-bit word of row r's chunk c.
 fn gv_hi(r: u32, c: u32) -> u32 {
   if (BITS != 5u) { return 0u; }
   let i = r * q_row_words() + p.k / 8u + c;
@@ -583,7 +594,7 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 // ---- int8 x int4/int5/int6/int8 GEMM (gemm route, second kernel) -------------------------
 // 64 x 128 outputs per workgroup, 4 x 8 per thread (rows tm + 16i, columns tn + 16j), K in
 // steps of 32. Integer sums per group, then one f32 multiply-add by both scales. The K-quants
-// flush every 32 values: q4k/q5k (unsigned q, value = a q - b) subtract b times the integer sum
+// flush every 32 values: the AFFINE formats (unsigned q, value = a q - b) subtract b times the integer sum
 // of the activations; q6k (q - 32 signed, an int8 scale per 16 values) weights the two halves'
 // integer sums by their scales before the flush by d.
 const BM: u32 = 64u;
@@ -592,7 +603,7 @@ var<workgroup> as_: array<u32, 512>;   // [8 words][BM]
 var<workgroup> bs_: array<u32, 1024>;  // [8 words][BN], signed int8 quadruples
 var<workgroup> sx: array<f32, BM>;
 var<workgroup> sw: array<f32, BN>;
-var<workgroup> smin: array<f32, BN>;   // q4k / q5k: dmin * min
+var<workgroup> smin: array<f32, BN>;   // AFFINE: the group's min
 var<workgroup> sk6: array<u32, BN>;    // q6k: the two int8 scales of the step, bytes 0 and 1
 
 // Stored nibbles (q + 8, one per byte) to signed bytes q: flip bit 3, then sign-extend it.
@@ -691,7 +702,7 @@ fn gemm_load_scales(n: u32, nn: u32, k0: u32) {
   sk6[nn] = k6;
 }
 
-// Word kw of the step: the thread's 4 x 8 integer dots (q4k / q5k: and its rows' activation sums).
+// Word kw of the step: the thread's 4 x 8 integer dots (AFFINE: and its rows' activation sums).
 fn gemm_word(kw: u32, tm: u32, tn: u32, acc: ptr<function, array<array<i32, 8>, 4>>,
              xsum: ptr<function, array<i32, 4>>) {
   var a: array<u32, 4>;
@@ -716,7 +727,7 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let k4 = p.k / 4u;
   var acci: array<array<i32, 8>, 4>;
   var accf: array<array<f32, 8>, 4>;
-  var xsum: array<i32, 4>;  // q4k / q5k: the activations' integer sums of the group
+  var xsum: array<i32, 4>;  // AFFINE: the activations' integer sums of the group
   for (var k0 = 0u; k0 < p.k; k0 += 32u) {
     let g = k0 / p.gs;
     for (var e = 0u; e < 2u; e++) {
