@@ -14,7 +14,7 @@ const GgmlTypeInfo* ggml_type_info(uint32_t type) {
       q5_0{"Q5_0", 32, 22, true}, q5_1{"Q5_1", 32, 24, true}, q8_0{"Q8_0", 32, 34, true},
       q8_1{"Q8_1", 32, 36, false}, q2_k{"Q2_K", 256, 84, false}, q3_k{"Q3_K", 256, 110, false},
       q4_k{"Q4_K", 256, 144, true}, q5_k{"Q5_K", 256, 176, true}, q6_k{"Q6_K", 256, 210, true},
-      q8_k{"Q8_K", 256, 292, false};
+      q8_k{"Q8_K", 256, 292, false}, iq4_xs{"IQ4_XS", 256, 136, true};
   switch (GgmlType(type)) {
     case GgmlType::F32: return &f32;
     case GgmlType::F16: return &f16;
@@ -31,6 +31,7 @@ const GgmlTypeInfo* ggml_type_info(uint32_t type) {
     case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;
     case GgmlType::Q8_K: return &q8_k;
+    case GgmlType::IQ4_XS: return &iq4_xs;
   }
   return nullptr;
 }
@@ -174,6 +175,21 @@ void dequant_q5_k(const uint8_t* b, float* y) {
   }
 }
 
+void dequant_iq4_xs(const uint8_t* b, float* y) {
+  static constexpr int8_t grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  const float d = f16_to_f32(rd16(b));
+  const uint16_t scales_h = rd16(b + 2);
+  const uint8_t* qs = b + 8;
+  for (int j = 0; j < 8; ++j, qs += 16, y += 32) {
+    const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0xf) | ((scales_h >> (2 * j)) & 3) << 4;
+    const float dl = d * float(ls - 32);
+    for (int l = 0; l < 16; ++l) {
+      y[l] = dl * float(grid[qs[l] & 0xf]);
+      y[l + 16] = dl * float(grid[qs[l] >> 4]);
+    }
+  }
+}
+
 void dequant_q6_k(const uint8_t* b, float* y) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
@@ -223,6 +239,7 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, size_t n) {
       case GgmlType::Q4_K: dequant_q4_k(b, y); break;
       case GgmlType::Q5_K: dequant_q5_k(b, y); break;
       case GgmlType::Q6_K: dequant_q6_k(b, y); break;
+      case GgmlType::IQ4_XS: dequant_iq4_xs(b, y); break;
       default: break;  // unreachable: unsupported types throw above
     }
   }

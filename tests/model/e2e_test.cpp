@@ -254,6 +254,7 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{Arch::Llama, GgmlType::Q4_1, 3e-2f},
                                            E2eCase{Arch::Qwen2, GgmlType::Q5_0, 3e-2f},
                                            E2eCase{Arch::Llama, GgmlType::Q5_1, 3e-2f, true, GgmlType::Q5_1},
+                                           E2eCase{Arch::Qwen3, GgmlType::IQ4_XS, 3e-2f, false, GgmlType::IQ4_XS},
                                            // Head sizes other than 64: the generic attention paths.
                                            E2eCase{Arch::Llama, GgmlType::F32, 2e-3f, false, {}, 80},
                                            E2eCase{Arch::Qwen3, GgmlType::F16, 4e-3f, false, {}, 96, true},

@@ -222,6 +222,21 @@ std::vector<OpCase> embedding_cases() {
                        ops::write_quant_weight(g, t, w);
                        run_sequence(g, ids, out, want, vocab, dim);
                      }});
+  cases.push_back({"gguf_iq4_xs_blocks", [] {
+                     const uint32_t vocab = 37, dim = 512;
+                     std::vector<uint8_t> blocks = test::random_iq4_xs_blocks(size_t(vocab) * dim / 256, 8);
+                     ops::QuantWeight w = ops::repack_gguf_iq4_xs(blocks, vocab, dim);
+                     auto want = ref::dequant_gguf_iq4_xs(blocks, size_t(vocab) * dim);
+                     Graph g(device());
+                     TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                     ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 32);
+                     TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
+                                                           .ids = ids, .table = t.q, .scales = t.scales, .gs = 32});
+                     mark_output(g, out);
+                     build(g);
+                     ops::write_quant_weight(g, t, w);
+                     run_sequence(g, ids, out, want, vocab, dim);
+                   }});
   return cases;
 }
 

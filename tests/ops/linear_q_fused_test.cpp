@@ -69,6 +69,10 @@ std::pair<ops::QuantWeight, std::vector<float>> random_k_weight(QuantFormat f, u
       auto b = random_legacy_blocks(count / 32, seed, 24);
       return {ops::repack_gguf_q5_1(b, n, k), ref::dequant_gguf_q5_1(b, count)};
     }
+    case QuantFormat::IQ4XS: {
+      auto b = random_iq4_xs_blocks(blocks, seed);
+      return {ops::repack_gguf_iq4_xs(b, n, k), ref::dequant_gguf_iq4_xs(b, count)};
+    }
     case QuantFormat::Q4K: {
       auto b = random_k_blocks(blocks, seed, false);
       return {ops::repack_gguf_q4_k(b, n, k), ref::dequant_gguf_q4_k(b, count)};
@@ -227,7 +231,7 @@ std::vector<OpCase> fused_cases() {
                          [c] { run_fused(c); }});
       }
   // The K-quants from random GGUF blocks: every variant on every route (q6k: gemm from 2 rows).
-  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K})
+  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K, QuantFormat::IQ4XS})
     for (const V& v : variants) {
       const uint32_t gs = f == QuantFormat::Q6K ? 256 : 32;
       FusedCase c{f, gs, 512, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
@@ -358,8 +362,8 @@ TEST(LinearQParts, Q4KWithQ6KMatchesTheConcatenatedWeights) { run_parts({QuantFo
 TEST(LinearQParts, ThreeFormatsWithResidual) {
   run_parts({QuantFormat::Q5K, QuantFormat::Q4K, QuantFormat::Q6K}, true);
 }
-TEST(LinearQParts, Q4_1Q5_0Q5_1WithQ4KAndResidual) {
-  run_parts({QuantFormat::Q51, QuantFormat::Q41, QuantFormat::Q50, QuantFormat::Q4K}, true);
+TEST(LinearQParts, Q4_1Q5_0Q5_1WithIq4XsAndResidual) {
+  run_parts({QuantFormat::Q51, QuantFormat::Q41, QuantFormat::Q50, QuantFormat::IQ4XS}, true);
 }
 TEST(LinearQParts, RejectsSwigluAndLastRow) {
   Graph g(device());

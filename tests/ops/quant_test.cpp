@@ -231,6 +231,30 @@ TEST(QuantGguf, LegacyBlockSizesMatchTheFile) {
   }
 }
 
+// IQ4_XS: the repack read back bit for bit as the reference reads the blocks, at the file's size.
+TEST(QuantGguf, Iq4XsRepackIsBitExact) {
+  for (auto [n, k] : {std::pair{1u, 256u}, {3u, 512u}, {7u, 768u}}) {
+    SCOPED_TRACE(testing::Message() << n << "x" << k);
+    auto blocks = test::random_iq4_xs_blocks(size_t(n) * k / 256, n + 5 * k);
+    QuantWeight w = repack_gguf_iq4_xs(blocks, n, k);
+    EXPECT_EQ(quant_bytes(QuantFormat::IQ4XS, n, k, 32), blocks.size());
+    EXPECT_EQ(w.q.size() * 4 + w.scales.size() * 4, blocks.size());
+    EXPECT_TRUE(bits_equal(dequantize(w), ref::dequant_gguf_iq4_xs(blocks, size_t(n) * k)));
+  }
+  // One block: d = 1, sub-block 3's scale 0x25 (low nibble 5 in the high half of scales_l[1],
+  // top bits 10 at bits 6..7 of scales_h): element 96 + 17 = high nibble 15 of qs[48 + 1].
+  std::vector<uint8_t> b(136, 0);
+  b[1] = 0x3C;
+  b[2] = 0x80;
+  b[4 + 1] = 0x50;
+  b[8 + 48 + 1] = 0xF0;
+  auto v = dequantize(repack_gguf_iq4_xs(b, 1, 256));
+  EXPECT_EQ(v[113], float(0x25 - 32) * 113.f);
+  EXPECT_EQ(v[96], float(0x25 - 32) * -127.f);
+  EXPECT_EQ(v[0], -32.f * -127.f);
+  EXPECT_THROW(repack_gguf_iq4_xs(b, 1, 512), std::invalid_argument);
+}
+
 TEST(QuantGguf, LegacyKnownBlocks) {
   // Q5_0, d = 1: element 0 = nibble 3 with its fifth bit (19 - 16), element 16 = high nibble 0
   // without it (-16), element 31 = high nibble 15 with bit 31 (31 - 16).

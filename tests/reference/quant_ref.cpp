@@ -163,4 +163,20 @@ std::vector<float> dequant_gguf_q5_1(const std::vector<uint8_t>& blocks, size_t 
   return dequant_legacy(blocks, count, true, true);
 }
 
+std::vector<float> dequant_gguf_iq4_xs(const std::vector<uint8_t>& blocks, size_t count) {
+  const float grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  std::vector<float> out(count);
+  for (size_t e = 0; e < count; ++e) {
+    const uint8_t* blk = &blocks.at(e / 256 * 136);
+    const size_t j = e % 256 / 32, l = e % 32;
+    const float d = half_to_float(uint16_t(blk[0] + 256 * blk[1]));
+    const unsigned scales_h = blk[2] + 256u * blk[3];
+    const int ls = int((blk[4 + j / 2] >> (4 * (j % 2))) % 16 + 16 * ((scales_h >> (2 * j)) % 4));
+    const uint8_t byte = blk[8 + 16 * j + l % 16];
+    const int nib = l < 16 ? byte % 16 : byte / 16;
+    out[e] = d * float(ls - 32) * grid[nib];
+  }
+  return out;
+}
+
 }  // namespace wgrt::ref

@@ -72,6 +72,20 @@ inline std::vector<uint8_t> random_legacy_blocks(size_t count, uint32_t seed, si
   return b;
 }
 
+// GGUF IQ4_XS blocks (136 bytes): random scales and quants, d a small positive half.
+inline std::vector<uint8_t> random_iq4_xs_blocks(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(count * 136);
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* blk = b.data() + i * 136;
+    for (size_t j = 2; j < 136; ++j) blk[j] = uint8_t(rng());
+    const uint16_t d = uint16_t(0x1000 + rng() % 0x0C00);  // about 5e-4 .. 4e-3
+    blk[0] = uint8_t(d);
+    blk[1] = uint8_t(d >> 8);
+  }
+  return b;
+}
+
 // Largest |a - b| relative to (1 + |b|).
 inline float max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   float worst = a.size() == b.size() ? 0.f : 1e30f;

@@ -26,6 +26,7 @@ const char* type_name(EmbeddingType t) {
     case EmbeddingType::Q41: return "q4_1";
     case EmbeddingType::Q50: return "q5_0";
     case EmbeddingType::Q51: return "q5_1";
+    case EmbeddingType::IQ4XS: return "iq4_xs";
     default: return "q4gsw";
   }
 }
@@ -42,6 +43,7 @@ std::optional<QuantFormat> quant_format(EmbeddingType t) {
     case EmbeddingType::Q41: return QuantFormat::Q41;
     case EmbeddingType::Q50: return QuantFormat::Q50;
     case EmbeddingType::Q51: return QuantFormat::Q51;
+    case EmbeddingType::IQ4XS: return QuantFormat::IQ4XS;
   }
   return std::nullopt;
 }
@@ -65,6 +67,7 @@ EmbeddingType embedding_type(QuantFormat f) {
     case QuantFormat::Q41: return EmbeddingType::Q41;
     case QuantFormat::Q50: return EmbeddingType::Q50;
     case QuantFormat::Q51: return EmbeddingType::Q51;
+    case QuantFormat::IQ4XS: return EmbeddingType::IQ4XS;
   }
   return EmbeddingType::Q4gsw;
 }
@@ -136,6 +139,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     case EmbeddingType::Q41:
     case EmbeddingType::Q50:
     case EmbeddingType::Q51:
+    case EmbeddingType::IQ4XS:
       entry = d.type == EmbeddingType::Q8    ? "emb_q8"
               : d.type == EmbeddingType::Q6K ? "emb_q6k"
               : d.type == EmbeddingType::Q4K ? "emb_q4k"
@@ -143,6 +147,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
               : d.type == EmbeddingType::Q41 ? "emb_q4_1"
               : d.type == EmbeddingType::Q50 ? "emb_q5_0"
               : d.type == EmbeddingType::Q51 ? "emb_q5_1"
+              : d.type == EmbeddingType::IQ4XS ? "emb_iq4_xs"
                                              : "emb_q4";
       bindings.push_back(Binding::of(2, d.table));
       bindings.push_back(Binding::of(3, *d.scales));

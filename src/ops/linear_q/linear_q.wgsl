@@ -20,8 +20,14 @@ override BITS: u32 = 4u;  // 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k
 // subtracts min * sum(x) per group instead of making q signed.
 override AFFINE: bool = false;
 // Where a group's factors are: 0 an f16 scale per group in `sc` (q4gsw, q8, q5_0, q6k's d),
-// 1 the K-quant regions (q4k, q5k), 2 an f16 (d, m) pair per group of 32 (q4_1, q5_1).
+// 1 the K-quant regions (q4k, q5k), 2 an f16 (d, m) pair per group of 32 (q4_1, q5_1),
+// 3 iq4_xs's block headers (d and the 6-bit sub-block scales).
 override SCALES: u32 = 0u;
+// iq4_xs: each nibble indexes the non-linear grid iq4_f (quant.h's kIq4Values) instead of
+// being the integer itself; the weights are then signed, with no min.
+override NL: bool = false;
+var<private> iq4_f: array<f32, 16> = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                                     1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
 @group(0) @binding(1) var<storage, read> qw4: array<vec4<u32>>;  // the weight words, 4 at a time
@@ -173,6 +179,7 @@ fn gv_chunk(w: vec4<u32>, hw: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, 
     return q5_dot(w.x, hw, x0, x1) + q5_dot(w.y, hw >> 8u, x2, x3) + q5_dot(w.z, hw >> 16u, x4_, x5) +
            q5_dot(w.w, hw >> 24u, x6, x7);
   }
+  if (NL) { return nl_dot(w.x, x0, x1) + nl_dot(w.y, x2, x3) + nl_dot(w.z, x4_, x5) + nl_dot(w.w, x6, x7); }
   return q4_dot(w.x, x0, x1) + q4_dot(w.y, x2, x3) + q4_dot(w.z, x4_, x5) + q4_dot(w.w, x6, x7);
 }
 
@@ -213,9 +220,33 @@ fn gv_affine(r: u32, k0: u32) -> vec2<f32> {
     let dm = unpack2x16float(sc[r * (p.k / 32u) + k0 / 32u]);
     return vec2<f32>(dm.x, -dm.y);
   }
+  if (SCALES == 3u) {
+    let b = r * (p.k / 256u) + k0 / 256u;
+    let j = (k0 / 32u) % 8u;
+    let w0 = sc[2u * b];
+    let ls = ((sc[2u * b + 1u] >> (4u * j)) & 15u) | (((w0 >> (16u + 2u * j)) & 3u) << 4u);
+    return vec2<f32>(unpack2x16float(w0).x * f32(i32(ls) - 32), 0.0);
+  }
   let s = scale_at(r * (p.k / p.gs) + k0 / p.gs);
   return vec2<f32>(s, s * select(select(0.0, 16.0, BITS == 5u), 8.0, BITS == 4u));
 }
+
+// iq4_xs: the grid values of nibbles 0..3 of w.
+fn nl_vals(w: u32) -> vec4<f32> {
+  return vec4<f32>(iq4_f[w & 15u], iq4_f[(w >> 4u) & 15u], iq4_f[(w >> 8u) & 15u], iq4_f[(w >> 12u) & 15u]);
+}
+
+// iq4_xs: the grid's int8 byte of each byte (a nibble index) of v.
+fn nl_bytes(v: u32) -> u32 {
+  var o = 0u;
+  for (var i = 0u; i < 4u; i++) {
+    let q = (v >> (8u * i)) & 15u;
+    o |= (bitcast<u32>(i32(iq4_f[q])) & 0xFFu) << (8u * i);
+  }
+  return o;
+}
+
+fn nl_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 { return dot(nl_vals(w), xa) + dot(nl_vals(w >> 16u), xb); }
 
 // BITS 5: the fifth-bit word of row r's chunk c.
 fn gv_hi(r: u32, c: u32) -> u32 {
@@ -265,6 +296,20 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
       let x5 = gv_x[xb + 5u];
       let x6 = gv_x[xb + 6u];
       let x7 = gv_x[xb + 7u];
+      if (NL) {  // iq4_xs: the grid values times the sub-block's scale, no min
+        let d0 = gv_chunk(w0, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        let d1 = gv_chunk(w1, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        let d2 = gv_chunk(w2, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        let d3 = gv_chunk(w3, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        if (live) {
+          a0 = fma(d0, f0.x, a0);
+          a1 = fma(d1, f1.x, a1);
+          a2 = fma(d2, f2.x, a2);
+          a3 = fma(d3, f3.x, a3);
+        }
+        workgroupBarrier();
+        continue;
+      }
       // dot(q, x) = qs * (dot(v, x) - sum(x)); value = scale * q - min: the sum taken out once
       // for the four rows.
       let sx = dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
@@ -513,6 +558,14 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
       } else {
         var lo: vec4<f32>;
         var hi: vec4<f32>;
+        if (NL) {
+          lo = nl_vals(word);
+          hi = nl_vals(word >> 16u);
+          for (var m = 0u; m < MMAX; m++) {
+            if (m < p.m) { acc[r * MMAX + m] = fma(dot(lo, xa[m]) + dot(hi, xb[m]), f.x, acc[r * MMAX + m]); }
+          }
+          continue;
+        }
         if (BITS == 5u) {
           let hb = qw[rows[r] * rw + p.k / 8u + w / 4u] >> (8u * (w % 4u));
           lo = q5_mant(word, hb);
@@ -639,7 +692,10 @@ fn gemm_load_b(n0: u32, k0: u32, lid: u32) {
       }
       var lo = v & 0x0F0F0F0Fu;
       var hi = (v >> 4u) & 0x0F0F0F0Fu;
-      if (!AFFINE) {
+      if (NL) {
+        lo = nl_bytes(lo);
+        hi = nl_bytes(hi);
+      } else if (!AFFINE) {
         lo = q4_to_i8(lo);
         hi = q4_to_i8(hi);
       }

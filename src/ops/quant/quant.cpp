@@ -20,6 +20,7 @@ const char* quant_format_name(QuantFormat f) {
     case QuantFormat::Q41: return "q4_1";
     case QuantFormat::Q50: return "q5_0";
     case QuantFormat::Q51: return "q5_1";
+    case QuantFormat::IQ4XS: return "iq4_xs";
   }
   return "?";
 }
@@ -28,6 +29,7 @@ uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k) { return uint64_t(
 uint64_t quant_scale_words(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
   if (has_kq_scales(f)) return kq_scale_words(n, k);
   if (has_dm_scales(f)) return uint64_t(n) * (k / 32);
+  if (f == QuantFormat::IQ4XS) return uint64_t(n) * (k / 256) * 2;
   return (uint64_t(n) * (k / gs) + 1) / 2;
 }
 
@@ -46,7 +48,7 @@ void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, cons
     check_quant_shape(n, k, gs, what);
     return;
   }
-  const uint32_t want = f == QuantFormat::Q6K ? 256 : has_kq_scales(f) ? 32 : 0;
+  const uint32_t want = f == QuantFormat::Q6K ? 256 : is_k_quant(f) ? 32 : 0;
   if (want && (gs != want || k % 256 != 0 || n == 0))
     throw std::invalid_argument(fmt::format("{}: a {} weight [{}, {}] takes group size {} (not {}) and K a "
                                             "positive multiple of 256", what, quant_format_name(f), n, k, want, gs));
@@ -215,6 +217,21 @@ std::vector<float> dequantize_legacy(const QuantWeight& w) {
   return out;
 }
 
+// IQ4XS (quant.h): d * (ls - 32) * kIq4Values[i], exact in f32 (11 + 6 + 7 bits of mantissa).
+std::vector<float> dequantize_iq4xs(const QuantWeight& w) {
+  const uint32_t rw = quant_row_words(w.format, w.k), per_row = w.k / 256;
+  std::vector<float> out(uint64_t(w.n) * w.k);
+  for (uint64_t row = 0; row < w.n; ++row)
+    for (uint32_t c = 0; c < w.k; ++c) {
+      const uint64_t b = row * per_row + c / 256;
+      const uint32_t w0 = w.scales[2 * b], w1 = w.scales[2 * b + 1], j = (c % 256) / 32;
+      const int ls = int(((w1 >> (4 * j)) & 15u) | ((w0 >> (16 + 2 * j)) & 3u) << 4);
+      const uint32_t i = (w.q[row * rw + c / 8] >> (4 * (c % 8))) & 0xFu;
+      out[row * w.k + c] = f16_to_f32(uint16_t(w0)) * float(ls - 32) * float(kIq4Values[i]);
+    }
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> dequantize(const QuantWeight& w) {
@@ -224,6 +241,11 @@ std::vector<float> dequantize(const QuantWeight& w) {
       throw std::invalid_argument(fmt::format("dequantize: {} array sizes do not match the shape",
                                               quant_format_name(w.format)));
     return dequantize_legacy(w);
+  }
+  if (w.format == QuantFormat::IQ4XS) {
+    if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.format, w.n, w.k, 32))
+      throw std::invalid_argument("dequantize: IQ4XS array sizes do not match the shape");
+    return dequantize_iq4xs(w);
   }
   if (has_kq_scales(w.format)) {
     if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != kq_scale_words(w.n, w.k))
@@ -444,6 +466,29 @@ QuantWeight repack_gguf_q5_1(std::span<const uint8_t> blocks, uint32_t n, uint32
   return repack_legacy(blocks, n, k, QuantFormat::Q51);
 }
 
+QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  if (n == 0 || k == 0 || k % 256 != 0)
+    throw std::invalid_argument(fmt::format("IQ4_XS: a [{}, {}] tensor needs K a multiple of 256", n, k));
+  const uint64_t per_row = k / 256, nb = uint64_t(n) * per_row;
+  if (blocks.size() != nb * 136)
+    throw std::invalid_argument(fmt::format("IQ4_XS: {} bytes for [{}, {}] (expected {})", blocks.size(), n, k,
+                                            nb * 136));
+  QuantWeight out = empty_weight(QuantFormat::IQ4XS, n, k, 32);
+  for (uint64_t b = 0; b < nb; ++b) {
+    const uint8_t* src = blocks.data() + b * 136;
+    std::memcpy(&out.scales[2 * b], src, 8);  // d, scales_h, scales_l: little-endian words
+    const uint8_t* qs = src + 8;
+    uint32_t* words = out.q.data() + (b / per_row) * (k / 8) + (b % per_row) * 32;
+    for (uint32_t j = 0; j < 8; ++j)
+      for (uint32_t l = 0; l < 16; ++l) {
+        const uint32_t e0 = 32 * j + l, e1 = e0 + 16;
+        words[e0 / 8] |= uint32_t(qs[16 * j + l] & 0xFu) << (4 * (e0 % 8));
+        words[e1 / 8] |= uint32_t(qs[16 * j + l] >> 4) << (4 * (e1 % 8));
+      }
+  }
+  return out;
+}
+
 QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
   switch (f) {
     case QuantFormat::Q4gsw: return repack_gguf_q4_0(blocks, n, k);
@@ -454,6 +499,7 @@ QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, u
     case QuantFormat::Q41: return repack_gguf_q4_1(blocks, n, k);
     case QuantFormat::Q50: return repack_gguf_q5_0(blocks, n, k);
     case QuantFormat::Q51: return repack_gguf_q5_1(blocks, n, k);
+    case QuantFormat::IQ4XS: return repack_gguf_iq4_xs(blocks, n, k);
   }
   throw std::invalid_argument("repack_gguf_blocks: unknown format");
 }

@@ -53,12 +53,20 @@ namespace wgrt::ops {
 //         scales  f16 [N, K/32]        d, two per word as q4gsw's
 //         value = d * (q - 16)         22 bytes per 32 values (the file: 22), + h - K/32 words a row
 //   Q51   q as Q50, scales as Q41;  value = d * q + m   24 bytes per 32 values (the file: 24)
-enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K, Q41, Q50, Q51 };
+// GGUF IQ4_XS, 256-value blocks of 8 sub-blocks of 32 (gs 32, K a multiple of 256):
+//   IQ4XS q       u32 [N, K/8]         nibbles as Q4K, each an index i into kIq4Values
+//         scales  u32 [N, K/256 * 2]   per block the file's header: word 0 = f16 d | scales_h << 16,
+//                                       word 1 = scales_l[4]; sub-block j's 6-bit scale is
+//                                       ls = (word 1 >> 4j) & 15 | ((word 0 >> (16 + 2j)) & 3) << 4
+//         value = d * (ls - 32) * kIq4Values[i]   136 bytes per 256 values (the file: 136)
+enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS };
+// IQ4_XS's 16 values (ggml's non-linear 4-bit grid), indexed by the stored nibble.
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 const char* quant_format_name(QuantFormat f);
 // The K-quants: 256-value blocks, linear_q's int8-activation routes use groups of 32.
 constexpr bool is_k_quant(QuantFormat f) {
-  return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K;
+  return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K || f == QuantFormat::IQ4XS;
 }
 // Formats that come from a GGUF file's blocks only (repacked; wgrt has no quantizer for them).
 constexpr bool from_gguf_blocks(QuantFormat f) {
@@ -71,10 +79,12 @@ constexpr uint32_t activation_group(QuantFormat f, uint32_t gs) { return is_k_qu
 constexpr bool has_kq_scales(QuantFormat f) { return f == QuantFormat::Q4K || f == QuantFormat::Q5K; }
 // Q41 and Q51: one (d, m) word per group.
 constexpr bool has_dm_scales(QuantFormat f) { return f == QuantFormat::Q41 || f == QuantFormat::Q51; }
-// Scales as u32 words (the two above), not f16 pairs.
-constexpr bool has_word_scales(QuantFormat f) { return has_kq_scales(f) || has_dm_scales(f); }
+// Scales as u32 words (the two above and IQ4XS's block headers), not f16 pairs.
+constexpr bool has_word_scales(QuantFormat f) {
+  return has_kq_scales(f) || has_dm_scales(f) || f == QuantFormat::IQ4XS;
+}
 // q is unsigned with value = scale * q - min per group (the int8 gemm subtracts min * sum(x)).
-constexpr bool is_affine(QuantFormat f) { return has_word_scales(f) || f == QuantFormat::Q50; }
+constexpr bool is_affine(QuantFormat f) { return has_kq_scales(f) || has_dm_scales(f) || f == QuantFormat::Q50; }
 // Nibble words followed by fifth-bit words in each row.
 constexpr bool has_fifth_bits(QuantFormat f) {
   return f == QuantFormat::Q5K || f == QuantFormat::Q50 || f == QuantFormat::Q51;
@@ -143,6 +153,9 @@ QuantWeight repack_gguf_q5_k(std::span<const uint8_t> blocks, uint32_t n, uint32
 QuantWeight repack_gguf_q4_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q5_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q5_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+//   IQ4_XS 136 bytes per 256: f16 d, u16 scales_h, scales_l[4], qs[128]: the 16-byte run j holds
+//         sub-block j, byte l its elements l (low nibble) and l + 16 (high) -> IQ4XS
+QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 // The repack of a GGUF tensor's blocks into format f (a from_gguf_blocks format).
 QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 
