@@ -49,6 +49,84 @@ void q4_0_block(const float* x, uint8_t* b) {
   }
 }
 
+// Q4_1 (bits 4) and Q5_1 (bits 5): x ≈ d·q + m over the block's range, q ∈ [0, 2^bits − 1].
+void q_min_block(const float* x, uint8_t* b, int bits) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < 32; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  const int qmax = (1 << bits) - 1;
+  const uint16_t dh = f32_to_f16((hi - lo) / float(qmax)), mh = f32_to_f16(lo);
+  const float d = f16_to_f32(dh), m = f16_to_f32(mh);
+  const float id = d != 0 ? 1.f / d : 0.f;
+  put16(b, dh);
+  put16(b + 2, mh);
+  uint8_t* qs = b + (bits == 5 ? 8 : 4);
+  uint32_t qh = 0;
+  for (int i = 0; i < 16; ++i) {
+    const int lo_q = std::clamp(nearest((x[i] - m) * id), 0, qmax);
+    const int hi_q = std::clamp(nearest((x[i + 16] - m) * id), 0, qmax);
+    qs[i] = uint8_t((lo_q & 0xf) | (hi_q & 0xf) << 4);
+    qh |= uint32_t(lo_q >> 4) << i | uint32_t(hi_q >> 4) << (i + 16);
+  }
+  if (bits == 5)
+    for (int j = 0; j < 4; ++j) b[4 + j] = uint8_t(qh >> (8 * j));
+}
+
+// Q5_0: x ≈ d·(q − 16), q ∈ [0, 31]; the value of largest magnitude maps to −16 as in Q4_0.
+void q5_0_block(const float* x, uint8_t* b) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < 32; ++i)
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  const uint16_t dh = f32_to_f16(max / -16.f);
+  const float dq = f16_to_f32(dh);
+  const float id = dq != 0 ? 1.f / dq : 0.f;
+  put16(b, dh);
+  uint32_t qh = 0;
+  for (int i = 0; i < 16; ++i) {
+    const int lo = std::clamp(nearest(x[i] * id) + 16, 0, 31);
+    const int hi = std::clamp(nearest(x[i + 16] * id) + 16, 0, 31);
+    b[6 + i] = uint8_t((lo & 0xf) | (hi & 0xf) << 4);
+    qh |= uint32_t(lo >> 4) << i | uint32_t(hi >> 4) << (i + 16);
+  }
+  for (int j = 0; j < 4; ++j) b[2 + j] = uint8_t(qh >> (8 * j));
+}
+
+// IQ4_XS: 8 sub-blocks of 32, x ≈ d·(ls − 32)·grid[q] with ggml's 16-value grid, a 6-bit ls.
+// Each sub-block's scale maps its value of largest magnitude onto the grid's end of that
+// sign; d holds the largest scale over 32 steps; q is the grid point nearest x / scale.
+void iq4_xs_block(const float* x, uint8_t* b) {
+  static constexpr int8_t grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  float sub[8];
+  for (int j = 0; j < 8; ++j) {
+    float max = 0;
+    for (int l = 0; l < 32; ++l)
+      if (std::fabs(x[32 * j + l]) > std::fabs(max)) max = x[32 * j + l];
+    sub[j] = max / -127.f;  // the extreme lands on -127
+  }
+  float amax = 0;
+  for (float s : sub) amax = std::max(amax, std::fabs(s));
+  const uint16_t dh = f32_to_f16(amax / 32.f);
+  const float d = f16_to_f32(dh);
+  std::memset(b, 0, 136);
+  put16(b, dh);
+  uint16_t scales_h = 0;
+  for (int j = 0; j < 8; ++j) {
+    const int ls = d > 0 ? std::clamp(nearest(sub[j] / d) + 32, 0, 63) : 32;
+    b[4 + j / 2] |= uint8_t((ls & 0xf) << (4 * (j % 2)));
+    scales_h |= uint16_t((ls >> 4) << (2 * j));
+    const float s = d * float(ls - 32);
+    for (int l = 0; l < 32; ++l) {
+      int best = 0;
+      for (int i = 1; i < 16; ++i)
+        if (std::fabs(s * grid[i] - x[32 * j + l]) < std::fabs(s * grid[best] - x[32 * j + l])) best = i;
+      b[8 + 16 * j + l % 16] |= uint8_t(best << (l < 16 ? 0 : 4));
+    }
+  }
+  put16(b + 2, scales_h);
+}
+
 // Q4_K: 8 sub-blocks of 32, x ≈ d·sc·q − dmin·m with q ∈ [0, 15], 6-bit sc and m.
 void q4_k_block(const float* x, uint8_t* b) {
   float scale[8], min[8];
@@ -146,8 +224,12 @@ std::vector<uint8_t> quantize(GgmlType type, std::span<const float> x) {
       }
       case GgmlType::Q8_0: q8_0_block(xb, b); break;
       case GgmlType::Q4_0: q4_0_block(xb, b); break;
+      case GgmlType::Q4_1: q_min_block(xb, b, 4); break;
+      case GgmlType::Q5_0: q5_0_block(xb, b); break;
+      case GgmlType::Q5_1: q_min_block(xb, b, 5); break;
       case GgmlType::Q4_K: q4_k_block(xb, b); break;
       case GgmlType::Q6_K: q6_k_block(xb, b); break;
+      case GgmlType::IQ4_XS: iq4_xs_block(xb, b); break;
       default:
         throw std::invalid_argument(fmt::format("quantize: wgrt does not write {}", info->name));
     }

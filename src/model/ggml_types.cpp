@@ -11,10 +11,10 @@ namespace wgrt::model {
 const GgmlTypeInfo* ggml_type_info(uint32_t type) {
   static const GgmlTypeInfo f32{"F32", 1, 4, true}, f16{"F16", 1, 2, true},
       bf16{"BF16", 1, 2, true}, q4_0{"Q4_0", 32, 18, true}, q4_1{"Q4_1", 32, 20, true},
-      q5_0{"Q5_0", 32, 22, false}, q5_1{"Q5_1", 32, 24, false}, q8_0{"Q8_0", 32, 34, true},
+      q5_0{"Q5_0", 32, 22, true}, q5_1{"Q5_1", 32, 24, true}, q8_0{"Q8_0", 32, 34, true},
       q8_1{"Q8_1", 32, 36, false}, q2_k{"Q2_K", 256, 84, false}, q3_k{"Q3_K", 256, 110, false},
       q4_k{"Q4_K", 256, 144, true}, q5_k{"Q5_K", 256, 176, true}, q6_k{"Q6_K", 256, 210, true},
-      q8_k{"Q8_K", 256, 292, false};
+      q8_k{"Q8_K", 256, 292, false}, iq4_xs{"IQ4_XS", 256, 136, true};
   switch (GgmlType(type)) {
     case GgmlType::F32: return &f32;
     case GgmlType::F16: return &f16;
@@ -31,6 +31,7 @@ const GgmlTypeInfo* ggml_type_info(uint32_t type) {
     case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;
     case GgmlType::Q8_K: return &q8_k;
+    case GgmlType::IQ4_XS: return &iq4_xs;
   }
   return nullptr;
 }
@@ -120,6 +121,19 @@ void dequant_q4_1(const uint8_t* b, float* y) {
   }
 }
 
+// Q5_0 (with_min false) and Q5_1: the fifth bit of element e is bit e of qh, a little-endian u32.
+void dequant_q5(const uint8_t* b, float* y, bool with_min) {
+  const float d = f16_to_f32(rd16(b)), m = with_min ? f16_to_f32(rd16(b + 2)) : 0.f;
+  const uint8_t* qh = b + (with_min ? 4 : 2);
+  const uint8_t* qs = qh + 4;
+  const uint32_t h = uint32_t(qh[0] | qh[1] << 8 | qh[2] << 16) | uint32_t(qh[3]) << 24;
+  for (int i = 0; i < 16; ++i) {
+    const int q0 = (qs[i] & 0xf) | int((h >> i) & 1) << 4, q1 = (qs[i] >> 4) | int((h >> (i + 16)) & 1) << 4;
+    y[i] = with_min ? float(q0) * d + m : float(q0 - 16) * d;
+    y[i + 16] = with_min ? float(q1) * d + m : float(q1 - 16) * d;
+  }
+}
+
 void dequant_q8_0(const uint8_t* b, float* y) {
   float d = f16_to_f32(rd16(b));
   for (int i = 0; i < 32; ++i) y[i] = float(int8_t(b[2 + i])) * d;
@@ -158,6 +172,21 @@ void dequant_q5_k(const uint8_t* b, float* y) {
     y += 64;
     bit_lo = uint8_t(bit_lo << 2);
     bit_hi = uint8_t(bit_hi << 2);
+  }
+}
+
+void dequant_iq4_xs(const uint8_t* b, float* y) {
+  static constexpr int8_t grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  const float d = f16_to_f32(rd16(b));
+  const uint16_t scales_h = rd16(b + 2);
+  const uint8_t* qs = b + 8;
+  for (int j = 0; j < 8; ++j, qs += 16, y += 32) {
+    const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0xf) | ((scales_h >> (2 * j)) & 3) << 4;
+    const float dl = d * float(ls - 32);
+    for (int l = 0; l < 16; ++l) {
+      y[l] = dl * float(grid[qs[l] & 0xf]);
+      y[l + 16] = dl * float(grid[qs[l] >> 4]);
+    }
   }
 }
 
@@ -204,10 +233,13 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, size_t n) {
       case GgmlType::BF16: *y = bf16_to_f32(rd16(b)); break;
       case GgmlType::Q4_0: dequant_q4_0(b, y); break;
       case GgmlType::Q4_1: dequant_q4_1(b, y); break;
+      case GgmlType::Q5_0: dequant_q5(b, y, false); break;
+      case GgmlType::Q5_1: dequant_q5(b, y, true); break;
       case GgmlType::Q8_0: dequant_q8_0(b, y); break;
       case GgmlType::Q4_K: dequant_q4_k(b, y); break;
       case GgmlType::Q5_K: dequant_q5_k(b, y); break;
       case GgmlType::Q6_K: dequant_q6_k(b, y); break;
+      case GgmlType::IQ4_XS: dequant_iq4_xs(b, y); break;
       default: break;  // unreachable: unsupported types throw above
     }
   }

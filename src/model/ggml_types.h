@@ -5,6 +5,8 @@
 //   Q4_0  32 elems, 18 B: f16 d | u8 qs[16]      x[i] = (lo nibble of qs[i] - 8) d,
 //                                                  x[i+16] = (hi nibble of qs[i] - 8) d
 //   Q4_1  32 elems, 20 B: f16 d | f16 m | qs[16]  x = q d + m (same nibble order)
+//   Q5_0  32 elems, 22 B: f16 d | u8 qh[4] | qs[16]   x = (q - 16) d, q = nibble | bit e of qh << 4
+//   Q5_1  32 elems, 24 B: f16 d | f16 m | qh[4] | qs[16]   x = q d + m
 //   Q8_0  32 elems, 34 B: f16 d | i8 qs[32]        x[i] = qs[i] d
 //   Q4_K 256 elems, 144 B: f16 d | f16 dmin | u8 scales[12] | u8 qs[128]
 //         8 sub-blocks of 32 with 6-bit scale sc and 6-bit min m packed in scales[12];
@@ -14,6 +16,10 @@
 //         as Q4_K with a fifth bit per element from qh.
 //   Q6_K 256 elems, 210 B: u8 ql[128] | u8 qh[64] | i8 scales[16] | f16 d
 //         x = d scale (q - 32), q 6 bits (4 from ql, 2 from qh), 16 sub-blocks of 16.
+//   IQ4_XS 256 elems, 136 B: f16 d | u16 scales_h | u8 scales_l[4] | u8 qs[128]
+//         8 sub-blocks of 32, 6-bit scale ls (low 4 bits from scales_l, high 2 from scales_h);
+//         x = d (ls - 32) grid[q], q a nibble (16 bytes per sub-block, as Q4_0's order),
+//         grid ggml's 16 non-linear values (ops/quant/quant.h kIq4Values).
 //   BF16  2 B: the high half of an f32.
 #pragma once
 
@@ -26,7 +32,7 @@ namespace wgrt::model {
 
 enum class GgmlType : uint32_t {
   F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, BF16 = 30,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, IQ4_XS = 23, BF16 = 30,
 };
 
 struct GgmlTypeInfo {

@@ -26,22 +26,17 @@ const WeightView& take(Loader& l, const std::string& name, const std::vector<uin
   return get_weight(*l.model, name, dims);
 }
 
-// The K-quants the kernels read in their blocks.
-std::optional<ops::QuantFormat> k_quant_format(GgmlType t) {
+// The block types the kernels read in their blocks (after a lossless repack), beside Q4_0/Q8_0.
+std::optional<ops::QuantFormat> block_format(GgmlType t) {
   switch (t) {
     case GgmlType::Q4_K: return ops::QuantFormat::Q4K;
     case GgmlType::Q5_K: return ops::QuantFormat::Q5K;
     case GgmlType::Q6_K: return ops::QuantFormat::Q6K;
+    case GgmlType::Q4_1: return ops::QuantFormat::Q41;
+    case GgmlType::Q5_0: return ops::QuantFormat::Q50;
+    case GgmlType::Q5_1: return ops::QuantFormat::Q51;
+    case GgmlType::IQ4_XS: return ops::QuantFormat::IQ4XS;
     default: return std::nullopt;
-  }
-}
-
-// The lossless repack of a K-quant file's blocks (rows [n, k]).
-ops::QuantWeight repack_k_quant(std::span<const uint8_t> raw, ops::QuantFormat fmt, uint32_t n, uint32_t k) {
-  switch (fmt) {
-    case ops::QuantFormat::Q4K: return ops::repack_gguf_q4_k(raw, n, k);
-    case ops::QuantFormat::Q5K: return ops::repack_gguf_q5_k(raw, n, k);
-    default: return ops::repack_gguf_q6_k(raw, n, k);
   }
 }
 
@@ -63,9 +58,9 @@ LinearWeight::Kind choose_kind(const WeightView& w, const LoadOptions& o, uint32
     case WeightFormat::Auto:
       break;
   }
-  if (const std::optional<ops::QuantFormat> kq = k_quant_format(w.type); kq && k % 256 == 0) {
-    fmt = *kq;
-    gs = *kq == ops::QuantFormat::Q6K ? 256 : 32;
+  if (const std::optional<ops::QuantFormat> bf = block_format(w.type); bf && (!ops::is_k_quant(*bf) || k % 256 == 0)) {
+    fmt = *bf;
+    gs = *bf == ops::QuantFormat::Q6K ? 256 : 32;
     return LinearWeight::Kind::Quant;
   }
   if (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0) {
@@ -80,7 +75,7 @@ ops::QuantWeight to_quant(const WeightView& w, ops::QuantFormat fmt, uint32_t n,
   std::span<const uint8_t> raw(w.data, w.n_bytes);
   if (gs == 32 && fmt == ops::QuantFormat::Q4gsw && w.type == GgmlType::Q4_0) return ops::repack_gguf_q4_0(raw, n, k);
   if (gs == 32 && fmt == ops::QuantFormat::Q8 && w.type == GgmlType::Q8_0) return ops::repack_gguf_q8_0(raw, n, k);
-  if (ops::is_k_quant(fmt)) return repack_k_quant(raw, fmt, n, k);
+  if (ops::from_gguf_blocks(fmt)) return ops::repack_gguf_blocks(fmt, raw, n, k);
   std::vector<float> f = weight_to_f32(w);
   return ops::quantize(fmt, f, n, k, gs);
 }
@@ -144,7 +139,7 @@ std::vector<uint32_t> pack_halves(const std::vector<uint32_t>& v) {
   return words;
 }
 
-// The fused matrix's rows in the file's own blocks (K-quants: a row is whole blocks), so one
+// The fused matrix's rows in the file's own blocks (a row is whole blocks), so one
 // repack makes the fused layout: parts in turn (Rows) or (gate, up) blocks of 16 rows (SwiGlu).
 std::vector<uint8_t> fuse_blocks(const std::vector<const WeightView*>& parts, const std::vector<uint32_t>& rows,
                                  FuseLayout layout) {
@@ -171,8 +166,8 @@ ops::QuantTensors add_fused(graph::Graph& g, Loader& l, const std::string& name,
   const ops::QuantTensors t = ops::add_quant_weight(g, name, lw.format, lw.n, lw.k, lw.gs);
   l.gpu_bytes += ops::quant_bytes(lw.format, lw.n, lw.k, lw.gs);
   l.writes.push_back([parts, rows, layout, lw, t](graph::Graph& gg) {
-    if (ops::is_k_quant(lw.format)) {
-      ops::write_quant_weight(gg, t, repack_k_quant(fuse_blocks(parts, rows, layout), lw.format, lw.n, lw.k));
+    if (ops::from_gguf_blocks(lw.format)) {
+      ops::write_quant_weight(gg, t, ops::repack_gguf_blocks(lw.format, fuse_blocks(parts, rows, layout), lw.n, lw.k));
       return;
     }
     const uint32_t qw = k_words(lw), sw = lw.k / lw.gs;

@@ -1,5 +1,5 @@
 // End to end: tiny random-weight models written by wgrt's own GGUF writer (F32, F16, Q8_0,
-// Q4_0, Q4_K, Q6_K; GQA; a real 32000-token vocabulary) run through the GPU graph and
+// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K; GQA; a real 32000-token vocabulary) run through the GPU graph and
 // compared with the independent CPU forward pass in tests/reference/transformer_ref.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -249,6 +249,12 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, true, GgmlType::Q6_K},
                                            E2eCase{Arch::Qwen2, GgmlType::Q4_K, 3e-2f},
                                            E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f},
+                                           // The 32-value blocks with a min or a fifth bit, read natively;
+                                           // Q5_1 also as the (tied) embedding and output head.
+                                           E2eCase{Arch::Llama, GgmlType::Q4_1, 3e-2f},
+                                           E2eCase{Arch::Qwen2, GgmlType::Q5_0, 3e-2f},
+                                           E2eCase{Arch::Llama, GgmlType::Q5_1, 3e-2f, true, GgmlType::Q5_1},
+                                           E2eCase{Arch::Qwen3, GgmlType::IQ4_XS, 3e-2f, false, GgmlType::IQ4_XS},
                                            // Head sizes other than 64: the generic attention paths.
                                            E2eCase{Arch::Llama, GgmlType::F32, 2e-3f, false, {}, 80},
                                            E2eCase{Arch::Qwen3, GgmlType::F16, 4e-3f, false, {}, 96, true},

@@ -7,6 +7,7 @@
 #include "model/ggml_quantize.h"
 #include "model/gguf.h"
 #include "model/gguf_writer.h"
+#include "reference/quant_ref.h"
 #include "support/random.h"
 
 namespace wgrt::model {
@@ -168,6 +169,9 @@ TEST(GgmlTypes, QuantizeDequantizeWithinStepSize) {
     GgmlType type;
     float tol;  // values in [-4, 4]: Q4_0 may clamp the side opposite the extreme by a step
   } cases[] = {{GgmlType::Q8_0, 0.02f}, {GgmlType::Q4_0, 0.51f}, {GgmlType::Q4_K, 0.35f},
+               {GgmlType::Q4_1, 0.3f},  {GgmlType::Q5_0, 0.26f}, {GgmlType::Q5_1, 0.15f},
+               // IQ4_XS: the grid's widest gap (89..113) and its shorter positive end (113 vs -127)
+               {GgmlType::IQ4_XS, 0.6f},
                {GgmlType::Q6_K, 0.08f}, {GgmlType::F16, 0.002f}, {GgmlType::BF16, 0.02f}};
   for (auto [type, tol] : cases) {
     auto q = quantize(type, x);
@@ -178,6 +182,28 @@ TEST(GgmlTypes, QuantizeDequantizeWithinStepSize) {
     EXPECT_LT(worst, tol) << ggml_type_name(uint32_t(type));
     EXPECT_GT(worst, 0.f) << ggml_type_name(uint32_t(type)) << " lost nothing: suspicious";
   }
+}
+
+// The loader's CPU reading of Q4_1 / Q5_0 / Q5_1 / IQ4_XS blocks, bit for bit as the reference's.
+TEST(GgmlTypes, LegacyBlocksDequantizeAsTheReference) {
+  struct Case {
+    GgmlType type;
+    size_t bytes;
+    std::vector<float> (*ref)(const std::vector<uint8_t>&, size_t);
+  } cases[] = {{GgmlType::Q4_1, 20, ref::dequant_gguf_q4_1}, {GgmlType::Q5_0, 22, ref::dequant_gguf_q5_0},
+               {GgmlType::Q5_1, 24, ref::dequant_gguf_q5_1}};
+  for (const Case& c : cases) {
+    auto blocks = test::random_legacy_blocks(12, 5, c.bytes);
+    std::vector<float> y(12 * 32);
+    dequantize(c.type, blocks.data(), y.data(), y.size());
+    const std::vector<float> want = c.ref(blocks, y.size());
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << ggml_type_name(uint32_t(c.type));
+  }
+  auto blocks = test::random_iq4_xs_blocks(3, 6);
+  std::vector<float> y(3 * 256);
+  dequantize(GgmlType::IQ4_XS, blocks.data(), y.data(), y.size());
+  const std::vector<float> want = ref::dequant_gguf_iq4_xs(blocks, y.size());
+  EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << "IQ4_XS";
 }
 
 TEST(Gguf, RealVocabFilesParse) {

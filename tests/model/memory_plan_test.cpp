@@ -63,6 +63,39 @@ TEST(ModelMemory, BuffersCreatedMatchThePlan) {
   EXPECT_EQ(graph::describe_memory(p).rfind("memory: weights ", 0), 0u) << graph::describe_memory(p);
 }
 
+// Q4_1 / Q5_0 / Q5_1 / IQ4_XS files: every matrix (and the embedding) read in its blocks by linear_q
+// and the embedding, so the weights take the file's tensor bytes (dims are multiples of 128:
+// no fifth-bit padding), nothing expanded.
+TEST(ModelMemory, LegacyBlockFilesTakeTheirTensorBytes) {
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_XS}) {
+    SCOPED_TRACE(ggml_type_name(uint32_t(t)));
+    RandomModelSpec spec = default_model_spec();
+    spec.matrix_type = t;
+    spec.embd_type = t;
+    ModelFile file = open_gguf_bytes(gguf_serialize(make_random_model(spec)), "legacy.gguf");
+    uint64_t file_bytes = 0;
+    for (const auto& [name, w] : file.weights)
+      if (name != "rope_freqs.weight") file_bytes += w.n_bytes;
+    BuildOptions o;
+    o.n_ctx = 32;
+    o.max_batch = 8;
+    ModelGraph mg = build_model(test::device(), file, o);
+    EXPECT_EQ(mg.weight_bytes, file_bytes);
+    const std::string fmt_name = t == GgmlType::Q4_1   ? "q4_1"
+                                 : t == GgmlType::Q5_0 ? "q5_0"
+                                 : t == GgmlType::Q5_1 ? "q5_1"
+                                                       : "iq4_xs";
+    size_t linear = 0, embedding = 0;
+    for (const graph::Node& n : mg.graph->nodes) {
+      linear += n.op.rfind("linear_" + fmt_name, 0) == 0;
+      embedding += n.op == "embedding_" + fmt_name;
+      EXPECT_NE(n.op, "linear") << n.name << ": a float matrix in a " << fmt_name << " file";
+    }
+    EXPECT_GE(linear, size_t(spec.n_layers) * 3 + 1);  // q|k|v, o, the FFN's two, the head
+    EXPECT_EQ(embedding, 1u);
+  }
+}
+
 // The shared test device made to report smaller limits while one build runs: the plan refuses
 // before allocating, so nothing is created under limits the device does not really have.
 struct FakeLimits {

@@ -199,6 +199,44 @@ std::vector<OpCase> embedding_cases() {
                        ops::write_quant_weight(g, t, w);
                        run_sequence(g, ids, out, want, vocab, dim);
                      }});
+  // GGUF Q4_1 / Q5_0 / Q5_1 blocks repacked, dim 15 groups (the fifth-bit words padded):
+  // bit-exact against the reference's reading.
+  for (size_t bytes : {size_t(20), size_t(22), size_t(24)})
+    cases.push_back({fmt::format("gguf_q{}_blocks", bytes == 20 ? "4_1" : bytes == 22 ? "5_0" : "5_1"), [bytes] {
+                       const uint32_t vocab = 37, dim = 480;
+                       const size_t count = size_t(vocab) * dim;
+                       std::vector<uint8_t> blocks = test::random_legacy_blocks(count / 32, 9, bytes);
+                       ops::QuantWeight w = bytes == 20   ? ops::repack_gguf_q4_1(blocks, vocab, dim)
+                                            : bytes == 22 ? ops::repack_gguf_q5_0(blocks, vocab, dim)
+                                                          : ops::repack_gguf_q5_1(blocks, vocab, dim);
+                       auto want = bytes == 20   ? ref::dequant_gguf_q4_1(blocks, count)
+                                   : bytes == 22 ? ref::dequant_gguf_q5_0(blocks, count)
+                                                 : ref::dequant_gguf_q5_1(blocks, count);
+                       Graph g(device());
+                       TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                       ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 32);
+                       TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
+                                                             .ids = ids, .table = t.q, .scales = t.scales, .gs = 32});
+                       mark_output(g, out);
+                       build(g);
+                       ops::write_quant_weight(g, t, w);
+                       run_sequence(g, ids, out, want, vocab, dim);
+                     }});
+  cases.push_back({"gguf_iq4_xs_blocks", [] {
+                     const uint32_t vocab = 37, dim = 512;
+                     std::vector<uint8_t> blocks = test::random_iq4_xs_blocks(size_t(vocab) * dim / 256, 8);
+                     ops::QuantWeight w = ops::repack_gguf_iq4_xs(blocks, vocab, dim);
+                     auto want = ref::dequant_gguf_iq4_xs(blocks, size_t(vocab) * dim);
+                     Graph g(device());
+                     TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                     ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 32);
+                     TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
+                                                           .ids = ids, .table = t.q, .scales = t.scales, .gs = 32});
+                     mark_output(g, out);
+                     build(g);
+                     ops::write_quant_weight(g, t, w);
+                     run_sequence(g, ids, out, want, vocab, dim);
+                   }});
   return cases;
 }
 

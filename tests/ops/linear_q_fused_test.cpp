@@ -52,10 +52,27 @@ bool int8_route(const FusedCase& c, uint32_t m) {
 // The activations' int8 groups on the gemm route: 32 for the K-quants.
 uint32_t act_group(const FusedCase& c) { return ops::is_k_quant(c.format) ? 32 : c.gs; }
 
-// A K-quant weight from random GGUF blocks, and the reference's reading of those blocks.
+// A weight from random GGUF blocks (K-quants, Q4_1, Q5_0, Q5_1), and the reference's reading
+// of those blocks.
 std::pair<ops::QuantWeight, std::vector<float>> random_k_weight(QuantFormat f, uint32_t n, uint32_t k, uint32_t seed) {
   const size_t blocks = size_t(n) * k / 256, count = size_t(n) * k;
   switch (f) {
+    case QuantFormat::Q41: {
+      auto b = random_legacy_blocks(count / 32, seed, 20);
+      return {ops::repack_gguf_q4_1(b, n, k), ref::dequant_gguf_q4_1(b, count)};
+    }
+    case QuantFormat::Q50: {
+      auto b = random_legacy_blocks(count / 32, seed, 22);
+      return {ops::repack_gguf_q5_0(b, n, k), ref::dequant_gguf_q5_0(b, count)};
+    }
+    case QuantFormat::Q51: {
+      auto b = random_legacy_blocks(count / 32, seed, 24);
+      return {ops::repack_gguf_q5_1(b, n, k), ref::dequant_gguf_q5_1(b, count)};
+    }
+    case QuantFormat::IQ4XS: {
+      auto b = random_iq4_xs_blocks(blocks, seed);
+      return {ops::repack_gguf_iq4_xs(b, n, k), ref::dequant_gguf_iq4_xs(b, count)};
+    }
     case QuantFormat::Q4K: {
       auto b = random_k_blocks(blocks, seed, false);
       return {ops::repack_gguf_q4_k(b, n, k), ref::dequant_gguf_q4_k(b, count)};
@@ -106,7 +123,7 @@ void run_fused(const FusedCase& c) {
 
   ops::QuantWeight w;
   std::vector<float> wd;
-  if (ops::is_k_quant(c.format)) {
+  if (ops::from_gguf_blocks(c.format)) {
     std::tie(w, wd) = random_k_weight(c.format, c.n, c.k, 11 + c.n);
   } else {
     auto wf = random_floats(size_t(c.n) * c.k, 11 + c.n, -1.f, 1.f);
@@ -214,10 +231,18 @@ std::vector<OpCase> fused_cases() {
                          [c] { run_fused(c); }});
       }
   // The K-quants from random GGUF blocks: every variant on every route (q6k: gemm from 2 rows).
-  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K})
+  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K, QuantFormat::IQ4XS})
     for (const V& v : variants) {
       const uint32_t gs = f == QuantFormat::Q6K ? 256 : 32;
       FusedCase c{f, gs, 512, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
+      c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
+      if (v.head) c.n = 4099;
+      cases.push_back({fmt::format("{}_{}", ops::quant_format_name(f), v.name), [c] { run_fused(c); }});
+    }
+  // Q4_1, Q5_0, Q5_1 from random GGUF blocks, K = 15 groups (the fifth-bit words padded).
+  for (QuantFormat f : {QuantFormat::Q41, QuantFormat::Q50, QuantFormat::Q51})
+    for (const V& v : variants) {
+      FusedCase c{f, 32, 480, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
       c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
       if (v.head) c.n = 4099;
       cases.push_back({fmt::format("{}_{}", ops::quant_format_name(f), v.name), [c] { run_fused(c); }});
@@ -279,7 +304,7 @@ TEST(LinearQ6K, OutputHeadMatchesTheBlocks) { run_q6k(4099, 768, true); }
 // the weights' rows one after the other.
 void run_parts(std::vector<QuantFormat> formats, bool residual) {
   const uint32_t k = 512, max_m = 37;
-  const std::vector<uint32_t> rows = {48, 32, 16};
+  const std::vector<uint32_t> rows = {48, 32, 16, 24};
   Graph g(device());
   TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
   uint32_t n = 0;
@@ -336,6 +361,9 @@ void run_parts(std::vector<QuantFormat> formats, bool residual) {
 TEST(LinearQParts, Q4KWithQ6KMatchesTheConcatenatedWeights) { run_parts({QuantFormat::Q4K, QuantFormat::Q6K}, false); }
 TEST(LinearQParts, ThreeFormatsWithResidual) {
   run_parts({QuantFormat::Q5K, QuantFormat::Q4K, QuantFormat::Q6K}, true);
+}
+TEST(LinearQParts, Q4_1Q5_0Q5_1WithIq4XsAndResidual) {
+  run_parts({QuantFormat::Q51, QuantFormat::Q41, QuantFormat::Q50, QuantFormat::IQ4XS}, true);
 }
 TEST(LinearQParts, RejectsSwigluAndLastRow) {
   Graph g(device());

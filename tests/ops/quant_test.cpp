@@ -1,6 +1,6 @@
 // The quantized weight formats on the CPU (src/ops/quant) against the independent reference
 // dequantizer (tests/reference/quant_ref): f16 conversion, pack/unpack round trips, GGUF
-// Q4_0/Q8_0 repacks bit for bit, and the errors for shapes and values the formats cannot hold.
+// Q4_0/Q8_0, K-quant and Q4_1/Q5_0/Q5_1 repacks bit for bit, and the errors for shapes and values the formats cannot hold.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -193,6 +193,92 @@ TEST(QuantGguf, KQuantKnownBlock) {
   EXPECT_EQ(v[0], 3.f * 7 - 0.5f * 2);
   EXPECT_EQ(v[1], -0.5f * 2);
   EXPECT_EQ(v[161], 17.f * 9 - 0.5f * 33);
+}
+
+// Q4_1, Q5_0, Q5_1: the repacked words read back (runtime dequantizer) bit for bit as the
+// reference reads the file's blocks; K = 32 times an odd number pads the fifth-bit words.
+struct LegacyFormat {
+  QuantFormat format;
+  size_t bytes;
+  QuantWeight (*repack)(std::span<const uint8_t>, uint32_t, uint32_t);
+  std::vector<float> (*ref)(const std::vector<uint8_t>&, size_t);
+};
+const LegacyFormat kLegacy[] = {{QuantFormat::Q41, 20, repack_gguf_q4_1, ref::dequant_gguf_q4_1},
+                                {QuantFormat::Q50, 22, repack_gguf_q5_0, ref::dequant_gguf_q5_0},
+                                {QuantFormat::Q51, 24, repack_gguf_q5_1, ref::dequant_gguf_q5_1}};
+
+TEST(QuantGguf, LegacyBlockRepacksAreBitExact) {
+  for (const LegacyFormat& lf : kLegacy)
+    for (auto [n, k] : {std::pair{1u, 32u}, {3u, 96u}, {7u, 480u}, {5u, 1024u}}) {
+      SCOPED_TRACE(testing::Message() << quant_format_name(lf.format) << " " << n << "x" << k);
+      auto blocks = test::random_legacy_blocks(size_t(n) * k / 32, n * k + uint32_t(lf.bytes), lf.bytes);
+      QuantWeight w = lf.repack(blocks, n, k);
+      EXPECT_EQ(w.format, lf.format);
+      EXPECT_EQ(w.q.size() * 4 + w.scales.size() * 4, quant_bytes(lf.format, n, k, 32));
+      EXPECT_TRUE(bits_equal(dequantize(w), lf.ref(blocks, size_t(n) * k)));
+      EXPECT_TRUE(bits_equal(dequantize(repack_gguf_blocks(lf.format, blocks, n, k)), lf.ref(blocks, size_t(n) * k)));
+      EXPECT_THROW(lf.repack(blocks, n, k + 32), std::invalid_argument);
+    }
+}
+
+TEST(QuantGguf, LegacyBlockSizesMatchTheFile) {
+  // Rows of whole 128-value runs take the file's bytes exactly; K = 96 (3 blocks) pads one
+  // fifth-bit word per row.
+  for (const LegacyFormat& lf : kLegacy) {
+    EXPECT_EQ(quant_bytes(lf.format, 2048, 8192, 32), uint64_t(2048) * 8192 / 32 * lf.bytes);
+    const uint64_t pad = has_fifth_bits(lf.format) ? 4 : 0;
+    EXPECT_EQ(quant_bytes(lf.format, 10, 96, 32), 10 * (3 * lf.bytes + pad));
+  }
+}
+
+// IQ4_XS: the repack read back bit for bit as the reference reads the blocks, at the file's size.
+TEST(QuantGguf, Iq4XsRepackIsBitExact) {
+  for (auto [n, k] : {std::pair{1u, 256u}, {3u, 512u}, {7u, 768u}}) {
+    SCOPED_TRACE(testing::Message() << n << "x" << k);
+    auto blocks = test::random_iq4_xs_blocks(size_t(n) * k / 256, n + 5 * k);
+    QuantWeight w = repack_gguf_iq4_xs(blocks, n, k);
+    EXPECT_EQ(quant_bytes(QuantFormat::IQ4XS, n, k, 32), blocks.size());
+    EXPECT_EQ(w.q.size() * 4 + w.scales.size() * 4, blocks.size());
+    EXPECT_TRUE(bits_equal(dequantize(w), ref::dequant_gguf_iq4_xs(blocks, size_t(n) * k)));
+  }
+  // One block: d = 1, sub-block 3's scale 0x25 (low nibble 5 in the high half of scales_l[1],
+  // top bits 10 at bits 6..7 of scales_h): element 96 + 17 = high nibble 15 of qs[48 + 1].
+  std::vector<uint8_t> b(136, 0);
+  b[1] = 0x3C;
+  b[2] = 0x80;
+  b[4 + 1] = 0x50;
+  b[8 + 48 + 1] = 0xF0;
+  auto v = dequantize(repack_gguf_iq4_xs(b, 1, 256));
+  EXPECT_EQ(v[113], float(0x25 - 32) * 113.f);
+  EXPECT_EQ(v[96], float(0x25 - 32) * -127.f);
+  EXPECT_EQ(v[0], -32.f * -127.f);
+  EXPECT_THROW(repack_gguf_iq4_xs(b, 1, 512), std::invalid_argument);
+}
+
+TEST(QuantGguf, LegacyKnownBlocks) {
+  // Q5_0, d = 1: element 0 = nibble 3 with its fifth bit (19 - 16), element 16 = high nibble 0
+  // without it (-16), element 31 = high nibble 15 with bit 31 (31 - 16).
+  std::vector<uint8_t> b(22, 0);
+  b[1] = 0x3C;
+  b[2] = 0x01;  // bit 0
+  b[5] = 0x80;  // bit 31
+  b[6 + 0] = 0x03;
+  b[6 + 15] = 0xF0;
+  auto v = dequantize(repack_gguf_q5_0(b, 1, 32));
+  EXPECT_EQ(v[0], 3.f);
+  EXPECT_EQ(v[16], -16.f);
+  EXPECT_EQ(v[31], 15.f);
+  EXPECT_EQ(v[1], -16.f);
+  // Q4_1, d = 0.5, m = -2: element 1 = low nibble 9 (2.5), element 17 = high nibble 4 (0).
+  std::vector<uint8_t> c(20, 0);
+  c[1] = 0x38;
+  c[3] = 0xC0;
+  c[4 + 1] = 0x49;
+  auto u = dequantize(repack_gguf_q4_1(c, 1, 32));
+  EXPECT_EQ(u[1], 2.5f);
+  EXPECT_EQ(u[17], 0.f);
+  EXPECT_EQ(u[0], -2.f);
+  EXPECT_THROW(quantize(QuantFormat::Q51, std::vector<float>(32, 0.f), 1, 32, 32), std::invalid_argument);
 }
 
 TEST(QuantPack, RejectsWhatTheFormatCannotHold) {

@@ -124,4 +124,59 @@ std::vector<float> dequant_gguf_q5_k(const std::vector<uint8_t>& blocks, size_t 
   return dequant_gguf_k(blocks, count, true);
 }
 
+namespace {
+
+// Element i (0..31) of a 32-value block: its nibble from qs (byte i % 16, high half for i >= 16)
+// and, where the block has them, its fifth bit from qh (byte i / 8, bit i % 8).
+int legacy_q(const uint8_t* qs, const uint8_t* qh, int i) {
+  int q = i < 16 ? qs[i] % 16 : qs[i - 16] / 16;
+  if (qh) q += 16 * ((qh[i / 8] >> (i % 8)) & 1);
+  return q;
+}
+
+std::vector<float> dequant_legacy(const std::vector<uint8_t>& blocks, size_t count, bool has_min, bool five) {
+  const size_t bytes = 2 + (has_min ? 2 : 0) + (five ? 4 : 0) + 16;
+  std::vector<float> out(count);
+  for (size_t b = 0; b < count / 32; ++b) {
+    const uint8_t* blk = &blocks.at(b * bytes);
+    const float d = half_to_float(uint16_t(blk[0] + 256 * blk[1]));
+    const float m = has_min ? half_to_float(uint16_t(blk[2] + 256 * blk[3])) : 0.f;
+    const uint8_t* qh = five ? blk + (has_min ? 4 : 2) : nullptr;
+    const uint8_t* qs = blk + bytes - 16;
+    for (int i = 0; i < 32; ++i) {
+      const int q = legacy_q(qs, qh, i);
+      out[b * 32 + i] = has_min ? float(q) * d + m : float(q - 16) * d;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> dequant_gguf_q4_1(const std::vector<uint8_t>& blocks, size_t count) {
+  return dequant_legacy(blocks, count, true, false);
+}
+std::vector<float> dequant_gguf_q5_0(const std::vector<uint8_t>& blocks, size_t count) {
+  return dequant_legacy(blocks, count, false, true);
+}
+std::vector<float> dequant_gguf_q5_1(const std::vector<uint8_t>& blocks, size_t count) {
+  return dequant_legacy(blocks, count, true, true);
+}
+
+std::vector<float> dequant_gguf_iq4_xs(const std::vector<uint8_t>& blocks, size_t count) {
+  const float grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  std::vector<float> out(count);
+  for (size_t e = 0; e < count; ++e) {
+    const uint8_t* blk = &blocks.at(e / 256 * 136);
+    const size_t j = e % 256 / 32, l = e % 32;
+    const float d = half_to_float(uint16_t(blk[0] + 256 * blk[1]));
+    const unsigned scales_h = blk[2] + 256u * blk[3];
+    const int ls = int((blk[4 + j / 2] >> (4 * (j % 2))) % 16 + 16 * ((scales_h >> (2 * j)) % 4));
+    const uint8_t byte = blk[8 + 16 * j + l % 16];
+    const int nib = l < 16 ? byte % 16 : byte / 16;
+    out[e] = d * float(ls - 32) * grid[nib];
+  }
+  return out;
+}
+
 }  // namespace wgrt::ref

@@ -35,5 +35,17 @@ std::vector<float> dequant_gguf_q6_k(const std::vector<uint8_t>& blocks, size_t 
 // min = (bytes[j + 4] >> 4) | (bytes[j] >> 6) << 4.
 std::vector<float> dequant_gguf_q4_k(const std::vector<uint8_t>& blocks, size_t count);
 std::vector<float> dequant_gguf_q5_k(const std::vector<uint8_t>& blocks, size_t count);
+// GGUF blocks of 32 with a min or a fifth bit: Q4_1 (20 bytes: f16 d, f16 m, qs[16] as Q4_0's;
+// value = d * q + m), Q5_0 (22: f16 d, qh[4], qs[16]; the fifth bit of element i is bit i % 8
+// of qh[i / 8]; value = d * (q - 16)), Q5_1 (24: f16 d, f16 m, qh[4], qs[16]; d * q + m).
+std::vector<float> dequant_gguf_q4_1(const std::vector<uint8_t>& blocks, size_t count);
+std::vector<float> dequant_gguf_q5_0(const std::vector<uint8_t>& blocks, size_t count);
+std::vector<float> dequant_gguf_q5_1(const std::vector<uint8_t>& blocks, size_t count);
+// GGUF IQ4_XS, 136 bytes per 256: f16 d, u16 scales_h, scales_l[4], qs[128]. Sub-block j (32
+// values) has scale ls = (scales_l[j / 2] >> 4 (j % 2)) & 15 | ((scales_h >> 2j) & 3) << 4;
+// its element l < 16 is the low nibble of qs[16 j + l], l >= 16 the high nibble of
+// qs[16 j + l - 16]; value = d * (ls - 32) * grid[nibble], grid = {-127, -104, -83, -65, -49,
+// -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113} (ggml's kvalues_iq4nl).
+std::vector<float> dequant_gguf_iq4_xs(const std::vector<uint8_t>& blocks, size_t count);
 
 }  // namespace wgrt::ref

@@ -50,6 +50,42 @@ inline std::vector<uint8_t> random_k_blocks(size_t count, uint32_t seed, bool fi
   return b;
 }
 
+// GGUF Q4_1 (20 bytes), Q5_0 (22) or Q5_1 (24) blocks: random quants and fifth bits, d a normal
+// f16 of either sign in [2^-7, 2^-3), m (Q4_1, Q5_1) one of either sign below 2^-1.
+inline std::vector<uint8_t> random_legacy_blocks(size_t count, uint32_t seed, size_t bytes) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(count * bytes);
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* blk = b.data() + i * bytes;
+    for (size_t j = 2; j < bytes; ++j) blk[j] = uint8_t(rng());
+    uint16_t d = uint16_t(0x2000 + rng() % 0x1000);
+    if (rng() % 2) d |= 0x8000;
+    blk[0] = uint8_t(d);
+    blk[1] = uint8_t(d >> 8);
+    if (bytes != 22) {
+      uint16_t m = uint16_t(rng() % 0x3800);
+      if (rng() % 2) m |= 0x8000;
+      blk[2] = uint8_t(m);
+      blk[3] = uint8_t(m >> 8);
+    }
+  }
+  return b;
+}
+
+// GGUF IQ4_XS blocks (136 bytes): random scales and quants, d a small positive half.
+inline std::vector<uint8_t> random_iq4_xs_blocks(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> b(count * 136);
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* blk = b.data() + i * 136;
+    for (size_t j = 2; j < 136; ++j) blk[j] = uint8_t(rng());
+    const uint16_t d = uint16_t(0x1000 + rng() % 0x0C00);  // about 5e-4 .. 4e-3
+    blk[0] = uint8_t(d);
+    blk[1] = uint8_t(d >> 8);
+  }
+  return b;
+}
+
 // Largest |a - b| relative to (1 + |b|).
 inline float max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   float worst = a.size() == b.size() ? 0.f : 1e30f;

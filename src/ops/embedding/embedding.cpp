@@ -23,6 +23,10 @@ const char* type_name(EmbeddingType t) {
     case EmbeddingType::Q6K: return "q6k";
     case EmbeddingType::Q4K: return "q4k";
     case EmbeddingType::Q5K: return "q5k";
+    case EmbeddingType::Q41: return "q4_1";
+    case EmbeddingType::Q50: return "q5_0";
+    case EmbeddingType::Q51: return "q5_1";
+    case EmbeddingType::IQ4XS: return "iq4_xs";
     default: return "q4gsw";
   }
 }
@@ -36,17 +40,20 @@ std::optional<QuantFormat> quant_format(EmbeddingType t) {
     case EmbeddingType::Q6K: return QuantFormat::Q6K;
     case EmbeddingType::Q4K: return QuantFormat::Q4K;
     case EmbeddingType::Q5K: return QuantFormat::Q5K;
+    case EmbeddingType::Q41: return QuantFormat::Q41;
+    case EmbeddingType::Q50: return QuantFormat::Q50;
+    case EmbeddingType::Q51: return QuantFormat::Q51;
+    case EmbeddingType::IQ4XS: return QuantFormat::IQ4XS;
   }
   return std::nullopt;
 }
 
-// Values per row of a table whose q words are [vocab, words].
+// Values per row of a table whose q words are [vocab, words]: the least multiple of 32 whose
+// rows take that many words (quant_row_words grows with k), or 0 when none does.
 uint32_t table_dim(QuantFormat f, uint32_t words) {
-  switch (f) {
-    case QuantFormat::Q6K: return words / kQ6KWords * 256;
-    case QuantFormat::Q5K: return words / 5 * 32;  // k/8 + k/32 words
-    default: return words * values_per_word(f);
-  }
+  for (uint32_t k = 32; k / 8 <= words; k += 32)
+    if (quant_row_words(f, k) == words) return k;
+  return 0;
 }
 }  // namespace
 
@@ -57,6 +64,10 @@ EmbeddingType embedding_type(QuantFormat f) {
     case QuantFormat::Q6K: return EmbeddingType::Q6K;
     case QuantFormat::Q4K: return EmbeddingType::Q4K;
     case QuantFormat::Q5K: return EmbeddingType::Q5K;
+    case QuantFormat::Q41: return EmbeddingType::Q41;
+    case QuantFormat::Q50: return EmbeddingType::Q50;
+    case QuantFormat::Q51: return EmbeddingType::Q51;
+    case QuantFormat::IQ4XS: return EmbeddingType::IQ4XS;
   }
   return EmbeddingType::Q4gsw;
 }
@@ -94,6 +105,9 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
   uint32_t gs = 0;
   if (quant) {
     dim = table_dim(*qf, dim);
+    if (dim == 0)
+      throw std::invalid_argument(fmt::format("{}: a {} table's rows of {} words hold no whole number of groups",
+                                              d.name, type_name(d.type), table.max_shape[1]));
     gs = d.gs;
     check_format_shape(*qf, vocab, dim, gs, d.name.c_str());
     if (table.max_shape[1] != quant_row_words(*qf, dim))
@@ -122,10 +136,18 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     case EmbeddingType::Q6K:
     case EmbeddingType::Q4K:
     case EmbeddingType::Q5K:
+    case EmbeddingType::Q41:
+    case EmbeddingType::Q50:
+    case EmbeddingType::Q51:
+    case EmbeddingType::IQ4XS:
       entry = d.type == EmbeddingType::Q8    ? "emb_q8"
               : d.type == EmbeddingType::Q6K ? "emb_q6k"
               : d.type == EmbeddingType::Q4K ? "emb_q4k"
               : d.type == EmbeddingType::Q5K ? "emb_q5k"
+              : d.type == EmbeddingType::Q41 ? "emb_q4_1"
+              : d.type == EmbeddingType::Q50 ? "emb_q5_0"
+              : d.type == EmbeddingType::Q51 ? "emb_q5_1"
+              : d.type == EmbeddingType::IQ4XS ? "emb_iq4_xs"
                                              : "emb_q4";
       bindings.push_back(Binding::of(2, d.table));
       bindings.push_back(Binding::of(3, *d.scales));

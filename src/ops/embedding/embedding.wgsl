@@ -149,3 +149,76 @@ fn emb_q5k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   if (id < p.vocab) { v = kq_value(id, i % p.dim, true); }
   out[i] = v;
 }
+
+// q4_1 / q5_0 / q5_1 (quant.h): nibble words, then (q5_x) the fifth-bit words, padded to a
+// multiple of 4 in each row; per group of 32 an f16 d (q5_0: value = d * (q - 16)) or a
+// (d, m) word (value = d * q + m).
+fn legacy_value(id: u32, d: u32, five: bool, dm: bool) -> f32 {
+  let rw = select(p.dim / 8u, p.dim / 8u + (p.dim / 32u + 3u) / 4u * 4u, five);
+  var q = (tw[id * rw + d / 8u] >> (4u * (d % 8u))) & 15u;
+  if (five) { q |= ((tw[id * rw + p.dim / 8u + d / 32u] >> (d % 32u)) & 1u) << 4u; }
+  let g = id * (p.dim / 32u) + d / 32u;
+  if (dm) {
+    let f = unpack2x16float(sc[g]);
+    return f.x * f32(q) + f.y;
+  }
+  return scale_at(g) * f32(i32(q) - 16);
+}
+
+@compute @workgroup_size(WG)
+fn emb_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = legacy_value(id, i % p.dim, false, true); }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q5_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, false); }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, true); }
+  out[i] = v;
+}
+
+// iq4_xs (quant.h): nibble words indexing the grid, per block two words: f16 d | scales_h << 16
+// and scales_l; value = d * (ls - 32) * grid[nibble].
+const IQ4_GRID = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+
+@compute @workgroup_size(WG)
+fn emb_iq4_xs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  let d = i % p.dim;
+  var v = 0.0;
+  if (id < p.vocab) {
+    let q = (tw[id * (p.dim / 8u) + d / 8u] >> (4u * (d % 8u))) & 15u;
+    let b = id * (p.dim / 256u) + d / 256u;
+    let j = (d % 256u) / 32u;
+    let w0 = sc[2u * b];
+    let ls = ((sc[2u * b + 1u] >> (4u * j)) & 15u) | (((w0 >> (16u + 2u * j)) & 3u) << 4u);
+    var grid = IQ4_GRID;
+    v = unpack2x16float(w0).x * f32(i32(ls) - 32) * grid[q];
+  }
+  out[i] = v;
+}

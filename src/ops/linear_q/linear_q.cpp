@@ -97,8 +97,9 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
 graph::DType scales_dtype(QuantFormat f) { return has_word_scales(f) ? graph::DType::U32 : graph::DType::F16; }
 
 graph::Shape scales_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
-  if (has_word_scales(f)) return graph::Shape{uint32_t(kq_scale_words(n, k))};
-  return graph::Shape{n, k / gs};
+  if (has_kq_scales(f)) return graph::Shape{uint32_t(kq_scale_words(n, k))};
+  if (f == QuantFormat::IQ4XS) return graph::Shape{n, k / 256 * 2};  // the blocks' headers
+  return graph::Shape{n, k / gs};  // f16 pairs, or Q41/Q51's (d, m) words
 }
 
 QuantTensors add_quant_weight(graph::Graph& g, const std::string& name, QuantFormat f, uint32_t n,
@@ -123,12 +124,21 @@ namespace {
 double kernel_bits(QuantFormat f) {
   switch (f) {
     case QuantFormat::Q4gsw:
-    case QuantFormat::Q4K: return 4;
-    case QuantFormat::Q5K: return 5;
+    case QuantFormat::Q4K:
+    case QuantFormat::Q41:
+    case QuantFormat::IQ4XS: return 4;
+    case QuantFormat::Q5K:
+    case QuantFormat::Q50:
+    case QuantFormat::Q51: return 5;
     case QuantFormat::Q6K: return 6;
     case QuantFormat::Q8: return 8;
   }
   return 0;
+}
+
+// linear_q.wgsl's SCALES: how the kernel finds a group's (scale, min).
+double kernel_scales(QuantFormat f) {
+  return has_kq_scales(f) ? 1 : has_dm_scales(f) ? 2 : f == QuantFormat::IQ4XS ? 3 : 0;
 }
 
 // Lanes along K per gemv row set (linear_q.wgsl GV_TK): 64 (8 warps per workgroup) where the
@@ -236,7 +246,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const double sg = double(gpu::subgroup_lanes(g.dev->caps));
   auto key = [&](const LinearQPart& wp, const char* entry, bool norm) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
-                                                {"AFFINE", has_word_scales(wp.format) ? 1.0 : 0.0},
+                                                {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
+                                                {"SCALES", kernel_scales(wp.format)},
+                                                {"NL", wp.format == QuantFormat::IQ4XS ? 1.0 : 0.0},
                                                 {"RES", d.residual ? 1.0 : 0.0}};
     if (std::string_view(entry).starts_with("gemv")) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});

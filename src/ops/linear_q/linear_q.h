@@ -1,5 +1,5 @@
-// linear with quantized weights (q4gsw, q8 and the K-quants q4k, q5k, q6k read in their
-// GGUF blocks; ops/quant/quant.h has the layouts):
+// linear with quantized weights (q4gsw, q8, the K-quants q4k, q5k, q6k and q4_1, q5_0, q5_1
+// read in their GGUF blocks; ops/quant/quant.h has the layouts):
 //   y[m, n] = sum_k x[m, k] * value(n, k) (+ bias[n]) (+ residual[m, n])
 // Every format is value = scale * q - min per group of 32 (or 16: q6k), q a small integer:
 // the kernels take the integer dot and apply both factors once per group.
@@ -51,10 +51,10 @@ struct LinearQPart {
 struct LinearQDesc {
   std::string name;        // node and output name, e.g. "ffn_down.3"
   QuantFormat format = QuantFormat::Q4gsw;
-  uint32_t gs = 32;        // group size along K: 32, 64 or 128 (q4k/q5k 32, q6k 256)
+  uint32_t gs = 32;        // group size along K: 32, 64 or 128 (q4k/q5k/q4_1/q5_x 32, q6k 256)
   graph::TensorId x;       // [M, K] f32, M may vary
   graph::TensorId q;       // u32 [N, quant_row_words]
-  graph::TensorId scales;  // f16 [N, K/gs]; q4k/q5k: u32 [kq_scale_words]
+  graph::TensorId scales;  // f16 [N, K/gs]; q4k/q5k: u32 [kq_scale_words]; q4_1/q5_1: u32 [N, K/32]
   std::optional<graph::TensorId> bias;  // [N] f32
   std::optional<graph::TensorId> norm;  // [K] f32 RMS-norm weight applied to x first
   float eps = 1e-5f;                    // of the norm

@@ -15,8 +15,19 @@ struct Params {
   pad2: u32,
 }
 
-override BITS: u32 = 4u;  // 4: q4gsw / q4k, 5: q5k, 6: q6k, 8: q8
-override AFFINE: bool = false;  // q4k / q5k: value = d * scale * q - dmin * min per sub-block
+override BITS: u32 = 4u;  // 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k, 8: q8
+// q unsigned, value = scale * q - min per group (q4k, q5k, q4_1, q5_0, q5_1): the gemm
+// subtracts min * sum(x) per group instead of making q signed.
+override AFFINE: bool = false;
+// Where a group's factors are: 0 an f16 scale per group in `sc` (q4gsw, q8, q5_0, q6k's d),
+// 1 the K-quant regions (q4k, q5k), 2 an f16 (d, m) pair per group of 32 (q4_1, q5_1),
+// 3 iq4_xs's block headers (d and the 6-bit sub-block scales).
+override SCALES: u32 = 0u;
+// iq4_xs: each nibble indexes the non-linear grid iq4_f (quant.h's kIq4Values) instead of
+// being the integer itself; the weights are then signed, with no min.
+override NL: bool = false;
+var<private> iq4_f: array<f32, 16> = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                                     1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
 @group(0) @binding(1) var<storage, read> qw4: array<vec4<u32>>;  // the weight words, 4 at a time
@@ -61,14 +72,15 @@ fn kq_affine(r: u32, g: u32) -> vec2<f32> {
   return vec2<f32>(dm.x * f32((sc[w] >> sh) & 0xFFu), dm.y * f32((sc[w + 2u] >> sh) & 0xFFu));
 }
 
-// u32 words per weight row: the nibbles, plus q5k's fifth bits (k / 32 words); q6k's blocks.
+// u32 words per weight row: the nibbles, plus the fifth bits (k / 32 words rounded up to a
+// multiple of 4, quant.h); q6k's blocks.
 fn q_row_words() -> u32 {
-  if (BITS == 5u) { return p.k / 8u + p.k / 32u; }
+  if (BITS == 5u) { return p.k / 8u + (p.k / 32u + 3u) / 4u * 4u; }
   if (BITS == 6u) { return p.k / 256u * Q6K_WORDS; }
   return p.k / select(8u, 4u, BITS == 8u);
 }
 
-// q5k values 0..3 of nibble word w with their fifth bits in bits 0..3 of hb, as f32
+// q5k / q5_0 / q5_1 values 0..3 of nibble word w with their fifth bits in bits 0..3 of hb, as f32
 // 1 + q / 32 (the q4_mant trick one bit lower): q = 32 * (v - 1).
 fn q5_mant(w: u32, hb: u32) -> vec4<f32> {
   let lo = (vec4<u32>(w) << vec4<u32>(18u, 14u, 10u, 6u)) & vec4<u32>(0x3C0000u);
@@ -154,19 +166,20 @@ fn q4_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   return dot(q4_mant(w), xa) + dot(q4_mant(w >> 16u), xb);
 }
 
-// q5k: word w's 8 values with their fifth bits in the low byte of hb.
+// The fifth-bit formats: word w's 8 values with their fifth bits in the low byte of hb.
 fn q5_dot(w: u32, hb: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   return dot(q5_mant(w, hb), xa) + dot(q5_mant(w >> 16u, hb >> 4u), xb);
 }
 
 // One row's 32-value chunk (q4 / q5): dot(v, x) of the mantissa-built values, vec4 word w,
-// q5k's fifth bits hw.
+// the fifth bits hw (BITS 5).
 fn gv_chunk(w: vec4<u32>, hw: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, x4_: vec4<f32>,
             x5: vec4<f32>, x6: vec4<f32>, x7: vec4<f32>) -> f32 {
   if (BITS == 5u) {
     return q5_dot(w.x, hw, x0, x1) + q5_dot(w.y, hw >> 8u, x2, x3) + q5_dot(w.z, hw >> 16u, x4_, x5) +
            q5_dot(w.w, hw >> 24u, x6, x7);
   }
+  if (NL) { return nl_dot(w.x, x0, x1) + nl_dot(w.y, x2, x3) + nl_dot(w.z, x4_, x5) + nl_dot(w.w, x6, x7); }
   return q4_dot(w.x, x0, x1) + q4_dot(w.y, x2, x3) + q4_dot(w.z, x4_, x5) + q4_dot(w.w, x6, x7);
 }
 
@@ -199,14 +212,43 @@ fn gv_stage(xo: u32, it: u32, per: u32, lid: u32) {
 }
 
 // Row r's affine factors at element k0: (scale, min) with value = scale * q - min, q the stored
-// integer (q4gsw: the nibble, min = 8 * scale; q8: min 0).
+// integer (q4gsw: the nibble, min = 8 * scale; q5_0: 16 * scale; q8: min 0; q4_1 / q5_1:
+// value = d * q + m, so min = -m).
 fn gv_affine(r: u32, k0: u32) -> vec2<f32> {
-  if (AFFINE) { return kq_affine(r, k0 / 32u); }
+  if (SCALES == 1u) { return kq_affine(r, k0 / 32u); }
+  if (SCALES == 2u) {
+    let dm = unpack2x16float(sc[r * (p.k / 32u) + k0 / 32u]);
+    return vec2<f32>(dm.x, -dm.y);
+  }
+  if (SCALES == 3u) {
+    let b = r * (p.k / 256u) + k0 / 256u;
+    let j = (k0 / 32u) % 8u;
+    let w0 = sc[2u * b];
+    let ls = ((sc[2u * b + 1u] >> (4u * j)) & 15u) | (((w0 >> (16u + 2u * j)) & 3u) << 4u);
+    return vec2<f32>(unpack2x16float(w0).x * f32(i32(ls) - 32), 0.0);
+  }
   let s = scale_at(r * (p.k / p.gs) + k0 / p.gs);
-  return vec2<f32>(s, select(0.0, 8.0 * s, BITS == 4u));
+  return vec2<f32>(s, s * select(select(0.0, 16.0, BITS == 5u), 8.0, BITS == 4u));
 }
 
-// q5k: the fifth-bit word of row r's chunk c.
+// iq4_xs: the grid values of nibbles 0..3 of w.
+fn nl_vals(w: u32) -> vec4<f32> {
+  return vec4<f32>(iq4_f[w & 15u], iq4_f[(w >> 4u) & 15u], iq4_f[(w >> 8u) & 15u], iq4_f[(w >> 12u) & 15u]);
+}
+
+// iq4_xs: the grid's int8 byte of each byte (a nibble index) of v.
+fn nl_bytes(v: u32) -> u32 {
+  var o = 0u;
+  for (var i = 0u; i < 4u; i++) {
+    let q = (v >> (8u * i)) & 15u;
+    o |= (bitcast<u32>(i32(iq4_f[q])) & 0xFFu) << (8u * i);
+  }
+  return o;
+}
+
+fn nl_dot(w: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 { return dot(nl_vals(w), xa) + dot(nl_vals(w >> 16u), xb); }
+
+// BITS 5: the fifth-bit word of row r's chunk c.
 fn gv_hi(r: u32, c: u32) -> u32 {
   if (BITS != 5u) { return 0u; }
   let i = r * q_row_words() + p.k / 8u + c;
@@ -254,6 +296,20 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
       let x5 = gv_x[xb + 5u];
       let x6 = gv_x[xb + 6u];
       let x7 = gv_x[xb + 7u];
+      if (NL) {  // iq4_xs: the grid values times the sub-block's scale, no min
+        let d0 = gv_chunk(w0, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        let d1 = gv_chunk(w1, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        let d2 = gv_chunk(w2, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        let d3 = gv_chunk(w3, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
+        if (live) {
+          a0 = fma(d0, f0.x, a0);
+          a1 = fma(d1, f1.x, a1);
+          a2 = fma(d2, f2.x, a2);
+          a3 = fma(d3, f3.x, a3);
+        }
+        workgroupBarrier();
+        continue;
+      }
       // dot(q, x) = qs * (dot(v, x) - sum(x)); value = scale * q - min: the sum taken out once
       // for the four rows.
       let sx = dot(x0 + x1 + x2 + x3 + x4_ + x5 + x6 + x7, vec4<f32>(1.0));
@@ -502,6 +558,14 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
       } else {
         var lo: vec4<f32>;
         var hi: vec4<f32>;
+        if (NL) {
+          lo = nl_vals(word);
+          hi = nl_vals(word >> 16u);
+          for (var m = 0u; m < MMAX; m++) {
+            if (m < p.m) { acc[r * MMAX + m] = fma(dot(lo, xa[m]) + dot(hi, xb[m]), f.x, acc[r * MMAX + m]); }
+          }
+          continue;
+        }
         if (BITS == 5u) {
           let hb = qw[rows[r] * rw + p.k / 8u + w / 4u] >> (8u * (w % 4u));
           lo = q5_mant(word, hb);
@@ -583,7 +647,7 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 // ---- int8 x int4/int5/int6/int8 GEMM (gemm route, second kernel) -------------------------
 // 64 x 128 outputs per workgroup, 4 x 8 per thread (rows tm + 16i, columns tn + 16j), K in
 // steps of 32. Integer sums per group, then one f32 multiply-add by both scales. The K-quants
-// flush every 32 values: q4k/q5k (unsigned q, value = a q - b) subtract b times the integer sum
+// flush every 32 values: the AFFINE formats (unsigned q, value = a q - b) subtract b times the integer sum
 // of the activations; q6k (q - 32 signed, an int8 scale per 16 values) weights the two halves'
 // integer sums by their scales before the flush by d.
 const BM: u32 = 64u;
@@ -592,7 +656,7 @@ var<workgroup> as_: array<u32, 512>;   // [8 words][BM]
 var<workgroup> bs_: array<u32, 1024>;  // [8 words][BN], signed int8 quadruples
 var<workgroup> sx: array<f32, BM>;
 var<workgroup> sw: array<f32, BN>;
-var<workgroup> smin: array<f32, BN>;   // q4k / q5k: dmin * min
+var<workgroup> smin: array<f32, BN>;   // AFFINE: the group's min
 var<workgroup> sk6: array<u32, BN>;    // q6k: the two int8 scales of the step, bytes 0 and 1
 
 // Stored nibbles (q + 8, one per byte) to signed bytes q: flip bit 3, then sign-extend it.
@@ -628,7 +692,10 @@ fn gemm_load_b(n0: u32, k0: u32, lid: u32) {
       }
       var lo = v & 0x0F0F0F0Fu;
       var hi = (v >> 4u) & 0x0F0F0F0Fu;
-      if (!AFFINE) {
+      if (NL) {
+        lo = nl_bytes(lo);
+        hi = nl_bytes(hi);
+      } else if (!AFFINE) {
         lo = q4_to_i8(lo);
         hi = q4_to_i8(hi);
       }
@@ -691,7 +758,7 @@ fn gemm_load_scales(n: u32, nn: u32, k0: u32) {
   sk6[nn] = k6;
 }
 
-// Word kw of the step: the thread's 4 x 8 integer dots (q4k / q5k: and its rows' activation sums).
+// Word kw of the step: the thread's 4 x 8 integer dots (AFFINE: and its rows' activation sums).
 fn gemm_word(kw: u32, tm: u32, tn: u32, acc: ptr<function, array<array<i32, 8>, 4>>,
              xsum: ptr<function, array<i32, 4>>) {
   var a: array<u32, 4>;
@@ -716,7 +783,7 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let k4 = p.k / 4u;
   var acci: array<array<i32, 8>, 4>;
   var accf: array<array<f32, 8>, 4>;
-  var xsum: array<i32, 4>;  // q4k / q5k: the activations' integer sums of the group
+  var xsum: array<i32, 4>;  // AFFINE: the activations' integer sums of the group
   for (var k0 = 0u; k0 < p.k; k0 += 32u) {
     let g = k0 / p.gs;
     for (var e = 0u; e < 2u; e++) {

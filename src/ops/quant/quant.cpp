@@ -17,13 +17,19 @@ const char* quant_format_name(QuantFormat f) {
     case QuantFormat::Q6K: return "q6k";
     case QuantFormat::Q4K: return "q4k";
     case QuantFormat::Q5K: return "q5k";
+    case QuantFormat::Q41: return "q4_1";
+    case QuantFormat::Q50: return "q5_0";
+    case QuantFormat::Q51: return "q5_1";
+    case QuantFormat::IQ4XS: return "iq4_xs";
   }
   return "?";
 }
 
 uint64_t quant_q_words(QuantFormat f, uint32_t n, uint32_t k) { return uint64_t(n) * quant_row_words(f, k); }
 uint64_t quant_scale_words(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
-  if (has_word_scales(f)) return kq_scale_words(n, k);
+  if (has_kq_scales(f)) return kq_scale_words(n, k);
+  if (has_dm_scales(f)) return uint64_t(n) * (k / 32);
+  if (f == QuantFormat::IQ4XS) return uint64_t(n) * (k / 256) * 2;
   return (uint64_t(n) * (k / gs) + 1) / 2;
 }
 
@@ -36,7 +42,13 @@ void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what) {
 }
 
 void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, const char* what) {
-  const uint32_t want = f == QuantFormat::Q6K ? 256 : has_word_scales(f) ? 32 : 0;
+  if (from_gguf_blocks(f) && !is_k_quant(f)) {  // Q41, Q50, Q51: GGUF's 32-value blocks
+    if (gs != 32) throw std::invalid_argument(fmt::format("{}: a {} weight takes group size 32 (not {})", what,
+                                                          quant_format_name(f), gs));
+    check_quant_shape(n, k, gs, what);
+    return;
+  }
+  const uint32_t want = f == QuantFormat::Q6K ? 256 : is_k_quant(f) ? 32 : 0;
   if (want && (gs != want || k % 256 != 0 || n == 0))
     throw std::invalid_argument(fmt::format("{}: a {} weight [{}, {}] takes group size {} (not {}) and K a "
                                             "positive multiple of 256", what, quant_format_name(f), n, k, want, gs));
@@ -110,7 +122,7 @@ int get_q(const QuantWeight& w, uint64_t idx) {
 }  // namespace
 
 QuantWeight quantize(QuantFormat f, std::span<const float> w, uint32_t n, uint32_t k, uint32_t gs) {
-  if (is_k_quant(f))
+  if (from_gguf_blocks(f))
     throw std::invalid_argument(fmt::format("quantize: {} weights come from GGUF files only (hint: q4gsw or q8)",
                                             quant_format_name(f)));
   check_quant_shape(n, k, gs, "quantize");
@@ -185,11 +197,57 @@ std::vector<float> dequantize_kq(const QuantWeight& w) {
   return out;
 }
 
+// Q41/Q50/Q51 arithmetic (quant.h), in f32 like ggml: d * q is exact, so the one rounding is
+// the min's addition.
+std::vector<float> dequantize_legacy(const QuantWeight& w) {
+  const uint32_t rw = quant_row_words(w.format, w.k), groups = w.k / 32;
+  const bool five = has_fifth_bits(w.format), dm = has_dm_scales(w.format);
+  std::vector<float> out(uint64_t(w.n) * w.k);
+  for (uint64_t row = 0; row < w.n; ++row)
+    for (uint32_t c = 0; c < w.k; ++c) {
+      uint32_t q = (w.q[row * rw + c / 8] >> (4 * (c % 8))) & 0xFu;
+      if (five) q |= ((w.q[row * rw + w.k / 8 + c / 32] >> (c % 32)) & 1u) << 4;
+      const uint64_t g = row * groups + c / 32;
+      float& y = out[row * w.k + c];
+      if (dm)
+        y = f16_to_f32(uint16_t(w.scales[g])) * float(q) + f16_to_f32(uint16_t(w.scales[g] >> 16));
+      else
+        y = f16_to_f32(get_half(w.scales, g)) * float(int(q) - 16);
+    }
+  return out;
+}
+
+// IQ4XS (quant.h): d * (ls - 32) * kIq4Values[i], exact in f32 (11 + 6 + 7 bits of mantissa).
+std::vector<float> dequantize_iq4xs(const QuantWeight& w) {
+  const uint32_t rw = quant_row_words(w.format, w.k), per_row = w.k / 256;
+  std::vector<float> out(uint64_t(w.n) * w.k);
+  for (uint64_t row = 0; row < w.n; ++row)
+    for (uint32_t c = 0; c < w.k; ++c) {
+      const uint64_t b = row * per_row + c / 256;
+      const uint32_t w0 = w.scales[2 * b], w1 = w.scales[2 * b + 1], j = (c % 256) / 32;
+      const int ls = int(((w1 >> (4 * j)) & 15u) | ((w0 >> (16 + 2 * j)) & 3u) << 4);
+      const uint32_t i = (w.q[row * rw + c / 8] >> (4 * (c % 8))) & 0xFu;
+      out[row * w.k + c] = f16_to_f32(uint16_t(w0)) * float(ls - 32) * float(kIq4Values[i]);
+    }
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> dequantize(const QuantWeight& w) {
   check_format_shape(w.format, w.n, w.k, w.gs, "dequantize");
-  if (has_word_scales(w.format)) {
+  if (from_gguf_blocks(w.format) && !is_k_quant(w.format)) {
+    if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.format, w.n, w.k, 32))
+      throw std::invalid_argument(fmt::format("dequantize: {} array sizes do not match the shape",
+                                              quant_format_name(w.format)));
+    return dequantize_legacy(w);
+  }
+  if (w.format == QuantFormat::IQ4XS) {
+    if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.format, w.n, w.k, 32))
+      throw std::invalid_argument("dequantize: IQ4XS array sizes do not match the shape");
+    return dequantize_iq4xs(w);
+  }
+  if (has_kq_scales(w.format)) {
     if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != kq_scale_words(w.n, w.k))
       throw std::invalid_argument("dequantize: Q4K/Q5K array sizes do not match the shape");
     return dequantize_kq(w);
@@ -359,6 +417,91 @@ QuantWeight repack_gguf_q4_k(std::span<const uint8_t> blocks, uint32_t n, uint32
 
 QuantWeight repack_gguf_q5_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
   return repack_kq(blocks, n, k, QuantFormat::Q5K);
+}
+
+namespace {
+
+// Q4_1, Q5_0, Q5_1: per block the header (d, then m for Q4_1/Q5_1), the fifth bits (Q5_x), the
+// 16 bytes of nibbles in Q4_0's order.
+QuantWeight repack_legacy(std::span<const uint8_t> blocks, uint32_t n, uint32_t k, QuantFormat f) {
+  const bool five = has_fifth_bits(f), dm = has_dm_scales(f);
+  const uint32_t head = dm ? 4 : 2, bytes = head + (five ? 4 : 0) + 16;
+  const char* what = f == QuantFormat::Q41 ? "repack Q4_1" : f == QuantFormat::Q50 ? "repack Q5_0" : "repack Q5_1";
+  check_gguf(blocks, n, k, bytes, what);
+  QuantWeight out = empty_weight(f, n, k, 32);
+  const uint32_t per_row = k / 32, rw = quant_row_words(f, k);
+  for (uint64_t b = 0; b < uint64_t(n) * per_row; ++b) {
+    const uint8_t* blk = blocks.data() + b * bytes;
+    const uint16_t d = uint16_t(blk[0] | blk[1] << 8);
+    if (dm)
+      out.scales[b] = d | uint32_t(blk[2] | blk[3] << 8) << 16;
+    else
+      set_half(out.scales, b, d);
+    const uint64_t row = b / per_row, col0 = (b % per_row) * 32;
+    uint32_t* words = out.q.data() + row * rw + col0 / 8;
+    const uint8_t* qs = blk + head + (five ? 4 : 0);
+    for (uint32_t i = 0; i < 16; ++i) {
+      words[i / 8] |= uint32_t(qs[i] & 0xFu) << (4 * (i % 8));
+      words[(i + 16) / 8] |= uint32_t(qs[i] >> 4) << (4 * ((i + 16) % 8));
+    }
+    if (five) {
+      const uint8_t* qh = blk + head;
+      out.q[row * rw + k / 8 + col0 / 32] = uint32_t(qh[0] | qh[1] << 8 | qh[2] << 16) | uint32_t(qh[3]) << 24;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+QuantWeight repack_gguf_q4_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_legacy(blocks, n, k, QuantFormat::Q41);
+}
+
+QuantWeight repack_gguf_q5_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_legacy(blocks, n, k, QuantFormat::Q50);
+}
+
+QuantWeight repack_gguf_q5_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_legacy(blocks, n, k, QuantFormat::Q51);
+}
+
+QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  if (n == 0 || k == 0 || k % 256 != 0)
+    throw std::invalid_argument(fmt::format("IQ4_XS: a [{}, {}] tensor needs K a multiple of 256", n, k));
+  const uint64_t per_row = k / 256, nb = uint64_t(n) * per_row;
+  if (blocks.size() != nb * 136)
+    throw std::invalid_argument(fmt::format("IQ4_XS: {} bytes for [{}, {}] (expected {})", blocks.size(), n, k,
+                                            nb * 136));
+  QuantWeight out = empty_weight(QuantFormat::IQ4XS, n, k, 32);
+  for (uint64_t b = 0; b < nb; ++b) {
+    const uint8_t* src = blocks.data() + b * 136;
+    std::memcpy(&out.scales[2 * b], src, 8);  // d, scales_h, scales_l: little-endian words
+    const uint8_t* qs = src + 8;
+    uint32_t* words = out.q.data() + (b / per_row) * (k / 8) + (b % per_row) * 32;
+    for (uint32_t j = 0; j < 8; ++j)
+      for (uint32_t l = 0; l < 16; ++l) {
+        const uint32_t e0 = 32 * j + l, e1 = e0 + 16;
+        words[e0 / 8] |= uint32_t(qs[16 * j + l] & 0xFu) << (4 * (e0 % 8));
+        words[e1 / 8] |= uint32_t(qs[16 * j + l] >> 4) << (4 * (e1 % 8));
+      }
+  }
+  return out;
+}
+
+QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  switch (f) {
+    case QuantFormat::Q4gsw: return repack_gguf_q4_0(blocks, n, k);
+    case QuantFormat::Q8: return repack_gguf_q8_0(blocks, n, k);
+    case QuantFormat::Q6K: return repack_gguf_q6_k(blocks, n, k);
+    case QuantFormat::Q4K: return repack_gguf_q4_k(blocks, n, k);
+    case QuantFormat::Q5K: return repack_gguf_q5_k(blocks, n, k);
+    case QuantFormat::Q41: return repack_gguf_q4_1(blocks, n, k);
+    case QuantFormat::Q50: return repack_gguf_q5_0(blocks, n, k);
+    case QuantFormat::Q51: return repack_gguf_q5_1(blocks, n, k);
+    case QuantFormat::IQ4XS: return repack_gguf_iq4_xs(blocks, n, k);
+  }
+  throw std::invalid_argument("repack_gguf_blocks: unknown format");
 }
 
 }  // namespace wgrt::ops

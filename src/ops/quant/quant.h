@@ -43,34 +43,69 @@ namespace wgrt::ops {
 //                                       then K/32 words of fifth bits: bit i of word c is k = 32c + i
 //         scales  as Q4K;  value = d * scale[j] * (nibble + 16 * bit) - dmin * min[j]
 //         180 bytes per 256 values (the file: 176)
-enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K };
+// GGUF's 32-value blocks with a min or a fifth bit, repacked the same way (gs 32, K a multiple
+// of 32):
+//   Q41   q       u32 [N, K/8]         nibbles as Q4K
+//         scales  u32 [N, K/32]        per group f16 d in the low half, f16 m in the high half
+//         value = d * q + m            20 bytes per 32 values (the file: 20)
+//   Q50   q       u32 [N, K/8 + h]     nibbles as Q4K, then h fifth-bit words as Q5K, h = K/32
+//                                       rounded up to a multiple of 4 (rows stay whole vec4s)
+//         scales  f16 [N, K/32]        d, two per word as q4gsw's
+//         value = d * (q - 16)         22 bytes per 32 values (the file: 22), + h - K/32 words a row
+//   Q51   q as Q50, scales as Q41;  value = d * q + m   24 bytes per 32 values (the file: 24)
+// GGUF IQ4_XS, 256-value blocks of 8 sub-blocks of 32 (gs 32, K a multiple of 256):
+//   IQ4XS q       u32 [N, K/8]         nibbles as Q4K, each an index i into kIq4Values
+//         scales  u32 [N, K/256 * 2]   per block the file's header: word 0 = f16 d | scales_h << 16,
+//                                       word 1 = scales_l[4]; sub-block j's 6-bit scale is
+//                                       ls = (word 1 >> 4j) & 15 | ((word 0 >> (16 + 2j)) & 3) << 4
+//         value = d * (ls - 32) * kIq4Values[i]   136 bytes per 256 values (the file: 136)
+enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS };
+// IQ4_XS's 16 values (ggml's non-linear 4-bit grid), indexed by the stored nibble.
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 const char* quant_format_name(QuantFormat f);
 // The K-quants: 256-value blocks, linear_q's int8-activation routes use groups of 32.
 constexpr bool is_k_quant(QuantFormat f) {
-  return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K;
+  return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K || f == QuantFormat::IQ4XS;
+}
+// Formats that come from a GGUF file's blocks only (repacked; wgrt has no quantizer for them).
+constexpr bool from_gguf_blocks(QuantFormat f) {
+  return is_k_quant(f) || f == QuantFormat::Q41 || f == QuantFormat::Q50 || f == QuantFormat::Q51;
 }
 // The groups the int8-activation routes quantize x in: 32 for the K-quants (their sub-blocks),
 // else the weight's own group size.
 constexpr uint32_t activation_group(QuantFormat f, uint32_t gs) { return is_k_quant(f) ? 32 : gs; }
-// Q4K and Q5K: scales are u32 words (region A + region B above), not f16 pairs.
-constexpr bool has_word_scales(QuantFormat f) { return f == QuantFormat::Q4K || f == QuantFormat::Q5K; }
+// Q4K and Q5K: scales are u32 words in region A + region B above.
+constexpr bool has_kq_scales(QuantFormat f) { return f == QuantFormat::Q4K || f == QuantFormat::Q5K; }
+// Q41 and Q51: one (d, m) word per group.
+constexpr bool has_dm_scales(QuantFormat f) { return f == QuantFormat::Q41 || f == QuantFormat::Q51; }
+// Scales as u32 words (the two above and IQ4XS's block headers), not f16 pairs.
+constexpr bool has_word_scales(QuantFormat f) {
+  return has_kq_scales(f) || has_dm_scales(f) || f == QuantFormat::IQ4XS;
+}
+// q is unsigned with value = scale * q - min per group (the int8 gemm subtracts min * sum(x)).
+constexpr bool is_affine(QuantFormat f) { return has_kq_scales(f) || has_dm_scales(f) || f == QuantFormat::Q50; }
+// Nibble words followed by fifth-bit words in each row.
+constexpr bool has_fifth_bits(QuantFormat f) {
+  return f == QuantFormat::Q5K || f == QuantFormat::Q50 || f == QuantFormat::Q51;
+}
 
 struct QuantWeight {
   QuantFormat format = QuantFormat::Q4gsw;
   uint32_t n = 0, k = 0, gs = 32;
   std::vector<uint32_t> q;       // [N, quant_row_words]
-  std::vector<uint32_t> scales;  // f16 [N, K/gs], two per word; Q4K/Q5K: kq_scale_words
+  std::vector<uint32_t> scales;  // f16 [N, K/gs], two per word; Q4K/Q5K: kq_scale_words; Q41/Q51: [N, K/32]
 };
 
-// Values per u32 word of `q`: 8 (q4gsw, Q4K, Q5K's nibbles) or 4 (q8); Q6K has 52 words per 256 values.
+// Values per u32 word of `q`: 8 (q4gsw, Q4K, Q41 and the fifth-bit formats' nibbles) or 4 (q8);
+// Q6K has 52 words per 256 values.
 constexpr uint32_t values_per_word(QuantFormat f) { return f == QuantFormat::Q8 ? 4 : 8; }
 constexpr uint32_t kQ6KWords = 52;
-// Words of `q` per row of k values.
+// Words of `q` per row of k values (the fifth-bit words padded to a multiple of 4: a no-op for Q5K).
 constexpr uint32_t quant_row_words(QuantFormat f, uint32_t k) {
-  return f == QuantFormat::Q6K   ? k / 256 * kQ6KWords
-         : f == QuantFormat::Q5K ? k / 8 + k / 32
-                                 : k / values_per_word(f);
+  return f == QuantFormat::Q6K ? k / 256 * kQ6KWords
+         : has_fifth_bits(f)   ? k / 8 + (k / 32 + 3) / 4 * 4
+                               : k / values_per_word(f);
 }
 // Q4K/Q5K scale words for a weight [n, k]: region A padded to 4 words, then region B.
 constexpr uint64_t kq_region_b(uint32_t n, uint32_t k) { return (uint64_t(n) * (k / 256) + 3) / 4 * 4; }
@@ -84,7 +119,7 @@ inline uint64_t quant_bytes(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) 
 }
 
 // Throws std::invalid_argument unless gs is 32/64/128 (256: Q6K) and k is a positive multiple of gs.
-// (Q4K/Q5K: gs 32, k a multiple of 256, checked by check_format_shape.)
+// (Q4K/Q5K: gs 32, k a multiple of 256; Q41/Q50/Q51: gs 32; checked by check_format_shape.)
 void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what);
 void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, const char* what);
 
@@ -111,6 +146,18 @@ QuantWeight repack_gguf_q8_0(std::span<const uint8_t> blocks, uint32_t n, uint32
 QuantWeight repack_gguf_q6_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q4_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q5_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+//   Q4_1  20 bytes per 32: f16 d, f16 m, qs[16] in Q4_0's nibble order -> Q41
+//   Q5_0  22 bytes per 32: f16 d, qh[4] (bit e of the little-endian u32 is element e's fifth
+//         bit), qs[16] as Q4_0 -> Q50
+//   Q5_1  24 bytes per 32: f16 d, f16 m, qh[4], qs[16] -> Q51
+QuantWeight repack_gguf_q4_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+QuantWeight repack_gguf_q5_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+QuantWeight repack_gguf_q5_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+//   IQ4_XS 136 bytes per 256: f16 d, u16 scales_h, scales_l[4], qs[128]: the 16-byte run j holds
+//         sub-block j, byte l its elements l (low nibble) and l + 16 (high) -> IQ4XS
+QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+// The repack of a GGUF tensor's blocks into format f (a from_gguf_blocks format).
+QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 
 // An f32 [rows, cols] matrix as f16 pairs (DType::F16 tensors), and back.
 std::vector<uint32_t> pack_f16(std::span<const float> x);
