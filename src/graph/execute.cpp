@@ -22,6 +22,7 @@ void encode_node(const Graph& g, size_t n, WGPUComputePassEncoder pass) {
   const auto& kernels = g.compiled[n][ns.route];
   for (size_t j = 0; j < kernels.size(); ++j) {
     const Grid& gr = ns.plan.grids[j];
+    if (gr.x == 0) continue;  // an optional kernel this plan skips (check_plan allows no other empty grid)
     wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
     wgpuComputePassEncoderSetBindGroup(pass, 0, kernels[j].bind_group.get(), 0, nullptr);
     wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
@@ -176,7 +177,10 @@ void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t b
 
 uint32_t active_dispatches(const Graph& g) {
   uint32_t n = 0;
-  for (size_t i = 0; i < g.nodes.size(); ++i) n += uint32_t(g.compiled[i][g.live.nodes[i].route].size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodeState& ns = g.live.nodes[i];
+    for (size_t j = 0; j < g.compiled[i][ns.route].size(); ++j) n += ns.plan.grids[j].x != 0 ? 1 : 0;
+  }
   return n;
 }
 
