@@ -112,16 +112,17 @@ struct BlockCase {
   Repack repack;   // the native repack; nullptr while wgrt's kernels do not read the type
 };
 
-// One line per block type. Q4_1/Q5_0/Q5_1: add the repack when wgrt's kernels read them.
+// One line per block type.
 const BlockCase kBlockCases[] = {
     {GgmlType::Q4_0, lc::Ftype::Q4_0, ops::repack_gguf_q4_0},
     {GgmlType::Q8_0, lc::Ftype::Q8_0, ops::repack_gguf_q8_0},
     {GgmlType::Q4_K, lc::Ftype::Q4_K_M, ops::repack_gguf_q4_k},
     {GgmlType::Q5_K, lc::Ftype::Q5_K_M, ops::repack_gguf_q5_k},
     {GgmlType::Q6_K, lc::Ftype::Q6_K, ops::repack_gguf_q6_k},
-    {GgmlType::Q4_1, lc::Ftype::Q4_1, nullptr},
-    {GgmlType::Q5_0, lc::Ftype::Q5_0, nullptr},
-    {GgmlType::Q5_1, lc::Ftype::Q5_1, nullptr},
+    {GgmlType::Q4_1, lc::Ftype::Q4_1, ops::repack_gguf_q4_1},
+    {GgmlType::Q5_0, lc::Ftype::Q5_0, ops::repack_gguf_q5_0},
+    {GgmlType::Q5_1, lc::Ftype::Q5_1, ops::repack_gguf_q5_1},
+    {GgmlType::IQ4_XS, lc::Ftype::IQ4_XS, ops::repack_gguf_iq4_xs},
 };
 
 // Rows `ids` of a weight [n, k] read on the GPU by the embedding kernel from wgrt's repack.
