@@ -292,7 +292,7 @@ TEST(ServeE2E, AFullQueueAnswers503) {
 // Whether a response is complete: valid JSON (each event, when streamed) in OpenAI's schema,
 // ending with a finish_reason (and [DONE]), within its max_tokens.
 std::string check_response(const httplib::Result& r, bool stream, int max_tokens) {
-  if (!r) return "no response";
+  if (!r) return "no response: " + httplib::to_string(r.error());
   if (r->status != 200) return "status " + std::to_string(r->status) + ": " + r->body;
   if (!stream) {
     json j = json::parse(r->body, nullptr, false);
