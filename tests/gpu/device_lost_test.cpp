@@ -11,6 +11,7 @@
 #include "gpu/pipeline.h"
 #include "selftest.h"
 #include "support/device.h"
+#include "support/throws.h"
 
 namespace wgrt::gpu {
 namespace {
@@ -20,16 +21,7 @@ using test::SelftestParams;
 
 template <class E = DeviceLostError>
 std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return {};
+  return test::message_of<E>(f);
 }
 
 void expect_names_the_loss(const Device& dev, const std::string& msg) {

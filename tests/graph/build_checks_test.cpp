@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gpu/handles.h"
+#include "support/throws.h"
 #include "graph/check.h"
 #include "graph/graph.h"
 #include "ops/attention/attention.h"
@@ -24,19 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 using test::SmallGraph;
 
-template <class E>
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return {};
-}
+using test::message_of;
 
 TEST(GraphChecks, ABrokenInvariantThrowsWithFileAndLine) {
   std::string msg = message_of<InvariantError>([] { (void)Shape{1, 2, 3, 4, 5}; });

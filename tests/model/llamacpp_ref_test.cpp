@@ -35,6 +35,7 @@ namespace wgrt::model {
 namespace {
 
 namespace lc = ref::llamacpp;
+using test::bit_equal;
 
 const std::string kVocab = WGRT_SOURCE_DIR "/.deps/llama-vocab/models/ggml-vocab-llama-spm.gguf";
 
@@ -91,14 +92,6 @@ const std::string& quantized_file(lc::Ftype f) {
 
 // ---- blocks: wgrt's reading against ggml's dequantizer ----
 
-::testing::AssertionResult bit_equal(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], 4) != 0)
-      return ::testing::AssertionFailure() << fmt::format("[{}]: got {} want {}", i, got[i], want[i]);
-  return ::testing::AssertionSuccess();
-}
 
 using Repack = ops::QuantWeight (*)(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 

@@ -20,14 +20,6 @@ namespace {
 using namespace graph;
 using ops::EmbeddingType;
 
-::testing::AssertionResult bit_equal(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::memcmp(&got[i], &want[i], 4) != 0)
-      return ::testing::AssertionFailure() << fmt::format("[{}]: got {} want {}", i, got[i], want[i]);
-  return ::testing::AssertionSuccess();
-}
 
 // A table in the given type, uploaded into tensors added before build(), and the values the
 // reference reads from it.

@@ -1,3 +1,4 @@
+#include <cstring>
 #include "support/op_harness.h"
 
 #include <fmt/format.h>
@@ -36,6 +37,15 @@ std::vector<float> run_step(graph::Graph& g, std::span<const graph::ShapeInput> 
   for (const auto& in : inputs) graph::write_tensor(g, in.tensor, in.data, in.bytes);
   graph::execute(g);
   return graph::read_output<float>(g, output);
+}
+
+::testing::AssertionResult bit_equal(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], 4) != 0)
+      return ::testing::AssertionFailure() << fmt::format("[{}]: got {} want {}", i, got[i], want[i]);
+  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult within(const std::vector<float>& got, const std::vector<float>& want,

@@ -30,6 +30,10 @@ class OpCaseTest : public ::testing::TestWithParam<OpCase> {};
 ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want,
                                      float atol, float rtol);
 
+// Bit for bit (NaN payloads and the sign of zero included); the failure names the first
+// differing index and both values.
+::testing::AssertionResult bit_equal(const std::vector<float>& got, const std::vector<float>& want);
+
 // |got - want| <= bound elementwise (NaN fails); the message names the worst element.
 ::testing::AssertionResult within(const std::vector<float>& got, const std::vector<float>& want,
                                   const std::vector<float>& bound);
