@@ -417,17 +417,32 @@ TEST(ServeE2E, ALostDeviceAnswers503AndTheServerKeepsRunning) {
 
 // The same in-process: a job the worker fails with the lost device's error, while the handlers
 // answer 503 device_lost.
-TEST(ServeHttp, DeviceLostPhaseAnswers503WithTheReason) {
+// The HTTP layer in-process on a free loopback port, without a model or a worker (key "k").
+struct InProcessServer {
   server::ServerState st;
-  st.api_key = "k";
-  server::init_scheduler(st.sched, 1, 4);
+  httplib::Server svr;
+  int port = -1;
+  std::thread t;
+  InProcessServer() {
+    st.api_key = "k";
+    server::init_scheduler(st.sched, 1, 4);
+    server::add_routes(svr, st);
+    port = svr.bind_to_any_port("127.0.0.1");
+    if (port > 0) t = std::thread([this] { svr.listen_after_bind(); });
+  }
+  ~InProcessServer() {
+    svr.stop();
+    if (t.joinable()) t.join();
+  }
+};
+
+TEST(ServeHttp, DeviceLostPhaseAnswers503WithTheReason) {
+  InProcessServer srv;
+  server::ServerState& st = srv.st;
   st.lost_error = "the WebGPU device on 'x' was destroyed: test";
   st.phase = server::Phase::DeviceLost;
-  httplib::Server svr;
-  server::add_routes(svr, st);
-  const int port = svr.bind_to_any_port("127.0.0.1");
+  const int port = srv.port;
   ASSERT_GT(port, 0);
-  std::thread t([&] { svr.listen_after_bind(); });
   httplib::Client c("127.0.0.1", port);
   c.set_bearer_token_auth("k");
   auto h = c.Get("/health");
@@ -441,19 +456,13 @@ TEST(ServeHttp, DeviceLostPhaseAnswers503WithTheReason) {
   }
   httplib::Client anon("127.0.0.1", port);
   expect_error(anon.Get("/v1/models"), 401, "invalid_api_key", "the key is still checked");
-  svr.stop();
-  t.join();
 }
 
 TEST(ServeHttp, LoadingAnswers503AndTheKeyIsChecked) {
-  server::ServerState st;  // phase Loading: no model, no worker
-  st.api_key = "k";
-  server::init_scheduler(st.sched, 1, 4);
-  httplib::Server svr;
-  server::add_routes(svr, st);
-  const int port = svr.bind_to_any_port("127.0.0.1");
+  InProcessServer srv;  // phase Loading: no model, no worker
+  server::ServerState& st = srv.st;
+  const int port = srv.port;
   ASSERT_GT(port, 0);
-  std::thread t([&] { svr.listen_after_bind(); });
   httplib::Client c("127.0.0.1", port);
   c.set_bearer_token_auth("k");
   auto h = c.Get("/health");
@@ -470,8 +479,6 @@ TEST(ServeHttp, LoadingAnswers503AndTheKeyIsChecked) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->status, 500);
   EXPECT_EQ(json::parse(f->body)["error"], "no such file");
-  svr.stop();
-  t.join();
 }
 
 }  // namespace
