@@ -1,9 +1,14 @@
-// wgrt_lab_linear: the quantized linear (q4gsw, q8) per route, timed on the GPU, with ratios to
+// wgrt_lab_linear: the quantized linear (every linear_q format) per route, timed on the GPU, with ratios to
 // the device's measured peaks: GB/s against the read bandwidth (weights + x + y bytes), and
 // GFLOP/s (2 M N K) against the f32 FMA peak.
 //
-//   wgrt_lab_linear [--peaks bench/peaks-h200.json] [--formats q4,q8] [--m 1,4,16,128,512]
-//                   [--shapes 2048x2048,4096x4096] [--gs 32] [--rotate-mb 256] [--repeats 10]
+//   wgrt_lab_linear [--peaks bench/peaks-h200.json] [--formats q4,q8,q4k,q6k] [--m 1,4,16,128,512]
+//                   [--shapes 2048x2048,4096x4096] [--gs 32] [--gemv-int8 0,1] [--rotate-mb 256]
+//                   [--repeats 10]
+//
+// Formats by linear_q's names (q4 is q4gsw); the K-quants and q4_1 / q5_x take their own group
+// size (q6k 256, the others 32), --gs is q4gsw's and q8's. --gemv-int8 times the gemv with f32
+// (0) and int8 (1) activations (LinearQDesc::gemv_int8; -1 the device's choice).
 //
 // Shapes are K x N (the weight is [N, K]). Each timed pass runs C copies of the layer, each with
 // its own weights, C chosen so the copies together pass --rotate-mb (the H200's L2 is 50 MB):
@@ -38,6 +43,7 @@ struct Options {
                                      "2048x128256", "4096x4096", "4096x1024", "4096x14336",
                                      "14336x4096", "4096x128256"};
   uint32_t gs = 32;
+  std::vector<int> gemv_int8 = {-1};
   double rotate_mb = 256;
   int max_copies = 64;
   std::string indep_init = "write";  // "write" (queue write of zeros) or "lazy" (Dawn clears)
@@ -108,8 +114,9 @@ double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector
 
 // One layer shape at every M: a graph of C copies, x at the largest M.
 void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, const Options& o,
-               ops::QuantFormat f, uint32_t k, uint32_t n, lab::Table& table) {
-  const uint64_t wbytes = ops::quant_q_words(f, n, k) * 4 + ops::quant_scale_words(f, n, k, o.gs) * 4;
+               ops::QuantFormat f, int int8, uint32_t k, uint32_t n, lab::Table& table) {
+  const uint32_t gs = f == ops::QuantFormat::Q6K ? 256 : ops::from_gguf_blocks(f) ? 32 : o.gs;
+  const uint64_t wbytes = ops::quant_q_words(f, n, k) * 4 + ops::quant_scale_words(f, n, k, gs) * 4;
   const int copies = int(std::clamp<double>(std::ceil(o.rotate_mb * 1e6 / double(wbytes)), 1, o.max_copies));
   const uint32_t max_m = *std::max_element(o.ms.begin(), o.ms.end());
   graph::Graph g(dev);
@@ -118,15 +125,15 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   std::vector<graph::NodeId> nodes;
   for (int c = 0; c < copies; ++c) {
     std::string name = fmt::format("lin.{}", c);
-    weights.push_back(ops::add_quant_weight(g, name + ".w", f, n, k, o.gs));
-    ops::add_linear_q(g, {.name = name, .format = f, .gs = o.gs, .x = x, .q = weights.back().q,
-                          .scales = weights.back().scales});
+    weights.push_back(ops::add_quant_weight(g, name + ".w", f, n, k, gs));
+    ops::add_linear_q(g, {.name = name, .format = f, .gs = gs, .x = x, .q = weights.back().q,
+                          .scales = weights.back().scales, .gemv_int8 = int8});
     nodes.push_back(graph::find_node(g, name));
   }
   graph::build(g);
   // Random words; scales are f16 values in [2^-8, 2^-6): timing does not depend on them.
   std::mt19937 rng(1);
-  std::vector<uint32_t> q(ops::quant_q_words(f, n, k)), s(ops::quant_scale_words(f, n, k, o.gs));
+  std::vector<uint32_t> q(ops::quant_q_words(f, n, k)), s(ops::quant_scale_words(f, n, k, gs));
   for (auto& v : q) v = rng();
   for (auto& v : s) v = (0x1C00u + rng() % 0x0800u) | ((0x1C00u + rng() % 0x0800u) << 16);
   for (const auto& w : weights) {
@@ -153,22 +160,22 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
         }
       }
     };
-    std::string label = fmt::format("{} {}x{} m{}", ops::quant_format_name(f), k, n, m);
+    const char* xname = m > 1 ? "-" : int8 == 1 ? "i8" : int8 == 0 ? "f32" : "auto";  // the gemv's x
+    std::string label = fmt::format("{} {}x{} m{} x {}", ops::quant_format_name(f), k, n, m, xname);
     lab::Timing t = lab::measure(timer, label, o.time, record);
     double indep_s = measure_independent(g, timer, nodes, o, label);
     double per_call = t.seconds / copies, indep_call = indep_s / copies;
     double bytes = double(wbytes) + 4.0 * m * (double(k) + n);
     double gbps = bytes / per_call / 1e9, indep_gbps = bytes / indep_call / 1e9;
     double gflops = 2.0 * m * double(n) * k / indep_call / 1e9;
-    table.rows.push_back({ops::quant_format_name(f), std::to_string(m), std::to_string(k),
+    table.rows.push_back({ops::quant_format_name(f), xname, std::to_string(m), std::to_string(k),
                           std::to_string(n), kRouteNames[route], std::to_string(copies),
                           fmt::format("{:.2f}", indep_call * 1e6), fmt::format("{:.0f}", indep_gbps),
                           lab::percent_of(indep_gbps, peaks.read_gbps),
                           fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),
                           lab::percent_of(gbps, peaks.read_gbps), fmt::format("{:.0f}", gflops),
                           lab::percent_of(gflops, peaks.fma_gflops)});
-    fmt::print(stderr, "  {} m={} {}x{}: indep {:.2f} us, chain {:.2f} us\n", ops::quant_format_name(f),
-               m, k, n, indep_call * 1e6, per_call * 1e6);
+    fmt::print(stderr, "  {}: indep {:.2f} us, chain {:.2f} us\n", label, indep_call * 1e6, per_call * 1e6);
   }
 }
 
@@ -180,13 +187,23 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+ops::QuantFormat parse_format(const std::string& s) {
+  using F = ops::QuantFormat;
+  for (F f : {F::Q4gsw, F::Q8, F::Q6K, F::Q4K, F::Q5K, F::Q41, F::Q50, F::Q51, F::IQ4XS})
+    if (s == ops::quant_format_name(f) || (s == "q4" && f == F::Q4gsw)) return f;
+  throw std::invalid_argument(fmt::format("--formats: unknown format '{}' (hint: q4, q8, q4k, q5k, q6k, q4_1, q5_0, "
+                                          "q5_1, iq4_xs)", s));
+}
+
 int run(int argc, char** argv) {
   Options o;
   CLI::App app{"wgrt_lab_linear: quantized linear layers against the device peaks"};
   lab::add_device_flags(app, o.device);
   app.add_option("--peaks", o.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
   std::string formats = "q4,q8", shapes, ms;
-  app.add_option("--formats", formats, "comma list of q4, q8");
+  app.add_option("--formats", formats, "comma list of q4 (q4gsw), q8, q4k, q5k, q6k, q4_1, q5_0, q5_1, iq4_xs");
+  std::string int8s;
+  app.add_option("--gemv-int8", int8s, "comma list of the gemv's activations: 0 f32, 1 int8, -1 the device's");
   app.add_option("--shapes", shapes, "comma list of KxN (default: the Llama set)");
   app.add_option("--m", ms, "comma list of M (n_tokens)");
   app.add_option("--gs", o.gs, "group size")->check(CLI::IsMember({32, 64, 128}));
@@ -198,6 +215,10 @@ int run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   o.formats = split(formats);
   if (!shapes.empty()) o.shapes = split(shapes);
+  if (!int8s.empty()) {
+    o.gemv_int8.clear();
+    for (const auto& v : split(int8s)) o.gemv_int8.push_back(std::stoi(v));
+  }
   if (!ms.empty()) {
     o.ms.clear();
     for (const auto& v : split(ms)) o.ms.push_back(uint32_t(std::stoul(v)));
@@ -209,15 +230,15 @@ int run(int argc, char** argv) {
   fmt::print("peaks ({}, {}): read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s; gs {}\n\n", peaks.adapter,
              peaks.date, peaks.read_gbps, peaks.fma_gflops, o.gs);
   lab::Timer timer = lab::create_timer(dev);
-  lab::Table table{{"fmt", "M", "K", "N", "route", "copies", "indep us", "indep GB/s", "indep % BW",
+  lab::Table table{{"fmt", "x", "M", "K", "N", "route", "copies", "indep us", "indep GB/s", "indep % BW",
                     "chain us", "chain GB/s", "chain % BW", "GFLOP/s", "% FMA peak"},
                    {}};
   for (const auto& fs : o.formats) {
-    ops::QuantFormat f = fs == "q8" ? ops::QuantFormat::Q8 : ops::QuantFormat::Q4gsw;
+    const ops::QuantFormat f = parse_format(fs);
     for (const auto& sh : o.shapes) {
       auto xpos = sh.find('x');
       uint32_t k = uint32_t(std::stoul(sh.substr(0, xpos))), n = uint32_t(std::stoul(sh.substr(xpos + 1)));
-      run_shape(dev, timer, peaks, o, f, k, n, table);
+      for (int int8 : o.gemv_int8) run_shape(dev, timer, peaks, o, f, int8, k, n, table);
     }
   }
   fmt::print("\n");

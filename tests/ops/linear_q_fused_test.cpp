@@ -36,6 +36,7 @@ struct FusedCase {
   std::vector<uint32_t> steps;
   bool norm = false, residual = false, swiglu = false, bias = false;
   bool head = false;  // last_row + argmax
+  int gemv_int8 = -1;  // LinearQDesc::gemv_int8 (-1: the device's choice)
 };
 
 uint32_t expected_route(const FusedCase& c, uint32_t m) {
@@ -43,14 +44,18 @@ uint32_t expected_route(const FusedCase& c, uint32_t m) {
   return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
 }
 
-// Whether the route takes int8 activations: the gemm, and q6k's small_m route (its gemm too).
+// Whether the route takes int8 activations: the gemm, q6k's small_m route (its gemm too), and
+// the gemv where the device's choice or the case says so.
 bool int8_route(const FusedCase& c, uint32_t m) {
   const uint32_t r = expected_route(c, m);
+  if (r == ops::kLinearQGemv) return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
   return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 
-// The activations' int8 groups on the gemm route: 32 for the K-quants.
-uint32_t act_group(const FusedCase& c) { return ops::is_k_quant(c.format) ? 32 : c.gs; }
+// The activations' int8 groups: 32 in the gemv and for the K-quants, gs in the other gemms.
+uint32_t act_group(const FusedCase& c, uint32_t m) {
+  return ops::is_k_quant(c.format) || expected_route(c, m) == ops::kLinearQGemv ? 32 : c.gs;
+}
 
 // A weight from random GGUF blocks (K-quants, Q4_1, Q5_0, Q5_1), and the reference's reading
 // of those blocks.
@@ -115,7 +120,7 @@ void run_fused(const FusedCase& c) {
   TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x, .q = wt.q,
                                      .scales = wt.scales, .bias = bias, .norm = norm, .eps = 1e-5f,
                                      .residual = res, .swiglu = c.swiglu, .last_row = c.head,
-                                     .argmax_out = am});
+                                     .argmax_out = am, .gemv_int8 = c.gemv_int8});
   NodeId node = find_node(g, "y");
   mark_output(g, y);
   if (am) mark_output(g, *am);
@@ -162,7 +167,7 @@ void run_fused(const FusedCase& c) {
     auto bounds = [&](const std::vector<float>& wrows, uint32_t n) {
       std::vector<float> b = ref::abs_dot(xn, wrows, rows, n, c.k);
       const bool gemm = int8_route(c, m);
-      std::vector<float> act = gemm ? ref::int8_act_error_bound(xn, wrows, rows, n, c.k, act_group(c)) : std::vector<float>();
+      std::vector<float> act = gemm ? ref::int8_act_error_bound(xn, wrows, rows, n, c.k, act_group(c, m)) : std::vector<float>();
       for (size_t i = 0; i < b.size(); ++i) b[i] = 1e-5f * (b[i] + 1.f) + (gemm ? act[i] * 1.01f : 0.f);
       return b;
     };
@@ -227,8 +232,12 @@ std::vector<OpCase> fused_cases() {
         FusedCase c{f, gs, gs * 5, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 1}};
         c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
         if (v.head) c.n = 4099;  // several gemv workgroups' partials
-        cases.push_back({fmt::format("{}_{}_gs{}", f == QuantFormat::Q4gsw ? "q4" : "q8", v.name, gs),
-                         [c] { run_fused(c); }});
+        for (int int8 : {0, 1}) {
+          c.gemv_int8 = int8;
+          cases.push_back({fmt::format("{}_{}_gs{}{}", f == QuantFormat::Q4gsw ? "q4" : "q8", v.name, gs,
+                                       int8 ? "_xi8" : ""),
+                           [c] { run_fused(c); }});
+        }
       }
   // The K-quants from random GGUF blocks: every variant on every route (q6k: gemm from 2 rows).
   for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K, QuantFormat::IQ4XS})
@@ -237,7 +246,11 @@ std::vector<OpCase> fused_cases() {
       FusedCase c{f, gs, 512, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
       c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
       if (v.head) c.n = 4099;
-      cases.push_back({fmt::format("{}_{}", ops::quant_format_name(f), v.name), [c] { run_fused(c); }});
+      for (int int8 : {0, 1}) {
+        c.gemv_int8 = int8;
+        cases.push_back({fmt::format("{}_{}{}", ops::quant_format_name(f), v.name, int8 ? "_xi8" : ""),
+                         [c] { run_fused(c); }});
+      }
     }
   // Q4_1, Q5_0, Q5_1 from random GGUF blocks, K = 15 groups (the fifth-bit words padded).
   for (QuantFormat f : {QuantFormat::Q41, QuantFormat::Q50, QuantFormat::Q51})
@@ -245,7 +258,11 @@ std::vector<OpCase> fused_cases() {
       FusedCase c{f, 32, 480, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
       c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
       if (v.head) c.n = 4099;
-      cases.push_back({fmt::format("{}_{}", ops::quant_format_name(f), v.name), [c] { run_fused(c); }});
+      for (int int8 : {0, 1}) {
+        c.gemv_int8 = int8;
+        cases.push_back({fmt::format("{}_{}{}", ops::quant_format_name(f), v.name, int8 ? "_xi8" : ""),
+                         [c] { run_fused(c); }});
+      }
     }
   return cases;
 }
@@ -254,7 +271,7 @@ WGRT_OP_CASES(LinearQFused, fused_cases);
 
 // q6k (GGUF Q6_K blocks kept as blocks): the gemv, plain and as the output head (norm, last row,
 // argmax), against f32 math on the reference's reading of the blocks.
-void run_q6k(uint32_t n, uint32_t k, bool head) {
+void run_q6k(uint32_t n, uint32_t k, bool head, int int8) {
   Graph g(device());
   const uint32_t max_m = head ? 9 : 1;
   TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
@@ -266,7 +283,7 @@ void run_q6k(uint32_t n, uint32_t k, bool head) {
     am = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
   }
   TensorId y = ops::add_linear_q(g, {.name = "y", .format = QuantFormat::Q6K, .gs = 256, .x = x, .q = q, .scales = sc,
-                                     .norm = norm, .last_row = head, .argmax_out = am});
+                                     .norm = norm, .last_row = head, .argmax_out = am, .gemv_int8 = int8});
   mark_output(g, y);
   if (am) mark_output(g, *am);
   build(g);
@@ -289,7 +306,9 @@ void run_q6k(uint32_t n, uint32_t k, bool head) {
     std::vector<float> xr(xv.end() - ptrdiff_t(k), xv.end());
     std::vector<float> xn = head ? ref::rms_norm(xr, nv, k, 1e-5) : xr;
     std::vector<float> want = ref::linear(xn, wd, {}, 1, n, k), bound = ref::abs_dot(xn, wd, 1, n, k);
-    for (float& b : bound) b = 1e-5f * (b + 1.f);
+    const bool xi8 = ops::gemv_takes_int8(device().caps, QuantFormat::Q6K, int8);
+    std::vector<float> act = xi8 ? ref::int8_act_error_bound(xn, wd, 1, n, k, 32) : std::vector<float>(n, 0.f);
+    for (uint32_t i = 0; i < n; ++i) bound[i] = 1e-5f * (bound[i] + 1.f) + 1.01f * act[i];
     EXPECT_TRUE(within(got, want, bound));
     if (am) {
       EXPECT_EQ(read_output<uint32_t>(g, *am)[0], ref::argmax_rows(got, n)[0]);
@@ -297,8 +316,9 @@ void run_q6k(uint32_t n, uint32_t k, bool head) {
   }
 }
 
-TEST(LinearQ6K, GemvMatchesTheBlocks) { run_q6k(131, 512, false); }
-TEST(LinearQ6K, OutputHeadMatchesTheBlocks) { run_q6k(4099, 768, true); }
+TEST(LinearQ6K, GemvMatchesTheBlocks) { run_q6k(131, 512, false, 0); }
+TEST(LinearQ6K, GemvWithInt8ActivationsMatchesTheBlocks) { run_q6k(131, 512, false, 1); }
+TEST(LinearQ6K, OutputHeadMatchesTheBlocks) { run_q6k(4099, 768, true, -1); }
 // Several weights of different formats sharing one output (q|k in Q4_K, v in Q6_K, as a Q4_K_M
 // file stores them): with the norm, a bias and a residual, on every route, against f32 math on
 // the weights' rows one after the other.
@@ -348,10 +368,13 @@ void run_parts(std::vector<QuantFormat> formats, bool residual) {
     auto got = run_step(g, shapes, {}, inputs, y);
     std::vector<float> xn = ref::rms_norm(xv, nv, k, 1e-5);
     std::vector<float> want = ref::linear(xn, wd, bv, m, n, k), bound = ref::abs_dot(xn, wd, m, n, k);
-    // Any kernel of m > 1 may take int8 activations (q6k's gemm serves 2..7 rows too).
+    // Any kernel of m > 1 may take int8 activations (q6k's gemm serves 2..7 rows too), and the
+    // gemv where the device's choice says so.
+    bool int8 = m > 1;
+    for (QuantFormat f : formats) int8 = int8 || ops::gemv_takes_int8(device().caps, f);
     std::vector<float> act = ref::int8_act_error_bound(xn, wd, m, n, k, 32);
     for (size_t i = 0; i < want.size(); ++i) {
-      bound[i] = 1e-5f * (bound[i] + 1.f) + (m > 1 ? act[i] * 1.01f : 0.f);
+      bound[i] = 1e-5f * (bound[i] + 1.f) + (int8 ? act[i] * 1.01f : 0.f);
       if (res) want[i] += rv[i];
     }
     EXPECT_TRUE(within(got, want, bound));

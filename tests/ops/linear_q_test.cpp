@@ -3,7 +3,8 @@
 //
 // Tolerances:
 //   gemv, small_m (f32 activations): |err| <= 1e-5 * sum_k |x w| (f32 accumulation order).
-//   gemm (int8 activations), two checks:
+//   gemm, and the gemv where it takes int8 activations (ops::gemv_takes_int8; groups of 32
+//   there), two checks:
 //     tight: against the same activation rounding done on the CPU (ref::quantize_activations):
 //            1e-5 * sum_k |x w| + one activation step on the largest term, because the GPU's
 //            127 / absmax may round a value sitting on a .5 tie the other way;
@@ -43,6 +44,7 @@ struct QCase {
   bool bias = false;
   float magnitude = 1.f;        // x and w drawn from [-magnitude, magnitude]
   uint32_t gemv_lanes = 0;      // LinearQDesc::gemv_lanes (0: the device's choice)
+  int gemv_int8 = -1;           // LinearQDesc::gemv_int8 (-1: the device's choice)
 };
 
 void run_q_case(const QCase& c) {
@@ -54,7 +56,8 @@ void run_q_case(const QCase& c) {
   std::optional<TensorId> bias;
   if (c.bias) bias = add_weight(g, {.name = "bias", .shape = {c.n}});
   TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x,
-                                     .q = wt.q, .scales = wt.scales, .bias = bias, .gemv_lanes = c.gemv_lanes});
+                                     .q = wt.q, .scales = wt.scales, .bias = bias, .gemv_lanes = c.gemv_lanes,
+                                     .gemv_int8 = c.gemv_int8});
   NodeId node = find_node(g, "y");
   mark_output(g, y);
   build(g);
@@ -82,28 +85,30 @@ void run_q_case(const QCase& c) {
     std::vector<float> mass = ref::abs_dot(xv, wdeq, m, c.n, c.k);
     for (size_t i = 0; i < mass.size(); ++i) mass[i] += bv.empty() ? 0.f : std::fabs(bv[i % c.n]);
     std::vector<float> f32_want = ref::linear(xv, wdeq, bv, m, c.n, c.k);
-    if (m < 8) {
+    const bool int8 = m >= 8 || (m == 1 && ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8));
+    const uint32_t act_gs = m == 1 ? 32 : c.gs;  // the gemv quantizes x per 32 values
+    if (!int8) {
       std::vector<float> bound(mass.size());
       for (size_t i = 0; i < mass.size(); ++i) bound[i] = 1e-5f * mass[i] + 1e-30f;
       EXPECT_TRUE(within(got, f32_want, bound)) << "f32-activation route vs f32 reference";
       continue;
     }
     // int8 activations: tight against the same rounding, bounded against f32 math.
-    ref::QuantizedActivations qa = ref::quantize_activations(xv, m, c.k, c.gs);
-    std::vector<float> want = ref::linear_int8_act(qa, wdeq, bv, m, c.n, c.k, c.gs);
-    std::vector<float> tight(mass.size()), loose = ref::int8_act_error_bound(xv, wdeq, m, c.n, c.k, c.gs);
+    ref::QuantizedActivations qa = ref::quantize_activations(xv, m, c.k, act_gs);
+    std::vector<float> want = ref::linear_int8_act(qa, wdeq, bv, m, c.n, c.k, act_gs);
+    std::vector<float> tight(mass.size()), loose = ref::int8_act_error_bound(xv, wdeq, m, c.n, c.k, act_gs);
     for (uint32_t r = 0; r < m; ++r)
       for (uint32_t j = 0; j < c.n; ++j) {
         float step_term = 0;  // one activation step on the largest weight of the row
         for (uint32_t i = 0; i < c.k; ++i)
-          step_term = std::max(step_term, qa.scales[r * (c.k / c.gs) + i / c.gs] *
+          step_term = std::max(step_term, qa.scales[r * (c.k / act_gs) + i / act_gs] *
                                               std::fabs(wdeq[size_t(j) * c.k + i]));
         size_t o = size_t(r) * c.n + j;
         tight[o] = 1e-5f * mass[o] + 1.01f * step_term + 1e-30f;
         loose[o] += 1e-5f * mass[o] + 1e-30f;
       }
-    EXPECT_TRUE(within(got, want, tight)) << "gemm vs CPU int8-activation reference";
-    EXPECT_TRUE(within(got, f32_want, loose)) << "gemm vs f32 reference (activation rounding bound)";
+    EXPECT_TRUE(within(got, want, tight)) << "int8-activation route vs CPU int8-activation reference";
+    EXPECT_TRUE(within(got, f32_want, loose)) << "int8-activation route vs f32 reference (activation rounding bound)";
   }
 }
 
@@ -149,20 +154,26 @@ std::vector<OpCase> linear_q_cases() {
       {16384 + 640, 128, 37, true}, {8192 + 96, 32, 5, false}, {96, 32, 140001, false},
       {4096, 64, 300, true},
   };
+  // Each with f32 and with int8 activations (where the device has subgroups of 4 or more).
   for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
-    for (const GemvShape& s : gemv_shapes) {
-      QCase c{f, s.gs, s.k, s.n, 1, {1, 1}, s.bias};
-      cases.push_back({fmt::format("{}_gemv_k{}_gs{}_n{}{}", fmt_name(f), s.k, s.gs, s.n,
-                                   s.bias ? "_bias" : ""),
-                       [c] { run_q_case(c); }});
-    }
+    for (const GemvShape& s : gemv_shapes)
+      for (int int8 : {0, 1}) {
+        QCase c{f, s.gs, s.k, s.n, 1, {1, 1}, s.bias};
+        c.gemv_int8 = int8;
+        cases.push_back({fmt::format("{}_gemv_k{}_gs{}_n{}{}{}", fmt_name(f), s.k, s.gs, s.n,
+                                     s.bias ? "_bias" : "", int8 ? "_xi8" : ""),
+                         [c] { run_q_case(c); }});
+      }
   // Every gemv lane count a device may get (the CPU driver picks 16, the H200 64 and 32).
   for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
-    for (uint32_t lanes : {8u, 32u, 64u}) {
-      QCase c{f, 64, 4096 + 448, 45, 1, {1}, true};
-      c.gemv_lanes = lanes;
-      cases.push_back({fmt::format("{}_gemv_lanes{}", fmt_name(f), lanes), [c] { run_q_case(c); }});
-    }
+    for (uint32_t lanes : {8u, 32u, 64u})
+      for (int int8 : {0, 1}) {
+        QCase c{f, 64, 4096 + 448, 45, 1, {1}, true};
+        c.gemv_lanes = lanes;
+        c.gemv_int8 = int8;
+        cases.push_back({fmt::format("{}_gemv_lanes{}{}", fmt_name(f), lanes, int8 ? "_xi8" : ""),
+                         [c] { run_q_case(c); }});
+      }
   return cases;
 }
 

@@ -164,6 +164,28 @@ uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, co
   return lanes;
 }
 
+}  // namespace
+
+// Whether the gemv quantizes x to int8 as it stages it (linear_q.wgsl XI8): on GPUs, where
+// the f32 decode's ALU work, not the memory, bounds the gemv (H200: 1.2-1.8x faster kernels,
+// decode +19-28%, docs/PERFORMANCE.md); off on CPU drivers, where it is no faster (lavapipe,
+// the demo model: the same tok/s within noise) and the f32 results stay closest to the
+// references. Not for iq4_xs (its grid lookup has no int8 form here) nor on devices whose
+// subgroups are narrower than the 4 threads that stage a chunk together. `forced`
+// (LinearQDesc::gemv_int8) or WGRT_GEMV_I8=0|1 picks (to measure).
+bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
+  if (f == QuantFormat::IQ4XS || gpu::subgroup_lanes(caps) < 4) return false;
+  if (forced >= 0) return forced == 1;
+  if (const char* env = std::getenv("WGRT_GEMV_I8")) {
+    const std::string v = env;
+    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_GEMV_I8='{}' (hint: 0 or 1)", v));
+    return v == "1";
+  }
+  return caps.adapter.type != WGPUAdapterType_CPU;
+}
+
+namespace {
+
 enum class Scratch : uint8_t { Partial, Normed, GateUp, Xq, Xs };
 
 void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
@@ -254,6 +276,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
       extra.push_back({"GV_TK", double(gemv_lanes(g.dev->caps, n, d.gemv_lanes, d.name))});
+      extra.push_back({"XI8", gemv_takes_int8(g.dev->caps, wp.format, d.gemv_int8) ? 1.0 : 0.0});
     } else if (std::string_view(entry) == "small_m") {
       extra.push_back({"SG", sg});
       extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG

@@ -4,10 +4,11 @@
 // Every format is value = scale * q - min per group of 32 (or 16: q6k), q a small integer:
 // the kernels take the integer dot and apply both factors once per group.
 // Routes on x's live rows (n_tokens):
-//   [1, 1]    gemv      f32 activations; 16 rows per 128-thread workgroup, 32 lanes along K
-//                       reduced by subgroup shuffles; vec4<u32> weight loads; x staged in
-//                       workgroup memory once per workgroup and turn (coalesced), each read
-//                       serving 4 rows
+//   [1, 1]    gemv      16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
+//                       subgroup shuffles; vec4<u32> weight loads; x staged in workgroup memory
+//                       once per workgroup and turn (coalesced), each read serving 4 rows; on
+//                       GPUs x is quantized to int8 per 32 values as it is staged and the rows
+//                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations
 //   [2, 7]    small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
 //                       (q6k has no small_m kernel: its weights take the gemm's kernels here)
 //   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
@@ -64,9 +65,15 @@ struct LinearQDesc {
   std::optional<graph::TensorId> argmax_out;  // [1] u32 (State or Intermediate); needs last_row
   std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu/last_row
   uint32_t gemv_lanes = 0;              // gemv lanes along K: 8, 16, 32, 64; 0: the device's (linear_q.cpp)
+  int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off, -1 the device's (linear_q.cpp)
 };
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
+
+// Whether the gemv of a weight of format f takes int8 activations on this device (XI8: x
+// quantized per 32 values while staged, as the gemm's; the tests' references follow it).
+// forced: LinearQDesc::gemv_int8.
+bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced = -1);
 
 // Weight tensors for a QuantWeight: adds `<name>.q` and `<name>.scales` (call before build,
 // write with write_quant_weight after).

@@ -340,6 +340,140 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   return vec4<f32>(a0, a1, a2, a3);
 }
 
+// ---- int8 activations (XI8) ---------------------------------------------------------------
+// The gemv's f32 decode costs about three ALU instructions per weight value (place the nibble,
+// mask, multiply-add), enough to make a Q4 gemv on an H200 ALU-bound at half the memory
+// bandwidth. With XI8 the workgroup quantizes each turn's x to int8 while staging it (one
+// scale per 32 values, as quantize_act does for the gemm) and the rows take dot4I8Packed on
+// their unpacked bytes: two logic ops and two packed dots per 8 q4 values. Needs subgroups of
+// 4 or more lanes (the 4 threads staging a chunk share its absmax by shuffles).
+override XI8: bool = false;
+
+// Turn `it`'s 32-value chunk j from threads 4j .. 4j + 3, 8 values each, into gv_x's slots
+// 3j, 3j + 1 (8 int8 quadruples, bitcast: gv_x is f32) and 3j + 2 = (scale, sum of the first 16
+// int8 values, sum of the last 16, 0); the 3-vec4 stride keeps a quarter-warp's vec4 reads
+// on distinct banks. q4/q5 words hold values 0, 2, 4, 6 then 1, 3, 5, 7 of each 8, the order
+// their nibbles unpack in; q6k and q8 words are in natural order.
+fn gv_stage_i8(xo: u32, it: u32, lid: u32) {
+  let j = lid / 4u;
+  let e = lid % 4u;
+  let gi = (it * GV_TK + j) * 8u + 2u * e;  // vec4 index in the row; K is a multiple of 32
+  var a = vec4<f32>(0.0);
+  var b = vec4<f32>(0.0);
+  if (gi < p.k / 4u) {
+    a = x4[xo + gi];
+    b = x4[xo + gi + 1u];
+    if (NORM) {
+      gv_ss += dot(a, a) + dot(b, b);
+      a *= nw4[gi];
+      b *= nw4[gi + 1u];
+    }
+  }
+  let ma = max(abs(a), abs(b));
+  var amax = max(max(ma.x, ma.y), max(ma.z, ma.w));
+  amax = max(amax, sg_xor(amax, 1u));
+  amax = max(amax, sg_xor(amax, 2u));
+  let inv = select(0.0, 127.0 / amax, amax > 0.0);
+  let qa = vec4<i32>(round(a * inv));
+  let qb = vec4<i32>(round(b * inv));
+  var w0 = pack4xI8(qa);
+  var w1 = pack4xI8(qb);
+  if (BITS == 4u || BITS == 5u) {
+    w0 = pack4xI8(vec4<i32>(qa.x, qa.z, qb.x, qb.z));
+    w1 = pack4xI8(vec4<i32>(qa.y, qa.w, qb.y, qb.w));
+  }
+  var hs = f32(qa.x + qa.y + qa.z + qa.w + qb.x + qb.y + qb.z + qb.w);
+  hs += sg_xor(hs, 1u);  // threads 4j, 4j + 1: values 0..15; 4j + 2, 4j + 3: 16..31
+  let other = sg_xor(hs, 2u);
+  gv_x[3u * j + e / 2u][2u * (e % 2u)] = bitcast<f32>(w0);
+  gv_x[3u * j + e / 2u][2u * (e % 2u) + 1u] = bitcast<f32>(w1);
+  if (e == 0u) { gv_x[3u * j + 2u] = vec4<f32>(amax / 127.0, hs, other, 0.0); }
+}
+
+// The staged chunk t: its 8 int8 words and (scale, half sums).
+struct XChunk {
+  a: vec4<u32>,
+  b: vec4<u32>,
+  s: vec4<f32>,
+}
+
+fn gv_xchunk(t: u32) -> XChunk {
+  return XChunk(bitcast<vec4<u32>>(gv_x[3u * t]), bitcast<vec4<u32>>(gv_x[3u * t + 1u]), gv_x[3u * t + 2u]);
+}
+
+// q4 nibble word w (values 8i .. 8i + 7 of a chunk) against staged words xe (values 0, 2, 4, 6)
+// and xo (1, 3, 5, 7); q5: with the fifth bits of the 8 values in bits 0..7 of hb.
+fn i4_dot(w: u32, hb: u32, xe: u32, xo: u32) -> i32 {
+  var lo = w & 0x0F0F0F0Fu;
+  var hi = (w >> 4u) & 0x0F0F0F0Fu;
+  if (BITS == 5u) {
+    lo |= spread5(hb & 0x55u);
+    hi |= spread5((hb >> 1u) & 0x55u);
+  }
+  return dot4I8Packed(lo, xe) + dot4I8Packed(hi, xo);
+}
+
+// One row's 32-value chunk: the integer dot of its stored q (unsigned nibbles, q8 signed) with
+// the chunk's int8 x. q4 / q5: w is the chunk's vec4 of nibble words, hw its fifth bits;
+// q8: w and w2 its two vec4s of int8 quadruples.
+fn i8_chunk(w: vec4<u32>, w2: vec4<u32>, hw: u32, x: XChunk) -> i32 {
+  if (BITS == 8u) {
+    return dot4I8Packed(w.x, x.a.x) + dot4I8Packed(w.y, x.a.y) + dot4I8Packed(w.z, x.a.z) + dot4I8Packed(w.w, x.a.w) +
+           dot4I8Packed(w2.x, x.b.x) + dot4I8Packed(w2.y, x.b.y) + dot4I8Packed(w2.z, x.b.z) +
+           dot4I8Packed(w2.w, x.b.w);
+  }
+  return i4_dot(w.x, hw, x.a.x, x.a.y) + i4_dot(w.y, hw >> 8u, x.a.z, x.a.w) + i4_dot(w.z, hw >> 16u, x.b.x, x.b.y) +
+         i4_dot(w.w, hw >> 24u, x.b.z, x.b.w);
+}
+
+// gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8) and iq4_xs (no XI8).
+// value = scale * q - min, so a chunk adds xs * (scale * dot(q, qx) - min * sum(qx)).
+fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
+  let nchunks = p.k / 32u;
+  let rs = q_row_words() / 4u;
+  let per = select(1u, 2u, BITS == 8u);  // vec4 of weight words per row and chunk
+  let xo = xrow * (p.k / 4u);
+  let turns = (nchunks + GV_TK - 1u) / GV_TK;
+  var a = vec4<f32>(0.0);
+  for (var it = 0u; it < turns; it++) {
+    let c = min(it * GV_TK + t, nchunks - 1u);
+    let live = it * GV_TK + t < nchunks;
+    let f0 = gv_affine(r.x, c * 32u);
+    let f1 = gv_affine(r.y, c * 32u);
+    let f2 = gv_affine(r.z, c * 32u);
+    let f3 = gv_affine(r.w, c * 32u);
+    let w0 = qw4[r.x * rs + per * c];
+    let w1 = qw4[r.y * rs + per * c];
+    let w2 = qw4[r.z * rs + per * c];
+    let w3 = qw4[r.w * rs + per * c];
+    var v0 = vec4<u32>(0u);
+    var v1 = vec4<u32>(0u);
+    var v2 = vec4<u32>(0u);
+    var v3 = vec4<u32>(0u);
+    if (BITS == 8u) {
+      v0 = qw4[r.x * rs + per * c + 1u];
+      v1 = qw4[r.y * rs + per * c + 1u];
+      v2 = qw4[r.z * rs + per * c + 1u];
+      v3 = qw4[r.w * rs + per * c + 1u];
+    }
+    let h0 = gv_hi(r.x, c);
+    let h1 = gv_hi(r.y, c);
+    let h2 = gv_hi(r.z, c);
+    let h3 = gv_hi(r.w, c);
+    gv_stage_i8(xo, it, lid);
+    workgroupBarrier();
+    let x = gv_xchunk(t);
+    let qs = x.s.y + x.s.z;
+    let d = vec4<f32>(fma(f32(i8_chunk(w0, v0, h0, x)), f0.x, -f0.y * qs),
+                      fma(f32(i8_chunk(w1, v1, h1, x)), f1.x, -f1.y * qs),
+                      fma(f32(i8_chunk(w2, v2, h2, x)), f2.x, -f2.y * qs),
+                      fma(f32(i8_chunk(w3, v3, h3, x)), f3.x, -f3.y * qs));
+    if (live) { a = fma(d, vec4<f32>(x.s.x), a); }
+    workgroupBarrier();  // before the next turn overwrites gv_x
+  }
+  return a;
+}
+
 // ---- q6k: GGUF Q6_K blocks, repacked to words (quant.h): per 256 values 52 words,
 // ql[32] | qh[16] | scales[4] (16 int8), with d as an f16 in `sc` (one per block).
 // A lane's chunk is 32 values: block b = c / 8, half h = (c / 4) % 2, t = c % 4; value l of
@@ -411,8 +545,59 @@ fn gv_rows_q6k(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   return a;
 }
 
+// gv_rows_q6k with int8 x (XI8): the chunk's 6-bit q as bytes (natural order, as the gemm
+// builds them), dot4I8Packed per 4 values; (q - 32) comes out as 32 times the half's int8 sum.
+fn q6k_bytes(ql: u32, qh: u32, t: u32) -> u32 {
+  return ((ql >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((qh >> (2u * t)) & 0x03030303u) << 4u);
+}
+
+fn q6k_row_i8(base4: u32, h: u32, t: u32, x: XChunk, d: f32) -> f32 {
+  let ql0 = qw4[base4 + 4u * h + 2u * (t % 2u)];
+  let ql1 = qw4[base4 + 4u * h + 2u * (t % 2u) + 1u];
+  let qh0 = qw4[base4 + 8u + 2u * h];
+  let qh1 = qw4[base4 + 8u + 2u * h + 1u];
+  let scw = qw4[base4 + 12u];  // the 16 scales
+  let s = vec4<f32>(unpack4xI8(scw[(8u * h + 2u * t) / 4u]));
+  let si = (2u * t) % 4u;
+  let s0 = select(s.x, s.z, si == 2u);
+  let s1 = select(s.y, s.w, si == 2u);
+  let i0 = dot4I8Packed(q6k_bytes(ql0.x, qh0.x, t), x.a.x) + dot4I8Packed(q6k_bytes(ql0.y, qh0.y, t), x.a.y) +
+           dot4I8Packed(q6k_bytes(ql0.z, qh0.z, t), x.a.z) + dot4I8Packed(q6k_bytes(ql0.w, qh0.w, t), x.a.w);
+  let i1 = dot4I8Packed(q6k_bytes(ql1.x, qh1.x, t), x.b.x) + dot4I8Packed(q6k_bytes(ql1.y, qh1.y, t), x.b.y) +
+           dot4I8Packed(q6k_bytes(ql1.z, qh1.z, t), x.b.z) + dot4I8Packed(q6k_bytes(ql1.w, qh1.w, t), x.b.w);
+  return d * (s0 * fma(-32.0, x.s.y, f32(i0)) + s1 * fma(-32.0, x.s.z, f32(i1)));
+}
+
+fn gv_rows_q6k_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
+  let nchunks = p.k / 32u;
+  let blocks = p.k / 256u;
+  let xo = xrow * (p.k / 4u);
+  let turns = (nchunks + GV_TK - 1u) / GV_TK;
+  let bw = Q6K_WORDS / 4u;
+  var a = vec4<f32>(0.0);
+  for (var it = 0u; it < turns; it++) {
+    let c = min(it * GV_TK + t, nchunks - 1u);
+    let live = it * GV_TK + t < nchunks;
+    gv_stage_i8(xo, it, lid);
+    workgroupBarrier();
+    let x = gv_xchunk(t);
+    let b = c / 8u;
+    let h = (c / 4u) % 2u;
+    let tt = c % 4u;
+    let v = vec4<f32>(q6k_row_i8((r.x * blocks + b) * bw, h, tt, x, scale_at(r.x * blocks + b)),
+                      q6k_row_i8((r.y * blocks + b) * bw, h, tt, x, scale_at(r.y * blocks + b)),
+                      q6k_row_i8((r.z * blocks + b) * bw, h, tt, x, scale_at(r.z * blocks + b)),
+                      q6k_row_i8((r.w * blocks + b) * bw, h, tt, x, scale_at(r.w * blocks + b)));
+    if (live) { a = fma(v, vec4<f32>(x.s.x), a); }
+    workgroupBarrier();
+  }
+  return a;
+}
+
 // The row set's dots for whichever weight format BITS names.
 fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
+  if (XI8 && BITS == 6u) { return gv_rows_q6k_i8(r, xrow, t, lid); }
+  if (XI8) { return gv_rows_i8(r, xrow, t, lid); }
   if (BITS == 6u) { return gv_rows_q6k(r, xrow, t, lid); }
   return gv_rows(r, xrow, t, lid);
 }
