@@ -551,43 +551,56 @@ fn q6k_bytes(ql: u32, qh: u32, t: u32) -> u32 {
   return ((ql >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((qh >> (2u * t)) & 0x03030303u) << 4u);
 }
 
-fn q6k_row_i8(base4: u32, h: u32, t: u32, x: XChunk, d: f32) -> f32 {
-  let ql0 = qw4[base4 + 4u * h + 2u * (t % 2u)];
-  let ql1 = qw4[base4 + 4u * h + 2u * (t % 2u) + 1u];
-  let qh0 = qw4[base4 + 8u + 2u * h];
-  let qh1 = qw4[base4 + 8u + 2u * h + 1u];
-  let scw = qw4[base4 + 12u];  // the 16 scales
-  let s = vec4<f32>(unpack4xI8(scw[(8u * h + 2u * t) / 4u]));
-  let si = (2u * t) % 4u;
-  let s0 = select(s.x, s.z, si == 2u);
-  let s1 = select(s.y, s.w, si == 2u);
-  let i0 = dot4I8Packed(q6k_bytes(ql0.x, qh0.x, t), x.a.x) + dot4I8Packed(q6k_bytes(ql0.y, qh0.y, t), x.a.y) +
-           dot4I8Packed(q6k_bytes(ql0.z, qh0.z, t), x.a.z) + dot4I8Packed(q6k_bytes(ql0.w, qh0.w, t), x.a.w);
-  let i1 = dot4I8Packed(q6k_bytes(ql1.x, qh1.x, t), x.b.x) + dot4I8Packed(q6k_bytes(ql1.y, qh1.y, t), x.b.y) +
-           dot4I8Packed(q6k_bytes(ql1.z, qh1.z, t), x.b.z) + dot4I8Packed(q6k_bytes(ql1.w, qh1.w, t), x.b.w);
-  return d * (s0 * fma(-32.0, x.s.y, f32(i0)) + s1 * fma(-32.0, x.s.z, f32(i1)));
+// One row's chunk of q6k words, loaded before the turn's staging so the loads overlap it.
+struct Q6Row {
+  ql0: vec4<u32>,
+  ql1: vec4<u32>,
+  qh0: vec4<u32>,
+  qh1: vec4<u32>,
+  sw: u32,  // the word holding the chunk's two int8 scales
+  d: f32,
+}
+
+// Chunk c of row r (block c / 8, half h = (c / 4) % 2, quarter t = c % 4).
+fn q6k_load(r: u32, c: u32) -> Q6Row {
+  let blk = r * (p.k / 256u) + c / 8u;
+  let base4 = blk * (Q6K_WORDS / 4u);
+  let h = (c / 4u) % 2u;
+  let t = c % 4u;
+  return Q6Row(qw4[base4 + 4u * h + 2u * (t % 2u)], qw4[base4 + 4u * h + 2u * (t % 2u) + 1u],
+               qw4[base4 + 8u + 2u * h], qw4[base4 + 8u + 2u * h + 1u], qw4[base4 + 12u][(8u * h + 2u * t) / 4u],
+               scale_at(blk));
+}
+
+fn q6k_row_i8(o: Q6Row, t: u32, x: XChunk) -> f32 {
+  let s = vec4<f32>(unpack4xI8(o.sw));
+  let hi = (t % 2u) == 1u;  // the scale pair's place in its word: bytes 0, 1 or 2, 3
+  let s0 = select(s.x, s.z, hi);
+  let s1 = select(s.y, s.w, hi);
+  let i0 = dot4I8Packed(q6k_bytes(o.ql0.x, o.qh0.x, t), x.a.x) + dot4I8Packed(q6k_bytes(o.ql0.y, o.qh0.y, t), x.a.y) +
+           dot4I8Packed(q6k_bytes(o.ql0.z, o.qh0.z, t), x.a.z) + dot4I8Packed(q6k_bytes(o.ql0.w, o.qh0.w, t), x.a.w);
+  let i1 = dot4I8Packed(q6k_bytes(o.ql1.x, o.qh1.x, t), x.b.x) + dot4I8Packed(q6k_bytes(o.ql1.y, o.qh1.y, t), x.b.y) +
+           dot4I8Packed(q6k_bytes(o.ql1.z, o.qh1.z, t), x.b.z) + dot4I8Packed(q6k_bytes(o.ql1.w, o.qh1.w, t), x.b.w);
+  return o.d * (s0 * fma(-32.0, x.s.y, f32(i0)) + s1 * fma(-32.0, x.s.z, f32(i1)));
 }
 
 fn gv_rows_q6k_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   let nchunks = p.k / 32u;
-  let blocks = p.k / 256u;
   let xo = xrow * (p.k / 4u);
   let turns = (nchunks + GV_TK - 1u) / GV_TK;
-  let bw = Q6K_WORDS / 4u;
   var a = vec4<f32>(0.0);
   for (var it = 0u; it < turns; it++) {
     let c = min(it * GV_TK + t, nchunks - 1u);
     let live = it * GV_TK + t < nchunks;
+    let o0 = q6k_load(r.x, c);
+    let o1 = q6k_load(r.y, c);
+    let o2 = q6k_load(r.z, c);
+    let o3 = q6k_load(r.w, c);
     gv_stage_i8(xo, it, lid);
     workgroupBarrier();
     let x = gv_xchunk(t);
-    let b = c / 8u;
-    let h = (c / 4u) % 2u;
     let tt = c % 4u;
-    let v = vec4<f32>(q6k_row_i8((r.x * blocks + b) * bw, h, tt, x, scale_at(r.x * blocks + b)),
-                      q6k_row_i8((r.y * blocks + b) * bw, h, tt, x, scale_at(r.y * blocks + b)),
-                      q6k_row_i8((r.z * blocks + b) * bw, h, tt, x, scale_at(r.z * blocks + b)),
-                      q6k_row_i8((r.w * blocks + b) * bw, h, tt, x, scale_at(r.w * blocks + b)));
+    let v = vec4<f32>(q6k_row_i8(o0, tt, x), q6k_row_i8(o1, tt, x), q6k_row_i8(o2, tt, x), q6k_row_i8(o3, tt, x));
     if (live) { a = fma(v, vec4<f32>(x.s.x), a); }
     workgroupBarrier();
   }
