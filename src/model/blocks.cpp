@@ -36,9 +36,9 @@ graph::TensorId attention_unfused(BuildContext& b, uint32_t l, graph::TensorId h
   LinearWeight wq = load_linear(b.g, b.loader, wname(l, "attn_q.weight"), q_dim, c.dim, bias("attn_q.bias"));
   LinearWeight wk = load_linear(b.g, b.loader, wname(l, "attn_k.weight"), kv_dim, c.dim, bias("attn_k.bias"));
   LinearWeight wv = load_linear(b.g, b.loader, wname(l, "attn_v.weight"), kv_dim, c.dim, bias("attn_v.bias"));
-  graph::TensorId q = apply_linear(b.g, wq, h, tname("attn_q", l));
-  graph::TensorId k = apply_linear(b.g, wk, h, tname("attn_k", l));
-  graph::TensorId vv = apply_linear(b.g, wv, h, tname("attn_v", l));
+  graph::TensorId q = apply_linear(b.g, wq, h, tname("attn_q", l), b.o.gemv_int8);
+  graph::TensorId k = apply_linear(b.g, wk, h, tname("attn_k", l), b.o.gemv_int8);
+  graph::TensorId vv = apply_linear(b.g, wv, h, tname("attn_v", l), b.o.gemv_int8);
   if (v.qk_norm) {
     graph::TensorId qn = load_vector(b.g, b.loader, wname(l, "attn_q_norm.weight"), c.head_dim);
     graph::TensorId kn = load_vector(b.g, b.loader, wname(l, "attn_k_norm.weight"), c.head_dim);
@@ -80,7 +80,8 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   if (wqkv) {
     graph::TensorId qkv = ops::add_linear_q(b.g, {.name = tname("attn_qkv", l), .format = wqkv->format, .gs = wqkv->gs,
                                                   .x = x, .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias,
-                                                  .norm = norm, .eps = c.norm_eps, .more = wqkv->more});
+                                                  .norm = norm, .eps = c.norm_eps, .more = wqkv->more,
+                                                  .gemv_int8 = b.o.gemv_int8});
     q = ops::add_rope_qkv(b.g, {.name = tname("attn_q_rope", l), .qkv = qkv, .freqs = b.rope_freqs, .pos = b.pos,
                                 .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
                                 .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
@@ -108,13 +109,13 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x) {
   if (gate_up) {
     act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
                                   .q = gate_up->q.q, .scales = gate_up->q.scales, .norm = norm, .eps = c.norm_eps,
-                                  .swiglu = true});
+                                  .swiglu = true, .gemv_int8 = b.o.gemv_int8});
   } else {
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
     LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate.weight"), c.ff, c.dim, wname(l, "ffn_gate.bias"));
     LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up.weight"), c.ff, c.dim, wname(l, "ffn_up.bias"));
-    graph::TensorId g = apply_linear(b.g, gate, h, tname("ffn_gate", l));
-    graph::TensorId u = apply_linear(b.g, up, h, tname("ffn_up", l));
+    graph::TensorId g = apply_linear(b.g, gate, h, tname("ffn_gate", l), b.o.gemv_int8);
+    graph::TensorId u = apply_linear(b.g, up, h, tname("ffn_up", l), b.o.gemv_int8);
     act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u});
   }
   LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down.weight"), c.dim, c.ff, wname(l, "ffn_down.bias"));
@@ -125,8 +126,9 @@ graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, gr
                                       const std::string& out) {
   if (w.kind == LinearWeight::Kind::Quant)
     return ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
-                                   .scales = w.q.scales, .bias = w.bias, .residual = x});
-  graph::TensorId y = apply_linear(b.g, w, in, out + ".proj");
+                                   .scales = w.q.scales, .bias = w.bias, .residual = x,
+                                   .gemv_int8 = b.o.gemv_int8});
+  graph::TensorId y = apply_linear(b.g, w, in, out + ".proj", b.o.gemv_int8);
   return residual(b, x, y, out);
 }
 
@@ -141,11 +143,12 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
     // kernel (+ the partials' reduction), the id landing where the next step can read it.
     mg.logits = ops::add_linear_q(b.g, {.name = "logits", .format = out.format, .gs = out.gs, .x = x, .q = out.q.q,
                                         .scales = out.q.scales, .bias = out.bias, .norm = norm, .eps = c.norm_eps,
-                                        .last_row = true, .argmax_out = mg.argmax});
+                                        .last_row = true, .argmax_out = mg.argmax,
+                                        .gemv_int8 = b.o.gemv_int8});
   } else {
     if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
     x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
-    mg.logits = apply_linear(b.g, out, x, "logits");
+    mg.logits = apply_linear(b.g, out, x, "logits", b.o.gemv_int8);
     mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   }
   ops::TopKOutputs top =

@@ -288,10 +288,11 @@ graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name,
   return t;
 }
 
-graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name) {
+graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name,
+                             int gemv_int8) {
   if (w.kind == LinearWeight::Kind::Quant)
     return ops::add_linear_q(g, {.name = out_name, .format = w.format, .gs = w.gs, .x = x, .q = w.q.q,
-                                 .scales = w.q.scales, .bias = w.bias});
+                                 .scales = w.q.scales, .bias = w.bias, .gemv_int8 = gemv_int8});
   return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .bias = w.bias});
 }
 

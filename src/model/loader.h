@@ -79,7 +79,8 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
 graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n);
 
 // y = x · wᵀ (+ bias) with the kernel family the weight's form needs.
-graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name);
+graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name,
+                             int gemv_int8 = -1);
 
 // The token embedding table [n_vocab, dim] and its lookup for `ids`.
 struct EmbeddingWeight {

@@ -33,6 +33,7 @@ struct BuildOptions {
   bool f16_kv = true;        // KV cache in f16 (half the bytes decode reads)
   bool all_logits = false;   // logits of every position (perplexity, --dump-logits)
   uint32_t top_k = 64;       // candidates the GPU hands the sampler
+  int gemv_int8 = -1;        // the decode gemvs' activations: 1 int8, 0 f32, -1 the device's (ops::gemv_takes_int8)
   LoadOptions load;
 };
 

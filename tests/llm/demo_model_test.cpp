@@ -1,6 +1,7 @@
 // The committed demo model (models/wgrt-demo-q8_0.gguf, models/README.md) against references
 // computed on the GPU machine by Hugging Face tokenizers and transformers, stored in
 // tests/llm/fixtures/demo-model/ (tools/demo-model/train.py and check.py wrote them).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,10 +28,11 @@ json fixture(const std::string& name) {
 
 // The session the tests share: the prompt runs one token per step, as `wgrt run` does for a
 // short prompt on a CPU driver, so only the decode route's kernels are compiled.
-llm::Session demo_session() {
+llm::Session demo_session(int gemv_int8 = -1) {
   model::BuildOptions o;
   o.n_ctx = 96;
   o.max_batch = 8;
+  o.gemv_int8 = gemv_int8;
   llm::Session s = llm::open_session(test::device(), llm::demo_model_path(), o);
   s.prompt_step = 1;
   return s;
@@ -94,10 +96,11 @@ TEST(DemoModel, PromptLogitsMatchTransformers) {
 }
 
 // Greedy decoding of the committed file reproduces transformers' greedy tokens on the same
-// weights (rounded through Q8_0 blocks exactly as the file holds them).
+// weights (rounded through Q8_0 blocks exactly as the file holds them), with f32 activations
+// as transformers computes (the gemv's int8 activations, a GPU's default, are checked below).
 TEST(DemoModel, GreedyMatchesTransformers) {
   const json ref = fixture("greedy.json");
-  llm::Session s = demo_session();
+  llm::Session s = demo_session(0);
   const std::vector<int32_t> prompt = ref["prompt_ids"];
   ASSERT_EQ(tokenizer::tokenize(s.tok, ref["prompt"].get<std::string>(), true, true), prompt);
   const std::vector<int32_t> want = ref["q8_0"];
@@ -111,6 +114,30 @@ TEST(DemoModel, GreedyMatchesTransformers) {
   std::string text;
   for (int32_t id : got) text += tokenizer::token_to_piece(s.tok, id, false);
   EXPECT_EQ(text, ref["q8_0_text"].get<std::string>());
+}
+
+// With int8 activations in the gemvs (x rounded per 32 values, as llama.cpp's integer paths
+// do) greedy decoding follows transformers' tokens until a near tie: where it first picks
+// another token, the reference's token scored within the prompt-logits bound (1% of the
+// largest logit) of the pick in wgrt's own logits.
+TEST(DemoModel, GreedyWithInt8ActivationsFollowsTransformersUpToNearTies) {
+  const json ref = fixture("greedy.json");
+  const float tol = 0.01f * fixture("logits-top8.json")["max_abs_logit"].get<float>();
+  llm::Session s = demo_session(1);
+  const std::vector<int32_t> prompt = ref["prompt_ids"];
+  const std::vector<int32_t> want = ref["q8_0"];
+  llm::eval(s, prompt, {}, llm::Readout::All);
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(fmt::format("token {}", i));
+    const int32_t got = int32_t(llm::read_argmax(s));
+    if (got != want[i]) {
+      const std::vector<float> logits = llm::read_logits(s);
+      EXPECT_GE(logits[want[i]], logits[got] - tol) << "picked " << got << " over " << want[i];
+      EXPECT_GE(i, 4u) << "the first tokens have clear margins";
+      break;
+    }
+    llm::eval(s, std::span<const int32_t>(&got, 1), {}, llm::Readout::All);
+  }
 }
 
 }  // namespace
