@@ -33,8 +33,8 @@ void plan_linear(const LinearPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
-  const graph::Tensor& w = g.tensors.at(d.w.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
+  const graph::Tensor& w = graph::tensor_info(g, d.w);
   const bool f16 = w.dtype == graph::DType::F16;
   if (x.dtype != graph::DType::F32 || (w.dtype != graph::DType::F32 && !f16))
     throw std::invalid_argument(fmt::format("{}: linear takes f32 x and f32 or f16 w", d.name));
@@ -42,7 +42,7 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
     throw std::invalid_argument(fmt::format("{}: f16 weights need an even K (whole u32 rows), not {}",
                                             d.name, w.max_shape[1]));
   graph::Shape out_shape = infer_linear({x.max_shape, w.max_shape});
-  if (d.bias && g.tensors.at(d.bias->v).max_shape != graph::Shape{w.max_shape[0]})
+  if (d.bias && graph::tensor_info(g, *d.bias).max_shape != graph::Shape{w.max_shape[0]})
     throw std::invalid_argument(fmt::format("{}: bias must have shape [{}]", d.name, w.max_shape[0]));
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
   graph::TensorId bias = d.bias.value_or(d.w);  // bound but unread when there is none

@@ -168,7 +168,7 @@ enum class Scratch : uint8_t { Partial, Normed, GateUp, Xq, Xs };
 
 void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
                const std::string& name) {
-  const graph::Tensor& x = g.tensors.at(t.v);
+  const graph::Tensor& x = graph::tensor_info(g, t);
   if (x.dtype != graph::DType::F32 || x.max_shape != want)
     throw std::invalid_argument(fmt::format("{}: {} must be f32 {}, not {} {}", name, what, graph::to_string(want),
                                             graph::dtype_name(x.dtype), graph::to_string(x.max_shape)));
@@ -176,8 +176,8 @@ void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& wan
 
 // A weight's rows (N), after checking its words and scales against K.
 uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, const std::string& name) {
-  const graph::Tensor& q = g.tensors.at(wp.q.v);
-  const graph::Tensor& s = g.tensors.at(wp.scales.v);
+  const graph::Tensor& q = graph::tensor_info(g, wp.q);
+  const graph::Tensor& s = graph::tensor_info(g, wp.scales);
   const char* fmt_name = quant_format_name(wp.format);
   if (q.dtype != graph::DType::U32 || q.max_shape.rank != 2)
     throw std::invalid_argument(fmt::format("{}: {} weight words must be a u32 [N, K/{}] tensor", name, fmt_name,
@@ -198,7 +198,7 @@ uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, co
 }  // namespace
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
   if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2)
     throw std::invalid_argument(fmt::format("{}: linear_q takes f32 x [M, K]", d.name));
   const uint32_t max_m = x.max_shape[0], k = x.max_shape[1];
@@ -233,7 +233,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const uint32_t y_rows = d.last_row ? 1 : max_m;
   if (d.residual) check_f32(g, *d.residual, {max_m, n}, "residual", d.name);
   if (d.argmax_out) {
-    const graph::Tensor& a = g.tensors.at(d.argmax_out->v);
+    const graph::Tensor& a = graph::tensor_info(g, *d.argmax_out);
     if (a.dtype != graph::DType::U32 || a.max_shape != graph::Shape{1})
       throw std::invalid_argument(fmt::format("{}: argmax_out must be u32 [1]", d.name));
   }
@@ -243,7 +243,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   graph::TensorId bias = d.bias.value_or(d.scales);
   graph::TensorId res = d.residual.value_or(d.x);
   graph::TensorId nw = d.norm.value_or(d.x);
-  const double sg = double(gpu::subgroup_lanes(g.dev->caps));
+  const double sg = double(gpu::subgroup_lanes(graph::device_caps(g)));
   auto key = [&](const LinearQPart& wp, const char* entry, bool norm) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
@@ -253,7 +253,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (std::string_view(entry).starts_with("gemv")) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
-      extra.push_back({"GV_TK", double(gemv_lanes(g.dev->caps, n, d.gemv_lanes, d.name))});
+      extra.push_back({"GV_TK", double(gemv_lanes(graph::device_caps(g), n, d.gemv_lanes, d.name))});
     } else if (std::string_view(entry) == "small_m") {
       extra.push_back({"SG", sg});
       extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG
