@@ -45,8 +45,6 @@ struct Options {
   gpu::DeviceOptions device;
 };
 
-const char* kRouteNames[] = {"gemv", "small_m", "gemm"};
-
 // The pass of `nodes` at the graph's live shapes, each timed pass binding fresh output buffers
 // (see the header): median seconds per pass over --repeats, after the warm-up passes.
 double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector<graph::NodeId>& nodes,
@@ -110,7 +108,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   for (uint32_t m : o.ms) {
     graph::ShapeInput shape{x, {m, k}};
     graph::update(g, {&shape, 1});
-    uint32_t route = graph::active_route(g, nodes[0]);
+    const std::string route = graph::active_route_info(g, nodes[0]).name;
     auto record = [&](WGPUComputePassEncoder pass) { graph::encode(g, pass, nodes); };
     std::string label = fmt::format("{} {}x{} m{}", ops::quant_format_name(f), k, n, m);
     lab::Timing t = lab::measure(timer, label, o.time, record);
@@ -120,7 +118,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
     double gbps = bytes / per_call / 1e9, indep_gbps = bytes / indep_call / 1e9;
     double gflops = 2.0 * m * double(n) * k / indep_call / 1e9;
     table.rows.push_back({ops::quant_format_name(f), std::to_string(m), std::to_string(k),
-                          std::to_string(n), kRouteNames[route], std::to_string(copies),
+                          std::to_string(n), route, std::to_string(copies),
                           fmt::format("{:.2f}", indep_call * 1e6), fmt::format("{:.0f}", indep_gbps),
                           lab::percent_of(indep_gbps, peaks.read_gbps),
                           fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),

@@ -57,7 +57,7 @@ ReboundNodes rebind(Graph& graph, std::span<const NodeId> nodes, std::span<const
     for (size_t j = 0; j < g.compiled[n][r].size(); ++j)
       groups.push_back(make_bind_group(g, n, r, j, *g.compiled[n][r][j].pipeline, overrides));
     out.nodes.push_back(NodeId{uint32_t(n)});
-    out.routes.push_back(r);
+    out.routes.push_back(g.nodes[n].routes.routes[r].id);
   }
   return out;
 }
@@ -67,11 +67,13 @@ void encode(const Graph& graph, WGPUComputePassEncoder pass, const ReboundNodes&
   for (size_t i = 0; i < rebound.nodes.size(); ++i) {
     const size_t n = rebound.nodes[i].v;
     check_node_id(g, rebound.nodes[i], "encode");
-    if (g.live.nodes[n].route != rebound.routes[i])
+    const Route& active = g.nodes[n].routes.routes[g.live.nodes[n].route];
+    if (active.id != rebound.routes[i]) {
+      const Route* made_for = find_route(g.nodes[n].routes, rebound.routes[i]);
       throw std::logic_error(fmt::format(
           "encode: node '{}' was rebound for route '{}', but route '{}' is active now (hint: rebind after the update)",
-          g.nodes[n].name, g.nodes[n].routes.routes[rebound.routes[i]].name,
-          g.nodes[n].routes.routes[g.live.nodes[n].route].name));
+          g.nodes[n].name, made_for ? made_for->name : "?", active.name));
+    }
     encode_node(g, n, pass, &rebound.groups[i]);
   }
 }

@@ -6,6 +6,7 @@
 #include <array>
 #include <stdexcept>
 
+#include "graph/check.h"
 #include "graph/state.h"
 
 namespace wgrt::graph {
@@ -70,15 +71,34 @@ int64_t symbol_value(const Graph& graph, SymbolId s) {
   return g.live.symbols[s.v];
 }
 
-uint32_t active_route(const Graph& graph, NodeId n) {
+const Route& active_route_info(const Graph& graph, NodeId n) {
   const GraphState& g = built_state(graph, "active_route");
   check_node_id(g, n, "active_route");
-  return g.live.nodes[n.v].route;
+  return g.nodes[n.v].routes.routes[g.live.nodes[n.v].route];
 }
 
-const Route& active_route_info(const Graph& graph, NodeId n) {
-  const GraphState& g = state(graph);
-  return g.nodes[n.v].routes.routes[active_route(graph, n)];
+RouteId active_route(const Graph& g, NodeId n) { return active_route_info(g, n).id; }
+
+std::string describe_routes(const Node& node) {
+  std::string s;
+  for (const Route& r : node.routes.routes) s += fmt::format("{}{} = {}", s.empty() ? "" : ", ", r.name, r.id.v);
+  return s;
+}
+
+const Route& route_info(const Graph& graph, NodeId n, RouteId id) {
+  const Node& node = node_info(graph, n);
+  if (const Route* r = find_route(node.routes, id)) return *r;
+  throw std::invalid_argument(fmt::format("node '{}' ({}) has no route of id {} (its routes: {})", node.name, node.op,
+                                          id.v, describe_routes(node)));
+}
+
+bool PlanArgs::route_is(RouteId id) const {
+  WGRT_CHECK(node != nullptr, "PlanArgs without its node");
+  if (find_route(node->routes, id) == nullptr)
+    throw std::logic_error(fmt::format("node '{}' ({}): its plan names route id {}, which none of its routes has "
+                                       "(its routes: {}; hint: a plan names only the routes its op declared for the node)",
+                                       node->name, node->op, id.v, describe_routes(*node)));
+  return route == id;
 }
 
 const Plan& active_plan(const Graph& graph, NodeId n) {
@@ -124,7 +144,7 @@ NodeCost node_cost(const Graph& graph, NodeId id) {
   for (size_t i = 0; i < node.inputs.size(); ++i) in[i] = g.live.shapes[node.inputs[i].v];
   for (size_t i = 0; i < node.outputs.size(); ++i) out[i] = g.live.shapes[node.outputs[i].v];
   const PlanArgs a{{in.data(), node.inputs.size()}, {out.data(), node.outputs.size()}, SymbolValues{g.live.symbols},
-                   g.live.nodes[id.v].route, &g.dev->caps};
+                   node.routes.routes[g.live.nodes[id.v].route].id, &g.dev->caps, &node};
   if (node.cost) return node.cost(a);
   NodeCost c;
   for (TensorId t : node.inputs) c.bytes += dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]);

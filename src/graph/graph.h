@@ -131,12 +131,18 @@ struct InferArgs {
   std::span<Shape> out;
   SymbolValues sym;
 };
+struct Node;
 struct PlanArgs {
   std::span<const Shape> in;
   std::span<const Shape> out;
   SymbolValues sym;
-  uint32_t route = 0;  // chosen by the graph from the node's RouteSet
+  RouteId route;  // the active route, chosen by the graph from the node's RouteSet
   const gpu::DeviceCaps* caps = nullptr;
+  const Node* node = nullptr;  // whose plan runs
+  // Whether `id` is the active route. A plan names routes through this, so one naming an id
+  // its node does not declare fails (std::logic_error naming the node, the id and its routes)
+  // instead of silently never matching.
+  bool route_is(RouteId id) const;
 };
 using InferFn = std::function<void(const InferArgs&)>;
 using PlanFn = std::function<void(const PlanArgs&, Plan&)>;
@@ -273,7 +279,7 @@ struct BufferOverride {
 };
 struct ReboundNodes {
   std::vector<NodeId> nodes;
-  std::vector<uint32_t> routes;                       // per node: the route index they were made for
+  std::vector<RouteId> routes;                        // per node: the route they were made for
   std::vector<std::vector<gpu::BindGroup>> groups;    // per node, per kernel of that route
 };
 ReboundNodes rebind(Graph& g, std::span<const NodeId> nodes, std::span<const BufferOverride> overrides);
@@ -300,8 +306,11 @@ const MemoryPlan& memory_plan(const Graph& g);
 // The live state (built graphs).
 const Shape& live_shape(const Graph& g, TensorId t);
 int64_t symbol_value(const Graph& g, SymbolId s);
-uint32_t active_route(const Graph& g, NodeId n);
+RouteId active_route(const Graph& g, NodeId n);
 const Route& active_route_info(const Graph& g, NodeId n);
+// Node `n`'s route `id`; throws std::invalid_argument naming the node, the id and its routes
+// when it has none of that id.
+const Route& route_info(const Graph& g, NodeId n, RouteId id);
 const Plan& active_plan(const Graph& g, NodeId n);
 // "attn.3 [attention:decode]": the node and its active route, as profiles label its pass.
 std::string pass_label(const Graph& g, NodeId n);

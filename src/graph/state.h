@@ -88,6 +88,9 @@ gpu::BindGroup make_bind_group(const GraphState& g, size_t n, size_t r, size_t k
 void encode_node(const GraphState& g, size_t n, WGPUComputePassEncoder pass,
                  const std::vector<gpu::BindGroup>* groups = nullptr);
 
+// "gemv = 1, tiled = 2": a node's routes and their ids, for errors.
+std::string describe_routes(const Node& node);
+
 // Throws std::invalid_argument naming `where` and the id when it does not exist.
 void check_tensor_id(const GraphState& g, TensorId t, const std::string& where);
 void check_node_id(const GraphState& g, NodeId n, const std::string& where);

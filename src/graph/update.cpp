@@ -114,13 +114,13 @@ void propagate_and_commit(GraphState& g) {
     }
 
     NodeState& ns = st.nodes[n];
-    ns.route = select_route(node.routes, key_value(node.routes.key, st));
-    WGRT_CHECK(ns.route < node.routes.routes.size() && ns.route < g.compiled[n].size(),
-               "node '{}': route {} of {}", node.name, ns.route, node.routes.routes.size());
+    const Route& route = select_route(node.routes, key_value(node.routes.key, st));
+    ns.route = uint32_t(&route - node.routes.routes.data());
+    WGRT_CHECK(ns.route < g.compiled[n].size(), "node '{}': route {} of {}", node.name, ns.route, g.compiled[n].size());
     ns.plan = Plan{};
-    node.plan(PlanArgs{in_view, out_view, sym, ns.route, &g.dev->caps}, ns.plan);
+    node.plan(PlanArgs{in_view, out_view, sym, route.id, &g.dev->caps, &node}, ns.plan);
     ++plans;
-    check_plan(g, node, node.routes.routes[ns.route], ns.plan);
+    check_plan(g, node, route, ns.plan);
   }
 
   // Commit: nothing below throws.

@@ -17,7 +17,7 @@ using test::SmallGraph;
 struct Snapshot {
   std::vector<Shape> shapes;
   std::vector<int64_t> symbols;
-  std::vector<uint32_t> routes;
+  std::vector<RouteId> routes;
   std::vector<Plan> plans;
   std::vector<std::vector<uint8_t>> uniform_bytes;
   bool operator==(const Snapshot&) const = default;
@@ -58,7 +58,7 @@ TEST_F(GraphUpdate, ThrowingPlanLeavesGraphUnchangedAndRetrySucceeds) {
   set_rows(5, 1);
   auto y5 = run(x);
   EXPECT_LT(test::max_rel_error(y5, test::small_graph_reference(s, x, 5)), 1e-5f);
-  EXPECT_EQ(active_route(g, s.n_lin1), 1u);  // tiled
+  EXPECT_EQ(active_route(g, s.n_lin1), ops::kLinearTiled);
 
   Snapshot before = snapshot(g);
   GraphStats stats_before = stats(g);
@@ -71,7 +71,7 @@ TEST_F(GraphUpdate, ThrowingPlanLeavesGraphUnchangedAndRetrySucceeds) {
   // The same call with a valid value goes through.
   set_rows(1, 14);
   EXPECT_EQ(live_shape(g, s.y), (Shape{1, SmallGraph::kOut}));
-  EXPECT_EQ(active_route(g, s.n_lin1), 0u);  // gemv
+  EXPECT_EQ(active_route(g, s.n_lin1), ops::kLinearGemv);
   EXPECT_EQ(symbol_value(g, s.step), 14);
   auto x1 = test::random_floats(SmallGraph::kK, 8);
   EXPECT_LT(test::max_rel_error(run(x1), test::small_graph_reference(s, x1, 1)), 1e-5f);

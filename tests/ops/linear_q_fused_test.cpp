@@ -38,14 +38,14 @@ struct FusedCase {
   bool head = false;  // last_row + argmax
 };
 
-uint32_t expected_route(const FusedCase& c, uint32_t m) {
+graph::RouteId expected_route(const FusedCase& c, uint32_t m) {
   if (c.head || m == 1) return ops::kLinearQGemv;
   return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
 }
 
 // Whether the route takes int8 activations: the gemm, and q6k's small_m route (its gemm too).
 bool int8_route(const FusedCase& c, uint32_t m) {
-  const uint32_t r = expected_route(c, m);
+  const graph::RouteId r = expected_route(c, m);
   return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 

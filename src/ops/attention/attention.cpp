@@ -143,7 +143,7 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
   p.n_ctx = c.n_ctx;
   p.scale = c.scale;
   const uint32_t group = c.n_heads / c.n_kv_heads;
-  if (c.route == kAttentionDecode) {
+  if (c.decode) {
     DecodeSplit s = decode_split(uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
     p.n_chunks = s.n_chunks;
     p.chunk_blocks = s.chunk_blocks;
@@ -215,7 +215,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   prefill_consts.push_back({"BK", double(var.prefill_keys)});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back(
-      {"flash_decode", 1, 1,
+      {kAttentionDecode, "flash_decode", 1, 1,
        {var.decode_sg
             ? graph::KernelSpec{key("decode_sg", decode_consts),
                                 {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
@@ -230,7 +230,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
          /*optional=*/var.decode_sg}}});
   if (max_tokens >= 2)
     routes.routes.push_back(
-        {"prefill", 2, max_tokens,
+        {kAttentionPrefill, "prefill", 2, max_tokens,
          {{key("prefill", prefill_consts),
            {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
             graph::Binding::of(3, out), graph::Binding::params(5)}}}});
@@ -250,7 +250,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       .plan =
           [=, pos = d.pos](const graph::PlanArgs& a, graph::Plan& p) {
             plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[pos], scale, max_chunks,
-                            a.route, var.decode_heads, var.key_block, var.prefill_rows, var.decode_sg},
+                            a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows, var.decode_sg},
                            p);
           },
       .cost =

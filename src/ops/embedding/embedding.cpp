@@ -166,8 +166,8 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     std::vector<Binding> fed_bindings = bindings;
     fed_bindings[0] = Binding::of(0, *d.fed_ids);
     routes = graph::RouteSet{graph::RouteKey::of_symbol(d.feed),
-                             {{"host", 0, 0, {{gpu::make_key("embedding", entry), bindings}}},
-                              {"fed", 1, 1, {{gpu::make_key("embedding", entry), fed_bindings}}}}};
+                             {{kEmbeddingHost, "host", 0, 0, {{gpu::make_key("embedding", entry), bindings}}},
+                              {kEmbeddingFed, "fed", 1, 1, {{gpu::make_key("embedding", entry), fed_bindings}}}}};
     inputs.push_back(*d.fed_ids);
   }
   graph::add_node(g, graph::Node{
@@ -180,7 +180,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
       .infer = [dim](const graph::InferArgs& a) { a.out[0] = infer_embedding({a.in[0], dim}); },
       .plan =
           [dim, vocab, gs, fed, name = d.name](const graph::PlanArgs& a, graph::Plan& p) {
-            if (fed && a.route == 1 && a.in[0][0] != 1)
+            if (fed && a.route_is(kEmbeddingFed) && a.in[0][0] != 1)
               throw std::invalid_argument(fmt::format("{}: a fed step has one token, not {}", name, a.in[0][0]));
             plan_embedding({a.in[0][0], dim, vocab, gs, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
           },

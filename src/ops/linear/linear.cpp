@@ -26,7 +26,7 @@ graph::Shape infer_linear(const LinearInferCtx& c) {
 
 void plan_linear(const LinearPlanCtx& c, graph::Plan& plan) {
   plan.params[0].set(LinearParams{c.m, c.n, c.k, c.has_bias ? 1u : 0u});
-  if (c.route == kLinearGemv)
+  if (c.gemv)
     plan.grids[0] = grid_1d(ceil_div(c.n, kGemvRows), c.max_groups_per_dim);
   else
     plan.grids[0] = {uint32_t(ceil_div(c.n, kTile)), uint32_t(ceil_div(c.m, kTile)), 1};
@@ -54,8 +54,8 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
                               graph::Binding::params(4)}};
   };
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
-  routes.routes.push_back({"gemv", 1, 1, {kernel("gemv")}});
-  if (x.max_shape[0] >= 2) routes.routes.push_back({"tiled", 2, x.max_shape[0], {kernel("tiled")}});
+  routes.routes.push_back({kLinearGemv, "gemv", 1, 1, {kernel("gemv")}});
+  if (x.max_shape[0] >= 2) routes.routes.push_back({kLinearTiled, "tiled", 2, x.max_shape[0], {kernel("tiled")}});
 
   bool has_bias = d.bias.has_value();
   std::vector<graph::TensorId> inputs = {d.x, d.w};
@@ -70,7 +70,7 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
       .infer = [](const graph::InferArgs& a) { a.out[0] = infer_linear({a.in[0], a.in[1]}); },
       .plan =
           [has_bias](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_linear({a.in[0][0], a.in[1][0], a.in[0][1], has_bias, a.route,
+            plan_linear({a.in[0][0], a.in[1][0], a.in[0][1], has_bias, a.route_is(kLinearGemv),
                          a.caps->limits.maxComputeWorkgroupsPerDimension},
                         p);
           },

@@ -272,11 +272,11 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     return id;
   };
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
-  std::vector<std::vector<LinearQStep>> route_steps;  // what each route's kernels are, by position
-  auto add_route = [&](const char* name, int64_t lo, int64_t hi, std::vector<graph::KernelSpec> ks,
+  std::vector<std::pair<graph::RouteId, std::vector<LinearQStep>>> route_steps;  // what each route's kernels are
+  auto add_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, std::vector<graph::KernelSpec> ks,
                        std::vector<LinearQStep> steps) {
-    routes.routes.push_back({name, lo, hi, std::move(ks)});
-    route_steps.push_back(std::move(steps));
+    routes.routes.push_back({id, name, lo, hi, std::move(ks)});
+    route_steps.push_back({id, std::move(steps)});
   };
 
   // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
@@ -300,7 +300,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                     {Binding::of(1, *partial), Binding::of(2, *d.argmax_out), Binding::params(4)}});
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
-    add_route("gemv", 1, d.last_row ? max_m : 1, std::move(ks), std::move(steps));
+    add_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : 1, std::move(ks), std::move(steps));
   }
 
   if (!d.last_row && max_m >= 2) {
@@ -311,7 +311,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     // int8 activations, one copy per layout the weights need (q4/q5 nibble order or natural).
     std::optional<graph::TensorId> xq[2], xs[2];
     auto permuted = [](const LinearQPart& wp) { return kernel_bits(wp.format) == 4 || kernel_bits(wp.format) == 5; };
-    auto matrix_route = [&](const char* name, int64_t lo, int64_t hi, bool small) {
+    auto matrix_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, bool small) {
       std::vector<graph::KernelSpec> ks;
       std::vector<LinearQStep> steps;
       if (d.norm) {
@@ -354,10 +354,10 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                       {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, y), Binding::params(3)}});
         steps.push_back({LinearQStep::SiluMul, 0});
       }
-      add_route(name, lo, hi, std::move(ks), std::move(steps));
+      add_route(id, name, lo, hi, std::move(ks), std::move(steps));
     };
-    matrix_route("small_m", 2, std::min<int64_t>(7, max_m), true);
-    if (max_m >= 8) matrix_route("gemm", 8, max_m, false);
+    matrix_route(kLinearQSmallM, "small_m", 2, std::min<int64_t>(7, max_m), true);
+    if (max_m >= 8) matrix_route(kLinearQGemm, "gemm", 8, max_m, false);
   }
   if (d.argmax_out) outputs.push_back(*d.argmax_out);
 
@@ -400,7 +400,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             LinearQPlanCtx c = base;
             c.m = a.in[0][0];
             c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
-            plan_linear_q(c, route_steps.at(a.route), p);
+            for (const auto& [id, steps] : route_steps)
+              if (a.route_is(id)) plan_linear_q(c, steps, p);
           },
       .cost =
           [base, n_out, weight_bytes, has_res = d.residual.has_value()](const graph::PlanArgs& a) {

@@ -60,8 +60,8 @@ graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph:
              .outputs = outputs,
              .dynamic = true,
              .routes = enable ? graph::RouteSet{graph::RouteKey::of_symbol(*enable),
-                                                {{"off", 0, 0, {}, /*idle=*/true},
-                                                 {"on", 1, 1, kernels(kind, logits, partial, outputs[0], values)}}}
+                                                {{kSamplingOff, "off", 0, 0, {}, /*idle=*/true},
+                                                 {kSamplingOn, "on", 1, 1, kernels(kind, logits, partial, outputs[0], values)}}}
                               : graph::single_route(graph::RouteKey::of_dim(logits, 0), 1, l.max_shape[0],
                                                     kernels(kind, logits, partial, outputs[0], values)),
              .infer =
@@ -157,7 +157,7 @@ void add_sample_pick(graph::Graph& g, const SamplePickDesc& d) {
       .outputs = {d.out},
       .dynamic = true,
       .routes = graph::RouteSet{graph::RouteKey::of_symbol(d.enable),
-                                {{"off", 0, 0, {}, /*idle=*/true}, {"on", 1, 1, {kernel}}}},
+                                {{kSamplingOff, "off", 0, 0, {}, /*idle=*/true}, {kSamplingOn, "on", 1, 1, {kernel}}}},
       .infer = [](const graph::InferArgs&) {},
       .plan =
           [k](const graph::PlanArgs&, graph::Plan& p) {
