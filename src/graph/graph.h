@@ -10,15 +10,17 @@
 //            nothing at all.
 //   execute  per step: one compute pass with every active dispatch in order, output copies,
 //            one submit. Creates nothing but the single-use encoder, pass and command buffer.
+//   encode   labs: the same dispatches into a caller's pass (some nodes, or all), optionally
+//            with chosen tensors bound to other buffers.
 //
-// Nodes hold ids (tensors, symbols) and pipeline keys, never WebGPU handles; the graph owns
-// every buffer and bind group through RAII. docs/ARCHITECTURE.md has the picture.
+// Nodes hold ids (tensors, symbols, routes) and pipeline keys, never WebGPU handles; the graph
+// owns every buffer and bind group through RAII, and its state is sealed: callers read and
+// change it through the functions below only. docs/ARCHITECTURE.md has the picture.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <array>
 #include <functional>
 #include <memory>
