@@ -40,18 +40,6 @@ struct Options {
 
 constexpr uint32_t kHeads = 32, kKvHeads = 8;
 
-void record_graph(const Graph& g, WGPUComputePassEncoder pass) {
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const auto& kernels = g.compiled[n][g.live.nodes[n].route];
-    for (size_t j = 0; j < kernels.size(); ++j) {
-      const Grid& gr = g.live.nodes[n].plan.grids[j];
-      wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
-      wgpuComputePassEncoderSetBindGroup(pass, 0, kernels[j].bind_group.get(), 0, nullptr);
-      wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
-    }
-  }
-}
-
 std::vector<uint32_t> random_words(size_t n, uint32_t seed, bool f16) {
   std::mt19937 rng(seed);
   std::vector<uint32_t> w(n);
@@ -98,7 +86,7 @@ struct Lab {
     }
     build(g);
     for (size_t i = 0; i < caches.size(); ++i)
-      write_tensor<uint32_t>(g, caches[i], random_words(g.tensors[caches[i].v].bytes / 4, uint32_t(i), f16));
+      write_tensor<uint32_t>(g, caches[i], random_words(tensor_info(g, caches[i]).bytes / 4, uint32_t(i), f16));
     std::vector<float> qv(size_t(n_tokens) * kHeads * hd);
     std::mt19937 rng(7);
     for (auto& x : qv) x = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
@@ -107,7 +95,7 @@ struct Lab {
     update(g, {}, {&si, 1});
     int inner = decode ? 1 : opts.inner;
     lab::Timing t = lab::measure(timer, "attention", opts.time, [&](WGPUComputePassEncoder pass) {
-      for (int i = 0; i < inner; ++i) record_graph(g, pass);
+      for (int i = 0; i < inner; ++i) encode(g, pass);
     });
     double per_call = t.seconds / (double(layers) * inner);
     NodeId n0 = find_node(g, "attn.0");

@@ -51,61 +51,29 @@ struct Options {
   gpu::DeviceOptions device;
 };
 
-const char* kRouteNames[] = {"gemv", "small_m", "gemm"};
-
 // The pass of `nodes` at the graph's live shapes, each timed pass binding fresh output buffers
 // (see the header): median seconds per pass over --repeats, after the warm-up passes.
 double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector<graph::NodeId>& nodes,
                            const Options& o, const std::string& label) {
-  gpu::Device& dev = *g.dev;
+  gpu::Device& dev = graph::device(g);
   std::vector<double> samples;
   for (int rep = 0; rep < o.time.warmup + o.time.repeats; ++rep) {
     std::vector<gpu::Buffer> fresh;
-    std::vector<std::vector<gpu::BindGroup>> groups(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const graph::Node& node = g.nodes[nodes[i].v];
-      const uint32_t route = g.live.nodes[nodes[i].v].route;
-      std::vector<std::pair<uint32_t, WGPUBuffer>> outs;  // tensor id -> fresh buffer
-      for (graph::TensorId t : node.outputs) {
-        uint64_t bytes = graph::dtype_bytes(g.tensors[t.v].dtype, g.tensors[t.v].max_shape);
+    std::vector<graph::BufferOverride> outs;
+    for (graph::NodeId id : nodes)
+      for (graph::TensorId t : graph::node_info(g, id).outputs) {
+        const graph::Tensor& info = graph::tensor_info(g, t);
+        uint64_t bytes = graph::dtype_bytes(info.dtype, info.max_shape);
         fresh.push_back(gpu::create_buffer(dev, bytes, gpu::kStorageUsage, "indep out"));
         if (o.indep_init == "write") {
           std::vector<uint8_t> zeros(size_t((bytes + 3) / 4 * 4), 0);
           gpu::upload(dev, fresh.back().get(), 0, zeros.data(), zeros.size());
         }
-        outs.push_back({t.v, fresh.back().get()});
+        outs.push_back({t, fresh.back().get()});
       }
-      const auto& kernels = node.routes.routes[route].kernels;
-      for (size_t j = 0; j < kernels.size(); ++j) {
-        std::vector<gpu::BufferBinding> entries;
-        for (const graph::Binding& b : kernels[j].bindings) {
-          if (b.uniform) {
-            entries.push_back({b.slot, g.uniforms[nodes[i].v].get(), uint64_t(g.uniform_stride) * j,
-                               graph::kParamBytes});
-            continue;
-          }
-          WGPUBuffer buf = graph::tensor_buffer(g, b.tensor);
-          for (auto& [id, fb] : outs)
-            if (id == b.tensor.v) buf = fb;
-          entries.push_back({b.slot, buf, 0, g.tensors[b.tensor.v].bytes});  // the graph's buffer may be shared
-        }
-        const auto* pipe = g.compiled[nodes[i].v][route][j].pipeline;
-        groups[i].push_back(gpu::create_bind_group(dev, pipe->layout.get(), entries, "indep"));
-      }
-    }
+    const graph::ReboundNodes rebound = graph::rebind(g, nodes, outs);
     gpu::wait_idle(dev);  // the zero fills done before the timed pass
-    auto record = [&](WGPUComputePassEncoder pass) {
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        const auto& ns = g.live.nodes[nodes[i].v];
-        const auto& kernels = g.compiled[nodes[i].v][ns.route];
-        for (size_t j = 0; j < kernels.size(); ++j) {
-          const graph::Grid& gr = ns.plan.grids[j];
-          wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
-          wgpuComputePassEncoderSetBindGroup(pass, 0, groups[i][j].get(), 0, nullptr);
-          wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
-        }
-      }
-    };
+    auto record = [&](WGPUComputePassEncoder pass) { graph::encode(g, pass, rebound); };
     lab::Sample sm = lab::time_pass(timer, label + " indep", record);
     if (rep >= o.time.warmup) samples.push_back(timer.gpu_clock() ? sm.gpu_s : sm.wall_s);
   }
@@ -147,19 +115,8 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   for (uint32_t m : o.ms) {
     graph::ShapeInput shape{x, {m, k}};
     graph::update(g, {&shape, 1});
-    uint32_t route = graph::active_route(g, nodes[0]);
-    auto record = [&](WGPUComputePassEncoder pass) {
-      for (graph::NodeId id : nodes) {
-        const auto& ns = g.live.nodes[id.v];
-        const auto& kernels = g.compiled[id.v][ns.route];
-        for (size_t j = 0; j < kernels.size(); ++j) {
-          const graph::Grid& gr = ns.plan.grids[j];
-          wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
-          wgpuComputePassEncoderSetBindGroup(pass, 0, kernels[j].bind_group.get(), 0, nullptr);
-          wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
-        }
-      }
-    };
+    const std::string route = graph::active_route_info(g, nodes[0]).name;
+    auto record = [&](WGPUComputePassEncoder pass) { graph::encode(g, pass, nodes); };
     const char* xname = m > 1 ? "-" : int8 == 1 ? "i8" : int8 == 0 ? "f32" : "auto";  // the gemv's x
     std::string label = fmt::format("{} {}x{} m{} x {}", ops::quant_format_name(f), k, n, m, xname);
     lab::Timing t = lab::measure(timer, label, o.time, record);
@@ -169,7 +126,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
     double gbps = bytes / per_call / 1e9, indep_gbps = bytes / indep_call / 1e9;
     double gflops = 2.0 * m * double(n) * k / indep_call / 1e9;
     table.rows.push_back({ops::quant_format_name(f), xname, std::to_string(m), std::to_string(k),
-                          std::to_string(n), kRouteNames[route], std::to_string(copies),
+                          std::to_string(n), route, std::to_string(copies),
                           fmt::format("{:.2f}", indep_call * 1e6), fmt::format("{:.0f}", indep_gbps),
                           lab::percent_of(indep_gbps, peaks.read_gbps),
                           fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),

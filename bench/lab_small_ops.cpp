@@ -35,19 +35,6 @@ struct Options {
   gpu::DeviceOptions device;
 };
 
-// The graph's active dispatches, as graph::execute encodes them.
-void record_graph(const Graph& g, WGPUComputePassEncoder pass) {
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const auto& kernels = g.compiled[n][g.live.nodes[n].route];
-    for (size_t j = 0; j < kernels.size(); ++j) {
-      const Grid& gr = g.live.nodes[n].plan.grids[j];
-      wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
-      wgpuComputePassEncoderSetBindGroup(pass, 0, kernels[j].bind_group.get(), 0, nullptr);
-      wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
-    }
-  }
-}
-
 std::vector<float> random_values(size_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
@@ -65,7 +52,7 @@ struct Lab {
 
   void time(const std::string& op, const std::string& shape, Graph& g, double bytes, const std::string& check) {
     lab::Timing t = lab::measure(timer, op, opts.time, [&](WGPUComputePassEncoder pass) {
-      for (int i = 0; i < opts.inner; ++i) record_graph(g, pass);
+      for (int i = 0; i < opts.inner; ++i) encode(g, pass);
     });
     double per_call = t.seconds / opts.inner;
     double gbps = bytes / per_call / 1e9;

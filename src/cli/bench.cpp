@@ -367,7 +367,7 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
              info.filename, info.type, info.size / 1048576.0, info.gpu_weight_bytes / 1048576.0,
              std::chrono::duration<double>(Clock::now() - t0).count(), info.adapter, info.backend, n_ctx, f.batch,
              tests.size(), f.reps, f.no_warmup ? ", no warm-up" : "");
-  fmt::print(stderr, "wgrt bench: {}\n", graph::describe_memory(s.mg.graph->memory));
+  fmt::print(stderr, "wgrt bench: {}\n", graph::describe_memory(graph::memory_plan(*s.mg.graph)));
 
   Printer out{f.output};
   run_tests(s, f, tests, [&](const Result& r) { out.row(make_row(info, f, n_ctx, r), r); });

@@ -53,7 +53,7 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
   fmt::print(stderr, "wgrt: {} on {} ({}), {:.1f} MiB of weights, context {}, seed {}\n", s.model.path,
              dev.caps.adapter.name, gpu::backend_name(dev.caps.adapter.backend), s.mg.weight_bytes / 1048576.0,
              s.mg.n_ctx, seed);
-  fmt::print(stderr, "wgrt: {}\n", graph::describe_memory(s.mg.graph->memory));
+  fmt::print(stderr, "wgrt: {}\n", graph::describe_memory(graph::memory_plan(*s.mg.graph)));
   if (f.warmup) {  // compile every pipeline the timed run uses (prefill and decode routes)
     std::vector<int32_t> ids = tokenizer::tokenize(s.tok, f.prompt, true, true);
     llm::eval(s, ids);

@@ -5,20 +5,15 @@
 #include <stdexcept>
 
 #include "gpu/buffer.h"
+#include "graph/check.h"
 #include "graph/graph.h"
-#include "graph/update_internal.h"
+#include "graph/state.h"
 
 namespace wgrt::graph {
 namespace {
 
-void require_unbuilt(const Graph& g, const char* what) {
+void require_unbuilt(const GraphState& g, const char* what) {
   if (g.built) throw std::logic_error(fmt::format("{}: the graph is already built", what));
-}
-
-void check_tensor_id(const Graph& g, TensorId t, const std::string& where) {
-  if (t.v >= g.tensors.size())
-    throw std::invalid_argument(fmt::format("{}: tensor id {} does not exist ({} tensors)", where,
-                                            t.v, g.tensors.size()));
 }
 
 void check_shape(const Shape& s, const std::string& what) {
@@ -28,7 +23,7 @@ void check_shape(const Shape& s, const std::string& what) {
       throw std::invalid_argument(fmt::format("{}: dim {} of {} is zero", what, i, to_string(s)));
 }
 
-TensorId push_tensor(Graph& g, Tensor t) {
+TensorId push_tensor(GraphState& g, Tensor t) {
   check_shape(t.max_shape, fmt::format("tensor '{}'", t.name));
   for (const auto& other : g.tensors)
     if (other.name == t.name)
@@ -39,7 +34,7 @@ TensorId push_tensor(Graph& g, Tensor t) {
 }
 
 // Dataflow in insertion order: intermediates produced once, before any use.
-void check_dataflow(const Graph& g) {
+void check_dataflow(const GraphState& g) {
   std::vector<int> producer(g.tensors.size(), -1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
@@ -70,7 +65,7 @@ void check_dataflow(const Graph& g) {
 // Read-after-write on state tensors: a node reading a state that nodes write this step must
 // come after the first writer (attention after the KV-cache write), unless the state is
 // declared carried (it hands the previous step's value to an earlier reader).
-void check_state_order(const Graph& g) {
+void check_state_order(const GraphState& g) {
   std::vector<int> first_writer(g.tensors.size(), -1);
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (TensorId t : g.nodes[n].outputs)
@@ -91,7 +86,7 @@ void check_state_order(const Graph& g) {
 }
 
 // Which tensors can change shape between steps, and whether every node can cope.
-void find_varying(Graph& g) {
+void find_varying(GraphState& g) {
   for (auto& t : g.tensors) {
     t.may_vary = t.role == TensorRole::Input && t.dynamic_dims != 0;
     t.read = t.is_output;
@@ -128,7 +123,7 @@ struct KeyDomain {
   std::string name;
 };
 
-KeyDomain key_domain(const Graph& g, const Node& node) {
+KeyDomain key_domain(const GraphState& g, const Node& node) {
   const RouteKey& k = node.routes.key;
   if (k.kind == RouteKey::Kind::Symbol) {
     if (k.symbol.v >= g.symbols.size())
@@ -145,7 +140,7 @@ KeyDomain key_domain(const Graph& g, const Node& node) {
   return {1, int64_t(t.max_shape[k.dim]), fmt::format("dim {} of '{}'", k.dim, t.name)};
 }
 
-void check_routes(const Graph& g) {
+void check_routes(const GraphState& g) {
   for (const Node& node : g.nodes) {
     KeyDomain d = key_domain(g, node);
     try {
@@ -167,7 +162,7 @@ void check_routes(const Graph& g) {
 }
 
 // Plans first, so a graph the device cannot hold is refused before anything is allocated.
-void allocate(Graph& g) {
+void allocate(GraphState& g) {
   gpu::Device& dev = *g.dev;
   g.memory = plan_memory(g, memory_budget(dev.caps.limits, dev.caps.device_memory));
   g.uniform_stride = g.memory.uniform_stride;
@@ -198,31 +193,23 @@ void allocate(Graph& g) {
                              : gpu::Buffer{});
 }
 
-void compile(Graph& g) {
+void compile(GraphState& g) {
   gpu::Device& dev = *g.dev;
   g.compiled.clear();
   g.compiled.resize(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
-    for (const Route& r : node.routes.routes) {
+    for (size_t r = 0; r < node.routes.routes.size(); ++r) {
+      const Route& route = node.routes.routes[r];
       auto& route_kernels = g.compiled[n].emplace_back();
-      for (size_t j = 0; j < r.kernels.size(); ++j) {
-        const KernelSpec& k = r.kernels[j];
-        std::string label = fmt::format("{}/{}/{}", node.name, r.name, k.pipeline.kernel);
+      for (size_t j = 0; j < route.kernels.size(); ++j) {
         CompiledKernel ck;
         try {
-          ck.pipeline = &gpu::get_pipeline(dev, k.pipeline);
+          ck.pipeline = &gpu::get_pipeline(dev, route.kernels[j].pipeline);
         } catch (const gpu::GpuError& e) {
-          throw gpu::GpuError(fmt::format("node '{}' route '{}': {}", node.name, r.name, e.what()));
+          throw gpu::GpuError(fmt::format("node '{}' route '{}': {}", node.name, route.name, e.what()));
         }
-        std::vector<gpu::BufferBinding> entries;
-        for (const Binding& b : k.bindings) {
-          if (b.uniform)
-            entries.push_back({b.slot, g.uniforms[n].get(), uint64_t(g.uniform_stride) * j, kParamBytes});
-          else  // the tensor's own size: its buffer may be larger, shared with bigger tensors
-            entries.push_back({b.slot, tensor_buffer(g, b.tensor), 0, g.tensors[b.tensor.v].bytes});
-        }
-        ck.bind_group = gpu::create_bind_group(dev, ck.pipeline->layout.get(), entries, label);
+        ck.bind_group = make_bind_group(g, n, r, j, *ck.pipeline);
         route_kernels.push_back(std::move(ck));
       }
     }
@@ -230,6 +217,38 @@ void compile(Graph& g) {
 }
 
 }  // namespace
+
+void check_tensor_id(const GraphState& g, TensorId t, const std::string& where) {
+  if (t.v >= g.tensors.size())
+    throw std::invalid_argument(fmt::format("{}: tensor id {} does not exist ({} tensors)", where,
+                                            t.v, g.tensors.size()));
+}
+
+void check_node_id(const GraphState& g, NodeId n, const std::string& where) {
+  if (n.v >= g.nodes.size())
+    throw std::invalid_argument(fmt::format("{}: node id {} does not exist ({} nodes)", where, n.v, g.nodes.size()));
+}
+
+gpu::BindGroup make_bind_group(const GraphState& g, size_t n, size_t r, size_t k, const gpu::Pipeline& pipeline,
+                               std::span<const BufferOverride> overrides) {
+  const Node& node = g.nodes[n];
+  const Route& route = node.routes.routes[r];
+  const KernelSpec& spec = route.kernels[k];
+  std::vector<gpu::BufferBinding> entries;
+  for (const Binding& b : spec.bindings) {
+    if (b.uniform) {
+      entries.push_back({b.slot, g.uniforms[n].get(), uint64_t(g.uniform_stride) * k, kParamBytes});
+      continue;
+    }
+    WGPUBuffer buffer = g.buffers[g.memory.buffer_of[b.tensor.v]].get();
+    for (const BufferOverride& o : overrides)
+      if (o.tensor == b.tensor) buffer = o.buffer;
+    // The tensor's own size: its buffer may be larger, shared with bigger tensors.
+    entries.push_back({b.slot, buffer, 0, g.tensors[b.tensor.v].bytes});
+  }
+  return gpu::create_bind_group(*g.dev, pipeline.layout.get(), entries,
+                                fmt::format("{}/{}/{}", node.name, route.name, spec.pipeline.kernel));
+}
 
 bool node_uses_params(const Node& node) {
   for (const Route& r : node.routes.routes)
@@ -239,7 +258,8 @@ bool node_uses_params(const Node& node) {
   return false;
 }
 
-TensorId add_input(Graph& g, const InputDesc& d) {
+TensorId add_input(Graph& graph, const InputDesc& d) {
+  GraphState& g = state(graph);
   require_unbuilt(g, "add_input");
   if (d.dynamic_dims >> d.max_shape.rank)
     throw std::invalid_argument(fmt::format("input '{}': dynamic_dims marks dims past rank {}",
@@ -248,7 +268,8 @@ TensorId add_input(Graph& g, const InputDesc& d) {
                                .max_shape = d.max_shape, .dynamic_dims = d.dynamic_dims});
 }
 
-TensorId add_weight(Graph& g, const WeightDesc& d) {
+TensorId add_weight(Graph& graph, const WeightDesc& d) {
+  GraphState& g = state(graph);
   require_unbuilt(g, "add_weight");
   if (d.role != TensorRole::Weight && d.role != TensorRole::State)
     throw std::invalid_argument(fmt::format("weight '{}': role must be Weight or State", d.name));
@@ -258,13 +279,15 @@ TensorId add_weight(Graph& g, const WeightDesc& d) {
                                .carried = d.carried});
 }
 
-TensorId add_tensor(Graph& g, std::string name, DType dtype, Shape max_shape) {
+TensorId add_tensor(Graph& graph, std::string name, DType dtype, Shape max_shape) {
+  GraphState& g = state(graph);
   require_unbuilt(g, "add_tensor");
   return push_tensor(g, Tensor{.name = std::move(name), .dtype = dtype,
                                .role = TensorRole::Intermediate, .max_shape = max_shape});
 }
 
-SymbolId add_symbol(Graph& g, const SymbolDesc& d) {
+SymbolId add_symbol(Graph& graph, const SymbolDesc& d) {
+  GraphState& g = state(graph);
   require_unbuilt(g, "add_symbol");
   if (d.lo > d.hi)
     throw std::invalid_argument(fmt::format("symbol '{}': empty range [{}, {}]", d.name, d.lo, d.hi));
@@ -274,7 +297,8 @@ SymbolId add_symbol(Graph& g, const SymbolDesc& d) {
   return SymbolId{uint32_t(g.symbols.size() - 1)};
 }
 
-NodeId add_node(Graph& g, Node node) {
+NodeId add_node(Graph& graph, Node node) {
+  GraphState& g = state(graph);
   require_unbuilt(g, "add_node");
   std::string where = fmt::format("node '{}' ({})", node.name, node.op);
   if (node.name.empty()) throw std::invalid_argument("a node needs a name");
@@ -294,7 +318,8 @@ NodeId add_node(Graph& g, Node node) {
   return NodeId{uint32_t(g.nodes.size() - 1)};
 }
 
-void mark_output(Graph& g, TensorId t) {
+void mark_output(Graph& graph, TensorId t) {
+  GraphState& g = state(graph);
   require_unbuilt(g, "mark_output");
   check_tensor_id(g, t, "mark_output");
   if (!g.tensors[t.v].is_output) g.outputs.push_back(t);
@@ -305,7 +330,7 @@ namespace {
 
 // Undoes a failed build: releases what it made (bind groups before the buffers they bind) and
 // leaves the graph as before build was called.
-void unbuild(Graph& g) {
+void unbuild(GraphState& g) {
   g.compiled.clear();
   g.uniforms.clear();
   g.staging.clear();
@@ -321,7 +346,8 @@ void unbuild(Graph& g) {
 
 }  // namespace
 
-void build(Graph& g) {
+void build(Graph& graph) {
+  GraphState& g = state(graph);
   require_unbuilt(g, "build");
   try {
     check_dataflow(g);
@@ -346,13 +372,15 @@ void build(Graph& g) {
   g.built = true;
 }
 
-TensorId find_tensor(const Graph& g, std::string_view name) {
+TensorId find_tensor(const Graph& graph, std::string_view name) {
+  const GraphState& g = state(graph);
   for (uint32_t i = 0; i < g.tensors.size(); ++i)
     if (g.tensors[i].name == name) return TensorId{i};
   throw std::invalid_argument(fmt::format("no tensor named '{}'", name));
 }
 
-NodeId find_node(const Graph& g, std::string_view name) {
+NodeId find_node(const Graph& graph, std::string_view name) {
+  const GraphState& g = state(graph);
   for (uint32_t i = 0; i < g.nodes.size(); ++i)
     if (g.nodes[i].name == name) return NodeId{i};
   throw std::invalid_argument(fmt::format("no node named '{}'", name));

@@ -8,6 +8,7 @@
 
 #include "gpu/buffer.h"
 #include "graph/graph.h"
+#include "graph/state.h"
 
 namespace wgrt::graph {
 namespace {
@@ -17,25 +18,14 @@ int64_t ns_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
 }
 
-void encode_node(const Graph& g, size_t n, WGPUComputePassEncoder pass) {
-  const NodeState& ns = g.live.nodes[n];
-  const auto& kernels = g.compiled[n][ns.route];
-  for (size_t j = 0; j < kernels.size(); ++j) {
-    const Grid& gr = ns.plan.grids[j];
-    if (gr.x == 0) continue;  // an optional kernel this plan skips (check_plan allows no other empty grid)
-    wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
-    wgpuComputePassEncoderSetBindGroup(pass, 0, kernels[j].bind_group.get(), 0, nullptr);
-    wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);
-  }
-}
-
-uint64_t live_bytes(const Graph& g, TensorId t) {
+uint64_t live_bytes(const GraphState& g, TensorId t) {
   return gpu::align_up(dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]), 4);
 }
 
 }  // namespace
 
-void write_tensor(Graph& g, TensorId t, const void* data, size_t bytes) {
+void write_tensor(Graph& graph, TensorId t, const void* data, size_t bytes) {
+  const GraphState& g = state(graph);
   if (!g.built) throw std::logic_error("write_tensor: build the graph first");
   if (t.v >= g.tensors.size())
     throw std::invalid_argument(fmt::format("write_tensor: tensor id {} does not exist", t.v));
@@ -44,19 +34,19 @@ void write_tensor(Graph& g, TensorId t, const void* data, size_t bytes) {
     throw std::invalid_argument(fmt::format("write_tensor: {} bytes do not fit '{}' ({} bytes at "
                                             "max shape {})", bytes, tensor.name, tensor.bytes,
                                             to_string(tensor.max_shape)));
-  gpu::upload(*g.dev, tensor_buffer(g, t), 0, data, bytes);
+  gpu::upload(*g.dev, g.buffers[g.memory.buffer_of[t.v]].get(), 0, data, bytes);
 }
 
 namespace {
 
-int output_index(const Graph& g, TensorId t) {
+int output_index(const GraphState& g, TensorId t) {
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (g.outputs[i] == t) return int(i);
   return -1;
 }
 
 // Waits out and unmaps whatever a slot still has mapped, before it is filled again.
-void drain(Graph& g, ReadbackSlot& slot, size_t s) {
+void drain(GraphState& g, ReadbackSlot& slot, size_t s) {
   for (size_t i = 0; i < slot.maps.size(); ++i)
     if (slot.maps[i].pending) gpu::map_read_end(*g.dev, g.staging[i][s].get(), slot.maps[i], nullptr, 0);
   std::fill(slot.bytes.begin(), slot.bytes.end(), 0);
@@ -64,7 +54,7 @@ void drain(Graph& g, ReadbackSlot& slot, size_t s) {
 
 }  // namespace
 
-Graph::~Graph() {
+GraphState::~GraphState() {
   for (size_t s = 0; s < readback.size(); ++s)
     for (size_t i = 0; i < readback[s].maps.size(); ++i)
       if (readback[s].maps[i].pending) {
@@ -75,7 +65,8 @@ Graph::~Graph() {
       }
 }
 
-Snapshot execute(Graph& g, const ExecuteOptions& o) {
+Snapshot execute(Graph& graph, const ExecuteOptions& o) {
+  GraphState& g = state(graph);
   if (!g.planned) throw std::logic_error("execute: build the graph first");
   gpu::Device& dev = *g.dev;
   gpu::Profiler* profiler = o.profiler;
@@ -94,8 +85,7 @@ Snapshot execute(Graph& g, const ExecuteOptions& o) {
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const Route& r = g.nodes[n].routes.routes[g.live.nodes[n].route];
       if (r.kernels.empty()) continue;
-      gpu::ComputePass pass = gpu::begin_compute_pass(
-          enc.get(), profiler, fmt::format("{} [{}:{}]", g.nodes[n].name, g.nodes[n].op, r.name));
+      gpu::ComputePass pass = gpu::begin_compute_pass(enc.get(), profiler, pass_label(graph, NodeId{uint32_t(n)}));
       encode_node(g, n, pass.get());
       wgpuComputePassEncoderEnd(pass.get());
     }
@@ -103,7 +93,8 @@ Snapshot execute(Graph& g, const ExecuteOptions& o) {
   auto copy = [&](size_t i) {
     const TensorId t = g.outputs[i];
     slot.bytes[i] = live_bytes(g, t);
-    wgpuCommandEncoderCopyBufferToBuffer(enc.get(), tensor_buffer(g, t), 0, g.staging[i][s].get(), 0, slot.bytes[i]);
+    wgpuCommandEncoderCopyBufferToBuffer(enc.get(), g.buffers[g.memory.buffer_of[t.v]].get(), 0, g.staging[i][s].get(), 0,
+                                         slot.bytes[i]);
   };
   if (!o.read_none) {
     if (o.read.empty()) {
@@ -124,7 +115,7 @@ Snapshot execute(Graph& g, const ExecuteOptions& o) {
   WGPUCommandBuffer raw = cmd.get();
   wgpuQueueSubmit(dev.queue.get(), 1, &raw);
   ++g.stats.executes;
-  g.stats.dispatches += active_dispatches(g);
+  g.stats.dispatches += active_dispatches(graph);
   // Map right after the submit: each mapping then waits for this step's work only.
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (slot.bytes[i]) gpu::map_read_begin(dev, g.staging[i][s].get(), slot.bytes[i], slot.maps[i]);
@@ -138,7 +129,7 @@ Snapshot execute(Graph& g, const ExecuteOptions& o) {
 
 namespace {
 
-size_t snapshot_index(const Graph& g, const Snapshot& snap, TensorId t) {
+size_t snapshot_index(const GraphState& g, const Snapshot& snap, TensorId t) {
   const int i = t.v < g.tensors.size() && g.tensors[t.v].is_output ? output_index(g, t) : -1;
   if (i < 0) throw std::invalid_argument(fmt::format("read_output: tensor id {} is not a marked output", t.v));
   if (snap.serial == 0 || snap.slot >= kReadbackSlots || g.readback[snap.slot].serial != snap.serial)
@@ -153,11 +144,13 @@ size_t snapshot_index(const Graph& g, const Snapshot& snap, TensorId t) {
 
 }  // namespace
 
-uint64_t snapshot_bytes(const Graph& g, const Snapshot& snap, TensorId t) {
+uint64_t snapshot_bytes(const Graph& graph, const Snapshot& snap, TensorId t) {
+  const GraphState& g = state(graph);
   return g.readback[snap.slot].bytes[snapshot_index(g, snap, t)];
 }
 
-void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t bytes) {
+void read_output(Graph& graph, const Snapshot& snap, TensorId t, void* dst, size_t bytes) {
+  GraphState& g = state(graph);
   const size_t i = snapshot_index(g, snap, t);
   ReadbackSlot& slot = g.readback[snap.slot];
   if (bytes > slot.bytes[i])
@@ -173,29 +166,6 @@ void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t b
   }
   g.stats.wait_ns += waited;
   g.stats.readback_ns += ns_between(t0, Clock::now()) - waited;
-}
-
-uint32_t active_dispatches(const Graph& g) {
-  uint32_t n = 0;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const NodeState& ns = g.live.nodes[i];
-    for (size_t j = 0; j < g.compiled[i][ns.route].size(); ++j) n += ns.plan.grids[j].x != 0 ? 1 : 0;
-  }
-  return n;
-}
-
-NodeCost node_cost(const Graph& g, NodeId id) {
-  const Node& node = g.nodes[id.v];
-  std::array<Shape, kMaxNodeTensors> in{}, out{};
-  for (size_t i = 0; i < node.inputs.size(); ++i) in[i] = g.live.shapes[node.inputs[i].v];
-  for (size_t i = 0; i < node.outputs.size(); ++i) out[i] = g.live.shapes[node.outputs[i].v];
-  const PlanArgs a{{in.data(), node.inputs.size()}, {out.data(), node.outputs.size()}, SymbolValues{g.live.symbols},
-                   g.live.nodes[id.v].route, &g.dev->caps};
-  if (node.cost) return node.cost(a);
-  NodeCost c;
-  for (TensorId t : node.inputs) c.bytes += dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]);
-  for (TensorId t : node.outputs) c.bytes += dtype_bytes(g.tensors[t.v].dtype, g.live.shapes[t.v]);
-  return c;
 }
 
 }  // namespace wgrt::graph

@@ -10,17 +10,20 @@
 //            nothing at all.
 //   execute  per step: one compute pass with every active dispatch in order, output copies,
 //            one submit. Creates nothing but the single-use encoder, pass and command buffer.
+//   encode   labs: the same dispatches into a caller's pass (some nodes, or all), optionally
+//            with chosen tensors bound to other buffers.
 //
-// Nodes hold ids (tensors, symbols) and pipeline keys, never WebGPU handles; the graph owns
-// every buffer and bind group through RAII. docs/ARCHITECTURE.md has the picture.
+// Nodes hold ids (tensors, symbols, routes) and pipeline keys, never WebGPU handles; the graph
+// owns every buffer and bind group through RAII, and its state is sealed: callers read and
+// change it through the functions below only. docs/ARCHITECTURE.md has the picture.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <array>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -130,12 +133,18 @@ struct InferArgs {
   std::span<Shape> out;
   SymbolValues sym;
 };
+struct Node;
 struct PlanArgs {
   std::span<const Shape> in;
   std::span<const Shape> out;
   SymbolValues sym;
-  uint32_t route = 0;  // chosen by the graph from the node's RouteSet
+  RouteId route;  // the active route, chosen by the graph from the node's RouteSet
   const gpu::DeviceCaps* caps = nullptr;
+  const Node* node = nullptr;  // whose plan runs
+  // Whether `id` is the active route. A plan names routes through this, so one naming an id
+  // its node does not declare fails (std::logic_error naming the node, the id and its routes)
+  // instead of silently never matching.
+  bool route_is(RouteId id) const;
 };
 using InferFn = std::function<void(const InferArgs&)>;
 using PlanFn = std::function<void(const PlanArgs&, Plan&)>;
@@ -162,18 +171,6 @@ struct Node {
 };
 
 // ---- the graph ---------------------------------------------------------------------------
-struct NodeState {
-  uint32_t route = 0;
-  Plan plan;
-};
-
-// Everything update() may change; staged in a copy, committed by swap.
-struct LiveState {
-  std::vector<Shape> shapes;      // per tensor
-  std::vector<int64_t> symbols;   // per symbol
-  std::vector<NodeState> nodes;   // per node
-};
-
 struct GraphStats {
   int64_t updates = 0;          // update() calls that changed inputs
   int64_t plans = 0;            // node plan() calls
@@ -189,48 +186,25 @@ struct GraphStats {
 // size, into one of two slots of staging buffers and starts mapping them; a Snapshot names that
 // execute, so reading it after the next update and execute still gives its own values.
 constexpr int kReadbackSlots = 2;
-struct ReadbackSlot {
-  uint64_t serial = 0;                // the execute that filled it (1-based; 0: none)
-  std::vector<uint64_t> bytes;        // per output (g.outputs order): bytes copied, 0 if not
-  std::vector<gpu::MapRequest> maps;  // per output; sized once at build (the callbacks hold addresses)
-};
 struct Snapshot {
   uint64_t serial = 0;
   uint32_t slot = 0;
 };
 
-struct CompiledKernel {
-  const gpu::Pipeline* pipeline = nullptr;  // owned by the device's cache
-  gpu::BindGroup bind_group;
-};
-
-struct Graph {
-  explicit Graph(gpu::Device& device) : dev(&device) {}
+// The graph's state is sealed: only the functions below (and src/graph's implementation files,
+// through graph/state.h) read or change it, so no caller can leave it half-updated.
+struct GraphState;
+class Graph {
+ public:
+  explicit Graph(gpu::Device& device);
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
-  ~Graph();  // finishes pending read-back mappings (their callbacks hold addresses in here)
+  ~Graph();  // finishes pending read-back mappings (their callbacks hold addresses in the state)
 
-  gpu::Device* dev;
-  std::deque<Tensor> tensors;  // a deque: references stay valid while ops add tensors
-  std::vector<Symbol> symbols;
-  std::vector<Node> nodes;
-  std::vector<TensorId> outputs;
-
-  // Set by build().
-  bool built = false;
-  uint32_t uniform_stride = 256;  // per dispatch slot, >= minUniformBufferOffsetAlignment
-  MemoryPlan memory;                  // which buffer hosts each tensor, and the sizes
-  std::vector<gpu::Buffer> buffers;   // per physical buffer of the plan (memory.buffers)
-  std::vector<gpu::Buffer> uniforms;  // per node: kMaxDispatches slots
-  std::vector<std::array<gpu::Buffer, kReadbackSlots>> staging;  // per output (g.outputs order)
-  std::array<ReadbackSlot, kReadbackSlots> readback;
-  Snapshot last;  // of the latest execute
-  std::vector<std::vector<std::vector<CompiledKernel>>> compiled;  // [node][route][kernel]
-
-  LiveState live;
-  LiveState staged;  // scratch for update(); same sizes as live, reused every step
-  bool planned = false;
-  GraphStats stats;
+ private:
+  friend GraphState& state(Graph& g);
+  friend const GraphState& state(const Graph& g);
+  std::unique_ptr<GraphState> state_;
 };
 
 TensorId add_input(Graph& g, const InputDesc& d);
@@ -279,8 +253,9 @@ inline Snapshot execute(Graph& g, gpu::Profiler* profiler) { return execute(g, E
 void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t bytes);
 // Bytes `snap` holds of output `t`.
 uint64_t snapshot_bytes(const Graph& g, const Snapshot& snap, TensorId t);
-// From the latest execute.
-inline void read_output(Graph& g, TensorId t, void* dst, size_t bytes) { read_output(g, g.last, t, dst, bytes); }
+// The latest execute's snapshot.
+Snapshot last_snapshot(const Graph& g);
+inline void read_output(Graph& g, TensorId t, void* dst, size_t bytes) { read_output(g, last_snapshot(g), t, dst, bytes); }
 template <class T>
 std::vector<T> read_output(Graph& g, const Snapshot& snap, TensorId t) {
   std::vector<T> out(size_t(snapshot_bytes(g, snap, t) / sizeof(T)));
@@ -289,21 +264,66 @@ std::vector<T> read_output(Graph& g, const Snapshot& snap, TensorId t) {
 }
 template <class T>
 std::vector<T> read_output(Graph& g, TensorId t) {
-  return read_output<T>(g, g.last, t);
+  return read_output<T>(g, last_snapshot(g), t);
 }
 
-// Introspection (tests, dumps).
-inline const Shape& live_shape(const Graph& g, TensorId t) { return g.live.shapes[t.v]; }
-inline uint32_t active_route(const Graph& g, NodeId n) { return g.live.nodes[n.v].route; }
-inline const Plan& active_plan(const Graph& g, NodeId n) { return g.live.nodes[n.v].plan; }
-// The physical buffer hosting `t`; intermediates may share it with others (graph/memory.h).
-inline WGPUBuffer tensor_buffer(const Graph& g, TensorId t) { return g.buffers[g.memory.buffer_of[t.v]].get(); }
-inline WGPUBuffer uniform_buffer(const Graph& g, NodeId n) { return g.uniforms[n.v].get(); }
+// ---- encoding a graph's kernels into a caller's pass (labs, timing) ----------------------
+// The active dispatches of `nodes` (every node when empty), in order, at the live state: what
+// execute encodes, without its read-back copies or submit.
+void encode(const Graph& g, WGPUComputePassEncoder pass, std::span<const NodeId> nodes = {});
+
+// The active routes' bind groups with some tensors bound to other buffers (a lab's fresh
+// outputs, so no dispatch waits on another's writes). Made per call, so not for the hot path;
+// valid while the same routes stay active (encode checks).
+struct BufferOverride {
+  TensorId tensor;
+  WGPUBuffer buffer = nullptr;  // at least the tensor's max-shape bytes
+};
+struct ReboundNodes {
+  std::vector<NodeId> nodes;
+  std::vector<RouteId> routes;                        // per node: the route they were made for
+  std::vector<std::vector<gpu::BindGroup>> groups;    // per node, per kernel of that route
+};
+ReboundNodes rebind(Graph& g, std::span<const NodeId> nodes, std::span<const BufferOverride> overrides);
+void encode(const Graph& g, WGPUComputePassEncoder pass, const ReboundNodes& rebound);
+
+// ---- reading the graph (ops, tests, dumps, profiles) -------------------------------------
+// Each throws std::invalid_argument naming the id when it does not exist.
+gpu::Device& device(Graph& g);
+const gpu::DeviceCaps& device_caps(const Graph& g);
+bool is_built(const Graph& g);
+uint32_t tensor_count(const Graph& g);
+uint32_t symbol_count(const Graph& g);
+uint32_t node_count(const Graph& g);
+const Tensor& tensor_info(const Graph& g, TensorId t);  // stays valid while tensors are added
+const Symbol& symbol_info(const Graph& g, SymbolId s);
+const Node& node_info(const Graph& g, NodeId n);
+std::span<const TensorId> graph_outputs(const Graph& g);
 TensorId find_tensor(const Graph& g, std::string_view name);
+NodeId find_node(const Graph& g, std::string_view name);
+const GraphStats& stats(const Graph& g);
+// Set by build: which buffer hosts each tensor, and the sizes (graph/memory.h).
+const MemoryPlan& memory_plan(const Graph& g);
+
+// The live state (built graphs).
+const Shape& live_shape(const Graph& g, TensorId t);
+int64_t symbol_value(const Graph& g, SymbolId s);
+RouteId active_route(const Graph& g, NodeId n);
+const Route& active_route_info(const Graph& g, NodeId n);
+// Node `n`'s route `id`; throws std::invalid_argument naming the node, the id and its routes
+// when it has none of that id.
+const Route& route_info(const Graph& g, NodeId n, RouteId id);
+const Plan& active_plan(const Graph& g, NodeId n);
+// "attn.3 [attention:decode]": the node and its active route, as profiles label its pass.
+std::string pass_label(const Graph& g, NodeId n);
+// The physical buffer hosting `t`; intermediates may share it with others (graph/memory.h).
+WGPUBuffer tensor_buffer(const Graph& g, TensorId t);
+// The node's uniform blocks (kMaxDispatches slots); null when no route binds one.
+WGPUBuffer uniform_buffer(const Graph& g, NodeId n);
+uint32_t uniform_stride(const Graph& g);  // bytes between a node's slots
 // The active route's cost (NodeCost) at the live shapes.
 NodeCost node_cost(const Graph& g, NodeId n);
 // Dispatches the active routes encode per execute.
 uint32_t active_dispatches(const Graph& g);
-NodeId find_node(const Graph& g, std::string_view name);
 
 }  // namespace wgrt::graph

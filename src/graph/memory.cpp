@@ -8,14 +8,14 @@
 
 #include "gpu/buffer.h"
 #include "graph/graph.h"
-#include "graph/update_internal.h"
+#include "graph/state.h"
 
 namespace wgrt::graph {
 namespace {
 
 constexpr double kMiB = 1048576.0;
 
-std::vector<Lifetime> find_lifetimes(const Graph& g) {
+std::vector<Lifetime> find_lifetimes(const GraphState& g) {
   std::vector<Lifetime> life(g.tensors.size());
   auto touch = [&](TensorId t, int32_t n) {
     if (t.v >= life.size())
@@ -61,7 +61,7 @@ uint32_t new_buffer(MemoryPlan& p, TensorId t, uint64_t bytes, BufferUse use) {
 
 // Greedy interval colouring, largest tensors first, each into the smallest buffer free for its
 // whole lifetime. Every earlier tensor is at least as large, so any free buffer fits.
-void assign_shared(const Graph& g, MemoryPlan& p, std::vector<uint32_t> order) {
+void assign_shared(const GraphState& g, MemoryPlan& p, std::vector<uint32_t> order) {
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     if (g.tensors[a].bytes != g.tensors[b].bytes) return g.tensors[a].bytes > g.tensors[b].bytes;
     if (p.lifetimes[a].first != p.lifetimes[b].first) return p.lifetimes[a].first < p.lifetimes[b].first;
@@ -128,7 +128,9 @@ MemoryBudget memory_budget(const WGPULimits& limits, uint64_t device_memory) {
                       .device_memory = device_memory};
 }
 
-MemoryPlan plan_memory(const Graph& g, const MemoryBudget& budget) {
+MemoryPlan plan_memory(const Graph& g, const MemoryBudget& budget) { return plan_memory(state(g), budget); }
+
+MemoryPlan plan_memory(const GraphState& g, const MemoryBudget& budget) {
   // Before any arithmetic on sizes: a tensor past a limit is the clearest error.
   for (const Tensor& t : g.tensors) check_limits(t, budget);
 

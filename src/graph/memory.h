@@ -24,7 +24,7 @@
 
 namespace wgrt::graph {
 
-struct Graph;
+class Graph;
 
 enum class BufferUse : uint8_t { Input, Weight, State, Scratch, Output };
 

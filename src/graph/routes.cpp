@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ostream>
 #include <stdexcept>
 
 namespace wgrt::graph {
@@ -11,13 +12,25 @@ RouteSet single_route(RouteKey key, int64_t lo, int64_t hi, std::vector<KernelSp
                       std::string name) {
   RouteSet set;
   set.key = key;
-  set.routes.push_back(Route{std::move(name), lo, hi, std::move(kernels)});
+  set.routes.push_back(Route{kMainRoute, std::move(name), lo, hi, std::move(kernels)});
   return set;
 }
 
 void validate_routes(const RouteSet& set, int64_t lo, int64_t hi, const std::string& key_name) {
   if (set.routes.empty())
     throw std::invalid_argument(fmt::format("routes on {}: none declared", key_name));
+  for (size_t i = 0; i < set.routes.size(); ++i) {
+    const Route& r = set.routes[i];
+    if (r.id == RouteId{})
+      throw std::invalid_argument(fmt::format(
+          "routes on {}: route '{}' has no id (hint: declare its RouteId next to the route, as the ops do)",
+          key_name, r.name));
+    for (size_t j = 0; j < i; ++j)
+      if (set.routes[j].id == r.id)
+        throw std::invalid_argument(fmt::format(
+            "routes on {}: routes '{}' and '{}' share the id {} (hint: each route of a node needs its own id)",
+            key_name, set.routes[j].name, r.name, r.id.v));
+  }
   for (const auto& r : set.routes) {
     if (r.lo > r.hi)
       throw std::invalid_argument(fmt::format(
@@ -62,10 +75,18 @@ void validate_routes(const RouteSet& set, int64_t lo, int64_t hi, const std::str
         sorted.front()->lo, sorted.back()->hi, lo, hi));
 }
 
-uint32_t select_route(const RouteSet& set, int64_t value) {
-  for (uint32_t i = 0; i < set.routes.size(); ++i)
-    if (value >= set.routes[i].lo && value <= set.routes[i].hi) return i;
+const Route& select_route(const RouteSet& set, int64_t value) {
+  for (const Route& r : set.routes)
+    if (value >= r.lo && value <= r.hi) return r;
   throw std::logic_error(fmt::format("no route holds {} (routes were not validated)", value));
+}
+
+std::ostream& operator<<(std::ostream& os, RouteId id) { return os << "route id " << id.v; }
+
+const Route* find_route(const RouteSet& set, RouteId id) {
+  for (const Route& r : set.routes)
+    if (r.id == id) return &r;
+  return nullptr;
 }
 
 }  // namespace wgrt::graph

@@ -3,9 +3,13 @@
 // must not overlap and must cover the key's whole domain; only the active route is encoded.
 //
 //   q4gsw linear on n_tokens:  [1,1] GEMV   [2,7] small-M   [8,max] tiled GEMM
+//
+// A route is referred to by its id (plans, profiles, tests, labs), never by its position in
+// the set, so declaring a route in front of others changes nothing they see.
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -42,7 +46,17 @@ struct KernelSpec {
   bool optional = false;  // a plan may skip it with the empty grid (0, 0, 0): not encoded
 };
 
+// A route's id: declared by its op next to the route (ops/linear/linear.h: kLinearGemv), unique
+// within the node. 0 is no id (refused at build).
+struct RouteId {
+  uint32_t v = 0;
+  constexpr bool operator==(const RouteId&) const = default;
+};
+inline constexpr RouteId kMainRoute{1};  // single_route's
+std::ostream& operator<<(std::ostream& os, RouteId id);  // "route id 2" (test messages)
+
 struct Route {
+  RouteId id;
   std::string name;  // e.g. "gemv"
   int64_t lo = 0;
   int64_t hi = 0;    // inclusive
@@ -55,15 +69,18 @@ struct RouteSet {
   std::vector<Route> routes;
 };
 
-// A RouteSet of one route over the whole domain [lo, hi] (ops without variants).
+// A RouteSet of one route, kMainRoute, over the whole domain [lo, hi] (ops without variants).
 RouteSet single_route(RouteKey key, int64_t lo, int64_t hi, std::vector<KernelSpec> kernels,
                       std::string name = "main");
 
-// Throws std::invalid_argument naming `key_name` and the empty range, overlap or gap when
-// the ranges are not an exact cover of [lo, hi].
+// Throws std::invalid_argument naming `key_name` and the route without an id, the id two routes
+// share, or the empty range, overlap or gap when the ranges are not an exact cover of [lo, hi].
 void validate_routes(const RouteSet& set, int64_t lo, int64_t hi, const std::string& key_name);
 
-// Index of the route whose range holds `value` (validated sets only).
-uint32_t select_route(const RouteSet& set, int64_t value);
+// The route whose range holds `value` (validated sets only).
+const Route& select_route(const RouteSet& set, int64_t value);
+
+// The route with id `id`, or null.
+const Route* find_route(const RouteSet& set, RouteId id);
 
 }  // namespace wgrt::graph

@@ -9,12 +9,12 @@
 #include "gpu/device.h"
 #include "graph/check.h"
 #include "graph/graph.h"
-#include "graph/update_internal.h"
+#include "graph/state.h"
 
 namespace wgrt::graph {
 namespace {
 
-void stage_shape(const Graph& g, const ShapeInput& in, LiveState& st) {
+void stage_shape(const GraphState& g, const ShapeInput& in, LiveState& st) {
   if (in.tensor.v >= g.tensors.size())
     throw std::invalid_argument(fmt::format("update: tensor id {} does not exist ({} tensors)",
                                             in.tensor.v, g.tensors.size()));
@@ -40,7 +40,7 @@ void stage_shape(const Graph& g, const ShapeInput& in, LiveState& st) {
   st.shapes[in.tensor.v] = in.shape;
 }
 
-void stage_symbol(const Graph& g, const SymbolInput& in, LiveState& st) {
+void stage_symbol(const GraphState& g, const SymbolInput& in, LiveState& st) {
   if (in.symbol.v >= g.symbols.size())
     throw std::invalid_argument(fmt::format("update: symbol id {} does not exist ({} symbols)",
                                             in.symbol.v, g.symbols.size()));
@@ -51,7 +51,7 @@ void stage_symbol(const Graph& g, const SymbolInput& in, LiveState& st) {
   st.symbols[in.symbol.v] = in.value;
 }
 
-void check_output(const Graph& g, const Node& node, TensorId id, const Shape& s) {
+void check_output(const GraphState& g, const Node& node, TensorId id, const Shape& s) {
   const Tensor& t = g.tensors[id.v];
   bool ok = s.rank == t.max_shape.rank;
   for (int i = 0; ok && i < s.rank; ++i) ok = s[i] >= 1 && s[i] <= t.max_shape[i];
@@ -68,7 +68,7 @@ int64_t key_value(const RouteKey& k, const LiveState& st) {
                                           : int64_t(st.shapes[k.tensor.v][k.dim]);
 }
 
-void check_plan(const Graph& g, const Node& node, const Route& route, const Plan& plan) {
+void check_plan(const GraphState& g, const Node& node, const Route& route, const Plan& plan) {
   const uint32_t max = g.dev->caps.limits.maxComputeWorkgroupsPerDimension;
   for (size_t j = 0; j < route.kernels.size(); ++j) {
     const Grid& gr = plan.grids[j];
@@ -84,7 +84,7 @@ void check_plan(const Graph& g, const Node& node, const Route& route, const Plan
 
 }  // namespace
 
-void propagate_and_commit(Graph& g) {
+void propagate_and_commit(GraphState& g) {
   LiveState& st = g.staged;
   SymbolValues sym{st.symbols};
   std::array<Shape, kMaxNodeTensors> in{};
@@ -114,13 +114,13 @@ void propagate_and_commit(Graph& g) {
     }
 
     NodeState& ns = st.nodes[n];
-    ns.route = select_route(node.routes, key_value(node.routes.key, st));
-    WGRT_CHECK(ns.route < node.routes.routes.size() && ns.route < g.compiled[n].size(),
-               "node '{}': route {} of {}", node.name, ns.route, node.routes.routes.size());
+    const Route& route = select_route(node.routes, key_value(node.routes.key, st));
+    ns.route = uint32_t(&route - node.routes.routes.data());
+    WGRT_CHECK(ns.route < g.compiled[n].size(), "node '{}': route {} of {}", node.name, ns.route, g.compiled[n].size());
     ns.plan = Plan{};
-    node.plan(PlanArgs{in_view, out_view, sym, ns.route, &g.dev->caps}, ns.plan);
+    node.plan(PlanArgs{in_view, out_view, sym, route.id, &g.dev->caps, &node}, ns.plan);
     ++plans;
-    check_plan(g, node, node.routes.routes[ns.route], ns.plan);
+    check_plan(g, node, route, ns.plan);
   }
 
   // Commit: nothing below throws.
@@ -143,11 +143,12 @@ void propagate_and_commit(Graph& g) {
   g.stats.plans += plans;
 }
 
-void update(Graph& g, std::span<const ShapeInput> shapes, std::span<const SymbolInput> symbols) {
+void update(Graph& graph, std::span<const ShapeInput> shapes, std::span<const SymbolInput> symbols) {
+  GraphState& g = state(graph);
   if (!g.built) throw std::logic_error("update: build the graph first");
   const auto t0 = std::chrono::steady_clock::now();
   struct Timed {  // counts the time on every exit, the throwing ones included
-    Graph& g;
+    GraphState& g;
     std::chrono::steady_clock::time_point t0;
     ~Timed() {
       g.stats.update_ns +=

@@ -23,17 +23,17 @@ struct Key {
 
 // "[1, 3072] <- [1, 2048]": the first output's live shape and the first input's.
 std::string shapes_of(const graph::Graph& g, const graph::Node& n) {
-  std::string s = graph::to_string(g.live.shapes[n.outputs[0].v]);
-  if (!n.inputs.empty()) s += " <- " + graph::to_string(g.live.shapes[n.inputs[0].v]);
+  std::string s = graph::to_string(graph::live_shape(g, n.outputs[0]));
+  if (!n.inputs.empty()) s += " <- " + graph::to_string(graph::live_shape(g, n.inputs[0]));
   return s;
 }
 
 // Per kernel of the graph's active routes at its live state: count and cost.
 std::map<Key, KernelProfile> kernels_of(const graph::Graph& g) {
   std::map<Key, KernelProfile> out;
-  for (uint32_t i = 0; i < g.nodes.size(); ++i) {
-    const graph::Node& n = g.nodes[i];
-    const graph::Route& r = n.routes.routes[g.live.nodes[i].route];
+  for (uint32_t i = 0; i < graph::node_count(g); ++i) {
+    const graph::Node& n = graph::node_info(g, graph::NodeId{i});
+    const graph::Route& r = graph::active_route_info(g, graph::NodeId{i});
     if (r.kernels.empty()) continue;
     Key k{n.op, r.name, shapes_of(g, n)};
     KernelProfile& p = out[k];
@@ -50,32 +50,33 @@ struct CpuMark {
   graph::GraphStats stats;
   Clock::time_point t;
 };
-CpuMark mark(const graph::Graph& g) { return {g.stats, Clock::now()}; }
+CpuMark mark(const graph::Graph& g) { return {graph::stats(g), Clock::now()}; }
 void add_cpu(StepProfile& p, const graph::Graph& g, const CpuMark& m, uint32_t steps) {
   const double n = steps;
+  const graph::GraphStats& now = graph::stats(g);
   p.real_s = std::chrono::duration<double>(Clock::now() - m.t).count() / n;
-  p.update_s = double(g.stats.update_ns - m.stats.update_ns) * 1e-9 / n;
-  p.encode_s = double(g.stats.encode_ns - m.stats.encode_ns) * 1e-9 / n;
-  p.submit_s = double(g.stats.submit_ns - m.stats.submit_ns) * 1e-9 / n;
-  p.wait_s = double(g.stats.wait_ns - m.stats.wait_ns) * 1e-9 / n;
-  p.readback_s = double(g.stats.readback_ns - m.stats.readback_ns) * 1e-9 / n;
+  p.update_s = double(now.update_ns - m.stats.update_ns) * 1e-9 / n;
+  p.encode_s = double(now.encode_ns - m.stats.encode_ns) * 1e-9 / n;
+  p.submit_s = double(now.submit_ns - m.stats.submit_ns) * 1e-9 / n;
+  p.wait_s = double(now.wait_ns - m.stats.wait_ns) * 1e-9 / n;
+  p.readback_s = double(now.readback_ns - m.stats.readback_ns) * 1e-9 / n;
 }
 
 // Runs `one_step(profiler)` `steps` times with a profiler and sums the GPU time per kernel.
 template <class StepFn>
 void add_gpu(StepProfile& p, Session& s, uint32_t steps, const StepFn& one_step) {
   graph::Graph& g = *s.mg.graph;
-  gpu::Profiler prof = gpu::create_profiler(*s.dev, uint32_t(g.nodes.size()));
+  gpu::Profiler prof = gpu::create_profiler(*s.dev, graph::node_count(g));
   std::map<Key, KernelProfile> kernels;
   std::map<std::string, Key> by_label;
   for (uint32_t step = 0; step < steps; ++step) {
     one_step(&prof);
     if (step == 0) {
       kernels = kernels_of(g);
-      for (uint32_t i = 0; i < g.nodes.size(); ++i) {
-        const graph::Node& n = g.nodes[i];
-        const graph::Route& r = n.routes.routes[g.live.nodes[i].route];
-        by_label[fmt::format("{} [{}:{}]", n.name, n.op, r.name)] = Key{n.op, r.name, shapes_of(g, n)};
+      for (uint32_t i = 0; i < graph::node_count(g); ++i) {
+        const graph::NodeId id{i};
+        const graph::Node& n = graph::node_info(g, id);
+        by_label[graph::pass_label(g, id)] = Key{n.op, graph::active_route_info(g, id).name, shapes_of(g, n)};
       }
       p.dispatches = graph::active_dispatches(g);
     }

@@ -17,30 +17,29 @@ namespace wgrt::graph {
 namespace {
 
 // The plan's invariants, checked from the graph alone.
-void expect_valid_plan(const Graph& g) {
-  const MemoryPlan& p = g.memory;
-  ASSERT_EQ(p.buffer_of.size(), g.tensors.size());
+void expect_valid_plan(const Graph& g, const MemoryPlan& p) {
+  ASSERT_EQ(p.buffer_of.size(), tensor_count(g));
   for (uint32_t b = 0; b < p.buffers.size(); ++b) {
     const PhysicalBuffer& buf = p.buffers[b];
     ASSERT_FALSE(buf.tensors.empty()) << "buffer " << b;
     uint64_t largest = 0;
     for (TensorId t : buf.tensors) {
-      EXPECT_EQ(p.buffer_of[t.v], b) << g.tensors[t.v].name;
-      largest = std::max(largest, g.tensors[t.v].bytes);
+      EXPECT_EQ(p.buffer_of[t.v], b) << tensor_info(g, t).name;
+      largest = std::max(largest, tensor_info(g, t).bytes);
     }
     EXPECT_EQ(buf.bytes, largest) << "buffer " << b << " is not the size of its largest tensor";
     if (buf.tensors.size() == 1) continue;
     for (size_t i = 0; i < buf.tensors.size(); ++i) {
-      const Tensor& a = g.tensors[buf.tensors[i].v];
+      const Tensor& a = tensor_info(g, buf.tensors[i]);
       EXPECT_TRUE(a.role == TensorRole::Intermediate && !a.is_output) << a.name << " shares a buffer";
       for (size_t j = i + 1; j < buf.tensors.size(); ++j)
         EXPECT_FALSE(p.lifetimes[buf.tensors[i].v].overlaps(p.lifetimes[buf.tensors[j].v]))
-            << a.name << " and " << g.tensors[buf.tensors[j].v].name << " share a buffer while both live";
+            << a.name << " and " << tensor_info(g, buf.tensors[j]).name << " share a buffer while both live";
     }
   }
 }
 
-bool shared(const Graph& g, TensorId a, TensorId b) { return g.memory.buffer_of[a.v] == g.memory.buffer_of[b.v]; }
+bool shared(const MemoryPlan& p, TensorId a, TensorId b) { return p.buffer_of[a.v] == p.buffer_of[b.v]; }
 
 // ---- pure planning: nodes without kernels, planned against made-up limits ----------------------
 
@@ -90,19 +89,18 @@ MemoryBudget roomy() { return MemoryBudget{.max_buffer_size = 1 << 20, .max_bind
 TEST(GraphMemory, BestFitIntoTheSmallestFreeBuffer) {
   Graph g(test::device());
   Sized s = add_sized(g, false);
-  g.memory = plan_memory(g, roomy());
-  expect_valid_plan(g);
-  const MemoryPlan& p = g.memory;
+  const MemoryPlan p = plan_memory(g, roomy());
+  expect_valid_plan(g, p);
   EXPECT_EQ(p.lifetimes[s.big.v].first, 0);
   EXPECT_EQ(p.lifetimes[s.big.v].last, 1);
   EXPECT_EQ(p.lifetimes[s.mid.v].first, 2);
   EXPECT_EQ(p.lifetimes[s.mid.v].last, 3);
-  EXPECT_FALSE(shared(g, s.big, s.small));  // both live at n0 and n1
-  EXPECT_FALSE(shared(g, s.tiny, s.small));  // both live at n1
-  EXPECT_FALSE(shared(g, s.tiny, s.mid));    // both live at n2
+  EXPECT_FALSE(shared(p, s.big, s.small));  // both live at n0 and n1
+  EXPECT_FALSE(shared(p, s.tiny, s.small));  // both live at n1
+  EXPECT_FALSE(shared(p, s.tiny, s.mid));    // both live at n2
   // mid (100 B) may go where big (1000 B) or small (200 B) was: the smaller wins.
-  EXPECT_TRUE(shared(g, s.mid, s.small));
-  EXPECT_FALSE(shared(g, s.y, s.big));  // an output keeps its own buffer
+  EXPECT_TRUE(shared(p, s.mid, s.small));
+  EXPECT_FALSE(shared(p, s.y, s.big));  // an output keeps its own buffer
   EXPECT_EQ(p.scratch_bytes, 1000u + 200 + 48 + 100);  // big, small(+mid), tiny, y
   EXPECT_EQ(p.unshared_bytes, 1000u + 200 + 48 + 100 + 100);
   EXPECT_EQ(p.input_bytes, 4u);
@@ -111,11 +109,11 @@ TEST(GraphMemory, BestFitIntoTheSmallestFreeBuffer) {
 TEST(GraphMemory, EveryRouteBindingCountsForTheLifetime) {
   Graph g(test::device());
   Sized s = add_sized(g, true);
-  g.memory = plan_memory(g, roomy());
-  expect_valid_plan(g);
-  EXPECT_EQ(g.memory.lifetimes[s.big.v].last, 3);
-  EXPECT_FALSE(shared(g, s.mid, s.big));
-  EXPECT_TRUE(shared(g, s.mid, s.small));
+  const MemoryPlan p = plan_memory(g, roomy());
+  expect_valid_plan(g, p);
+  EXPECT_EQ(p.lifetimes[s.big.v].last, 3);
+  EXPECT_FALSE(shared(p, s.mid, s.big));
+  EXPECT_TRUE(shared(p, s.mid, s.small));
 }
 
 TEST(GraphMemory, TensorPastABindingOrBufferLimitIsRefusedWithSizes) {
@@ -219,22 +217,28 @@ TEST(GraphMemory, SharedBuffersKeepResultsAndAreTheBuffersCreated) {
   Graph g(test::device());
   Chain c = add_chain(g);
   build(g);
-  expect_valid_plan(g);
-  EXPECT_FALSE(shared(g, c.a0, c.a1));
-  EXPECT_FALSE(shared(g, c.a0, c.a2));  // a0 is live until a3 reads it
-  EXPECT_FALSE(shared(g, c.a2, c.a3));
-  EXPECT_TRUE(shared(g, c.a1, c.a3));   // a1 dies at n2, a3 is born at n3
-  for (TensorId t : {c.a0, c.a1, c.a2, c.a3}) EXPECT_FALSE(shared(g, t, c.y));
-  EXPECT_LT(g.memory.scratch_bytes, g.memory.unshared_bytes);
+  const MemoryPlan& p = memory_plan(g);
+  expect_valid_plan(g, p);
+  EXPECT_FALSE(shared(p, c.a0, c.a1));
+  EXPECT_FALSE(shared(p, c.a0, c.a2));  // a0 is live until a3 reads it
+  EXPECT_FALSE(shared(p, c.a2, c.a3));
+  EXPECT_TRUE(shared(p, c.a1, c.a3));   // a1 dies at n2, a3 is born at n3
+  for (TensorId t : {c.a0, c.a1, c.a2, c.a3}) EXPECT_FALSE(shared(p, t, c.y));
+  EXPECT_LT(p.scratch_bytes, p.unshared_bytes);
 
-  ASSERT_EQ(g.buffers.size(), g.memory.buffers.size());
+  // The buffers created are the plan's: one per physical buffer, of its size, hosting its tensors.
+  std::vector<WGPUBuffer> created;
   uint64_t scratch = 0;
-  for (size_t b = 0; b < g.buffers.size(); ++b) {
-    EXPECT_EQ(wgpuBufferGetSize(g.buffers[b].get()), g.memory.buffers[b].bytes) << "buffer " << b;
-    if (g.memory.buffers[b].use == BufferUse::Scratch || g.memory.buffers[b].use == BufferUse::Output)
-      scratch += wgpuBufferGetSize(g.buffers[b].get());
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const WGPUBuffer buffer = tensor_buffer(g, p.buffers[b].tensors.front());
+    for (TensorId t : p.buffers[b].tensors) EXPECT_EQ(tensor_buffer(g, t), buffer) << tensor_info(g, t).name;
+    EXPECT_EQ(std::count(created.begin(), created.end(), buffer), 0) << "buffer " << b << " is another's";
+    created.push_back(buffer);
+    EXPECT_EQ(wgpuBufferGetSize(buffer), p.buffers[b].bytes) << "buffer " << b;
+    if (p.buffers[b].use == BufferUse::Scratch || p.buffers[b].use == BufferUse::Output)
+      scratch += wgpuBufferGetSize(buffer);
   }
-  EXPECT_EQ(scratch, g.memory.scratch_bytes);
+  EXPECT_EQ(scratch, p.scratch_bytes);
 
   const auto w = test::random_floats(kCols, 3);
   write_tensor<float>(g, c.w, w);

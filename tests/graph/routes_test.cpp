@@ -13,8 +13,11 @@ KernelSpec dummy_kernel() { return KernelSpec{gpu::make_key("elementwise", "add"
 RouteSet routes_of(std::initializer_list<std::pair<int64_t, int64_t>> ranges) {
   RouteSet set;
   set.key = RouteKey::of_dim(TensorId{0}, 0);
-  int i = 0;
-  for (auto [lo, hi] : ranges) set.routes.push_back({"r" + std::to_string(i++), lo, hi, {dummy_kernel()}});
+  uint32_t i = 0;
+  for (auto [lo, hi] : ranges) {
+    set.routes.push_back({RouteId{i + 1}, "r" + std::to_string(i), lo, hi, {dummy_kernel()}});
+    ++i;
+  }
   return set;
 }
 
@@ -31,8 +34,8 @@ TEST(GraphRoutes, FullCoverageAccepted) {
   EXPECT_EQ(error_of(routes_of({{1, 1}, {2, 7}, {8, 512}}), 1, 512), "");
   EXPECT_EQ(error_of(routes_of({{8, 512}, {1, 1}, {2, 7}}), 1, 512), "");  // any order
   EXPECT_EQ(error_of(routes_of({{0, 4095}}), 0, 4095), "");
-  EXPECT_EQ(select_route(routes_of({{1, 1}, {2, 7}, {8, 512}}), 7), 1u);
-  EXPECT_EQ(select_route(routes_of({{1, 1}, {2, 7}, {8, 512}}), 8), 2u);
+  EXPECT_EQ(select_route(routes_of({{1, 1}, {2, 7}, {8, 512}}), 7).name, "r1");
+  EXPECT_EQ(select_route(routes_of({{1, 1}, {2, 7}, {8, 512}}), 8).name, "r2");
 }
 
 TEST(GraphRoutes, GapRejected) {
@@ -71,7 +74,7 @@ TEST(GraphRoutes, BuildRejectsGapNamingNodeAndKey) {
   TensorId out = add_tensor(g, "out", DType::F32, {16, 8});
   KernelSpec k{gpu::make_key("elementwise", "add"),
                {Binding::of(0, a), Binding::of(1, b), Binding::of(2, out), Binding::params(3)}};
-  RouteSet routes{RouteKey::of_dim(a, 0), {{"small", 1, 4, {k}}, {"big", 6, 16, {k}}}};
+  RouteSet routes{RouteKey::of_dim(a, 0), {{RouteId{1}, "small", 1, 4, {k}}, {RouteId{2}, "big", 6, 16, {k}}}};
   add_node(g, Node{.name = "gappy", .op = "add", .inputs = {a, b}, .outputs = {out},
                    .routes = routes,
                    .infer = [](const InferArgs& x) { x.out[0] = x.in[0]; },

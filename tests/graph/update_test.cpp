@@ -17,7 +17,7 @@ using test::SmallGraph;
 struct Snapshot {
   std::vector<Shape> shapes;
   std::vector<int64_t> symbols;
-  std::vector<uint32_t> routes;
+  std::vector<RouteId> routes;
   std::vector<Plan> plans;
   std::vector<std::vector<uint8_t>> uniform_bytes;
   bool operator==(const Snapshot&) const = default;
@@ -25,13 +25,13 @@ struct Snapshot {
 
 Snapshot snapshot(Graph& g) {
   Snapshot s;
-  s.shapes = g.live.shapes;
-  s.symbols = g.live.symbols;
-  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+  for (uint32_t t = 0; t < tensor_count(g); ++t) s.shapes.push_back(live_shape(g, TensorId{t}));
+  for (uint32_t v = 0; v < symbol_count(g); ++v) s.symbols.push_back(symbol_value(g, SymbolId{v}));
+  for (uint32_t n = 0; n < node_count(g); ++n) {
     s.routes.push_back(active_route(g, NodeId{n}));
     s.plans.push_back(active_plan(g, NodeId{n}));
     s.uniform_bytes.push_back(gpu::read_buffer<uint8_t>(
-        *g.dev, uniform_buffer(g, NodeId{n}), g.uniform_stride * kMaxDispatches));
+        device(g), uniform_buffer(g, NodeId{n}), uniform_stride(g) * kMaxDispatches));
   }
   return s;
 }
@@ -58,21 +58,21 @@ TEST_F(GraphUpdate, ThrowingPlanLeavesGraphUnchangedAndRetrySucceeds) {
   set_rows(5, 1);
   auto y5 = run(x);
   EXPECT_LT(test::max_rel_error(y5, test::small_graph_reference(s, x, 5)), 1e-5f);
-  EXPECT_EQ(active_route(g, s.n_lin1), 1u);  // tiled
+  EXPECT_EQ(active_route(g, s.n_lin1), ops::kLinearTiled);
 
   Snapshot before = snapshot(g);
-  GraphStats stats_before = g.stats;
+  GraphStats stats_before = stats(g);
   // Node 'h' (first) plans fine for 1 row and would switch to GEMV; 'probe' then throws.
   EXPECT_THROW(set_rows(1, 13), std::runtime_error);
   EXPECT_TRUE(snapshot(g) == before) << "a failed update changed the graph";
-  EXPECT_EQ(g.stats.uniform_uploads, stats_before.uniform_uploads);
+  EXPECT_EQ(stats(g).uniform_uploads, stats_before.uniform_uploads);
   EXPECT_EQ(run(x), y5) << "the graph no longer computes the committed 5-row step";
 
   // The same call with a valid value goes through.
   set_rows(1, 14);
   EXPECT_EQ(live_shape(g, s.y), (Shape{1, SmallGraph::kOut}));
-  EXPECT_EQ(active_route(g, s.n_lin1), 0u);  // gemv
-  EXPECT_EQ(g.live.symbols[s.step.v], 14);
+  EXPECT_EQ(active_route(g, s.n_lin1), ops::kLinearGemv);
+  EXPECT_EQ(symbol_value(g, s.step), 14);
   auto x1 = test::random_floats(SmallGraph::kK, 8);
   EXPECT_LT(test::max_rel_error(run(x1), test::small_graph_reference(s, x1, 1)), 1e-5f);
 }
@@ -114,15 +114,15 @@ TEST_F(GraphUpdate, InvalidInputsRejectedWithoutChange) {
 
 TEST_F(GraphUpdate, UnchangedInputsUploadNothing) {
   set_rows(4, 3);
-  GraphStats before = g.stats;
+  GraphStats before = stats(g);
   for (int i = 0; i < 5; ++i) set_rows(4, 3);
   update(g, {}, {});
-  EXPECT_EQ(g.stats.uniform_uploads, before.uniform_uploads);
-  EXPECT_EQ(g.stats.plans, before.plans);
-  EXPECT_EQ(g.stats.updates, before.updates);
+  EXPECT_EQ(stats(g).uniform_uploads, before.uniform_uploads);
+  EXPECT_EQ(stats(g).plans, before.plans);
+  EXPECT_EQ(stats(g).updates, before.updates);
   // A change of the symbol alone re-plans, but uploads only the block that changed (probe's).
   set_rows(4, 4);
-  EXPECT_EQ(g.stats.uniform_uploads, before.uniform_uploads + 1);
+  EXPECT_EQ(stats(g).uniform_uploads, before.uniform_uploads + 1);
 }
 
 TEST(GraphUpdateStatic, GraphWithoutDynamicInputsPlansOnce) {
@@ -132,13 +132,13 @@ TEST(GraphUpdateStatic, GraphWithoutDynamicInputsPlansOnce) {
   TensorId y = ops::add_linear(g, {.name = "y", .x = a, .w = w});
   mark_output(g, y);
   build(g);
-  EXPECT_EQ(g.stats.plans, 1);
+  EXPECT_EQ(stats(g).plans, 1);
   ShapeInput same{a, {3, 5}};
   for (int i = 0; i < 3; ++i) {
     update(g, {&same, 1});
     execute(g);
   }
-  EXPECT_EQ(g.stats.plans, 1);
+  EXPECT_EQ(stats(g).plans, 1);
   ShapeInput other{a, {2, 5}};
   EXPECT_THROW(update(g, {&other, 1}), std::invalid_argument);  // its dims are fixed
 }

@@ -25,12 +25,13 @@ TEST(ModelMemory, BuffersCreatedMatchThePlan) {
   o.f16_kv = false;
   ModelGraph mg = build_model(test::device(), file, o);
   const graph::Graph& g = *mg.graph;
-  const graph::MemoryPlan& p = g.memory;
+  const graph::MemoryPlan& p = graph::memory_plan(g);
 
-  ASSERT_EQ(g.buffers.size(), p.buffers.size());
   std::array<uint64_t, 5> created{};  // by BufferUse
-  for (size_t b = 0; b < g.buffers.size(); ++b) {
-    const uint64_t size = wgpuBufferGetSize(g.buffers[b].get());
+  for (size_t b = 0; b < p.buffers.size(); ++b) {  // each physical buffer as its tensors see it
+    const WGPUBuffer buffer = graph::tensor_buffer(g, p.buffers[b].tensors.front());
+    for (graph::TensorId t : p.buffers[b].tensors) EXPECT_EQ(graph::tensor_buffer(g, t), buffer) << "buffer " << b;
+    const uint64_t size = wgpuBufferGetSize(buffer);
     EXPECT_EQ(size, p.buffers[b].bytes) << "buffer " << b;
     created[size_t(p.buffers[b].use)] += size;
   }
@@ -40,10 +41,12 @@ TEST(ModelMemory, BuffersCreatedMatchThePlan) {
 
   // Weights: their tensors' bytes, which is what the loader uploaded plus the RoPE table.
   uint64_t weights = 0;
-  for (const graph::Tensor& t : g.tensors)
+  for (uint32_t i = 0; i < graph::tensor_count(g); ++i) {
+    const graph::Tensor& t = graph::tensor_info(g, graph::TensorId{i});
     if (t.role == graph::TensorRole::Weight) weights += t.bytes;
+  }
   EXPECT_EQ(p.weight_bytes, weights);
-  EXPECT_EQ(p.weight_bytes, mg.weight_bytes + g.tensors[graph::find_tensor(g, "rope_freqs").v].bytes);
+  EXPECT_EQ(p.weight_bytes, mg.weight_bytes + graph::tensor_info(g, graph::find_tensor(g, "rope_freqs")).bytes);
   // KV cache: K and V per layer, f32 [n_kv_heads, n_ctx, head_dim]; and the fed token.
   const ModelConfig& c = file.config;
   EXPECT_EQ(p.state_bytes, 2ull * c.n_layers * c.n_kv_heads * o.n_ctx * c.head_dim * 4 + 4);
@@ -57,7 +60,7 @@ TEST(ModelMemory, BuffersCreatedMatchThePlan) {
     for (size_t i = 0; i < b.tensors.size(); ++i)
       for (size_t j = i + 1; j < b.tensors.size(); ++j)
         EXPECT_FALSE(p.lifetimes[b.tensors[i].v].overlaps(p.lifetimes[b.tensors[j].v]))
-            << g.tensors[b.tensors[i].v].name << " / " << g.tensors[b.tensors[j].v].name;
+            << graph::tensor_info(g, b.tensors[i]).name << " / " << graph::tensor_info(g, b.tensors[j]).name;
   }
   EXPECT_GT(shared, 0u);
   EXPECT_EQ(graph::describe_memory(p).rfind("memory: weights ", 0), 0u) << graph::describe_memory(p);
@@ -86,7 +89,8 @@ TEST(ModelMemory, LegacyBlockFilesTakeTheirTensorBytes) {
                                  : t == GgmlType::Q5_1 ? "q5_1"
                                                        : "iq4_xs";
     size_t linear = 0, embedding = 0;
-    for (const graph::Node& n : mg.graph->nodes) {
+    for (uint32_t i = 0; i < graph::node_count(*mg.graph); ++i) {
+      const graph::Node& n = graph::node_info(*mg.graph, graph::NodeId{i});
       linear += n.op.rfind("linear_" + fmt_name, 0) == 0;
       embedding += n.op == "embedding_" + fmt_name;
       EXPECT_NE(n.op, "linear") << n.name << ": a float matrix in a " << fmt_name << " file";

@@ -131,7 +131,7 @@ void run_sequence(const AttnConfig& c) {
       EXPECT_EQ(chunks, ops::decode_split(pos + 1, c.max_chunks ? c.max_chunks : 128).n_chunks);
       splits.push_back(chunks);
       // decode_sg writes a single chunk's output itself: the merge is not dispatched.
-      const bool sg = c.subgroups && gpu::subgroup_lanes(g.dev->caps) >= 4;
+      const bool sg = c.subgroups && gpu::subgroup_lanes(device_caps(g)) >= 4;
       EXPECT_EQ(active_plan(g, a.attn).grids[1] == (Grid{0, 0, 0}), sg && chunks == 1) << "pos " << pos;
     }
     pos += n;

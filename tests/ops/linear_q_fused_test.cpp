@@ -39,7 +39,7 @@ struct FusedCase {
   int gemv_int8 = -1;  // LinearQDesc::gemv_int8 (-1: the device's choice)
 };
 
-uint32_t expected_route(const FusedCase& c, uint32_t m) {
+graph::RouteId expected_route(const FusedCase& c, uint32_t m) {
   if (c.head || m == 1) return ops::kLinearQGemv;
   return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
 }
@@ -47,7 +47,7 @@ uint32_t expected_route(const FusedCase& c, uint32_t m) {
 // Whether the route takes int8 activations: the gemm, q6k's small_m route (its gemm too), and
 // the gemv where the device's choice or the case says so.
 bool int8_route(const FusedCase& c, uint32_t m) {
-  const uint32_t r = expected_route(c, m);
+  const graph::RouteId r = expected_route(c, m);
   if (r == ops::kLinearQGemv) return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
   return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }

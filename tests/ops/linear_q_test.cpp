@@ -35,7 +35,7 @@ std::vector<float> ref_dequant(const ops::QuantWeight& w) {
                                         : ref::dequant_q8(w.q, w.scales, w.n, w.k, w.gs);
 }
 
-uint32_t expected_route(uint32_t m) { return m == 1 ? 0 : m <= 7 ? 1 : 2; }
+graph::RouteId expected_route(uint32_t m) { return m == 1 ? ops::kLinearQGemv : m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm; }
 
 struct QCase {
   QuantFormat format;

@@ -11,8 +11,9 @@ namespace wgrt::test {
 
 using namespace graph;
 
-SmallGraph add_small_graph(Graph& g, int64_t throw_at) {
+SmallGraph add_small_graph(Graph& g, int64_t throw_at, const gpu::PipelineKey& probe_kernel) {
   SmallGraph s;
+  s.throw_at = std::make_shared<int64_t>(throw_at);
   s.x = add_input(g, {.name = "x", .max_shape = {SmallGraph::kMaxRows, SmallGraph::kK},
                       .dynamic_dims = 0b01});
   s.w1 = add_weight(g, {.name = "w1", .shape = {SmallGraph::kH, SmallGraph::kK}});
@@ -25,7 +26,7 @@ SmallGraph add_small_graph(Graph& g, int64_t throw_at) {
   s.n_lin1 = find_node(g, "h");
 
   s.h2 = add_tensor(g, "h2", DType::F32, {SmallGraph::kMaxRows, SmallGraph::kH});
-  KernelSpec k{gpu::make_key("elementwise", "add"),
+  KernelSpec k{probe_kernel,
                {Binding::of(0, s.h), Binding::of(1, s.r), Binding::of(2, s.h2), Binding::params(3)}};
   SymbolId step = s.step;
   s.n_probe = add_node(g, Node{
@@ -36,8 +37,8 @@ SmallGraph add_small_graph(Graph& g, int64_t throw_at) {
       .routes = single_route(RouteKey::of_symbol(step), 0, 100, {k}),
       .infer = [](const InferArgs& a) { a.out[0] = a.in[0]; },
       .plan =
-          [step, throw_at](const PlanArgs& a, Plan& p) {
-            if (a.sym[step] == throw_at) throw std::runtime_error("probe: planned failure");
+          [step, throw_at = s.throw_at](const PlanArgs& a, Plan& p) {
+            if (a.sym[step] == *throw_at) throw std::runtime_error("probe: planned failure");
             ops::ElementwiseParams params{};
             params.n = uint32_t(a.out[0].numel());
             params.b_n = uint32_t(a.in[1].numel());

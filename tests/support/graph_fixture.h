@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "graph/graph.h"
@@ -18,11 +19,13 @@ struct SmallGraph {
   graph::SymbolId step;
   graph::NodeId n_lin1, n_probe, n_lin2;
   std::vector<float> w1_data, b1_data, r_data, w2_data;
+  std::shared_ptr<int64_t> throw_at;  // read by the probe's plan at every step
 };
 
 // Adds the nodes to `g` (not built). The probe's plan throws std::runtime_error when
-// `step` equals `throw_at`.
-SmallGraph add_small_graph(graph::Graph& g, int64_t throw_at = -1);
+// `step` equals `*throw_at`; the probe runs `probe_kernel` (default: elementwise add).
+SmallGraph add_small_graph(graph::Graph& g, int64_t throw_at = -1,
+                           const gpu::PipelineKey& probe_kernel = gpu::make_key("elementwise", "add"));
 // Builds `g` and uploads the weights.
 void build_small_graph(graph::Graph& g, SmallGraph& s);
 // The CPU result for `rows` rows of x and the current weights.

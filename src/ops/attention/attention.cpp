@@ -143,7 +143,7 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
   p.n_ctx = c.n_ctx;
   p.scale = c.scale;
   const uint32_t group = c.n_heads / c.n_kv_heads;
-  if (c.route == kAttentionDecode) {
+  if (c.decode) {
     DecodeSplit s = decode_split(uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
     p.n_chunks = s.n_chunks;
     p.chunk_blocks = s.chunk_blocks;
@@ -161,9 +161,9 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
-  const graph::Tensor& q = g.tensors.at(d.q.v);
-  const graph::Tensor& kc = g.tensors.at(d.k_cache.v);
-  const graph::Tensor& vc = g.tensors.at(d.v_cache.v);
+  const graph::Tensor& q = graph::tensor_info(g, d.q);
+  const graph::Tensor& kc = graph::tensor_info(g, d.k_cache);
+  const graph::Tensor& vc = graph::tensor_info(g, d.v_cache);
   if (q.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: attention takes f32 q", d.name));
   if (kc.dtype != vc.dtype || kc.max_shape != vc.max_shape ||
@@ -171,7 +171,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     throw std::invalid_argument(fmt::format("{}: k and v caches must share one shape and dtype (f32 or f16)", d.name));
   graph::Shape out_shape = infer_attention({q.max_shape, kc.max_shape, d.n_heads});
   const uint32_t n_kv = kc.max_shape[0], n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
-  const uint32_t max_tokens = q.max_shape[0];  // copied: add_tensor below may move g.tensors
+  const uint32_t max_tokens = q.max_shape[0];  // copied: add_tensor below may add tensors
   if (head_dim % 8 != 0 || head_dim < kMinHeadDim || head_dim > kMaxHeadDim)
     throw std::invalid_argument(fmt::format("{}: head_dim {} (supported: multiples of 8 from {} to {})", d.name,
                                             head_dim, kMinHeadDim, kMaxHeadDim));
@@ -183,8 +183,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
   const uint32_t group = d.n_heads / n_kv;
   const bool f16 = kc.dtype == graph::DType::F16;
-  const AttentionVariants var = attention_variants(g.dev->caps.limits, d.name, head_dim, group, f16,
-                                                   d.decode_subgroups ? gpu::subgroup_lanes(g.dev->caps) : 1);
+  const AttentionVariants var = attention_variants(graph::device_caps(g).limits, d.name, head_dim, group, f16,
+                                                   d.decode_subgroups ? gpu::subgroup_lanes(graph::device_caps(g)) : 1);
   max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, var.key_block)));
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
 
@@ -199,7 +199,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   decode_consts.push_back({"HPW", double(var.decode_heads)});
   decode_consts.push_back({"KB", double(var.key_block)});
   if (var.decode_sg) {
-    decode_consts.push_back({"SG", double(gpu::subgroup_lanes(g.dev->caps))});
+    decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
     decode_consts.push_back({"DKL", double(var.sg.lanes)});
     decode_consts.push_back({"DWPL", double(var.sg.row_words)});
     decode_consts.push_back({"DKPI", double(var.sg.keys)});
@@ -215,7 +215,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   prefill_consts.push_back({"BK", double(var.prefill_keys)});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back(
-      {"flash_decode", 1, 1,
+      {kAttentionDecode, "flash_decode", 1, 1,
        {var.decode_sg
             ? graph::KernelSpec{key("decode_sg", decode_consts),
                                 {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
@@ -230,7 +230,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
          /*optional=*/var.decode_sg}}});
   if (max_tokens >= 2)
     routes.routes.push_back(
-        {"prefill", 2, max_tokens,
+        {kAttentionPrefill, "prefill", 2, max_tokens,
          {{key("prefill", prefill_consts),
            {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
             graph::Binding::of(3, out), graph::Binding::params(5)}}}});
@@ -250,7 +250,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       .plan =
           [=, pos = d.pos](const graph::PlanArgs& a, graph::Plan& p) {
             plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[pos], scale, max_chunks,
-                            a.route, var.decode_heads, var.key_block, var.prefill_rows, var.decode_sg},
+                            a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows, var.decode_sg},
                            p);
           },
       .cost =

@@ -91,13 +91,14 @@ struct AttentionInferCtx {
 };
 graph::Shape infer_attention(const AttentionInferCtx& c);
 
-enum AttentionRoute : uint32_t { kAttentionDecode = 0, kAttentionPrefill = 1 };
+// Route ids (graph/routes.h): flash_decode [1, 1], prefill [2, max] on q's rows.
+inline constexpr graph::RouteId kAttentionDecode{1}, kAttentionPrefill{2};
 struct AttentionPlanCtx {
   uint32_t n_tokens, n_heads, n_kv_heads, head_dim, n_ctx;
   int64_t pos;
   float scale;
   uint32_t max_chunks;  // the split cap
-  uint32_t route;
+  bool decode;  // the active route: flash_decode (else prefill)
   uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
   bool decode_sg;
 };

@@ -33,14 +33,14 @@ void plan_binary(const BinaryPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_binary(graph::Graph& g, const BinaryDesc& d) {
-  const graph::Tensor& a = g.tensors.at(d.a.v);
-  const graph::Tensor& b = g.tensors.at(d.b.v);
+  const graph::Tensor& a = graph::tensor_info(g, d.a);
+  const graph::Tensor& b = graph::tensor_info(g, d.b);
   if (a.dtype != graph::DType::F32 || b.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: binary ops take f32 tensors", d.name));
   infer_binary({a.max_shape, b.max_shape});  // rejects non-broadcastable shapes at build
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, a.max_shape);
   const char* entry = d.op == Binary::Add ? "add" : "mul";
-  require_fits(g.dev->caps.limits, d.name + ": " + entry, {0, kWorkgroup});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": " + entry, {0, kWorkgroup});  // no workgroup data
 
   graph::KernelSpec k{gpu::make_key("elementwise", entry),
                       {graph::Binding::of(0, d.a), graph::Binding::of(1, d.b),

@@ -86,8 +86,8 @@ void plan_embedding(const EmbeddingPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
-  const graph::Tensor& ids = g.tensors.at(d.ids.v);
-  const graph::Tensor& table = g.tensors.at(d.table.v);
+  const graph::Tensor& ids = graph::tensor_info(g, d.ids);
+  const graph::Tensor& table = graph::tensor_info(g, d.table);
   if (ids.dtype != graph::DType::U32 || ids.max_shape.rank != 1)
     throw std::invalid_argument(fmt::format("{}: ids must be u32 [n_tokens]", d.name));
   if (table.max_shape.rank != 2)
@@ -114,13 +114,13 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
       throw std::invalid_argument(fmt::format("{}: a {} table's rows are {} words, not {}", d.name, type_name(d.type),
                                               quant_row_words(*qf, dim), table.max_shape[1]));
     const graph::Shape want_s = scales_shape(*qf, vocab, dim, gs);
-    if (!d.scales || g.tensors.at(d.scales->v).dtype != scales_dtype(*qf) ||
-        g.tensors.at(d.scales->v).max_shape != want_s)
+    if (!d.scales || graph::tensor_info(g, *d.scales).dtype != scales_dtype(*qf) ||
+        graph::tensor_info(g, *d.scales).max_shape != want_s)
       throw std::invalid_argument(fmt::format("{}: a {} table needs {} scales {}", d.name, type_name(d.type),
                                               graph::dtype_name(scales_dtype(*qf)), graph::to_string(want_s)));
   }
 
-  require_fits(g.dev->caps.limits, d.name + ": embedding", {0, kWg});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": embedding", {0, kWg});  // no workgroup data
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, {ids.max_shape[0], dim});
   using graph::Binding;
   std::vector<Binding> bindings = {Binding::of(0, d.ids), Binding::of(4, out), Binding::params(5)};
@@ -159,15 +159,15 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
                                                {{gpu::make_key("embedding", entry), bindings}});
   const bool fed = d.fed_ids.has_value();
   if (fed) {
-    const graph::Tensor& f = g.tensors.at(d.fed_ids->v);
-    if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{1} || d.feed.v >= g.symbols.size() ||
-        g.symbols[d.feed.v].lo != 0 || g.symbols[d.feed.v].hi != 1)
+    const graph::Tensor& f = graph::tensor_info(g, *d.fed_ids);
+    if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{1} || d.feed.v >= graph::symbol_count(g) ||
+        graph::symbol_info(g, d.feed).lo != 0 || graph::symbol_info(g, d.feed).hi != 1)
       throw std::invalid_argument(fmt::format("{}: fed_ids must be u32 [1] and feed a symbol in [0, 1]", d.name));
     std::vector<Binding> fed_bindings = bindings;
     fed_bindings[0] = Binding::of(0, *d.fed_ids);
     routes = graph::RouteSet{graph::RouteKey::of_symbol(d.feed),
-                             {{"host", 0, 0, {{gpu::make_key("embedding", entry), bindings}}},
-                              {"fed", 1, 1, {{gpu::make_key("embedding", entry), fed_bindings}}}}};
+                             {{kEmbeddingHost, "host", 0, 0, {{gpu::make_key("embedding", entry), bindings}}},
+                              {kEmbeddingFed, "fed", 1, 1, {{gpu::make_key("embedding", entry), fed_bindings}}}}};
     inputs.push_back(*d.fed_ids);
   }
   graph::add_node(g, graph::Node{
@@ -180,7 +180,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
       .infer = [dim](const graph::InferArgs& a) { a.out[0] = infer_embedding({a.in[0], dim}); },
       .plan =
           [dim, vocab, gs, fed, name = d.name](const graph::PlanArgs& a, graph::Plan& p) {
-            if (fed && a.route == 1 && a.in[0][0] != 1)
+            if (fed && a.route_is(kEmbeddingFed) && a.in[0][0] != 1)
               throw std::invalid_argument(fmt::format("{}: a fed step has one token, not {}", name, a.in[0][0]));
             plan_embedding({a.in[0][0], dim, vocab, gs, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
           },

@@ -25,12 +25,14 @@ struct EmbeddingDesc {
   uint32_t gs = 32;                       // quantized tables: group size
   // Decode steps fed on the GPU: while symbol `feed` (in [0, 1]) is 1, the one token's id is
   // read from `fed_ids` (u32 [1], written by the previous step's sampling) instead of ids.
-  // Routes "host" [0, 0] and "fed" [1, 1] on the symbol.
+  // Routes "host" [0, 0] and "fed" [1, 1] on the symbol (ids kEmbeddingHost, kEmbeddingFed;
+  // without fed_ids one route, graph::kMainRoute).
   std::optional<graph::TensorId> fed_ids;
   graph::SymbolId feed;
 };
 
 graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d);
+inline constexpr graph::RouteId kEmbeddingHost{1}, kEmbeddingFed{2};
 
 struct EmbeddingParams {
   uint32_t n_tokens, dim, vocab, gs;

@@ -48,10 +48,10 @@ void plan_kv_write(const KvWritePlanCtx& c, graph::Plan& plan) {
 }
 
 graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
-  const graph::Tensor& k = g.tensors.at(d.k.v);
-  const graph::Tensor& v = g.tensors.at(d.v.v);
-  const graph::Tensor& kc = g.tensors.at(d.k_cache.v);
-  const graph::Tensor& vc = g.tensors.at(d.v_cache.v);
+  const graph::Tensor& k = graph::tensor_info(g, d.k);
+  const graph::Tensor& v = graph::tensor_info(g, d.v);
+  const graph::Tensor& kc = graph::tensor_info(g, d.k_cache);
+  const graph::Tensor& vc = graph::tensor_info(g, d.v_cache);
   if (k.dtype != graph::DType::F32 || v.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: kv write takes f32 k and v", d.name));
   if (kc.role != graph::TensorRole::State || vc.role != graph::TensorRole::State)
@@ -65,7 +65,7 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
   if (f16 && head_dim % 2 != 0)
     throw std::invalid_argument(fmt::format("{}: an f16 cache needs an even head_dim", d.name));
 
-  require_fits(g.dev->caps.limits, d.name + ": kv_write", {0, kWorkgroup});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": kv_write", {0, kWorkgroup});  // no workgroup data
   graph::KernelSpec kernel{
       gpu::make_key("kv_cache", "main", {{"F16", f16 ? 1.0 : 0.0}}),
       {graph::Binding::of(0, d.k), graph::Binding::of(1, d.v), graph::Binding::of(2, d.k_cache),

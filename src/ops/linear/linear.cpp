@@ -26,15 +26,15 @@ graph::Shape infer_linear(const LinearInferCtx& c) {
 
 void plan_linear(const LinearPlanCtx& c, graph::Plan& plan) {
   plan.params[0].set(LinearParams{c.m, c.n, c.k, c.has_bias ? 1u : 0u});
-  if (c.route == kLinearGemv)
+  if (c.gemv)
     plan.grids[0] = grid_1d(ceil_div(c.n, kGemvRows), c.max_groups_per_dim);
   else
     plan.grids[0] = {uint32_t(ceil_div(c.n, kTile)), uint32_t(ceil_div(c.m, kTile)), 1};
 }
 
 graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
-  const graph::Tensor& w = g.tensors.at(d.w.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
+  const graph::Tensor& w = graph::tensor_info(g, d.w);
   const bool f16 = w.dtype == graph::DType::F16;
   if (x.dtype != graph::DType::F32 || (w.dtype != graph::DType::F32 && !f16))
     throw std::invalid_argument(fmt::format("{}: linear takes f32 x and f32 or f16 w", d.name));
@@ -42,7 +42,7 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
     throw std::invalid_argument(fmt::format("{}: f16 weights need an even K (whole u32 rows), not {}",
                                             d.name, w.max_shape[1]));
   graph::Shape out_shape = infer_linear({x.max_shape, w.max_shape});
-  if (d.bias && g.tensors.at(d.bias->v).max_shape != graph::Shape{w.max_shape[0]})
+  if (d.bias && graph::tensor_info(g, *d.bias).max_shape != graph::Shape{w.max_shape[0]})
     throw std::invalid_argument(fmt::format("{}: bias must have shape [{}]", d.name, w.max_shape[0]));
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
   graph::TensorId bias = d.bias.value_or(d.w);  // bound but unread when there is none
@@ -54,8 +54,8 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
                               graph::Binding::params(4)}};
   };
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
-  routes.routes.push_back({"gemv", 1, 1, {kernel("gemv")}});
-  if (x.max_shape[0] >= 2) routes.routes.push_back({"tiled", 2, x.max_shape[0], {kernel("tiled")}});
+  routes.routes.push_back({kLinearGemv, "gemv", 1, 1, {kernel("gemv")}});
+  if (x.max_shape[0] >= 2) routes.routes.push_back({kLinearTiled, "tiled", 2, x.max_shape[0], {kernel("tiled")}});
 
   bool has_bias = d.bias.has_value();
   std::vector<graph::TensorId> inputs = {d.x, d.w};
@@ -70,7 +70,7 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
       .infer = [](const graph::InferArgs& a) { a.out[0] = infer_linear({a.in[0], a.in[1]}); },
       .plan =
           [has_bias](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_linear({a.in[0][0], a.in[1][0], a.in[0][1], has_bias, a.route,
+            plan_linear({a.in[0][0], a.in[1][0], a.in[0][1], has_bias, a.route_is(kLinearGemv),
                          a.caps->limits.maxComputeWorkgroupsPerDimension},
                         p);
           },

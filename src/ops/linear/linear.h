@@ -31,11 +31,12 @@ struct LinearInferCtx {
 };
 graph::Shape infer_linear(const LinearInferCtx& c);
 
-enum LinearRoute : uint32_t { kLinearGemv = 0, kLinearTiled = 1 };
+// Route ids (graph/routes.h): gemv [1, 1], tiled [2, max] on x's rows.
+inline constexpr graph::RouteId kLinearGemv{1}, kLinearTiled{2};
 struct LinearPlanCtx {
   uint32_t m, n, k;
   bool has_bias;
-  uint32_t route;
+  bool gemv;  // the active route
   uint32_t max_groups_per_dim;
 };
 void plan_linear(const LinearPlanCtx& c, graph::Plan& plan);

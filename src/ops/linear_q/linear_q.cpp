@@ -190,7 +190,7 @@ enum class Scratch : uint8_t { Partial, Normed, GateUp, Xq, Xs };
 
 void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
                const std::string& name) {
-  const graph::Tensor& x = g.tensors.at(t.v);
+  const graph::Tensor& x = graph::tensor_info(g, t);
   if (x.dtype != graph::DType::F32 || x.max_shape != want)
     throw std::invalid_argument(fmt::format("{}: {} must be f32 {}, not {} {}", name, what, graph::to_string(want),
                                             graph::dtype_name(x.dtype), graph::to_string(x.max_shape)));
@@ -198,8 +198,8 @@ void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& wan
 
 // A weight's rows (N), after checking its words and scales against K.
 uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, const std::string& name) {
-  const graph::Tensor& q = g.tensors.at(wp.q.v);
-  const graph::Tensor& s = g.tensors.at(wp.scales.v);
+  const graph::Tensor& q = graph::tensor_info(g, wp.q);
+  const graph::Tensor& s = graph::tensor_info(g, wp.scales);
   const char* fmt_name = quant_format_name(wp.format);
   if (q.dtype != graph::DType::U32 || q.max_shape.rank != 2)
     throw std::invalid_argument(fmt::format("{}: {} weight words must be a u32 [N, K/{}] tensor", name, fmt_name,
@@ -220,7 +220,7 @@ uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, co
 }  // namespace
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
   if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2)
     throw std::invalid_argument(fmt::format("{}: linear_q takes f32 x [M, K]", d.name));
   const uint32_t max_m = x.max_shape[0], k = x.max_shape[1];
@@ -255,7 +255,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const uint32_t y_rows = d.last_row ? 1 : max_m;
   if (d.residual) check_f32(g, *d.residual, {max_m, n}, "residual", d.name);
   if (d.argmax_out) {
-    const graph::Tensor& a = g.tensors.at(d.argmax_out->v);
+    const graph::Tensor& a = graph::tensor_info(g, *d.argmax_out);
     if (a.dtype != graph::DType::U32 || a.max_shape != graph::Shape{1})
       throw std::invalid_argument(fmt::format("{}: argmax_out must be u32 [1]", d.name));
   }
@@ -265,7 +265,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   graph::TensorId bias = d.bias.value_or(d.scales);
   graph::TensorId res = d.residual.value_or(d.x);
   graph::TensorId nw = d.norm.value_or(d.x);
-  const double sg = double(gpu::subgroup_lanes(g.dev->caps));
+  const double sg = double(gpu::subgroup_lanes(graph::device_caps(g)));
   auto key = [&](const LinearQPart& wp, const char* entry, bool norm) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
@@ -275,8 +275,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (std::string_view(entry).starts_with("gemv")) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
-      extra.push_back({"GV_TK", double(gemv_lanes(g.dev->caps, n, d.gemv_lanes, d.name))});
-      extra.push_back({"XI8", gemv_takes_int8(g.dev->caps, wp.format, d.gemv_int8) ? 1.0 : 0.0});
+      extra.push_back({"GV_TK", double(gemv_lanes(graph::device_caps(g), n, d.gemv_lanes, d.name))});
+      extra.push_back({"XI8", gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8) ? 1.0 : 0.0});
     } else if (std::string_view(entry) == "small_m") {
       extra.push_back({"SG", sg});
       extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG
@@ -295,11 +295,11 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     return id;
   };
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
-  std::vector<std::vector<LinearQStep>> route_steps;  // what each route's kernels are, by position
-  auto add_route = [&](const char* name, int64_t lo, int64_t hi, std::vector<graph::KernelSpec> ks,
+  std::vector<std::pair<graph::RouteId, std::vector<LinearQStep>>> route_steps;  // what each route's kernels are
+  auto add_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, std::vector<graph::KernelSpec> ks,
                        std::vector<LinearQStep> steps) {
-    routes.routes.push_back({name, lo, hi, std::move(ks)});
-    route_steps.push_back(std::move(steps));
+    routes.routes.push_back({id, name, lo, hi, std::move(ks)});
+    route_steps.push_back({id, std::move(steps)});
   };
 
   // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
@@ -323,7 +323,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                     {Binding::of(1, *partial), Binding::of(2, *d.argmax_out), Binding::params(4)}});
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
-    add_route("gemv", 1, d.last_row ? max_m : 1, std::move(ks), std::move(steps));
+    add_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : 1, std::move(ks), std::move(steps));
   }
 
   if (!d.last_row && max_m >= 2) {
@@ -334,7 +334,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     // int8 activations, one copy per layout the weights need (q4/q5 nibble order or natural).
     std::optional<graph::TensorId> xq[2], xs[2];
     auto permuted = [](const LinearQPart& wp) { return kernel_bits(wp.format) == 4 || kernel_bits(wp.format) == 5; };
-    auto matrix_route = [&](const char* name, int64_t lo, int64_t hi, bool small) {
+    auto matrix_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, bool small) {
       std::vector<graph::KernelSpec> ks;
       std::vector<LinearQStep> steps;
       if (d.norm) {
@@ -377,10 +377,10 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                       {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, y), Binding::params(3)}});
         steps.push_back({LinearQStep::SiluMul, 0});
       }
-      add_route(name, lo, hi, std::move(ks), std::move(steps));
+      add_route(id, name, lo, hi, std::move(ks), std::move(steps));
     };
-    matrix_route("small_m", 2, std::min<int64_t>(7, max_m), true);
-    if (max_m >= 8) matrix_route("gemm", 8, max_m, false);
+    matrix_route(kLinearQSmallM, "small_m", 2, std::min<int64_t>(7, max_m), true);
+    if (max_m >= 8) matrix_route(kLinearQGemm, "gemm", 8, max_m, false);
   }
   if (d.argmax_out) outputs.push_back(*d.argmax_out);
 
@@ -423,7 +423,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             LinearQPlanCtx c = base;
             c.m = a.in[0][0];
             c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
-            plan_linear_q(c, route_steps.at(a.route), p);
+            for (const auto& [id, steps] : route_steps)
+              if (a.route_is(id)) plan_linear_q(c, steps, p);
           },
       .cost =
           [base, n_out, weight_bytes, has_res = d.residual.has_value()](const graph::PlanArgs& a) {

@@ -104,7 +104,8 @@ struct LinearQInferCtx {
 };
 graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
-enum LinearQRoute : uint32_t { kLinearQGemv = 0, kLinearQSmallM = 1, kLinearQGemm = 2 };
+// Route ids (graph/routes.h): gemv, small_m, gemm (the header's table says on which rows).
+inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3};
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {
   enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, SiluMul } kind;

@@ -32,8 +32,8 @@ void plan_rms_norm(const RmsNormPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
-  const graph::Tensor& w = g.tensors.at(d.weight.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
+  const graph::Tensor& w = graph::tensor_info(g, d.weight);
   if (x.dtype != graph::DType::F32 || w.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: rms_norm takes f32 x and weight", d.name));
   if (x.max_shape.rank < 1)
@@ -46,7 +46,7 @@ graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d) {
   if (!(d.eps >= 0.f))
     throw std::invalid_argument(fmt::format("{}: eps must be >= 0, got {}", d.name, d.eps));
   constexpr uint32_t wg = 256;  // rms_norm.wgsl WG, its reduction array and total
-  require_fits(g.dev->caps.limits, d.name + ": rms_norm", {wg_var_bytes(wg * 4) + wg_var_bytes(4), wg});
+  require_fits(graph::device_caps(g).limits, d.name + ": rms_norm", {wg_var_bytes(wg * 4) + wg_var_bytes(4), wg});
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, x.max_shape);
 
   graph::KernelSpec k{gpu::make_key("rms_norm", "rms_norm"),

@@ -102,8 +102,8 @@ void plan_rope(const RopePlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
-  const graph::Tensor& f = g.tensors.at(d.freqs.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
+  const graph::Tensor& f = graph::tensor_info(g, d.freqs);
   uint32_t n_rot = d.n_rot ? d.n_rot : d.head_dim;
   if (x.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: rope takes f32 x", d.name));
@@ -114,10 +114,10 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
     throw std::invalid_argument(fmt::format("{}: freqs '{}' is {} {}, expected u32 [{}, 2] (add_rope_freqs)",
                                             d.name, f.name, graph::dtype_name(f.dtype),
                                             graph::to_string(f.max_shape), n_rot / 2));
-  if (d.pos.v >= g.symbols.size())
+  if (d.pos.v >= graph::symbol_count(g))
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", d.name, d.pos.v));
   infer_rope({x.max_shape, d.head_dim});
-  require_fits(g.dev->caps.limits, d.name + ": rope", {0, kWorkgroup});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": rope", {0, kWorkgroup});  // no workgroup data
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, x.max_shape);
 
   graph::KernelSpec k{gpu::make_key("rope", "rope"),
@@ -145,9 +145,9 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
 }
 
 graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.qkv.v);
-  const graph::Tensor& kc = g.tensors.at(d.k_cache.v);
-  const graph::Tensor& vc = g.tensors.at(d.v_cache.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.qkv);
+  const graph::Tensor& kc = graph::tensor_info(g, d.k_cache);
+  const graph::Tensor& vc = graph::tensor_info(g, d.v_cache);
   const uint32_t hd = d.head_dim, n_rot = d.n_rot ? d.n_rot : d.head_dim;
   const uint32_t width = (d.n_heads + 2 * d.n_kv_heads) * hd;
   if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2 || x.max_shape[1] != width || hd % 4 != 0 ||
@@ -161,12 +161,12 @@ graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
       (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16))
     throw std::invalid_argument(fmt::format("{}: the caches must be State tensors [{}, n_ctx, {}] of one dtype "
                                             "(f32 or f16)", d.name, d.n_kv_heads, hd));
-  const graph::Tensor& f = g.tensors.at(d.freqs.v);
+  const graph::Tensor& f = graph::tensor_info(g, d.freqs);
   if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{n_rot / 2, 2})
     throw std::invalid_argument(fmt::format("{}: freqs must be u32 [{}, 2] (add_rope_freqs)", d.name, n_rot / 2));
   const bool f16 = kc.dtype == graph::DType::F16;
   const uint32_t n_ctx = kc.max_shape[1];
-  require_fits(g.dev->caps.limits, d.name + ": rope_qkv", {0, kWorkgroup});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": rope_qkv", {0, kWorkgroup});  // no workgroup data
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {x.max_shape[0], d.n_heads * hd});
   graph::KernelSpec k{gpu::make_key("rope", "rope_qkv", {{"F16", f16 ? 1.0 : 0.0}}),
                       {graph::Binding::of(0, d.qkv), graph::Binding::of(1, d.freqs), graph::Binding::of(2, y),

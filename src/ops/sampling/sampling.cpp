@@ -34,7 +34,7 @@ std::vector<graph::KernelSpec> kernels(SamplingKind kind, graph::TensorId logits
 }
 
 void check_logits(const graph::Graph& g, const std::string& name, graph::TensorId logits) {
-  const graph::Tensor& l = g.tensors.at(logits.v);
+  const graph::Tensor& l = graph::tensor_info(g, logits);
   if (l.dtype != graph::DType::F32 || l.max_shape.rank != 2)
     throw std::invalid_argument(fmt::format("{}: logits '{}' must be f32 [n_rows, n_vocab], got {} {}",
                                             name, l.name, graph::dtype_name(l.dtype),
@@ -44,10 +44,10 @@ void check_logits(const graph::Graph& g, const std::string& name, graph::TensorI
 graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph::TensorId logits,
                                 SamplingKind kind, uint32_t k, std::vector<graph::TensorId> outputs,
                                 graph::TensorId partial, std::optional<graph::SymbolId> enable = {}) {
-  const graph::Tensor& l = g.tensors.at(logits.v);
+  const graph::Tensor& l = graph::tensor_info(g, logits);
   // Workgroup data of the passes (sampling.wgsl WG; top-k: BUF entries and four scalars).
   constexpr uint32_t wg = 256, buf = 1024;
-  require_fits(g.dev->caps.limits, name + (kind == SamplingKind::Argmax ? ": argmax" : ": top_k"),
+  require_fits(graph::device_caps(g).limits, name + (kind == SamplingKind::Argmax ? ": argmax" : ": top_k"),
                kind == SamplingKind::Argmax ? WorkgroupFootprint{2 * wg_var_bytes(wg * 4), wg}
                                             : WorkgroupFootprint{2 * wg_var_bytes(buf * 4) + 4 * wg_var_bytes(4), wg});
   graph::TensorId values = outputs.size() > 1 ? outputs[1] : outputs[0];  // argmax: unused
@@ -60,8 +60,8 @@ graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph:
              .outputs = outputs,
              .dynamic = true,
              .routes = enable ? graph::RouteSet{graph::RouteKey::of_symbol(*enable),
-                                                {{"off", 0, 0, {}, /*idle=*/true},
-                                                 {"on", 1, 1, kernels(kind, logits, partial, outputs[0], values)}}}
+                                                {{kSamplingOff, "off", 0, 0, {}, /*idle=*/true},
+                                                 {kSamplingOn, "on", 1, 1, kernels(kind, logits, partial, outputs[0], values)}}}
                               : graph::single_route(graph::RouteKey::of_dim(logits, 0), 1, l.max_shape[0],
                                                     kernels(kind, logits, partial, outputs[0], values)),
              .infer =
@@ -110,9 +110,9 @@ void plan_sampling(const SamplingPlanCtx& c, graph::Plan& plan) {
 
 graph::TensorId add_argmax(graph::Graph& g, const ArgmaxDesc& d) {
   check_logits(g, d.name, d.logits);
-  SamplingShapes s = infer_sampling({g.tensors.at(d.logits.v).max_shape, SamplingKind::Argmax, 1});
+  SamplingShapes s = infer_sampling({graph::tensor_info(g, d.logits).max_shape, SamplingKind::Argmax, 1});
   if (d.out) {
-    const graph::Tensor& o = g.tensors.at(d.out->v);
+    const graph::Tensor& o = graph::tensor_info(g, *d.out);
     if (o.dtype != graph::DType::U32 || o.max_shape != graph::Shape{1} || s.out != graph::Shape{1})
       throw std::invalid_argument(fmt::format("{}: `out` must be u32 [1], for logits of one row", d.name));
   }
@@ -126,24 +126,24 @@ TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d) {
   check_logits(g, d.name, d.logits);
   if (d.k == 0 || d.k > kTopKMax)
     throw std::invalid_argument(fmt::format("{}: k = {} is outside [1, {}]", d.name, d.k, kTopKMax));
-  SamplingShapes s = infer_sampling({g.tensors.at(d.logits.v).max_shape, SamplingKind::TopK, d.k});
+  SamplingShapes s = infer_sampling({graph::tensor_info(g, d.logits).max_shape, SamplingKind::TopK, d.k});
   TopKOutputs out;
   out.indices = graph::add_tensor(g, d.name + ".indices", graph::DType::U32, s.out);
   out.values = graph::add_tensor(g, d.name + ".values", graph::DType::F32, s.out);
   graph::TensorId partial = graph::add_tensor(g, d.name + ".partial", graph::DType::U32, s.partial);
-  if (d.enable && (d.enable->v >= g.symbols.size() || g.symbols[d.enable->v].lo != 0 || g.symbols[d.enable->v].hi != 1))
+  if (d.enable && (d.enable->v >= graph::symbol_count(g) || graph::symbol_info(g, *d.enable).lo != 0 || graph::symbol_info(g, *d.enable).hi != 1))
     throw std::invalid_argument(fmt::format("{}: the enable symbol must range over [0, 1]", d.name));
   add_sampling_node(g, d.name, d.logits, SamplingKind::TopK, d.k, {out.indices, out.values}, partial, d.enable);
   return out;
 }
 
 void add_sample_pick(graph::Graph& g, const SamplePickDesc& d) {
-  const graph::Tensor& ids = g.tensors.at(d.candidates.indices.v);
-  const graph::Tensor& pick = g.tensors.at(d.pick.v);
-  const graph::Tensor& out = g.tensors.at(d.out.v);
+  const graph::Tensor& ids = graph::tensor_info(g, d.candidates.indices);
+  const graph::Tensor& pick = graph::tensor_info(g, d.pick);
+  const graph::Tensor& out = graph::tensor_info(g, d.out);
   if (ids.max_shape.rank != 2 || ids.max_shape[0] != 1 || pick.dtype != graph::DType::U32 ||
       pick.max_shape != graph::Shape{8} || out.dtype != graph::DType::U32 || out.max_shape != graph::Shape{1} ||
-      d.enable.v >= g.symbols.size() || g.symbols[d.enable.v].lo != 0 || g.symbols[d.enable.v].hi != 1)
+      d.enable.v >= graph::symbol_count(g) || graph::symbol_info(g, d.enable).lo != 0 || graph::symbol_info(g, d.enable).hi != 1)
     throw std::invalid_argument(fmt::format("{}: sample_pick takes top-k candidates of one row, a u32 [8] pick "
                                             "input, a u32 [1] output and an enable symbol in [0, 1]", d.name));
   const uint32_t k = ids.max_shape[1];
@@ -157,7 +157,7 @@ void add_sample_pick(graph::Graph& g, const SamplePickDesc& d) {
       .outputs = {d.out},
       .dynamic = true,
       .routes = graph::RouteSet{graph::RouteKey::of_symbol(d.enable),
-                                {{"off", 0, 0, {}, /*idle=*/true}, {"on", 1, 1, {kernel}}}},
+                                {{kSamplingOff, "off", 0, 0, {}, /*idle=*/true}, {kSamplingOn, "on", 1, 1, {kernel}}}},
       .infer = [](const graph::InferArgs&) {},
       .plan =
           [k](const graph::PlanArgs&, graph::Plan& p) {

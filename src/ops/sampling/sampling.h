@@ -37,6 +37,10 @@ struct ArgmaxDesc {
 // Returns indices [n_rows] u32.
 graph::TensorId add_argmax(graph::Graph& g, const ArgmaxDesc& d);
 
+// Route ids of the nodes switched by an enable symbol (top-k, sample_pick): off [0, 0] (idle),
+// on [1, 1]. Without a symbol: one route, graph::kMainRoute.
+inline constexpr graph::RouteId kSamplingOff{1}, kSamplingOn{2};
+
 struct TopKDesc {
   std::string name;         // node name; outputs "<name>.indices", "<name>.values"
   graph::TensorId logits;   // [n_rows, n_vocab] f32

@@ -41,11 +41,11 @@ void plan_silu_mul(const SiluMulPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d) {
-  const graph::Tensor& gate = g.tensors.at(d.gate.v);
-  if (gate.dtype != graph::DType::F32 || (d.up && g.tensors.at(d.up->v).dtype != graph::DType::F32))
+  const graph::Tensor& gate = graph::tensor_info(g, d.gate);
+  if (gate.dtype != graph::DType::F32 || (d.up && graph::tensor_info(g, *d.up).dtype != graph::DType::F32))
     throw std::invalid_argument(fmt::format("{}: silu_mul takes f32 tensors", d.name));
   std::optional<graph::Shape> up_shape;
-  if (d.up) up_shape = g.tensors.at(d.up->v).max_shape;
+  if (d.up) up_shape = graph::tensor_info(g, *d.up).max_shape;
   graph::Shape out_shape = infer_silu_mul({gate.max_shape, up_shape});
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
   bool fused = !d.up;

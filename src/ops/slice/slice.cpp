@@ -28,7 +28,7 @@ void plan_last_rows(const LastRowsPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_last_rows(graph::Graph& g, const LastRowsDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
   if (x.dtype != graph::DType::F32 || d.count == 0)
     throw std::invalid_argument(fmt::format("{}: last_rows takes f32 x and count >= 1", d.name));
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, infer_last_rows({x.max_shape, d.count}));

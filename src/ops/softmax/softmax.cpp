@@ -27,12 +27,12 @@ void plan_softmax(const SoftmaxPlanCtx& c, graph::Plan& plan) {
 }
 
 graph::TensorId add_softmax(graph::Graph& g, const SoftmaxDesc& d) {
-  const graph::Tensor& x = g.tensors.at(d.x.v);
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
   if (x.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: softmax takes f32", d.name));
-  const uint32_t max_rows = x.max_shape[0];  // copied: add_tensor may move g.tensors
+  const uint32_t max_rows = x.max_shape[0];  // copied: add_tensor may add tensors
   constexpr uint32_t wg = 256;  // softmax.wgsl WG, and its reduction array
-  require_fits(g.dev->caps.limits, d.name + ": softmax", {wg_var_bytes(wg * 4), wg});
+  require_fits(graph::device_caps(g).limits, d.name + ": softmax", {wg_var_bytes(wg * 4), wg});
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, infer_softmax({x.max_shape}));
   graph::KernelSpec k{gpu::make_key("softmax", "main"),
                       {graph::Binding::of(0, d.x), graph::Binding::of(1, y), graph::Binding::params(2)}};
