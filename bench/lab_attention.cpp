@@ -2,6 +2,7 @@
 // 8 KV heads), head dim 64/128, f32 and f16 caches, contexts 128..8192.
 //
 //   wgrt_lab_attention [--peaks bench/peaks-h200.json] [--repeats 10] [--inner 4]
+//                      [--contexts 128,1024,4096,8192] [--head-dims 64,128]
 //
 // decode (flash-decoding, n_tokens 1 at pos = ctx - 1): one graph holds `layers` attention
 // nodes, each over its own caches, so a timed pass reads more KV than the L2 holds (as a real
@@ -9,10 +10,14 @@
 // (2 x n_kv_heads x ctx x head_dim x element size) / time, against the measured read peak.
 // prefill (n_tokens = min(512, ctx) ending at ctx): GFLOP/s = 4 x head_dim x n_heads x
 // (keys attended, summed over tokens) / time, against the measured f32 FMA peak.
+// Before a row is timed, layer 0's output for the last token, at the first and the last query
+// head, is checked against softmax(q K^T / sqrt(head_dim)) V computed on the CPU from the same
+// caches (the "check" column).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -24,6 +29,7 @@
 #include "lab.h"
 #include "ops/attention/attention.h"
 #include "ops/kv_cache/kv_cache.h"
+#include "ops/quant/quant.h"
 
 namespace wgrt {
 namespace {
@@ -35,6 +41,8 @@ struct Options {
   lab::TimeOptions time;
   int inner = 4;
   uint32_t max_chunks = 0;
+  std::vector<uint32_t> contexts = {128, 1024, 4096, 8192};
+  std::vector<uint32_t> head_dims = {64, 128};
   gpu::DeviceOptions device;
 };
 
@@ -56,13 +64,52 @@ std::vector<uint32_t> random_words(size_t n, uint32_t seed, bool f16) {
   return w;
 }
 
+// Element i of a cache row-major [n_kv_heads, ctx, head_dim]: f32 words or f16 pairs.
+float cache_at(const std::vector<uint32_t>& w, size_t i, bool f16) {
+  if (f16) return ops::f16_to_f32(uint16_t(w[i / 2] >> (16 * (i % 2))));
+  float f;
+  std::memcpy(&f, &w[i], 4);
+  return f;
+}
+
+// Layer 0's output for token `t` (at position pos + t, causal) and query head h against the
+// CPU: within 1e-4 of the output's scale.
+std::string check_head(const std::vector<float>& got, const std::vector<float>& qv, const std::vector<uint32_t>& kc,
+                       const std::vector<uint32_t>& vc, bool f16, uint32_t hd, uint32_t ctx, uint32_t pos, uint32_t t,
+                       uint32_t h) {
+  const uint32_t kvh = h / (kHeads / kKvHeads), keys = pos + t + 1;
+  const float* qr = &qv[(size_t(t) * kHeads + h) * hd];
+  std::vector<double> score(keys);
+  double mx = -1e300;
+  for (uint32_t j = 0; j < keys; ++j) {
+    double d = 0;
+    for (uint32_t e = 0; e < hd; ++e) d += double(qr[e]) * cache_at(kc, (size_t(kvh) * ctx + j) * hd + e, f16);
+    score[j] = d / std::sqrt(double(hd));
+    mx = std::max(mx, score[j]);
+  }
+  double sum = 0;
+  for (double& sc : score) sum += (sc = std::exp(sc - mx));
+  for (uint32_t e = 0; e < hd; ++e) {
+    double want = 0, mass = 0;
+    for (uint32_t j = 0; j < keys; ++j) {
+      const double v = cache_at(vc, (size_t(kvh) * ctx + j) * hd + e, f16);
+      want += score[j] / sum * v;
+      mass += score[j] / sum * std::fabs(v);
+    }
+    const double v = got[(size_t(t) * kHeads + h) * hd + e];
+    if (!(std::fabs(v - want) <= 1e-4 * (mass + 1e-3)))
+      return fmt::format("MISMATCH head {} dim {}: {} vs {}", h, e, v, want);
+  }
+  return "ok";
+}
+
 struct Lab {
   gpu::Device& dev;
   lab::Timer timer;
   Options opts;
   lab::Peaks peaks;
   lab::Table table{{"route", "cache", "head dim", "ctx", "tokens", "chunks", "layers", "µs / call",
-                    "GB/s (KV)", "% of read peak", "GFLOP/s", "% of FMA peak"},
+                    "GB/s (KV)", "% of read peak", "GFLOP/s", "% of FMA peak", "check"},
                    {}};
 
   void run(bool decode, bool f16, uint32_t hd, uint32_t ctx) {
@@ -75,24 +122,36 @@ struct Lab {
     SymbolId ps = add_symbol(g, {.name = "pos", .lo = 0, .hi = ctx - 1});
     TensorId q = add_input(g, {.name = "q", .max_shape = {n_tokens, kHeads * hd}});
     std::vector<TensorId> caches;
+    TensorId out0{};
     for (uint32_t l = 0; l < layers; ++l) {
       DType dt = f16 ? DType::F16 : DType::F32;
       TensorId kc = ops::add_kv_cache(g, fmt::format("k.{}", l), dt, kKvHeads, ctx, hd);
       TensorId vc = ops::add_kv_cache(g, fmt::format("v.{}", l), dt, kKvHeads, ctx, hd);
       caches.push_back(kc);
       caches.push_back(vc);
-      ops::add_attention(g, {.name = fmt::format("attn.{}", l), .q = q, .k_cache = kc, .v_cache = vc,
-                             .pos = ps, .n_heads = kHeads, .decode_max_chunks = opts.max_chunks});
+      TensorId o = ops::add_attention(g, {.name = fmt::format("attn.{}", l), .q = q, .k_cache = kc, .v_cache = vc,
+                                          .pos = ps, .n_heads = kHeads, .decode_max_chunks = opts.max_chunks});
+      if (l == 0) out0 = o;
     }
+    mark_output(g, out0);
     build(g);
-    for (size_t i = 0; i < caches.size(); ++i)
-      write_tensor<uint32_t>(g, caches[i], random_words(tensor_info(g, caches[i]).bytes / 4, uint32_t(i), f16));
+    std::vector<uint32_t> k0, v0;  // layer 0's caches, for the check
+    for (size_t i = 0; i < caches.size(); ++i) {
+      std::vector<uint32_t> w = random_words(tensor_info(g, caches[i]).bytes / 4, uint32_t(i), f16);
+      write_tensor<uint32_t>(g, caches[i], w);
+      if (i == 0) k0 = w;
+      if (i == 1) v0 = std::move(w);
+    }
     std::vector<float> qv(size_t(n_tokens) * kHeads * hd);
     std::mt19937 rng(7);
     for (auto& x : qv) x = std::uniform_real_distribution<float>(-2.f, 2.f)(rng);
     write_tensor<float>(g, q, qv);
     SymbolInput si{ps, pos};
     update(g, {}, {&si, 1});
+    execute(g);
+    const std::vector<float> got = read_output<float>(g, out0);
+    std::string check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, 0);
+    if (check == "ok") check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, kHeads - 1);
     int inner = decode ? 1 : opts.inner;
     lab::Timing t = lab::measure(timer, "attention", opts.time, [&](WGPUComputePassEncoder pass) {
       for (int i = 0; i < inner; ++i) encode(g, pass);
@@ -110,7 +169,7 @@ struct Lab {
                           decode ? fmt::format("{:.0f}", gbps) : "-",
                           decode ? lab::percent_of(gbps, peaks.read_gbps) : "-",
                           fmt::format("{:.0f}", gflops),
-                          decode ? "-" : lab::percent_of(gflops, peaks.fma_gflops)});
+                          decode ? "-" : lab::percent_of(gflops, peaks.fma_gflops), check});
   }
 };
 
@@ -125,6 +184,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", opts.time.repeats, "timed passes per measurement (median)");
   app.add_option("--inner", opts.inner, "prefill calls per timed pass");
   app.add_option("--max-chunks", opts.max_chunks, "flash-decoding split cap (0: the op's default)");
+  app.add_option("--contexts", opts.contexts, "comma list of contexts")->delimiter(',')->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--head-dims", opts.head_dims, "comma list of head dims (multiples of 8, 16..256)")->delimiter(',');
   lab::add_device_flags(app, opts.device);
   CLI11_PARSE(app, argc, argv);
   try {
@@ -134,9 +195,11 @@ int main(int argc, char** argv) {
                lab.peaks.read_gbps, lab.peaks.fma_gflops, lab.peaks.adapter, lab.peaks.date);
     for (bool decode : {true, false})
       for (bool f16 : {false, true})
-        for (uint32_t hd : {64u, 128u})
-          for (uint32_t ctx : {128u, 1024u, 4096u, 8192u}) lab.run(decode, f16, hd, ctx);
+        for (uint32_t hd : opts.head_dims)
+          for (uint32_t ctx : opts.contexts) lab.run(decode, f16, hd, ctx);
     lab::print_table(lab.table);
+    for (const auto& row : lab.table.rows)
+      if (row.back() != "ok") return 1;  // a row whose results did not check out
   } catch (const std::exception& e) {
     fmt::print(stderr, "wgrt_lab_attention: {}\n", e.what());
     return 1;

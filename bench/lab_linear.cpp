@@ -20,9 +20,13 @@
 //          and zero-filled by a queue write before the pass; Dawn tracks usage per buffer and
 //          needs no compute-to-compute barrier for them), so dispatches may overlap: the
 //          kernels' throughput. --indep-init lazy leaves the new outputs to Dawn's lazy clear.
-// GB/s and % read BW are given for both.
+// GB/s and % read BW are given for both. Before a row is timed, its results are checked: copy
+// 0's output for 64 columns spread over N against f32 math on the dequantized weight (see
+// check_columns); the "check" column says ok or where it failed.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <sstream>
 
@@ -80,6 +84,37 @@ double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector
   return lab::median(samples);
 }
 
+// Copy 0's output y at M rows against f32 math on the dequantized weight wd, for 64 columns
+// spread over N: within 1e-5 of sum |x w|, plus, where the route may take int8 activations (the
+// gemm; the gemv where gemv_takes_int8), the exact bound of rounding each activation to its
+// group's int8 grid: absmax(x in the group) / 254 times sum |w| over the group.
+std::string check_columns(graph::Graph& g, graph::TensorId y, const std::vector<float>& xv, const std::vector<float>& wd,
+                          uint32_t m, uint32_t k, uint32_t n, uint32_t act_gs, bool int8) {
+  graph::execute(g);
+  const std::vector<float> got = graph::read_output<float>(g, y);
+  for (uint32_t r = 0; r < m; ++r)
+    for (uint32_t c = 0; c < 64; ++c) {
+      const uint32_t j = uint32_t(uint64_t(c) * (n - 1) / 63);
+      const float* xr = &xv[size_t(r) * k];
+      const float* wr = &wd[size_t(j) * k];
+      double want = 0, mass = 0, act = 0;
+      for (uint32_t g0 = 0; g0 < k; g0 += act_gs) {
+        double amax = 0, wsum = 0;
+        for (uint32_t i = g0; i < g0 + act_gs; ++i) {
+          want += double(xr[i]) * wr[i];
+          mass += std::fabs(double(xr[i]) * wr[i]);
+          amax = std::max(amax, std::fabs(double(xr[i])));
+          wsum += std::fabs(double(wr[i]));
+        }
+        act += amax / 254 * wsum;
+      }
+      const double v = got[size_t(r) * n + j], tol = 1e-5 * mass + (int8 ? 1.01 * act : 0) + 1e-6;
+      if (!(std::fabs(v - want) <= tol))
+        return fmt::format("MISMATCH at ({}, {}): {} vs {} (tolerance {:.3g})", r, j, v, want, tol);
+    }
+  return "ok";
+}
+
 // One layer shape at every M: a graph of C copies, x at the largest M.
 void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, const Options& o,
                ops::QuantFormat f, int int8, uint32_t k, uint32_t n, lab::Table& table) {
@@ -91,13 +126,16 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   graph::TensorId x = graph::add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
   std::vector<ops::QuantTensors> weights;
   std::vector<graph::NodeId> nodes;
+  graph::TensorId y0{};
   for (int c = 0; c < copies; ++c) {
     std::string name = fmt::format("lin.{}", c);
     weights.push_back(ops::add_quant_weight(g, name + ".w", f, n, k, gs));
-    ops::add_linear_q(g, {.name = name, .format = f, .gs = gs, .x = x, .q = weights.back().q,
-                          .scales = weights.back().scales, .gemv_int8 = int8});
+    graph::TensorId y = ops::add_linear_q(g, {.name = name, .format = f, .gs = gs, .x = x, .q = weights.back().q,
+                                              .scales = weights.back().scales, .gemv_int8 = int8});
+    if (c == 0) y0 = y;
     nodes.push_back(graph::find_node(g, name));
   }
+  graph::mark_output(g, y0);
   graph::build(g);
   // Random words; scales are f16 values in [2^-8, 2^-6): timing does not depend on them.
   std::mt19937 rng(1);
@@ -111,11 +149,14 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   std::vector<float> xv(size_t(max_m) * k);
   for (auto& v : xv) v = float(int(rng() % 2001) - 1000) / 1000.f;
   graph::write_tensor<float>(g, x, xv);
+  const std::vector<float> wd = ops::dequantize({.format = f, .n = n, .k = k, .gs = gs, .q = q, .scales = s});
 
   for (uint32_t m : o.ms) {
     graph::ShapeInput shape{x, {m, k}};
     graph::update(g, {&shape, 1});
     const std::string route = graph::active_route_info(g, nodes[0]).name;
+    const bool act_int8 = m > 1 || ops::gemv_takes_int8(graph::device_caps(g), f, int8);
+    const std::string check = check_columns(g, y0, xv, wd, m, k, n, m == 1 ? 32 : ops::activation_group(f, gs), act_int8);
     auto record = [&](WGPUComputePassEncoder pass) { graph::encode(g, pass, nodes); };
     const char* xname = m > 1 ? "-" : int8 == 1 ? "i8" : int8 == 0 ? "f32" : "auto";  // the gemv's x
     std::string label = fmt::format("{} {}x{} m{} x {}", ops::quant_format_name(f), k, n, m, xname);
@@ -131,8 +172,9 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
                           lab::percent_of(indep_gbps, peaks.read_gbps),
                           fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),
                           lab::percent_of(gbps, peaks.read_gbps), fmt::format("{:.0f}", gflops),
-                          lab::percent_of(gflops, peaks.fma_gflops)});
-    fmt::print(stderr, "  {}: indep {:.2f} us, chain {:.2f} us\n", label, indep_call * 1e6, per_call * 1e6);
+                          lab::percent_of(gflops, peaks.fma_gflops), check});
+    fmt::print(stderr, "  {}: indep {:.2f} us, chain {:.2f} us, check {}\n", label, indep_call * 1e6, per_call * 1e6,
+               check);
   }
 }
 
@@ -188,7 +230,7 @@ int run(int argc, char** argv) {
              peaks.date, peaks.read_gbps, peaks.fma_gflops, o.gs);
   lab::Timer timer = lab::create_timer(dev);
   lab::Table table{{"fmt", "x", "M", "K", "N", "route", "copies", "indep us", "indep GB/s", "indep % BW",
-                    "chain us", "chain GB/s", "chain % BW", "GFLOP/s", "% FMA peak"},
+                    "chain us", "chain GB/s", "chain % BW", "GFLOP/s", "% FMA peak", "check"},
                    {}};
   for (const auto& fs : o.formats) {
     const ops::QuantFormat f = parse_format(fs);
@@ -200,6 +242,8 @@ int run(int argc, char** argv) {
   }
   fmt::print("\n");
   lab::print_table(table);
+  for (const auto& row : table.rows)
+    if (row.back() != "ok") return 1;  // a row whose results did not check out
   return 0;
 }
 
