@@ -1,6 +1,6 @@
 // Llama 1/2/3/3.1/3.2: pre-norm decoder, grouped-query attention with RoPE (llama3
 // frequency scaling through the rope table), SwiGLU feed-forward, optional tied embeddings,
-// q/k/v biases where the file has them (HF attention_bias).
+// q/k/v biases and q/k norms where the file has them (HF attention_bias).
 #include "model/blocks.h"
 
 namespace wgrt::model {
@@ -8,7 +8,7 @@ namespace wgrt::model {
 graph::TensorId build_llama(BuildContext& b) {
   graph::TensorId x = embed_tokens(b);
   for (uint32_t l = 0; l < b.c.n_layers; ++l) {
-    x = attention_block(b, l, x, {.qkv_bias = b.c.qkv_bias});
+    x = attention_block(b, l, x, {.qkv_bias = b.c.qkv_bias, .qk_norm = b.c.qk_norm});
     x = ffn_block(b, l, x);
   }
   return x;

@@ -7,7 +7,7 @@ namespace wgrt::model {
 graph::TensorId build_qwen2(BuildContext& b) {
   graph::TensorId x = embed_tokens(b);
   for (uint32_t l = 0; l < b.c.n_layers; ++l) {
-    x = attention_block(b, l, x, {.qkv_bias = true});
+    x = attention_block(b, l, x, {.qkv_bias = true, .qk_norm = b.c.qk_norm});
     x = ffn_block(b, l, x);
   }
   return x;

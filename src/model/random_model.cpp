@@ -153,7 +153,7 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
       t.push_back({p + "attn_k.bias", GgmlType::F32, {KV}, Init::Bias});
       t.push_back({p + "attn_v.bias", GgmlType::F32, {KV}, Init::Bias});
     }
-    if (s.arch == Arch::Qwen3) {
+    if (s.arch == Arch::Qwen3 || s.qk_norm) {
       t.push_back({p + "attn_q_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
       t.push_back({p + "attn_k_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
     }

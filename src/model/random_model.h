@@ -19,6 +19,7 @@ struct RandomModelSpec {
   std::vector<float> rope_freq_factors;  // written as rope_freqs.weight when non-empty
   bool tied_embeddings = false;
   bool qkv_bias = false;  // q/k/v biases for any architecture (qwen2 always has them)
+  bool qk_norm = false;   // q/k RMS norms for any architecture (qwen3 always has them)
   std::vector<std::string> extra_tensors;  // F32 [dim] tensors no architecture reads (tests)
   GgmlType matrix_type = GgmlType::F32;  // attention and feed-forward weights
   GgmlType embd_type = GgmlType::F32;    // token_embd (and output)

@@ -45,7 +45,8 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
 }
 
 Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, bool tied,
-                     std::optional<GgmlType> embd_type = {}, uint32_t head_dim = 64, bool qkv_bias = false) {
+                     std::optional<GgmlType> embd_type = {}, uint32_t head_dim = 64, bool qkv_bias = false,
+                     bool qk_norm = false) {
   RandomModelSpec spec;
   spec.arch = arch;
   spec.dim = 256;  // K-quant rows are multiples of 256
@@ -62,6 +63,7 @@ Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, boo
   spec.vocab_from = &vocab;
   spec.tied_embeddings = tied;  // the output projection reuses token_embd
   spec.qkv_bias = qkv_bias;     // q/k/v biases (HF attention_bias) on any architecture
+  spec.qk_norm = qk_norm;       // q/k norms likewise
   if (arch == Arch::Llama) spec.rope_freq_factors.assign(head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
   Fixture f{open_gguf_bytes(gguf_serialize(make_random_model(spec)), "fixture.gguf"), {}, {}};
   f.ref_config = reference_config(f.file.config);
@@ -117,6 +119,7 @@ struct E2eCase {
   uint32_t head_dim = 64;
   bool f16_kv = false;
   bool qkv_bias = false;
+  bool qk_norm = false;
 };
 
 class ModelEndToEnd : public ::testing::TestWithParam<E2eCase> {};
@@ -128,7 +131,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203};
 
   // 1. All logits of the prompt in one pass, and in chunks of 3 (small-M, then GEMV route).
-  Fixture f = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias);
+  Fixture f = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
   const size_t V = f.ref_config.n_vocab;
   ASSERT_EQ(V, 32000u);
   std::vector<float> want = ref::transformer_forward(f.ref_config, f.ref_weights, prompt);
@@ -139,7 +142,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   llm::eval(one, prompt, [&](size_t, size_t) { got = llm::read_logits(one); });
   expect_logits_close(got, want, V, c.tol, "one-pass prefill");
 
-  Fixture f2 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias);
+  Fixture f2 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
   llm::Session chunked = session(f2, 3, true, c.f16_kv);
   std::vector<float> rows;
   llm::eval(chunked, prompt, [&](size_t, size_t) {
@@ -149,7 +152,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   expect_logits_close(rows, got, V, c.tol, "chunked prefill vs one pass");
 
   // 2. Prefill 5 tokens, then decode one at a time: the same logits as all at once.
-  Fixture f3 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias);
+  Fixture f3 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
   llm::Session inc = session(f3, 64, true, c.f16_kv);
   std::vector<float> inc_rows;
   llm::eval(inc, std::span(prompt).first(5), [&](size_t, size_t) { inc_rows = llm::read_logits(inc); });
@@ -162,7 +165,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 3. 32 greedy steps on the GPU (argmax kernel, last-row graph), checked by one reference
   // pass over prompt + generated tokens: each GPU token is the reference's best there.
-  Fixture f4 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias);
+  Fixture f4 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
   llm::Session gen = session(f4, 64, false, c.f16_kv);
   std::vector<int32_t> seq = prompt;
   llm::eval(gen, prompt);
@@ -184,7 +187,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 4. The same greedy steps pipelined: each step embeds the previous argmax on the GPU and is
   // submitted before that token is read back. Same kernels and values: the same tokens.
-  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias);
+  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
   llm::Session pipe = session(f5, 64, false, c.f16_kv);
   llm::eval(pipe, prompt, {}, llm::Readout::Argmax);
   graph::Snapshot step = pipe.last;
@@ -258,14 +261,18 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            // Head sizes other than 64: the generic attention paths.
                                            E2eCase{Arch::Llama, GgmlType::F32, 2e-3f, false, {}, 80},
                                            E2eCase{Arch::Qwen3, GgmlType::F16, 4e-3f, false, {}, 96, true},
-                                           // A llama file with q/k/v biases: used, not skipped.
-                                           E2eCase{Arch::Llama, GgmlType::Q4_K, 3e-2f, false, {}, 64, false, true}),
+                                           // A llama file with q/k/v biases, then one with q/k norms, and a
+                                           // qwen2 file with both: used, not skipped.
+                                           E2eCase{Arch::Llama, GgmlType::Q4_K, 3e-2f, false, {}, 64, false, true},
+                                           E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, false, {}, 64, false, false, true},
+                                           E2eCase{Arch::Qwen2, GgmlType::Q4_0, 3e-2f, false, {}, 64, false, false, true}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) {
                            return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
                                   (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +
                                   (i.param.tied ? "_tied" : "") +
                                   (i.param.head_dim != 64 ? "_hd" + std::to_string(i.param.head_dim) : "") +
-                                  (i.param.f16_kv ? "_f16kv" : "") + (i.param.qkv_bias ? "_qkv_bias" : "");
+                                  (i.param.f16_kv ? "_f16kv" : "") + (i.param.qkv_bias ? "_qkv_bias" : "") +
+                                  (i.param.qk_norm ? "_qk_norm" : "");
                          });
 
 }  // namespace
