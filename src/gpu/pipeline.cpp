@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 namespace wgrt::gpu {
 
@@ -11,6 +12,22 @@ std::string_view kernel_source(std::string_view name) {
     if (name == k.name) return k.source;
   throw GpuError(fmt::format("no embedded WGSL kernel named '{}' (hint: kernels are the .wgsl files under src/ and "
                              "bench/, found by file stem; re-run cmake after adding one)", name));
+}
+
+std::string kernel_module_source(std::string_view name) {
+  const std::string_view source = kernel_source(name);
+  constexpr std::string_view kUse = "//! use ";
+  std::string parts;
+  std::set<std::string_view, std::less<>> seen;
+  for (size_t at = 0; (at = source.find(kUse, at)) != std::string_view::npos;) {
+    const size_t end = std::min(source.find('\n', at), source.size());
+    const std::string_view part = source.substr(at + kUse.size(), end - at - kUse.size());
+    at = end;
+    if (!seen.insert(part).second) continue;
+    if (part == name) throw GpuError(fmt::format("WGSL kernel '{}' uses itself (hint: a part names other files)", name));
+    parts += fmt::format("// ---- {}.wgsl (a part used by {}.wgsl) ----\n{}\n", part, name, kernel_source(part));
+  }
+  return parts + std::string(source);
 }
 
 PipelineKey make_key(std::string kernel, std::string entry, std::vector<OverrideConstant> constants) {
@@ -80,7 +97,7 @@ const Pipeline& get_pipeline(Device& dev, const PipelineKey& key) {
   const std::string module_name = key.sg_shim ? key.kernel + "+sg" : key.kernel;
   auto mod = cache.modules.find(module_name);
   if (mod == cache.modules.end()) {
-    std::string source(kernel_source(key.kernel));
+    std::string source = kernel_module_source(key.kernel);
     if (key.sg_shim) source = std::string(dev.caps.subgroups ? kSubgroupPrelude : kNoSubgroupPrelude) + source;
     mod = cache.modules.emplace(module_name, compile_wgsl(dev, key.kernel, source)).first;
   }

@@ -91,7 +91,7 @@ struct SymbolDesc {
 };
 
 // ---- nodes -------------------------------------------------------------------------------
-constexpr int kMaxDispatches = 6;     // kernels per route (linear_q of three formats: norm, 2 act quantizations, 3 gemm)
+constexpr int kMaxDispatches = 7;     // kernels per route (linear_q of q|k|v in three formats: norm, 2 act quantizations, 3 gemm, rope_qkv)
 constexpr size_t kParamBytes = 256;   // one uniform block per dispatch
 constexpr size_t kMaxNodeTensors = 16;  // inputs, and outputs, per node
 

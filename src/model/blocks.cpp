@@ -67,7 +67,8 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   graph::TensorId v_cache = ops::add_kv_cache(b.g, tname("v_cache", l), cache_type, c.n_kv_heads, b.o.n_ctx, c.head_dim);
   graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "attn_norm.weight"), c.dim);
 
-  // Fused: attn_norm inside the q|k|v projection, then RoPE of q and k with the cache write.
+  // Fused: attn_norm inside the q|k|v projection, RoPE of q and k and the cache write after it
+  // (in the gemv's epilogue at decode).
   std::optional<LinearWeight> wqkv;
   if (!v.qk_norm && c.head_dim % 4 == 0) {
     std::vector<std::string> biases;
@@ -78,14 +79,13 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   }
   graph::TensorId q;
   if (wqkv) {
-    graph::TensorId qkv = ops::add_linear_q(b.g, {.name = tname("attn_qkv", l), .format = wqkv->format, .gs = wqkv->gs,
-                                                  .x = x, .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias,
-                                                  .norm = norm, .eps = c.norm_eps, .more = wqkv->more,
-                                                  .gemv_int8 = b.o.gemv_int8});
-    q = ops::add_rope_qkv(b.g, {.name = tname("attn_q_rope", l), .qkv = qkv, .freqs = b.rope_freqs, .pos = b.pos,
-                                .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
-                                .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
-                                .k_cache = k_cache, .v_cache = v_cache});
+    const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
+                            .head_dim = c.head_dim,
+                            .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
+                            .k_cache = k_cache, .v_cache = v_cache};
+    q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
+                                .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,
+                                .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8});
   } else {
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("attn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
     q = attention_unfused(b, l, h, v, k_cache, v_cache);

@@ -171,10 +171,11 @@ void run_rope_qkv(const QkvCase& c) {
   const DType cd = c.f16 ? DType::F16 : DType::F32;
   TensorId kc = add_weight(g, {.name = "k_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
   TensorId vc = add_weight(g, {.name = "v_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
-  TensorId y = ops::add_rope_qkv(g, {.name = "q", .qkv = x, .freqs = freqs, .pos = pos, .n_heads = c.n_heads,
-                                     .n_kv_heads = c.n_kv, .head_dim = hd, .n_rot = c.n_rot,
-                                     .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
-                                     .k_cache = kc, .v_cache = vc});
+  TensorId y = ops::add_rope_qkv(g, {.name = "q", .qkv = x,
+                                     .rope = {.freqs = freqs, .pos = pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv,
+                                              .head_dim = hd, .n_rot = c.n_rot,
+                                              .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
+                                              .k_cache = kc, .v_cache = vc}});
   for (TensorId t : {y, kc, vc}) mark_output(g, t);
   build(g);
   write_tensor<uint32_t>(g, freqs, ops::rope_freq_table(f));

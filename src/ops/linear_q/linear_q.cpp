@@ -18,8 +18,8 @@ constexpr ParamField kFields[] = {
     {"k", offsetof(LinearQParams, k)},       {"gs", offsetof(LinearQParams, gs)},
     {"has_bias", offsetof(LinearQParams, has_bias)}, {"x_row", offsetof(LinearQParams, x_row)},
     {"eps", offsetof(LinearQParams, eps)},   {"y_off", offsetof(LinearQParams, y_off)},
-    {"ld", offsetof(LinearQParams, ld)},     {"pad0", offsetof(LinearQParams, pad0)},
-    {"pad1", offsetof(LinearQParams, pad1)}, {"pad2", offsetof(LinearQParams, pad2)}};
+    {"ld", offsetof(LinearQParams, ld)},     {"pos", offsetof(LinearQParams, pos)},
+    {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"pad0", offsetof(LinearQParams, pad0)}};
 constexpr uint32_t kWg = 256;  // linear_q.wgsl WG
 constexpr uint32_t kRpt = 4;   // linear_q.wgsl RPT
 constexpr uint32_t kSmallK = 32;  // linear_q.wgsl SK
@@ -53,9 +53,10 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
   // last_row: the gemv reads x's last live row and writes one output row.
   const uint32_t out_m = c.last_row ? 1 : c.m;
   const uint32_t maxg = c.max_groups_per_dim;
+  if (c.rope) check_rope_positions(c.name, c.rope_caches, c.m, c.pos);
   auto part_params = [&](const LinearQPartPlan& pp) {
     return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? c.m - 1 : 0u, c.eps,
-                         pp.y_off, c.n, 0, 0, 0};
+                         pp.y_off, c.n, uint32_t(c.pos), c.rope_caches.n_ctx, 0};
   };
   for (size_t j = 0; j < steps.size(); ++j) {
     const LinearQPartPlan& pp = c.parts.at(steps[j].part);
@@ -89,6 +90,9 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
       case LinearQStep::SiluMul:
         plan.params[j].set(SiluMulParams{c.m, c.n / 2, kSiluBlocked, 0});
         plan.grids[j] = grid_1d(ceil_div(uint64_t(c.m) * (c.n / 2), kSiluWg), maxg);
+        break;
+      case LinearQStep::RopeQkv:
+        plan_rope_qkv(c.name, *c.rope, c.rope_caches, c.m, c.pos, maxg, plan.params[j], plan.grids[j]);
         break;
     }
   }
@@ -186,7 +190,24 @@ bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
 
 namespace {
 
-enum class Scratch : uint8_t { Partial, Normed, GateUp, Xq, Xs };
+// Whether the gemv turns q and k itself (gemv_rope): each lane's 4 columns must be two pairs of
+// one head (the normal layout, weights of whole 4-row groups) and the device must bind its 9
+// storage buffers (WebGPU's default limit is 8: rope_qkv follows the gemv there). It saves a
+// dispatch per layer and the q|k|v round trip through memory. WGRT_GEMV_ROPE=0 turns it off
+// (to measure).
+bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<const LinearQPartPlan> parts) {
+  if (r.layout != RopeLayout::Normal || caps.limits.maxStorageBuffersPerShaderStage < 9) return false;
+  for (const LinearQPartPlan& pp : parts)
+    if (pp.n % 4 != 0) return false;
+  if (const char* env = std::getenv("WGRT_GEMV_ROPE")) {
+    const std::string v = env;
+    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_GEMV_ROPE='{}' (hint: 0 or 1)", v));
+    return v == "1";
+  }
+  return true;
+}
+
+enum class Scratch : uint8_t { Partial, Normed, GateUp, Qkv, Xq, Xs };
 
 void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
                const std::string& name) {
@@ -251,7 +272,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     throw std::invalid_argument(fmt::format("{}: the argmax epilogue projects the last row only", d.name));
   if (d.last_row && (d.swiglu || d.residual))
     throw std::invalid_argument(fmt::format("{}: last_row takes no swiglu or residual", d.name));
-  const uint32_t n_out = d.swiglu ? n / 2 : n;
+  std::optional<RopeQkvCaches> rope_caches;
+  if (d.rope) {
+    if (d.swiglu || d.last_row || d.residual || d.argmax_out)
+      throw std::invalid_argument(fmt::format("{}: the rope epilogue takes no swiglu, last_row, residual or argmax",
+                                              d.name));
+    rope_caches = check_rope_qkv(g, d.name, *d.rope, n);
+  }
+  const uint32_t n_out = d.swiglu ? n / 2 : d.rope ? d.rope->n_heads * d.rope->head_dim : n;
   const uint32_t y_rows = d.last_row ? 1 : max_m;
   if (d.residual) check_f32(g, *d.residual, {max_m, n}, "residual", d.name);
   if (d.argmax_out) {
@@ -265,7 +293,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   graph::TensorId bias = d.bias.value_or(d.scales);
   graph::TensorId res = d.residual.value_or(d.x);
   graph::TensorId nw = d.norm.value_or(d.x);
-  const double sg = double(gpu::subgroup_lanes(graph::device_caps(g)));
+  const gpu::DeviceCaps& caps = graph::device_caps(g);
+  const double sg = double(gpu::subgroup_lanes(caps));
+  const bool gemv_rope = d.rope && gemv_turns_rope(caps, *d.rope, part_plans);
   auto key = [&](const LinearQPart& wp, const char* entry, bool norm) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
@@ -277,6 +307,12 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       extra.push_back({"SG", sg});
       extra.push_back({"GV_TK", double(gemv_lanes(graph::device_caps(g), n, d.gemv_lanes, d.name))});
       extra.push_back({"XI8", gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8) ? 1.0 : 0.0});
+      if (std::string_view(entry) == "gemv_rope")
+        extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
+                                   {"ROPE_NROT", double(rope_caches->n_rot)},
+                                   {"ROPE_Q", double(d.rope->n_heads * d.rope->head_dim)},
+                                   {"ROPE_KV", double(d.rope->n_kv_heads * d.rope->head_dim)},
+                                   {"ROPE_F16", rope_caches->f16 ? 1.0 : 0.0}});
     } else if (std::string_view(entry) == "small_m") {
       extra.push_back({"SG", sg});
       extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG
@@ -302,9 +338,18 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     route_steps.push_back({id, std::move(steps)});
   };
 
+  // rope outside the gemv: q|k|v lands in scratch, then rope_qkv writes y and the caches.
+  std::optional<graph::TensorId> qkv;
+  if (d.rope && (!gemv_rope || max_m >= 2)) qkv = scratch(Scratch::Qkv, ".qkv", graph::DType::F32, {max_m, n});
+  auto add_rope_step = [&](std::vector<graph::KernelSpec>& ks, std::vector<LinearQStep>& steps) {
+    ks.push_back(rope_qkv_kernel(*d.rope, *rope_caches, *qkv, y));
+    steps.push_back({LinearQStep::RopeQkv, 0});
+  };
+
   // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
   {
-    const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : "gemv";
+    const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : gemv_rope ? "gemv_rope" : "gemv";
+    const graph::TensorId yv = d.rope && !gemv_rope ? *qkv : y;
     std::vector<graph::KernelSpec> ks;
     std::vector<LinearQStep> steps;
     std::optional<graph::TensorId> partial;  // bound writable only by gemv_argmax
@@ -312,8 +357,12 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       partial = scratch(Scratch::Partial, ".partial", graph::DType::U32, {uint32_t(ceil_div(n, kLinearQGemvRows)), 2});
     for (uint32_t i = 0; i < parts.size(); ++i) {
       std::vector<Binding> b = {Binding::of(0, d.x), Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales),
-                                Binding::of(3, bias), Binding::of(4, y), Binding::params(5), Binding::of(10, nw)};
-      if (!d.swiglu) b.push_back(Binding::of(9, res));  // gemv_swiglu adds no residual
+                                Binding::of(3, bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nw)};
+      if (gemv_rope)
+        b.insert(b.end(), {Binding::of(12, d.rope->freqs), Binding::of(13, d.rope->k_cache),
+                           Binding::of(14, d.rope->v_cache)});
+      else if (!d.swiglu)
+        b.push_back(Binding::of(9, res));  // gemv_swiglu and gemv_rope add no residual
       if (partial) b.push_back(Binding::of(11, *partial));
       ks.push_back({key(parts[i], entry, d.norm.has_value()), b});
       steps.push_back({LinearQStep::Gemv, i});
@@ -323,6 +372,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                     {Binding::of(1, *partial), Binding::of(2, *d.argmax_out), Binding::params(4)}});
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
+    if (d.rope && !gemv_rope) add_rope_step(ks, steps);
     add_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : 1, std::move(ks), std::move(steps));
   }
 
@@ -330,7 +380,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     // The other routes: [rms_norm] -> [quantize_act] -> a matrix kernel per weight -> [silu_mul].
     graph::TensorId xin = d.x;
     if (d.norm) xin = scratch(Scratch::Normed, ".normed", graph::DType::F32, {max_m, k});
-    graph::TensorId ymat = d.swiglu ? scratch(Scratch::GateUp, ".gate_up", graph::DType::F32, {max_m, n}) : y;
+    graph::TensorId ymat = d.swiglu ? scratch(Scratch::GateUp, ".gate_up", graph::DType::F32, {max_m, n})
+                           : d.rope ? *qkv : y;
     // int8 activations, one copy per layout the weights need (q4/q5 nibble order or natural).
     std::optional<graph::TensorId> xq[2], xs[2];
     auto permuted = [](const LinearQPart& wp) { return kernel_bits(wp.format) == 4 || kernel_bits(wp.format) == 5; };
@@ -377,20 +428,24 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                       {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, y), Binding::params(3)}});
         steps.push_back({LinearQStep::SiluMul, 0});
       }
+      if (d.rope) add_rope_step(ks, steps);
       add_route(id, name, lo, hi, std::move(ks), std::move(steps));
     };
     matrix_route(kLinearQSmallM, "small_m", 2, std::min<int64_t>(7, max_m), true);
     if (max_m >= 8) matrix_route(kLinearQGemm, "gemm", 8, max_m, false);
   }
   if (d.argmax_out) outputs.push_back(*d.argmax_out);
+  if (d.rope) outputs.insert(outputs.end(), {d.rope->k_cache, d.rope->v_cache});
 
   std::vector<graph::TensorId> inputs = {d.x};
   for (const LinearQPart& wp : parts) inputs.insert(inputs.end(), {wp.q, wp.scales});
   for (const auto& t : {d.bias, d.norm, d.residual})
     if (t) inputs.push_back(*t);
+  if (d.rope) inputs.push_back(d.rope->freqs);
   const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(),
                             .max_groups_per_dim = 0, .norm = d.norm.has_value(), .eps = d.eps,
-                            .swiglu = d.swiglu, .last_row = d.last_row, .parts = part_plans};
+                            .swiglu = d.swiglu, .last_row = d.last_row, .parts = part_plans, .name = d.name,
+                            .rope = d.rope, .rope_caches = rope_caches.value_or(RopeQkvCaches{})};
   uint64_t weight_bytes = 0;
   for (size_t i = 0; i < parts.size(); ++i)
     weight_bytes += quant_bytes(parts[i].format, part_plans[i].n, k, parts[i].gs);
@@ -412,7 +467,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
               switch (scratch_kind[i]) {
                 case Scratch::Partial: break;  // fixed: a pair per gemv workgroup
                 case Scratch::Normed: out = graph::Shape{m, base.k}; break;
-                case Scratch::GateUp: out = graph::Shape{m, base.n}; break;
+                case Scratch::GateUp:
+                case Scratch::Qkv: out = graph::Shape{m, base.n}; break;
                 case Scratch::Xq: out = graph::Shape{m, base.k / 4}; break;
                 case Scratch::Xs: out = graph::Shape{m, base.k / base.gs}; break;
               }
@@ -423,6 +479,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             LinearQPlanCtx c = base;
             c.m = a.in[0][0];
             c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
+            if (c.rope) c.pos = a.sym[c.rope->pos];
             for (const auto& [id, steps] : route_steps)
               if (a.route_is(id)) plan_linear_q(c, steps, p);
           },
@@ -430,7 +487,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
           [base, n_out, weight_bytes, has_res = d.residual.has_value()](const graph::PlanArgs& a) {
             // The weights once (q + scales), the rows of x read, y (and the residual).
             const uint64_t m = base.last_row ? 1 : a.in[0][0];
-            const uint64_t act = m * base.k * 4 + m * n_out * 4 * (has_res ? 2 : 1);
+            uint64_t act = m * base.k * 4 + m * n_out * 4 * (has_res ? 2 : 1);
+            if (base.rope)  // k and v into the caches
+              act += 2 * m * base.rope->n_kv_heads * base.rope->head_dim * (base.rope_caches.f16 ? 2 : 4);
             return graph::NodeCost{weight_bytes + act, 2.0 * double(m) * base.n * base.k};
           },
   });

@@ -27,6 +27,10 @@
 //             argmax_final picks the row's argmax into `argmax_out` ([1] u32)
 //   last_row  only x's last live row is projected: y is [1, N] for any n_tokens (the output
 //             head); the gemv route serves every n_tokens
+//   rope      the weight is q|k|v (rope.h RopeQkv): y is the rotated q [M, n_heads * head_dim],
+//             k and v go rotated into the caches at pos + row. In the gemv's epilogue
+//             (gemv_rope: normal layout, devices with 9 storage buffers per stage), elsewhere
+//             rope_qkv after the matrix kernels (q|k|v in the node's scratch)
 // The GEMM's result differs from f32 math by the activation rounding: at most
 // absmax(x in group) / 254 per activation (tests/ops/linear_q_test.cpp bounds it exactly).
 #pragma once
@@ -38,6 +42,7 @@
 #include "graph/graph.h"
 #include "ops/common.h"
 #include "ops/quant/quant.h"
+#include "ops/rope/rope.h"
 
 namespace wgrt::ops {
 
@@ -64,6 +69,7 @@ struct LinearQDesc {
   bool last_row = false;                // y = the last live row's projection, [1, N]
   std::optional<graph::TensorId> argmax_out;  // [1] u32 (State or Intermediate); needs last_row
   std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu/last_row
+  std::optional<RopeQkv> rope;          // y = rotated q of q|k|v, k and v to the caches; no swiglu/last_row/residual
   uint32_t gemv_lanes = 0;              // gemv lanes along K: 8, 16, 32, 64; 0: the device's (linear_q.cpp)
   int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off, -1 the device's (linear_q.cpp)
 };
@@ -93,7 +99,9 @@ struct LinearQParams {
   float eps;
   uint32_t y_off;  // the weight's first column of y (and of bias, residual)
   uint32_t ld;     // y's (and the residual's) row length
-  uint32_t pad0, pad1, pad2;
+  uint32_t pos;    // gemv_rope: the token's position
+  uint32_t n_ctx;  // gemv_rope: positions per cache head
+  uint32_t pad0;
 };
 static_assert(sizeof(LinearQParams) == 48);
 extern const ParamLayout kLinearQLayout;
@@ -108,7 +116,7 @@ graph::Shape infer_linear_q(const LinearQInferCtx& c);
 inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3};
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {
-  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, SiluMul } kind;
+  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, SiluMul, RopeQkv } kind;
   uint32_t part;  // the weight it reads
 };
 struct LinearQPartPlan {
@@ -123,6 +131,10 @@ struct LinearQPlanCtx {
   bool swiglu = false;
   bool last_row = false;
   std::vector<LinearQPartPlan> parts;
+  std::string name;                  // the node's (errors)
+  std::optional<ops::RopeQkv> rope;  // and its caches; pos is the symbol's live value
+  RopeQkvCaches rope_caches;
+  int64_t pos = 0;
 };
 void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, graph::Plan& plan);
 

@@ -1,5 +1,6 @@
 // Quantized linear, q4gsw, q8 and the K-quants (ops/quant/quant.h has the layouts; linear_q.h
 // the routes): y[m, n] = sum_k x[m, k] * value(n, k) + bias[n].
+//! use rope_turn
 struct Params {
   m: u32,
   n: u32,
@@ -10,9 +11,9 @@ struct Params {
   eps: f32,    // of the fused RMS norm
   y_off: u32,  // this weight's first column of y (bias, residual): several weights share y
   ld: u32,     // y's and the residual's row length
+  pos: u32,    // the token's position (gemv_rope)
+  n_ctx: u32,  // positions per cache head (gemv_rope)
   pad0: u32,
-  pad1: u32,
-  pad2: u32,
 }
 
 override BITS: u32 = 4u;  // 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k, 8: q8
@@ -703,6 +704,65 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     part[2u * wg + 1u] = best.y;
   }
 }
+// ---- gemv_rope: the q|k|v projection with RoPE and the KV-cache write in its epilogue ----
+// The weight's rows are q heads, then k heads, then v heads (several weights: each kernel its
+// columns from y_off). Lane 0 of a row set holds 4 consecutive columns of one head, i.e. two
+// rotation pairs (2j, 2j + 1) of the normal layout: it turns the q and k ones (rope_turn.wgsl)
+// and writes q to y [1, q columns], k and v to the caches [n_kv_heads, n_ctx, head_dim] at
+// p.pos. Neox pairs (j, j + n_rot / 2) span row sets: their gemv writes q|k|v, then rope_qkv.
+override ROPE_HD: u32 = 64u;      // head_dim, a multiple of 4
+override ROPE_NROT: u32 = 64u;    // rotated dims per head, a multiple of 4
+override ROPE_Q: u32 = 0u;        // q columns (n_heads * head_dim)
+override ROPE_KV: u32 = 0u;       // k columns, and v columns (n_kv_heads * head_dim)
+override ROPE_F16: bool = false;  // the caches hold f16 pairs
+
+@group(0) @binding(12) var<storage, read> rope_freqs: array<u32>;  // [n_rot / 2][hi, lo]
+@group(0) @binding(13) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(14) var<storage, read_write> v_cache: array<u32>;
+
+// Pair (e, e + 1) of a head turned at p.pos; past n_rot it passes through.
+fn rope_pair(v: vec2<f32>, e: u32) -> vec2<f32> {
+  if (e >= ROPE_NROT) { return v; }
+  return rope_turn(v.x, v.y, p.pos, rope_freqs[e], rope_freqs[e + 1u]);  // pair e / 2's (hi, lo)
+}
+
+// Columns col..col + 3 of k (or v) into the cache row of their head at p.pos.
+fn rope_store(to_k: bool, col: u32, v: vec4<f32>) {
+  let at = ((col / ROPE_HD) * p.n_ctx + p.pos) * ROPE_HD + col % ROPE_HD;  // element index
+  var w = bitcast<vec4<u32>>(v);
+  var words = 4u;
+  var o = at;
+  if (ROPE_F16) {
+    w = vec4<u32>(pack2x16float(v.xy), pack2x16float(v.zw), 0u, 0u);
+    words = 2u;
+    o = at / 2u;
+  }
+  for (var i = 0u; i < words; i++) {
+    if (to_k) { k_cache[o + i] = w[i]; } else { v_cache[o + i] = w[i]; }
+  }
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), 0u, lid % GV_TK, lid), lid);
+  if (lid % GV_TK != 0u || n0 >= p.n) { return; }
+  let c = p.y_off + n0;  // the q|k|v column of row n0 (weights have whole heads: n0 + 3 < p.n)
+  var v = vec4<f32>(finish(acc.x, n0), finish(acc.y, n0 + 1u), finish(acc.z, n0 + 2u), finish(acc.w, n0 + 3u));
+  if (c < ROPE_Q + ROPE_KV) {
+    let e = c % ROPE_HD;
+    v = vec4<f32>(rope_pair(v.xy, e), rope_pair(v.zw, e + 2u));
+  }
+  if (c < ROPE_Q) {
+    for (var i = 0u; i < 4u; i++) { y[c + i] = v[i]; }
+    return;
+  }
+  let kv = c - ROPE_Q;
+  rope_store(kv < ROPE_KV, kv % ROPE_KV, v);
+}
+
 // ---- small M (2..7 rows) ----------------------------------------------------------------
 // 256 threads: 32 along K times 8 row sets of RPT rows; one weight word per row per step,
 // applied to every live row of x.

@@ -144,65 +144,82 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
   return y;
 }
 
-graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
-  const graph::Tensor& x = graph::tensor_info(g, d.qkv);
-  const graph::Tensor& kc = graph::tensor_info(g, d.k_cache);
-  const graph::Tensor& vc = graph::tensor_info(g, d.v_cache);
-  const uint32_t hd = d.head_dim, n_rot = d.n_rot ? d.n_rot : d.head_dim;
-  const uint32_t width = (d.n_heads + 2 * d.n_kv_heads) * hd;
-  if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2 || x.max_shape[1] != width || hd % 4 != 0 ||
-      n_rot % 4 != 0 || n_rot > hd || d.n_heads == 0 || d.n_kv_heads == 0)
+RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width) {
+  const graph::Tensor& kc = graph::tensor_info(g, r.k_cache);
+  const graph::Tensor& vc = graph::tensor_info(g, r.v_cache);
+  const uint32_t hd = r.head_dim, n_rot = r.n_rot ? r.n_rot : r.head_dim;
+  if (width != (r.n_heads + 2 * r.n_kv_heads) * hd || hd % 4 != 0 || n_rot % 4 != 0 || n_rot > hd ||
+      r.n_heads == 0 || r.n_kv_heads == 0)
     throw std::invalid_argument(fmt::format(
-        "{}: rope_qkv takes f32 qkv [n_tokens, ({} + 2 * {}) * {}], head_dim and n_rot multiples of 4, got {}",
-        d.name, d.n_heads, d.n_kv_heads, hd, graph::to_string(x.max_shape)));
-  const graph::Shape cache{d.n_kv_heads, kc.max_shape.rank == 3 ? kc.max_shape[1] : 0, hd};
+        "{}: rope_qkv takes f32 qkv [n_tokens, ({} + 2 * {}) * {}], head_dim and n_rot multiples of 4, got {} columns",
+        name, r.n_heads, r.n_kv_heads, hd, width));
+  const graph::Shape cache{r.n_kv_heads, kc.max_shape.rank == 3 ? kc.max_shape[1] : 0, hd};
   if (kc.role != graph::TensorRole::State || vc.role != graph::TensorRole::State || kc.max_shape != cache ||
       vc.max_shape != cache || kc.dtype != vc.dtype ||
       (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16))
     throw std::invalid_argument(fmt::format("{}: the caches must be State tensors [{}, n_ctx, {}] of one dtype "
-                                            "(f32 or f16)", d.name, d.n_kv_heads, hd));
-  const graph::Tensor& f = graph::tensor_info(g, d.freqs);
+                                            "(f32 or f16)", name, r.n_kv_heads, hd));
+  const graph::Tensor& f = graph::tensor_info(g, r.freqs);
   if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{n_rot / 2, 2})
-    throw std::invalid_argument(fmt::format("{}: freqs must be u32 [{}, 2] (add_rope_freqs)", d.name, n_rot / 2));
-  const bool f16 = kc.dtype == graph::DType::F16;
-  const uint32_t n_ctx = kc.max_shape[1];
-  require_fits(graph::device_caps(g).limits, d.name + ": rope_qkv", {0, kWorkgroup});  // no workgroup data
-  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {x.max_shape[0], d.n_heads * hd});
-  graph::KernelSpec k{gpu::make_key("rope", "rope_qkv", {{"F16", f16 ? 1.0 : 0.0}}),
-                      {graph::Binding::of(0, d.qkv), graph::Binding::of(1, d.freqs), graph::Binding::of(2, y),
-                       graph::Binding::params(3), graph::Binding::of(4, d.k_cache),
-                       graph::Binding::of(5, d.v_cache)}};
-  const RopeQkvDesc c = d;
+    throw std::invalid_argument(fmt::format("{}: freqs must be u32 [{}, 2] (add_rope_freqs)", name, n_rot / 2));
+  if (r.pos.v >= graph::symbol_count(g))
+    throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", name, r.pos.v));
+  require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {0, kWorkgroup});  // no workgroup data
+  return {kc.max_shape[1], n_rot, kc.dtype == graph::DType::F16};
+}
+
+graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q) {
+  return {gpu::make_key("rope", "rope_qkv", {{"F16", c.f16 ? 1.0 : 0.0}}),
+          {graph::Binding::of(0, qkv), graph::Binding::of(1, r.freqs), graph::Binding::of(2, q),
+           graph::Binding::params(3), graph::Binding::of(4, r.k_cache), graph::Binding::of(5, r.v_cache)}};
+}
+
+void check_rope_positions(const std::string& name, const RopeQkvCaches& c, uint32_t n, int64_t pos) {
+  if (pos < 0 || pos + n > c.n_ctx)
+    throw std::out_of_range(fmt::format(
+        "{}: {} tokens at pos {} go past the context of {} (hint: the cache holds positions 0..{}; "
+        "start a new sequence or build with a larger n_ctx)", name, n, pos, c.n_ctx, c.n_ctx - 1));
+}
+
+void plan_rope_qkv(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n, int64_t pos,
+                   uint32_t max_groups_per_dim, graph::ParamBlock& params, graph::Grid& grid) {
+  check_rope_positions(name, c, n, pos);
+  params.set(RopeParams{n, r.n_heads, r.head_dim, c.n_rot, uint32_t(pos), r.layout == RopeLayout::Neox ? 1u : 0u,
+                        r.n_kv_heads, c.n_ctx});
+  const uint64_t threads = uint64_t(n) * (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 4);
+  grid = grid_1d(ceil_div(threads, kWorkgroup), max_groups_per_dim);
+}
+
+uint64_t rope_qkv_bytes(const RopeQkv& r, const RopeQkvCaches& c, uint64_t n) {
+  // The rows of qkv in, rotated q out, each token's k and v rows into the caches.
+  const uint64_t dim = r.head_dim;
+  const uint64_t in = n * (r.n_heads + 2 * r.n_kv_heads) * dim * 4;
+  return in + n * r.n_heads * dim * 4 + 2 * n * r.n_kv_heads * dim * (c.f16 ? 2 : 4);
+}
+
+graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
+  const graph::Tensor& x = graph::tensor_info(g, d.qkv);
+  if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2)
+    throw std::invalid_argument(fmt::format("{}: rope_qkv takes f32 qkv [n_tokens, columns]", d.name));
+  const RopeQkv r = d.rope;
+  const RopeQkvCaches c = check_rope_qkv(g, d.name, r, x.max_shape[1]);
+  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {x.max_shape[0], r.n_heads * r.head_dim});
+  const std::string name = d.name;
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = "rope_qkv",
-      .inputs = {d.qkv, d.freqs},
-      .outputs = {y, d.k_cache, d.v_cache},
+      .inputs = {d.qkv, r.freqs},
+      .outputs = {y, r.k_cache, r.v_cache},
       .dynamic = true,
-      .routes = graph::single_route(graph::RouteKey::of_dim(d.qkv, 0), 1, x.max_shape[0], {k}),
-      .infer = [c](const graph::InferArgs& a) { a.out[0] = graph::Shape{a.in[0][0], c.n_heads * c.head_dim}; },
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.qkv, 0), 1, x.max_shape[0],
+                                    {rope_qkv_kernel(r, c, d.qkv, y)}),
+      .infer = [r](const graph::InferArgs& a) { a.out[0] = graph::Shape{a.in[0][0], r.n_heads * r.head_dim}; },
       .plan =
-          [c, n_rot, n_ctx](const graph::PlanArgs& a, graph::Plan& p) {
-            const uint32_t n = a.in[0][0];
-            const int64_t pos = a.sym[c.pos];
-            if (pos < 0 || pos + n > n_ctx)
-              throw std::out_of_range(fmt::format(
-                  "{}: {} tokens at pos {} go past the context of {} (hint: the cache holds positions 0..{}; "
-                  "start a new sequence or build with a larger n_ctx)", c.name, n, pos, n_ctx, n_ctx - 1));
-            RopeParams rp{n, c.n_heads, c.head_dim, n_rot, uint32_t(pos),
-                          c.layout == RopeLayout::Neox ? 1u : 0u, c.n_kv_heads, n_ctx};
-            p.params[0].set(rp);
-            const uint64_t threads = uint64_t(n) * (c.n_heads + 2 * c.n_kv_heads) * (c.head_dim / 4);
-            p.grids[0] = grid_1d(ceil_div(threads, kWorkgroup), a.caps->limits.maxComputeWorkgroupsPerDimension);
+          [name, r, c](const graph::PlanArgs& a, graph::Plan& p) {
+            plan_rope_qkv(name, r, c, a.in[0][0], a.sym[r.pos], a.caps->limits.maxComputeWorkgroupsPerDimension,
+                          p.params[0], p.grids[0]);
           },
-      .cost =
-          [c, f16](const graph::PlanArgs& a) {
-            // The rows of qkv in, rotated q out, each token's k and v rows into the caches.
-            const uint64_t n = a.in[0][0], dim = c.head_dim;
-            const uint64_t in = n * (c.n_heads + 2 * c.n_kv_heads) * dim * 4;
-            const uint64_t out = n * c.n_heads * dim * 4 + 2 * n * c.n_kv_heads * dim * (f16 ? 2 : 4);
-            return graph::NodeCost{in + out, 0};
-          },
+      .cost = [r, c](const graph::PlanArgs& a) { return graph::NodeCost{rope_qkv_bytes(r, c, a.in[0][0]), 0}; },
   });
   return y;
 }

@@ -63,10 +63,10 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d);
 // qkv [n_tokens, (n_heads + 2 n_kv_heads) * head_dim] (q heads, then k, then v): returns the
 // rotated q [n_tokens, n_heads * head_dim]; the rotated k and v go to the caches
 // [n_kv_heads, n_ctx, head_dim] (f32 or f16, State tensors) at positions pos + row.
-// Replaces rope(q), rope(k) and kv_write; the same rotation (rope.wgsl `rotate`).
-struct RopeQkvDesc {
-  std::string name;  // node and output (rotated q) name, e.g. "attn_q_rope.3"
-  graph::TensorId qkv;
+// Replaces rope(q), rope(k) and kv_write; the same rotation (rope_turn.wgsl). linear_q runs
+// the same kernel after its q|k|v projection, or the rotation in its gemv's epilogue
+// (LinearQDesc::rope): RopeQkv is what both take.
+struct RopeQkv {
   graph::TensorId freqs;
   graph::SymbolId pos;
   uint32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
@@ -74,7 +74,28 @@ struct RopeQkvDesc {
   RopeLayout layout = RopeLayout::Normal;
   graph::TensorId k_cache, v_cache;
 };
+struct RopeQkvDesc {
+  std::string name;  // node and output (rotated q) name, e.g. "attn_q_rope.3"
+  graph::TensorId qkv;
+  RopeQkv rope;
+};
 graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d);
+
+// rope_qkv's checks and kernel, for a node that runs it (add_rope_qkv, linear_q): checks the
+// spec against a qkv of `width` columns (throws std::invalid_argument naming `name`).
+struct RopeQkvCaches {
+  uint32_t n_ctx = 0, n_rot = 0;
+  bool f16 = false;
+};
+RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width);
+graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q);
+// n tokens at `pos` must fit the caches: throws std::out_of_range naming `name` otherwise.
+void check_rope_positions(const std::string& name, const RopeQkvCaches& c, uint32_t n, int64_t pos);
+// Its params and grid for n tokens at `pos` (checked as above).
+void plan_rope_qkv(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n, int64_t pos,
+                   uint32_t max_groups_per_dim, graph::ParamBlock& params, graph::Grid& grid);
+// The bytes it moves for n tokens.
+uint64_t rope_qkv_bytes(const RopeQkv& r, const RopeQkvCaches& c, uint64_t n);
 
 struct RopeParams {
   uint32_t n_tokens;

@@ -1,6 +1,5 @@
-// Rotary position embedding, a thread per (token, head, pair). The angle comes from the
-// 0.64 fixed-point turns-per-position table (rope.h): (pos * turns) mod 1 in exact integer
-// arithmetic, then centred to [-1/2, 1/2) turn before sin/cos.
+// Rotary position embedding, a thread per (token, head, pair); the rotation is rope_turn.wgsl's.
+//! use rope_turn
 struct Params {
   n_tokens: u32,
   n_heads: u32,
@@ -23,31 +22,9 @@ override F16: bool = false;  // rope_qkv: the caches hold f16 pairs
 
 const WG: u32 = 256u;
 
-// The 64-bit product a * b as (lo, hi).
-fn mul_wide(a: u32, b: u32) -> vec2<u32> {
-  let a0 = a & 0xffffu;
-  let a1 = a >> 16u;
-  let b0 = b & 0xffffu;
-  let b1 = b >> 16u;
-  let p00 = a0 * b0;
-  let p01 = a0 * b1;
-  let p10 = a1 * b0;
-  let p11 = a1 * b1;
-  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-  return vec2<u32>((p00 & 0xffffu) | (mid << 16u), p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
-}
-
 // The rotation of pair j of the row at `position` applied to (x0, x1).
 fn rotate(x0: f32, x1: f32, position: u32, j: u32) -> vec2<f32> {
-  // (pos * turns) mod 1 as a 64-bit fraction; only its top 32 bits (and a little of the low
-  // word) matter for an f32 angle.
-  let lo = mul_wide(position, freqs[2u * j + 1u]);
-  let hi = position * freqs[2u * j] + lo.y;  // wraps mod 2^32: whole turns drop out
-  // Signed: [-1/2, 1/2) turn. 2 pi / 2^32 = 1.4629180792671596e-9.
-  let angle = f32(bitcast<i32>(hi)) * 1.4629180792671596e-9 + f32(lo.x) * 3.406121e-19;
-  let c = cos(angle);
-  let s = sin(angle);
-  return vec2<f32>(x0 * c - x1 * s, x0 * s + x1 * c);
+  return rope_turn(x0, x1, position, freqs[2u * j], freqs[2u * j + 1u]);
 }
 
 @compute @workgroup_size(WG)
