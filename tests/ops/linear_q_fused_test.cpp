@@ -44,12 +44,12 @@ graph::RouteId expected_route(const FusedCase& c, uint32_t m) {
   return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
 }
 
-// Whether the route takes int8 activations: the gemm, q6k/q2k/q3k's small_m route (their gemm), and
+// Whether the route takes int8 activations: the gemm, q6k's small_m route (its gemm too), and
 // the gemv where the device's choice or the case says so.
 bool int8_route(const FusedCase& c, uint32_t m) {
   const graph::RouteId r = expected_route(c, m);
   if (r == ops::kLinearQGemv) return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
-  return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && ops::has_block_d(c.format));
+  return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 
 // The activations' int8 groups: 32 in the gemv and for the K-quants, gs in the other gemms.
@@ -247,8 +247,7 @@ std::vector<OpCase> fused_cases() {
                            [c] { run_fused(c); }});
         }
       }
-  // The K-quants from random GGUF blocks: every variant on every route (q6k, q2k, q3k: gemm
-  // from 2 rows).
+  // The K-quants from random GGUF blocks: every variant on every route (q6k: gemm from 2 rows).
   for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K, QuantFormat::IQ4XS, QuantFormat::Q2K,
                         QuantFormat::Q3K})
     for (const V& v : variants) {

@@ -344,8 +344,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                       {Binding::of(0, d.x), Binding::of(1, *d.norm), Binding::of(2, xin), Binding::params(3)}});
         steps.push_back({LinearQStep::Norm, 0});
       }
-      // q6k, q2k and q3k have no small_m kernel: their gemm serves every row count past the gemv's.
-      auto uses_gemm = [&](const LinearQPart& wp) { return !small || has_block_d(wp.format); };
+      // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
+      auto uses_gemm = [&](const LinearQPart& wp) { return !small || wp.format == QuantFormat::Q6K; };
       for (int layout = 0; layout < 2; ++layout)
         for (uint32_t i = 0; i < parts.size(); ++i)
           if (uses_gemm(parts[i]) && permuted(parts[i]) == (layout == 1)) {

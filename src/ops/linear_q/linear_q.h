@@ -10,8 +10,7 @@
 //                       GPUs x is quantized to int8 per 32 values as it is staged and the rows
 //                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations
 //   [2, 7]    small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
-//                       (q6k, q2k and q3k have no small_m kernel: their weights take the
-//                       gemm's kernels here, quantize_act + int8 gemm)
+//                       (q6k has no small_m kernel: its weights take the gemm's kernels here)
 //   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
 //                       group of gs; 32 for the K-quants), then `gemm` multiplies int8 x int8
 //                       with dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32

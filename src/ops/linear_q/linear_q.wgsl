@@ -100,7 +100,7 @@ fn q4_mant(w: u32) -> vec4<f32> {
 
 // ---- GEMV (m = 1) -----------------------------------------------------------------------
 // 128 threads: 4 row sets of 32 lanes along K. A row set computes 4 rows: each lane reads one
-// vec4<u32> per row per step (32 q4 or 16 q8 values, inside one group) and its x values from
+// vec4<u32> per row per step (32 q4, 16 q8 or 64 q2k / q3k values, inside one block) and its x values from
 // the workgroup's staged copy (gv_stage), reused for the 4 rows. Lanes are reduced with subgroup shuffles (SG lanes at a time), then through
 // workgroup memory where the subgroup is narrower than 32. Accumulators are named scalars, not
 // arrays: an array indexed in a loop would live in local memory.
@@ -431,7 +431,8 @@ fn i8_chunk(w: vec4<u32>, w2: vec4<u32>, hw: u32, x: XChunk) -> i32 {
          i4_dot(w.w, hw >> 24u, x.b.z, x.b.w);
 }
 
-// gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8) and iq4_xs (no XI8).
+// gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8), q2k / q3k (gv_rows_q23_i8) and
+// iq4_xs (no XI8).
 // value = scale * q - min, so a chunk adds xs * (scale * dot(q, qx) - min * sum(qx)).
 fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   let nchunks = p.k / 32u;
@@ -847,7 +848,7 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 }
 // ---- small M (2..7 rows) ----------------------------------------------------------------
 // 256 threads: 32 along K times 8 row sets of RPT rows; one weight word per row per step,
-// applied to every live row of x.
+// applied to every live row of x (f32 activations; q6k has no small_m: its gemm serves).
 const WG: u32 = 256u;
 const RPT: u32 = 4u;
 const MMAX: u32 = 7u;
@@ -866,13 +867,48 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let t = lid % SK;
   let n0 = (wid.x + wid.y * nwg.x) * (RPT * (WG / SK)) + (lid / SK) * RPT;
   let per = select(8u, 4u, BITS == 8u);  // values per word
-  let wpr = p.k / per;
+  let wpr = select(p.k / per, 0u, BITS <= 3u);  // q2k / q3k: their own loop below
   let rw = q_row_words();
   let k4 = p.k / 4u;
   let qs = select(16.0, 32.0, BITS == 5u);  // q = qs * (v - 1), as in the gemv
   var rows: array<u32, RPT>;
   for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, p.n - 1u); }
   var acc: array<f32, 28>;  // [RPT][MMAX]
+  // q2k / q3k: one plane word (16 values, one sub-block) per row and step, its scale byte and
+  // (q3k) third bits beside it, the gemv's q23_sub on each live row of x.
+  for (var g = select(p.k, t, BITS <= 3u); g < p.k / 16u; g += SK) {
+    var xa: array<vec4<f32>, MMAX>;
+    var xb: array<vec4<f32>, MMAX>;
+    var xc: array<vec4<f32>, MMAX>;
+    var xd: array<vec4<f32>, MMAX>;
+    var xsum: array<f32, MMAX>;
+    for (var m = 0u; m < MMAX; m++) {
+      if (m < p.m) {
+        let xi = m * k4 + 4u * g;
+        xa[m] = x4[xi];
+        xb[m] = x4[xi + 1u];
+        xc[m] = x4[xi + 2u];
+        xd[m] = x4[xi + 3u];
+        xsum[m] = dot(xa[m] + xb[m] + xc[m] + xd[m], vec4<f32>(1.0));
+      }
+    }
+    let pw = g % 16u;  // the plane word in its block
+    for (var r = 0u; r < RPT; r++) {
+      let rb = rows[r] * rw + (g / 16u) * q23_block_words();
+      let blk = rows[r] * (p.k / 256u) + g / 16u;
+      let sb = qw[rb + select(16u, 24u, BITS == 3u) + pw / 4u] >> (8u * (pw % 4u));
+      var o = Q23Row(vec4<u32>(qw[rb + pw], 0u, 0u, 0u), vec2<u32>(0u), sb, vec2<f32>(0.0));
+      if (BITS == 3u) {
+        o.hb.x = qw[rb + 16u + pw / 2u] >> (4u * (pw % 2u));
+        o.d = vec2<f32>(scale_at(blk), 0.0);
+      } else {
+        o.d = unpack2x16float(sc[blk]);
+      }
+      for (var m = 0u; m < MMAX; m++) {
+        if (m < p.m) { acc[r * MMAX + m] += q23_sub(o, 0u, xa[m], xb[m], xc[m], xd[m], xsum[m]); }
+      }
+    }
+  }
   for (var w = t; w < wpr; w += SK) {
     let k0 = w * per;
     var xa: array<vec4<f32>, MMAX>;
