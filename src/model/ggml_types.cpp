@@ -12,7 +12,7 @@ const GgmlTypeInfo* ggml_type_info(uint32_t type) {
   static const GgmlTypeInfo f32{"F32", 1, 4, true}, f16{"F16", 1, 2, true},
       bf16{"BF16", 1, 2, true}, q4_0{"Q4_0", 32, 18, true}, q4_1{"Q4_1", 32, 20, true},
       q5_0{"Q5_0", 32, 22, true}, q5_1{"Q5_1", 32, 24, true}, q8_0{"Q8_0", 32, 34, true},
-      q8_1{"Q8_1", 32, 36, false}, q2_k{"Q2_K", 256, 84, false}, q3_k{"Q3_K", 256, 110, false},
+      q8_1{"Q8_1", 32, 36, false}, q2_k{"Q2_K", 256, 84, true}, q3_k{"Q3_K", 256, 110, true},
       q4_k{"Q4_K", 256, 144, true}, q5_k{"Q5_K", 256, 176, true}, q6_k{"Q6_K", 256, 210, true},
       q8_k{"Q8_K", 256, 292, false}, iq4_xs{"IQ4_XS", 256, 136, true};
   switch (GgmlType(type)) {
@@ -190,6 +190,33 @@ void dequant_iq4_xs(const uint8_t* b, float* y) {
   }
 }
 
+// Q2_K: element 128h + 32j + l is bits 2j of qs[32h + l], sub-block (32j + l) / 16 of half h.
+void dequant_q2_k(const uint8_t* b, float* y) {
+  const uint8_t* sc = b;
+  const uint8_t* qs = b + 16;
+  const float d = f16_to_f32(rd16(b + 80)), dmin = f16_to_f32(rd16(b + 82));
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, j = (e % 128) / 32, l = e % 32, s = e / 16;
+    const int q = (qs[32 * h + l] >> (2 * j)) & 3;
+    y[e] = d * float(sc[s] & 0xf) * float(q) - dmin * float(sc[s] >> 4);
+  }
+}
+
+// Q3_K: as Q2_K's qs with a high bit per element (bit 4h + j of hmask[l]; clear: q - 4), and
+// 16 6-bit scales packed in 12 bytes, stored as scale + 32.
+void dequant_q3_k(const uint8_t* b, float* y) {
+  const uint8_t* hm = b;
+  const uint8_t* qs = b + 32;
+  const uint8_t* sc = b + 96;
+  const float d = f16_to_f32(rd16(b + 108));
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, j = (e % 128) / 32, l = e % 32, s = e / 16;
+    const int s6 = ((sc[s % 8] >> (4 * (s / 8))) & 0xf) | ((sc[8 + s % 4] >> (2 * (s / 4))) & 3) << 4;
+    const int q = ((qs[32 * h + l] >> (2 * j)) & 3) - (((hm[l] >> (4 * h + j)) & 1) ? 0 : 4);
+    y[e] = d * float(s6 - 32) * float(q);
+  }
+}
+
 void dequant_q6_k(const uint8_t* b, float* y) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
@@ -239,6 +266,8 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, size_t n) {
       case GgmlType::Q4_K: dequant_q4_k(b, y); break;
       case GgmlType::Q5_K: dequant_q5_k(b, y); break;
       case GgmlType::Q6_K: dequant_q6_k(b, y); break;
+      case GgmlType::Q2_K: dequant_q2_k(b, y); break;
+      case GgmlType::Q3_K: dequant_q3_k(b, y); break;
       case GgmlType::IQ4_XS: dequant_iq4_xs(b, y); break;
       default: break;  // unreachable: unsupported types throw above
     }

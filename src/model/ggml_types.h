@@ -20,6 +20,12 @@
 //         8 sub-blocks of 32, 6-bit scale ls (low 4 bits from scales_l, high 2 from scales_h);
 //         x = d (ls - 32) grid[q], q a nibble (16 bytes per sub-block, as Q4_0's order),
 //         grid ggml's 16 non-linear values (ops/quant/quant.h kIq4Values).
+//   Q2_K 256 elems, 84 B: u8 scales[16] | u8 qs[64] | f16 d | f16 dmin
+//         16 sub-blocks of 16, scales[i] = sc | m << 4; x = d sc q - dmin m, q 2 bits: element
+//         128h + 32j + l is bits 2j of qs[32h + l].
+//   Q3_K 256 elems, 110 B: u8 hmask[32] | u8 qs[64] | u8 scales[12] | f16 d
+//         x = d (s - 32) (q - 4 * !hbit), q 2 bits as Q2_K's, hbit bit 4h + j of hmask[l];
+//         16 6-bit s: low 4 bits from scales[i % 8] (nibble i / 8), high 2 from scales[8 + i % 4].
 //   BF16  2 B: the high half of an f32.
 #pragma once
 

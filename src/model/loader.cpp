@@ -36,6 +36,8 @@ std::optional<ops::QuantFormat> block_format(GgmlType t) {
     case GgmlType::Q5_0: return ops::QuantFormat::Q50;
     case GgmlType::Q5_1: return ops::QuantFormat::Q51;
     case GgmlType::IQ4_XS: return ops::QuantFormat::IQ4XS;
+    case GgmlType::Q2_K: return ops::QuantFormat::Q2K;
+    case GgmlType::Q3_K: return ops::QuantFormat::Q3K;
     default: return std::nullopt;
   }
 }
@@ -60,7 +62,7 @@ LinearWeight::Kind choose_kind(const WeightView& w, const LoadOptions& o, uint32
   }
   if (const std::optional<ops::QuantFormat> bf = block_format(w.type); bf && (!ops::is_k_quant(*bf) || k % 256 == 0)) {
     fmt = *bf;
-    gs = *bf == ops::QuantFormat::Q6K ? 256 : 32;
+    gs = ops::has_block_d(*bf) ? 256 : 32;
     return LinearWeight::Kind::Quant;
   }
   if (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0) {

@@ -184,7 +184,7 @@ TEST(GgmlTypes, QuantizeDequantizeWithinStepSize) {
   }
 }
 
-// The loader's CPU reading of Q4_1 / Q5_0 / Q5_1 / IQ4_XS blocks, bit for bit as the reference's.
+// The loader's CPU reading of Q4_1 / Q5_0 / Q5_1 / IQ4_XS / Q2_K / Q3_K blocks, bit for bit as the reference's.
 TEST(GgmlTypes, LegacyBlocksDequantizeAsTheReference) {
   struct Case {
     GgmlType type;
@@ -204,6 +204,13 @@ TEST(GgmlTypes, LegacyBlocksDequantizeAsTheReference) {
   dequantize(GgmlType::IQ4_XS, blocks.data(), y.data(), y.size());
   const std::vector<float> want = ref::dequant_gguf_iq4_xs(blocks, y.size());
   EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << "IQ4_XS";
+  for (bool q3 : {false, true}) {
+    auto kb = test::random_q23_k_blocks(3, 7, q3);
+    std::vector<float> ky(3 * 256);
+    dequantize(q3 ? GgmlType::Q3_K : GgmlType::Q2_K, kb.data(), ky.data(), ky.size());
+    const std::vector<float> kw = q3 ? ref::dequant_gguf_q3_k(kb, ky.size()) : ref::dequant_gguf_q2_k(kb, ky.size());
+    EXPECT_EQ(std::memcmp(ky.data(), kw.data(), ky.size() * 4), 0) << (q3 ? "Q3_K" : "Q2_K");
+  }
 }
 
 TEST(Gguf, RealVocabFilesParse) {

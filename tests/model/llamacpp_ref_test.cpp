@@ -24,12 +24,14 @@
 #include "model/gguf.h"
 #include "model/gguf_writer.h"
 #include "model/random_model.h"
+#include "model/transformer.h"
 #include "ops/embedding/embedding.h"
 #include "ops/linear_q/linear_q.h"
 #include "ops/quant/quant.h"
 #include "reference/llamacpp_ref.h"
 #include "support/device.h"
 #include "support/op_harness.h"
+#include "support/random.h"
 
 namespace wgrt::model {
 namespace {
@@ -116,6 +118,8 @@ const BlockCase kBlockCases[] = {
     {GgmlType::Q5_0, lc::Ftype::Q5_0, ops::repack_gguf_q5_0},
     {GgmlType::Q5_1, lc::Ftype::Q5_1, ops::repack_gguf_q5_1},
     {GgmlType::IQ4_XS, lc::Ftype::IQ4_XS, ops::repack_gguf_iq4_xs},
+    {GgmlType::Q2_K, lc::Ftype::Q2_K, ops::repack_gguf_q2_k},
+    {GgmlType::Q3_K, lc::Ftype::Q3_K_M, ops::repack_gguf_q3_k},
 };
 
 // Rows `ids` of a weight [n, k] read on the GPU by the embedding kernel from wgrt's repack.
@@ -179,6 +183,51 @@ INSTANTIATE_TEST_SUITE_P(, LlamaCppBlocks, ::testing::ValuesIn(kBlockCases),
                          [](const ::testing::TestParamInfo<BlockCase>& i) {
                            return ggml_type_name(uint32_t(i.param.type));
                          });
+
+// Q2_K / Q3_K on every bit pattern (random blocks, not only what the quantizer writes: every
+// scale, min and high bit): the repack and model::dequantize against ggml's dequantize_row_*.
+TEST(LlamaCppRandomBlocks, Q2KAndQ3KReadAsGgml) {
+  if (std::string why = missing_data(); !why.empty()) GTEST_SKIP() << why;
+  for (bool q3 : {false, true}) {
+    SCOPED_TRACE(q3 ? "Q3_K" : "Q2_K");
+    const GgmlType type = q3 ? GgmlType::Q3_K : GgmlType::Q2_K;
+    const uint32_t n = 5, k = 512;
+    std::vector<uint8_t> blocks = test::random_q23_k_blocks(size_t(n) * k / 256, 17, q3);
+    std::vector<float> want = lc::dequantize(type, blocks, size_t(n) * k);
+    ops::QuantWeight w = q3 ? ops::repack_gguf_q3_k(blocks, n, k) : ops::repack_gguf_q2_k(blocks, n, k);
+    EXPECT_TRUE(bit_equal(ops::dequantize(w), want)) << "wgrt's repack";
+    std::vector<float> got(want.size());
+    model::dequantize(type, blocks.data(), got.data(), got.size());
+    EXPECT_TRUE(bit_equal(got, want)) << "wgrt's model::dequantize";
+  }
+}
+
+// llama.cpp's Q2_K and Q3_K_M files (Q2_K / Q3_K matrices beside Q4_K..Q6_K ones): every matrix
+// and the embedding read in its blocks (no float expansion), the weights within 1.05x of the
+// file's tensor bytes (Q3_K's unpacked scales: 114 of 110 bytes per 256 values).
+TEST(LlamaCppFiles, Q2KAndQ3KFilesTakeTheirTensorBytes) {
+  if (std::string why = missing_data(); !why.empty()) GTEST_SKIP() << why;
+  for (auto [ftype, fmt_name] : {std::pair{lc::Ftype::Q2_K, "q2k"}, {lc::Ftype::Q3_K_M, "q3k"}}) {
+    SCOPED_TRACE(lc::ftype_name(ftype));
+    ModelFile file = open_model(quantized_file(ftype));
+    uint64_t file_bytes = 0;
+    for (const auto& [name, w] : file.weights) file_bytes += w.n_bytes;
+    BuildOptions o;
+    o.n_ctx = 32;
+    o.max_batch = 8;
+    ModelGraph mg = build_model(test::device(), file, o);
+    EXPECT_GE(mg.weight_bytes, file_bytes);
+    EXPECT_LE(double(mg.weight_bytes), 1.05 * double(file_bytes));
+    size_t native = 0;
+    for (uint32_t i = 0; i < graph::node_count(*mg.graph); ++i) {
+      const graph::Node& n = graph::node_info(*mg.graph, graph::NodeId{i});
+      native += n.op.find(fmt_name) != std::string::npos;
+      EXPECT_NE(n.op, "linear") << n.name << ": a float matrix";
+      EXPECT_NE(n.op, "embedding_f16") << n.name << ": an expanded table";
+    }
+    EXPECT_GE(native, 2u) << "no " << fmt_name << " kernel in the graph";
+  }
+}
 
 // ---- end to end: wgrt's logits and greedy tokens against llama.cpp's CPU backend ----
 
@@ -287,7 +336,8 @@ TEST_P(LlamaCppEndToEnd, LogitsAndGreedyTokensMatch) {
 
 INSTANTIATE_TEST_SUITE_P(, LlamaCppEndToEnd,
                          ::testing::Values(E2eCase{lc::Ftype::Q4_K_M, 6e-2f}, E2eCase{lc::Ftype::Q5_K_M, 6e-2f},
-                                           E2eCase{lc::Ftype::Q6_K, 6e-2f}, E2eCase{lc::Ftype::Q4_0, 3e-2f}),
+                                           E2eCase{lc::Ftype::Q6_K, 6e-2f}, E2eCase{lc::Ftype::Q4_0, 3e-2f},
+                                           E2eCase{lc::Ftype::Q2_K, 6e-2f}, E2eCase{lc::Ftype::Q3_K_M, 6e-2f}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) { return lc::ftype_name(i.param.ftype); });
 
 }  // namespace

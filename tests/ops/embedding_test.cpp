@@ -214,6 +214,24 @@ std::vector<OpCase> embedding_cases() {
                        ops::write_quant_weight(g, t, w);
                        run_sequence(g, ids, out, want, vocab, dim);
                      }});
+  for (bool q3 : {false, true})
+    cases.push_back({q3 ? "gguf_q3_k_blocks" : "gguf_q2_k_blocks", [q3] {
+                       const uint32_t vocab = 37, dim = 512;
+                       std::vector<uint8_t> blocks = test::random_q23_k_blocks(size_t(vocab) * dim / 256, 9, q3);
+                       ops::QuantWeight w = q3 ? ops::repack_gguf_q3_k(blocks, vocab, dim)
+                                               : ops::repack_gguf_q2_k(blocks, vocab, dim);
+                       auto want = q3 ? ref::dequant_gguf_q3_k(blocks, size_t(vocab) * dim)
+                                      : ref::dequant_gguf_q2_k(blocks, size_t(vocab) * dim);
+                       Graph g(device());
+                       TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                       ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 256);
+                       TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
+                                                             .ids = ids, .table = t.q, .scales = t.scales, .gs = 256});
+                       mark_output(g, out);
+                       build(g);
+                       ops::write_quant_weight(g, t, w);
+                       run_sequence(g, ids, out, want, vocab, dim);
+                     }});
   cases.push_back({"gguf_iq4_xs_blocks", [] {
                      const uint32_t vocab = 37, dim = 512;
                      std::vector<uint8_t> blocks = test::random_iq4_xs_blocks(size_t(vocab) * dim / 256, 8);

@@ -86,6 +86,14 @@ std::pair<ops::QuantWeight, std::vector<float>> random_k_weight(QuantFormat f, u
       auto b = random_k_blocks(blocks, seed, true);
       return {ops::repack_gguf_q5_k(b, n, k), ref::dequant_gguf_q5_k(b, count)};
     }
+    case QuantFormat::Q2K: {
+      auto b = random_q23_k_blocks(blocks, seed, false);
+      return {ops::repack_gguf_q2_k(b, n, k), ref::dequant_gguf_q2_k(b, count)};
+    }
+    case QuantFormat::Q3K: {
+      auto b = random_q23_k_blocks(blocks, seed, true);
+      return {ops::repack_gguf_q3_k(b, n, k), ref::dequant_gguf_q3_k(b, count)};
+    }
     default: {
       auto b = random_q6_k_blocks(blocks, seed);
       return {ops::repack_gguf_q6_k(b, n, k), ref::dequant_gguf_q6_k(b, count)};
@@ -240,10 +248,13 @@ std::vector<OpCase> fused_cases() {
         }
       }
   // The K-quants from random GGUF blocks: every variant on every route (q6k: gemm from 2 rows).
-  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K, QuantFormat::IQ4XS})
+  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K, QuantFormat::IQ4XS, QuantFormat::Q2K,
+                        QuantFormat::Q3K})
     for (const V& v : variants) {
-      const uint32_t gs = f == QuantFormat::Q6K ? 256 : 32;
-      FusedCase c{f, gs, 512, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
+      const uint32_t gs = ops::has_block_d(f) ? 256 : 32;
+      // q2k / q3k: K = 5 blocks, 20 of their 64-value gemv chunks: more than one turn of 16 lanes.
+      const uint32_t k = f == QuantFormat::Q2K || f == QuantFormat::Q3K ? 1280 : 512;
+      FusedCase c{f, gs, k, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
       c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
       if (v.head) c.n = 4099;
       for (int int8 : {0, 1}) {
@@ -331,7 +342,7 @@ void run_parts(std::vector<QuantFormat> formats, bool residual) {
   std::vector<ops::QuantTensors> wts;
   std::vector<float> wd;
   for (size_t i = 0; i < formats.size(); ++i) {
-    const uint32_t gs = formats[i] == QuantFormat::Q6K ? 256 : 32;
+    const uint32_t gs = ops::has_block_d(formats[i]) ? 256 : 32;
     wts.push_back(ops::add_quant_weight(g, fmt::format("w{}", i), formats[i], rows[i], k, gs));
     n += rows[i];
   }
@@ -339,10 +350,10 @@ void run_parts(std::vector<QuantFormat> formats, bool residual) {
   TensorId bias = add_weight(g, {.name = "bias", .shape = {n}});
   std::optional<TensorId> res;
   if (residual) res = add_input(g, {.name = "res", .max_shape = {max_m, n}, .dynamic_dims = 1});
-  ops::LinearQDesc d{.name = "y", .format = formats[0], .gs = formats[0] == QuantFormat::Q6K ? 256u : 32u, .x = x,
+  ops::LinearQDesc d{.name = "y", .format = formats[0], .gs = ops::has_block_d(formats[0]) ? 256u : 32u, .x = x,
                      .q = wts[0].q, .scales = wts[0].scales, .bias = bias, .norm = norm, .residual = res};
   for (size_t i = 1; i < formats.size(); ++i)
-    d.more.push_back({formats[i], formats[i] == QuantFormat::Q6K ? 256u : 32u, wts[i].q, wts[i].scales});
+    d.more.push_back({formats[i], ops::has_block_d(formats[i]) ? 256u : 32u, wts[i].q, wts[i].scales});
   TensorId y = ops::add_linear_q(g, d);
   mark_output(g, y);
   build(g);
@@ -387,6 +398,10 @@ TEST(LinearQParts, ThreeFormatsWithResidual) {
 }
 TEST(LinearQParts, Q4_1Q5_0Q5_1WithIq4XsAndResidual) {
   run_parts({QuantFormat::Q51, QuantFormat::Q41, QuantFormat::Q50, QuantFormat::IQ4XS}, true);
+}
+// A Q2_K / Q3_K file's mix (q|k in Q2_K or Q3_K, v in Q3_K or Q4_K).
+TEST(LinearQParts, Q2KQ3KWithQ4KAndResidual) {
+  run_parts({QuantFormat::Q2K, QuantFormat::Q3K, QuantFormat::Q4K}, true);
 }
 TEST(LinearQParts, RejectsSwigluAndLastRow) {
   Graph g(device());

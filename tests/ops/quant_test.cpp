@@ -166,6 +166,56 @@ TEST(QuantGguf, KQuantRepacksAreBitExact) {
   }
 }
 
+// Q2_K / Q3_K: the repacked planes read back bit for bit as the reference reads the blocks,
+// at 84 bytes per 256 values (Q2_K, the file's) and 114 (Q3_K, the file's 110: 1.036x).
+TEST(QuantGguf, Q2KQ3KRepacksAreBitExact) {
+  for (auto [n, k] : {std::pair{1u, 256u}, {3u, 512u}, {7u, 768u}}) {
+    SCOPED_TRACE(testing::Message() << n << "x" << k);
+    const size_t blocks = size_t(n) * k / 256;
+    auto q2 = test::random_q23_k_blocks(blocks, n + k, false);
+    QuantWeight w2 = repack_gguf_q2_k(q2, n, k);
+    EXPECT_EQ(w2.q.size() * 4 + w2.scales.size() * 4, quant_bytes(QuantFormat::Q2K, n, k, 256));
+    EXPECT_EQ(quant_bytes(QuantFormat::Q2K, n, k, 256), q2.size());
+    EXPECT_TRUE(bits_equal(dequantize(w2), ref::dequant_gguf_q2_k(q2, size_t(n) * k)));
+    auto q3 = test::random_q23_k_blocks(blocks, 2 * n + k, true);
+    QuantWeight w3 = repack_gguf_q3_k(q3, n, k);
+    EXPECT_EQ(w3.q.size() * 4 + w3.scales.size() * 4, quant_bytes(QuantFormat::Q3K, n, k, 256));
+    // 114 bytes per block, the last f16 d's word half-empty when the blocks are odd.
+    EXPECT_EQ(quant_bytes(QuantFormat::Q3K, n, k, 256), blocks * 114 + blocks % 2 * 2);
+    EXPECT_TRUE(bits_equal(dequantize(w3), ref::dequant_gguf_q3_k(q3, size_t(n) * k)));
+  }
+  EXPECT_THROW(repack_gguf_q2_k(std::vector<uint8_t>(84), 1, 512), std::invalid_argument);
+  EXPECT_THROW(repack_gguf_q3_k(std::vector<uint8_t>(110), 1, 128), std::invalid_argument);
+}
+
+TEST(QuantGguf, Q2KQ3KKnownBlocks) {
+  // Q2_K, d = 1, dmin = 0.5: sub-block 9 (elements 144..159) scale 5 min 3; element 145 =
+  // 128 + 0 * 32 + 17: bits 0..1 of qs[32 + 17] = 2; element 0: q 0 with sub-block 0's min 0.
+  std::vector<uint8_t> b2(84, 0);
+  b2[9] = 0x35;
+  b2[16 + 32 + 17] = 0x02;
+  b2[81] = 0x3C;
+  b2[83] = 0x38;
+  auto v2 = dequantize(repack_gguf_q2_k(b2, 1, 256));
+  EXPECT_EQ(v2[145], 5.f * 2 - 0.5f * 3);
+  EXPECT_EQ(v2[144], -0.5f * 3);
+  EXPECT_EQ(v2[0], 0.f);
+  // Q3_K, d = 1: sub-block 13 (elements 208..223) 6-bit scale 0x2B (low nibble 11 in the high
+  // half of scales[5], top bits 10 at bits 6..7 of scales[9]) -> 0x2B - 32 = 11. Element 209 =
+  // 128 + 2 * 32 + 17: q2 = bits 4..5 of qs[32 + 17] = 3 with its high bit (bit 6 of hmask[17])
+  // set -> 3; element 210 has q2 0 and its high bit clear -> -4 (the clear bit subtracts 4).
+  std::vector<uint8_t> b3(110, 0);
+  b3[96 + 5] = 0xB0;
+  b3[96 + 9] = 0x80;
+  b3[32 + 32 + 17] = 0x30;
+  b3[17] = 0x40;
+  b3[109] = 0x3C;
+  auto v3 = dequantize(repack_gguf_q3_k(b3, 1, 256));
+  EXPECT_EQ(v3[209], 11.f * 3);
+  EXPECT_EQ(v3[210], 11.f * -4);
+  EXPECT_EQ(v3[0], -32.f * -4);
+}
+
 TEST(QuantGguf, KQuantSizesStayNearTheFile) {
   // Bytes on the GPU over the file's bytes, for a 2048 x 8192 matrix: within 1.05x.
   const uint32_t n = 2048, k = 8192;
@@ -173,6 +223,8 @@ TEST(QuantGguf, KQuantSizesStayNearTheFile) {
   EXPECT_LE(double(quant_bytes(QuantFormat::Q4K, n, k, 32)) / (blocks * 144), 1.03);
   EXPECT_LE(double(quant_bytes(QuantFormat::Q5K, n, k, 32)) / (blocks * 176), 1.03);
   EXPECT_LE(double(quant_bytes(QuantFormat::Q6K, n, k, 256)) / (blocks * 210), 1.001);
+  EXPECT_LE(double(quant_bytes(QuantFormat::Q2K, n, k, 256)) / (blocks * 84), 1.0);
+  EXPECT_LE(double(quant_bytes(QuantFormat::Q3K, n, k, 256)) / (blocks * 110), 1.05);
 }
 
 TEST(QuantGguf, KQuantKnownBlock) {

@@ -240,6 +240,8 @@ const char* ftype_name(Ftype f) {
     case Ftype::Q5_K_M: return "Q5_K_M";
     case Ftype::Q6_K: return "Q6_K";
     case Ftype::IQ4_XS: return "IQ4_XS";
+    case Ftype::Q2_K: return "Q2_K";
+    case Ftype::Q3_K_M: return "Q3_K_M";
   }
   return "?";
 }

@@ -179,4 +179,32 @@ std::vector<float> dequant_gguf_iq4_xs(const std::vector<uint8_t>& blocks, size_
   return out;
 }
 
+std::vector<float> dequant_gguf_q2_k(const std::vector<uint8_t>& blocks, size_t count) {
+  std::vector<float> out(count);
+  for (size_t e = 0; e < count; ++e) {
+    const uint8_t* blk = &blocks.at(e / 256 * 84);
+    const size_t i = e % 256, half = i / 128, shift = 2 * ((i % 128) / 32), l = i % 32;
+    const unsigned q = (blk[16 + 32 * half + l] >> shift) % 4;
+    const unsigned sc = blk[i / 16] % 16, mn = blk[i / 16] / 16;
+    const float d = half_to_float(uint16_t(blk[80] + 256 * blk[81]));
+    const float dmin = half_to_float(uint16_t(blk[82] + 256 * blk[83]));
+    out[e] = d * float(sc) * float(q) - dmin * float(mn);
+  }
+  return out;
+}
+
+std::vector<float> dequant_gguf_q3_k(const std::vector<uint8_t>& blocks, size_t count) {
+  std::vector<float> out(count);
+  for (size_t e = 0; e < count; ++e) {
+    const uint8_t* blk = &blocks.at(e / 256 * 110);
+    const size_t i = e % 256, half = i / 128, j = (i % 128) / 32, l = i % 32, s = i / 16;
+    const int lo = (blk[32 + 32 * half + l] >> (2 * j)) % 4;
+    const bool high = (blk[l] >> (4 * half + j)) % 2;
+    const int scale = int((blk[96 + s % 8] >> (s < 8 ? 0 : 4)) % 16 + 16 * ((blk[104 + s % 4] >> (2 * (s / 4))) % 4));
+    const float d = half_to_float(uint16_t(blk[108] + 256 * blk[109]));
+    out[e] = d * float(scale - 32) * float(high ? lo : lo - 4);
+  }
+  return out;
+}
+
 }  // namespace wgrt::ref

@@ -41,6 +41,9 @@ std::vector<float> dequant_gguf_q5_k(const std::vector<uint8_t>& blocks, size_t 
 std::vector<float> dequant_gguf_q4_1(const std::vector<uint8_t>& blocks, size_t count);
 std::vector<float> dequant_gguf_q5_0(const std::vector<uint8_t>& blocks, size_t count);
 std::vector<float> dequant_gguf_q5_1(const std::vector<uint8_t>& blocks, size_t count);
+// GGUF Q2_K (84 bytes per 256) and Q3_K (110) blocks, element by element.
+std::vector<float> dequant_gguf_q2_k(const std::vector<uint8_t>& blocks, size_t count);
+std::vector<float> dequant_gguf_q3_k(const std::vector<uint8_t>& blocks, size_t count);
 // GGUF IQ4_XS, 136 bytes per 256: f16 d, u16 scales_h, scales_l[4], qs[128]. Sub-block j (32
 // values) has scale ls = (scales_l[j / 2] >> 4 (j % 2)) & 15 | ((scales_h >> 2j) & 3) << 4;
 // its element l < 16 is the low nibble of qs[16 j + l], l >= 16 the high nibble of

@@ -86,6 +86,24 @@ inline std::vector<uint8_t> random_iq4_xs_blocks(size_t count, uint32_t seed) {
   return b;
 }
 
+// GGUF Q2_K (84 bytes) / Q3_K (110) blocks: random scale bytes and quants; d (and Q2_K's
+// dmin) small positive halves, as ggml's quantizer writes them.
+inline std::vector<uint8_t> random_q23_k_blocks(size_t count, uint32_t seed, bool q3) {
+  std::mt19937 rng(seed);
+  const size_t bytes = q3 ? 110 : 84;
+  std::vector<uint8_t> b(count * bytes);
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* blk = b.data() + i * bytes;
+    for (size_t j = 0; j < bytes; ++j) blk[j] = uint8_t(rng());
+    for (size_t at = q3 ? 108 : 80; at < bytes; at += 2) {
+      const uint16_t d = uint16_t(0x1800 + rng() % 0x0C00);  // about 2e-3 .. 1.5e-2
+      blk[at] = uint8_t(d);
+      blk[at + 1] = uint8_t(d >> 8);
+    }
+  }
+  return b;
+}
+
 // Largest |a - b| relative to (1 + |b|).
 inline float max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   float worst = a.size() == b.size() ? 0.f : 1e30f;

@@ -27,6 +27,8 @@ const char* type_name(EmbeddingType t) {
     case EmbeddingType::Q50: return "q5_0";
     case EmbeddingType::Q51: return "q5_1";
     case EmbeddingType::IQ4XS: return "iq4_xs";
+    case EmbeddingType::Q2K: return "q2k";
+    case EmbeddingType::Q3K: return "q3k";
     default: return "q4gsw";
   }
 }
@@ -44,6 +46,8 @@ std::optional<QuantFormat> quant_format(EmbeddingType t) {
     case EmbeddingType::Q50: return QuantFormat::Q50;
     case EmbeddingType::Q51: return QuantFormat::Q51;
     case EmbeddingType::IQ4XS: return QuantFormat::IQ4XS;
+    case EmbeddingType::Q2K: return QuantFormat::Q2K;
+    case EmbeddingType::Q3K: return QuantFormat::Q3K;
   }
   return std::nullopt;
 }
@@ -51,7 +55,7 @@ std::optional<QuantFormat> quant_format(EmbeddingType t) {
 // Values per row of a table whose q words are [vocab, words]: the least multiple of 32 whose
 // rows take that many words (quant_row_words grows with k), or 0 when none does.
 uint32_t table_dim(QuantFormat f, uint32_t words) {
-  for (uint32_t k = 32; k / 8 <= words; k += 32)
+  for (uint32_t k = 32; k / 32 <= words; k += 32)  // fewer than 32 values per word (q2k: 12.8)
     if (quant_row_words(f, k) == words) return k;
   return 0;
 }
@@ -68,6 +72,8 @@ EmbeddingType embedding_type(QuantFormat f) {
     case QuantFormat::Q50: return EmbeddingType::Q50;
     case QuantFormat::Q51: return EmbeddingType::Q51;
     case QuantFormat::IQ4XS: return EmbeddingType::IQ4XS;
+    case QuantFormat::Q2K: return EmbeddingType::Q2K;
+    case QuantFormat::Q3K: return EmbeddingType::Q3K;
   }
   return EmbeddingType::Q4gsw;
 }
@@ -140,6 +146,8 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     case EmbeddingType::Q50:
     case EmbeddingType::Q51:
     case EmbeddingType::IQ4XS:
+    case EmbeddingType::Q2K:
+    case EmbeddingType::Q3K:
       entry = d.type == EmbeddingType::Q8    ? "emb_q8"
               : d.type == EmbeddingType::Q6K ? "emb_q6k"
               : d.type == EmbeddingType::Q4K ? "emb_q4k"
@@ -148,6 +156,8 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
               : d.type == EmbeddingType::Q50 ? "emb_q5_0"
               : d.type == EmbeddingType::Q51 ? "emb_q5_1"
               : d.type == EmbeddingType::IQ4XS ? "emb_iq4_xs"
+              : d.type == EmbeddingType::Q2K ? "emb_q2k"
+              : d.type == EmbeddingType::Q3K ? "emb_q3k"
                                              : "emb_q4";
       bindings.push_back(Binding::of(2, d.table));
       bindings.push_back(Binding::of(3, *d.scales));

@@ -222,3 +222,43 @@ fn emb_iq4_xs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   }
   out[i] = v;
 }
+
+// q2k / q3k (quant.h): element e of a block is byte e % 4, bits 2 ((e % 16) / 4) of plane word
+// e / 16; q3k's third bit is bit 8 (e % 4) + 4 ((e / 16) % 2) + (e % 16) / 4 of word 16 + e / 32.
+// Sub-block e / 16's scale byte follows (q2k scale | min << 4, with (d, dmin) in sc; q3k int8,
+// with d an f16 in sc): value = d * scale * q - dmin * min, or d * scale * (q - 4).
+fn q23_value(id: u32, d: u32, q3: bool) -> f32 {
+  let blk = id * (p.dim / 256u) + d / 256u;
+  let w0 = blk * select(20u, 28u, q3);
+  let e = d % 256u;
+  var q = (tw[w0 + e / 16u] >> (8u * (e % 4u) + 2u * ((e % 16u) / 4u))) & 3u;
+  let sb = byte_at(w0 + select(16u, 24u, q3), e / 16u);
+  if (q3) {
+    q |= ((tw[w0 + 16u + e / 32u] >> (8u * (e % 4u) + 4u * ((e / 16u) % 2u) + (e % 16u) / 4u)) & 1u) << 2u;
+    return scale_at(blk) * f32(bitcast<i32>(sb << 24u) >> 24u) * f32(i32(q) - 4);
+  }
+  let dm = unpack2x16float(sc[blk]);
+  return dm.x * f32(sb & 15u) * f32(q) - dm.y * f32(sb >> 4u);
+}
+
+@compute @workgroup_size(WG)
+fn emb_q2k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = q23_value(id, i % p.dim, false); }
+  out[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn emb_q3k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = out_index(wid, nwg, lid);
+  if (i >= p.n_tokens * p.dim) { return; }
+  let id = ids[i / p.dim];
+  var v = 0.0;
+  if (id < p.vocab) { v = q23_value(id, i % p.dim, true); }
+  out[i] = v;
+}

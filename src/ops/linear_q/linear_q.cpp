@@ -136,6 +136,8 @@ double kernel_bits(QuantFormat f) {
     case QuantFormat::Q51: return 5;
     case QuantFormat::Q6K: return 6;
     case QuantFormat::Q8: return 8;
+    case QuantFormat::Q2K: return 2;
+    case QuantFormat::Q3K: return 3;
   }
   return 0;
 }

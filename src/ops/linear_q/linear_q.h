@@ -1,7 +1,7 @@
-// linear with quantized weights (q4gsw, q8, the K-quants q4k, q5k, q6k and q4_1, q5_0, q5_1
-// read in their GGUF blocks; ops/quant/quant.h has the layouts):
+// linear with quantized weights (q4gsw, q8, the K-quants q2k, q3k, q4k, q5k, q6k, iq4_xs and
+// q4_1, q5_0, q5_1 read in their GGUF blocks; ops/quant/quant.h has the layouts):
 //   y[m, n] = sum_k x[m, k] * value(n, k) (+ bias[n]) (+ residual[m, n])
-// Every format is value = scale * q - min per group of 32 (or 16: q6k), q a small integer:
+// Every format is value = scale * q - min per group of 32 (or 16: q2k, q3k, q6k), q a small integer:
 // the kernels take the integer dot and apply both factors once per group.
 // Routes on x's live rows (n_tokens):
 //   [1, 1]    gemv      16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
@@ -57,7 +57,7 @@ struct LinearQPart {
 struct LinearQDesc {
   std::string name;        // node and output name, e.g. "ffn_down.3"
   QuantFormat format = QuantFormat::Q4gsw;
-  uint32_t gs = 32;        // group size along K: 32, 64 or 128 (q4k/q5k/q4_1/q5_x 32, q6k 256)
+  uint32_t gs = 32;        // group size along K: 32, 64 or 128 (q4k/q5k/q4_1/q5_x 32, q2k/q3k/q6k 256)
   graph::TensorId x;       // [M, K] f32, M may vary
   graph::TensorId q;       // u32 [N, quant_row_words]
   graph::TensorId scales;  // f16 [N, K/gs]; q4k/q5k: u32 [kq_scale_words]; q4_1/q5_1: u32 [N, K/32]

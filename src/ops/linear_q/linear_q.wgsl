@@ -16,7 +16,7 @@ struct Params {
   pad0: u32,
 }
 
-override BITS: u32 = 4u;  // 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k, 8: q8
+override BITS: u32 = 4u;  // 2: q2k, 3: q3k, 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k, 8: q8
 // q unsigned, value = scale * q - min per group (q4k, q5k, q4_1, q5_0, q5_1): the gemm
 // subtracts min * sum(x) per group instead of making q signed.
 override AFFINE: bool = false;
@@ -78,6 +78,7 @@ fn kq_affine(r: u32, g: u32) -> vec2<f32> {
 fn q_row_words() -> u32 {
   if (BITS == 5u) { return p.k / 8u + (p.k / 32u + 3u) / 4u * 4u; }
   if (BITS == 6u) { return p.k / 256u * Q6K_WORDS; }
+  if (BITS <= 3u) { return p.k / 256u * q23_block_words(); }
   return p.k / select(8u, 4u, BITS == 8u);
 }
 
@@ -100,7 +101,7 @@ fn q4_mant(w: u32) -> vec4<f32> {
 
 // ---- GEMV (m = 1) -----------------------------------------------------------------------
 // 128 threads: 4 row sets of 32 lanes along K. A row set computes 4 rows: each lane reads one
-// vec4<u32> per row per step (32 q4 or 16 q8 values, inside one group) and its x values from
+// vec4<u32> per row per step (32 q4, 16 q8 or 64 q2k / q3k values, inside one block) and its x values from
 // the workgroup's staged copy (gv_stage), reused for the 4 rows. Lanes are reduced with subgroup shuffles (SG lanes at a time), then through
 // workgroup memory where the subgroup is narrower than 32. Accumulators are named scalars, not
 // arrays: an array indexed in a loop would live in local memory.
@@ -195,11 +196,15 @@ const GV_XSTRIDE: u32 = 9u;  // vec4 slots per staged chunk (8 for q4, 4 for q8,
 var<workgroup> gv_x: array<vec4<f32>, GV_TK * GV_XSTRIDE>;  // [GV_TK chunks][GV_XSTRIDE]
 var<private> gv_ss: f32;
 
-fn gv_stage(xo: u32, it: u32, per: u32, lid: u32) {
+// q2k / q3k lanes take 64-value chunks, staged in two halves h of 32 (gv_xh() = 2): staged
+// chunk j of turn `it` is then x's 32-value chunk 2 (it * GV_TK + j) + h.
+fn gv_xh() -> u32 { return select(1u, 2u, BITS <= 3u); }
+
+fn gv_stage(xo: u32, it: u32, per: u32, h: u32, lid: u32) {
   // per: vec4 per chunk (8 q4, 4 q8); the turn covers GV_TK * per vec4 of x.
   let k4 = p.k / 4u;
   for (var j = lid; j < GV_TK * per; j += GV_WG) {
-    let gi = it * GV_TK * per + j;
+    let gi = ((it * GV_TK + j / per) * gv_xh() + h) * per + j % per;
     var v = vec4<f32>(0.0);
     if (gi < k4) {
       v = x4[xo + gi];
@@ -285,7 +290,7 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let h1 = gv_hi(r.y, c);
     let h2 = gv_hi(r.z, c);
     let h3 = gv_hi(r.w, c);
-    gv_stage(xo, it, per, lid);
+    gv_stage(xo, it, per, 0u, lid);
     workgroupBarrier();
     let xb = t * GV_XSTRIDE;
     let x0 = gv_x[xb];
@@ -354,11 +359,11 @@ override XI8: bool = false;
 // 3j, 3j + 1 (8 int8 quadruples, bitcast: gv_x is f32) and 3j + 2 = (scale, sum of the first 16
 // int8 values, sum of the last 16, 0); the 3-vec4 stride keeps a quarter-warp's vec4 reads
 // on distinct banks. q4/q5 words hold values 0, 2, 4, 6 then 1, 3, 5, 7 of each 8, the order
-// their nibbles unpack in; q6k and q8 words are in natural order.
-fn gv_stage_i8(xo: u32, it: u32, lid: u32) {
+// their nibbles unpack in; q2k, q3k, q6k and q8 words are in natural order. h: gv_stage's.
+fn gv_stage_i8(xo: u32, it: u32, h: u32, lid: u32) {
   let j = lid / 4u;
   let e = lid % 4u;
-  let gi = (it * GV_TK + j) * 8u + 2u * e;  // vec4 index in the row; K is a multiple of 32
+  let gi = ((it * GV_TK + j) * gv_xh() + h) * 8u + 2u * e;  // vec4 index in the row; K is a multiple of 32
   var a = vec4<f32>(0.0);
   var b = vec4<f32>(0.0);
   if (gi < p.k / 4u) {
@@ -427,7 +432,8 @@ fn i8_chunk(w: vec4<u32>, w2: vec4<u32>, hw: u32, x: XChunk) -> i32 {
          i4_dot(w.w, hw >> 24u, x.b.z, x.b.w);
 }
 
-// gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8) and iq4_xs (no XI8).
+// gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8), q2k / q3k (gv_rows_q23_i8) and
+// iq4_xs (no XI8).
 // value = scale * q - min, so a chunk adds xs * (scale * dot(q, qx) - min * sum(qx)).
 fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   let nchunks = p.k / 32u;
@@ -461,7 +467,7 @@ fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let h1 = gv_hi(r.y, c);
     let h2 = gv_hi(r.z, c);
     let h3 = gv_hi(r.w, c);
-    gv_stage_i8(xo, it, lid);
+    gv_stage_i8(xo, it, 0u, lid);
     workgroupBarrier();
     let x = gv_xchunk(t);
     let qs = x.s.y + x.s.z;
@@ -519,7 +525,7 @@ fn gv_rows_q6k(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   for (var it = 0u; it < turns; it++) {
     let c = min(it * GV_TK + t, nchunks - 1u);
     let live = it * GV_TK + t < nchunks;
-    gv_stage(xo, it, 8u, lid);  // x staged like q4's 32-value chunks
+    gv_stage(xo, it, 8u, 0u, lid);  // x staged like q4's 32-value chunks
     workgroupBarrier();
     let xb = t * GV_XSTRIDE;
     var xa: array<vec4<f32>, 8>;  // indexed by constants only: stays in registers
@@ -597,7 +603,7 @@ fn gv_rows_q6k_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let o1 = q6k_load(r.y, c);
     let o2 = q6k_load(r.z, c);
     let o3 = q6k_load(r.w, c);
-    gv_stage_i8(xo, it, lid);
+    gv_stage_i8(xo, it, 0u, lid);
     workgroupBarrier();
     let x = gv_xchunk(t);
     let tt = c % 4u;
@@ -608,8 +614,145 @@ fn gv_rows_q6k_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   return a;
 }
 
+// ---- q2k / q3k: GGUF Q2_K / Q3_K blocks, repacked to 2-bit planes (quant.h) ---------------
+// Per 256 values: q2k 20 words = 16 plane words | 4 words of (scale | min << 4) bytes, (d, dmin)
+// per block in `sc`; q3k 28 words = 16 plane words | 8 third-bit words | 4 words of int8 scales,
+// d an f16 in `sc`. Plane word w holds values 16w + 4s + b in bits 8b + 2s, so
+// (w >> 2s) & 0x03030303 is values 16w + 4s .. 16w + 4s + 3 as bytes (natural order), and a vec4
+// of plane words is 64 consecutive values: in the gemv a lane takes a 64-value chunk per turn,
+// one vec4 per row, while the workgroup stages x in two halves of 32 (gv_stage's h).
+//   q2k  value = d * scale * q - dmin * min,  q3k  value = d * scale * (q - 4),  per 16 values.
+fn q23_block_words() -> u32 { return select(20u, 28u, BITS == 3u); }
+
+// What a row's 64-value chunk needs, loaded before the turn's staging.
+struct Q23Row {
+  q: vec4<u32>,   // the 4 plane words
+  hb: vec2<u32>,  // q3k: the chunk's 2 third-bit words
+  sub: u32,       // the 4 sub-blocks' scale bytes
+  d: vec2<f32>,   // (d, dmin); q3k (d, 0)
+}
+
+// Chunk c of row r: block c / 4, quarter u = c % 4 (q3k's block is 7 vec4: planes, third bits,
+// scales; q2k's 5: planes, scale bytes).
+fn q23_load(r: u32, c: u32) -> Q23Row {
+  let blk = r * (p.k / 256u) + c / 4u;
+  let u = c % 4u;
+  let base4 = blk * (q23_block_words() / 4u);
+  let q = qw4[base4 + u];
+  if (BITS == 3u) {
+    let hv = qw4[base4 + 4u + u / 2u];
+    return Q23Row(q, select(hv.xy, hv.zw, (u % 2u) == 1u), qw4[base4 + 6u][u], vec2<f32>(scale_at(blk), 0.0));
+  }
+  return Q23Row(q, vec2<u32>(0u), qw4[base4 + 4u][u], unpack2x16float(sc[blk]));
+}
+
+// Plane s of the chunk's plane word wi: 4 values' q as bytes (q3k: with the third bit).
+fn q23_bytes(o: Q23Row, wi: u32, s: u32) -> u32 {
+  var b = (o.q[wi] >> (2u * s)) & 0x03030303u;
+  if (BITS == 3u) { b |= ((o.hb[wi / 2u] >> (4u * (wi % 2u) + s)) & 0x01010101u) << 2u; }
+  return b;
+}
+
+// Bytes b's 4 values as f32 1 + q / 4 (q2k) or 1 + q / 8 (q3k), placed in the mantissa of 1.0
+// (q4_mant's trick): q = 4 (v - 1) or 8 (v - 1).
+fn q23_vals(b: u32) -> vec4<f32> {
+  let sh = select(21u, 20u, BITS == 3u);
+  let v = vec4<u32>(b << sh, b << (sh - 8u), b << (sh - 16u), b >> (24u - sh)) &
+          vec4<u32>(select(0x600000u, 0x700000u, BITS == 3u));
+  return bitcast<vec4<f32>>(v | vec4<u32>(0x3F800000u));
+}
+
+// Sub-block wi of the chunk (plane word wi, 16 values) against x values xa..xd (4 each) summing
+// to sx: q2k d sc 4 (dot(v, x) - sx) - dmin m sx; q3k d sc (8 dot(v, x) - 12 sx).
+fn q23_sub(o: Q23Row, wi: u32, xa: vec4<f32>, xb: vec4<f32>, xc: vec4<f32>, xd: vec4<f32>, sx: f32) -> f32 {
+  let dv = dot(q23_vals(q23_bytes(o, wi, 0u)), xa) + dot(q23_vals(q23_bytes(o, wi, 1u)), xb) +
+           dot(q23_vals(q23_bytes(o, wi, 2u)), xc) + dot(q23_vals(q23_bytes(o, wi, 3u)), xd);
+  let sb = o.sub >> (8u * wi);
+  if (BITS == 3u) { return o.d.x * f32(bitcast<i32>(sb << 24u) >> 24u) * fma(8.0, dv, -12.0 * sx); }
+  return o.d.x * f32(sb & 15u) * 4.0 * (dv - sx) - o.d.y * f32((sb >> 4u) & 15u) * sx;
+}
+
+fn gv_rows_q23(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
+  let nchunks = p.k / 64u;
+  let xo = xrow * (p.k / 4u);
+  let turns = (nchunks + GV_TK - 1u) / GV_TK;  // uniform, as in gv_rows
+  var a = vec4<f32>(0.0);
+  for (var it = 0u; it < turns; it++) {
+    let c = min(it * GV_TK + t, nchunks - 1u);
+    let live = it * GV_TK + t < nchunks;
+    let o0 = q23_load(r.x, c);
+    let o1 = q23_load(r.y, c);
+    let o2 = q23_load(r.z, c);
+    let o3 = q23_load(r.w, c);
+    for (var h = 0u; h < 2u; h++) {  // values 32h .. 32h + 31 of the chunk: plane words 2h, 2h + 1
+      gv_stage(xo, it, 8u, h, lid);
+      workgroupBarrier();
+      let xb = t * GV_XSTRIDE;
+      let x0 = gv_x[xb];
+      let x1 = gv_x[xb + 1u];
+      let x2 = gv_x[xb + 2u];
+      let x3 = gv_x[xb + 3u];
+      let x4_ = gv_x[xb + 4u];
+      let x5 = gv_x[xb + 5u];
+      let x6 = gv_x[xb + 6u];
+      let x7 = gv_x[xb + 7u];
+      let s0 = dot(x0 + x1 + x2 + x3, vec4<f32>(1.0));
+      let s1 = dot(x4_ + x5 + x6 + x7, vec4<f32>(1.0));
+      let w = 2u * h;
+      let v = vec4<f32>(
+          q23_sub(o0, w, x0, x1, x2, x3, s0) + q23_sub(o0, w + 1u, x4_, x5, x6, x7, s1),
+          q23_sub(o1, w, x0, x1, x2, x3, s0) + q23_sub(o1, w + 1u, x4_, x5, x6, x7, s1),
+          q23_sub(o2, w, x0, x1, x2, x3, s0) + q23_sub(o2, w + 1u, x4_, x5, x6, x7, s1),
+          q23_sub(o3, w, x0, x1, x2, x3, s0) + q23_sub(o3, w + 1u, x4_, x5, x6, x7, s1));
+      if (live) { a += v; }
+      workgroupBarrier();
+    }
+  }
+  return a;
+}
+
+// XI8: sub-block wi against 16 int8 x (xw) whose int sum is hs, in units of the x scale:
+// q2k d sc dot(q, qx) - dmin m hs; q3k d sc (dot(q, qx) - 4 hs).
+fn q23_sub_i8(o: Q23Row, wi: u32, xw: vec4<u32>, hs: f32) -> f32 {
+  let id = f32(dot4I8Packed(q23_bytes(o, wi, 0u), xw.x) + dot4I8Packed(q23_bytes(o, wi, 1u), xw.y) +
+               dot4I8Packed(q23_bytes(o, wi, 2u), xw.z) + dot4I8Packed(q23_bytes(o, wi, 3u), xw.w));
+  let sb = o.sub >> (8u * wi);
+  if (BITS == 3u) { return o.d.x * f32(bitcast<i32>(sb << 24u) >> 24u) * fma(-4.0, hs, id); }
+  return o.d.x * f32(sb & 15u) * id - o.d.y * f32((sb >> 4u) & 15u) * hs;
+}
+
+fn gv_rows_q23_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
+  let nchunks = p.k / 64u;
+  let xo = xrow * (p.k / 4u);
+  let turns = (nchunks + GV_TK - 1u) / GV_TK;
+  var a = vec4<f32>(0.0);
+  for (var it = 0u; it < turns; it++) {
+    let c = min(it * GV_TK + t, nchunks - 1u);
+    let live = it * GV_TK + t < nchunks;
+    let o0 = q23_load(r.x, c);
+    let o1 = q23_load(r.y, c);
+    let o2 = q23_load(r.z, c);
+    let o3 = q23_load(r.w, c);
+    for (var h = 0u; h < 2u; h++) {
+      gv_stage_i8(xo, it, h, lid);
+      workgroupBarrier();
+      let x = gv_xchunk(t);
+      let w = 2u * h;
+      let v = vec4<f32>(q23_sub_i8(o0, w, x.a, x.s.y) + q23_sub_i8(o0, w + 1u, x.b, x.s.z),
+                        q23_sub_i8(o1, w, x.a, x.s.y) + q23_sub_i8(o1, w + 1u, x.b, x.s.z),
+                        q23_sub_i8(o2, w, x.a, x.s.y) + q23_sub_i8(o2, w + 1u, x.b, x.s.z),
+                        q23_sub_i8(o3, w, x.a, x.s.y) + q23_sub_i8(o3, w + 1u, x.b, x.s.z));
+      if (live) { a = fma(v, vec4<f32>(x.s.x), a); }
+      workgroupBarrier();
+    }
+  }
+  return a;
+}
+
 // The row set's dots for whichever weight format BITS names.
 fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
+  if (XI8 && BITS <= 3u) { return gv_rows_q23_i8(r, xrow, t, lid); }
+  if (BITS <= 3u) { return gv_rows_q23(r, xrow, t, lid); }
   if (XI8 && BITS == 6u) { return gv_rows_q6k_i8(r, xrow, t, lid); }
   if (XI8) { return gv_rows_i8(r, xrow, t, lid); }
   if (BITS == 6u) { return gv_rows_q6k(r, xrow, t, lid); }
@@ -765,7 +908,7 @@ fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
 
 // ---- small M (2..7 rows) ----------------------------------------------------------------
 // 256 threads: 32 along K times 8 row sets of RPT rows; one weight word per row per step,
-// applied to every live row of x.
+// applied to every live row of x (f32 activations; q6k has no small_m: its gemm serves).
 const WG: u32 = 256u;
 const RPT: u32 = 4u;
 const MMAX: u32 = 7u;
@@ -784,13 +927,48 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let t = lid % SK;
   let n0 = (wid.x + wid.y * nwg.x) * (RPT * (WG / SK)) + (lid / SK) * RPT;
   let per = select(8u, 4u, BITS == 8u);  // values per word
-  let wpr = p.k / per;
+  let wpr = select(p.k / per, 0u, BITS <= 3u);  // q2k / q3k: their own loop below
   let rw = q_row_words();
   let k4 = p.k / 4u;
   let qs = select(16.0, 32.0, BITS == 5u);  // q = qs * (v - 1), as in the gemv
   var rows: array<u32, RPT>;
   for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, p.n - 1u); }
   var acc: array<f32, 28>;  // [RPT][MMAX]
+  // q2k / q3k: one plane word (16 values, one sub-block) per row and step, its scale byte and
+  // (q3k) third bits beside it, the gemv's q23_sub on each live row of x.
+  for (var g = select(p.k, t, BITS <= 3u); g < p.k / 16u; g += SK) {
+    var xa: array<vec4<f32>, MMAX>;
+    var xb: array<vec4<f32>, MMAX>;
+    var xc: array<vec4<f32>, MMAX>;
+    var xd: array<vec4<f32>, MMAX>;
+    var xsum: array<f32, MMAX>;
+    for (var m = 0u; m < MMAX; m++) {
+      if (m < p.m) {
+        let xi = m * k4 + 4u * g;
+        xa[m] = x4[xi];
+        xb[m] = x4[xi + 1u];
+        xc[m] = x4[xi + 2u];
+        xd[m] = x4[xi + 3u];
+        xsum[m] = dot(xa[m] + xb[m] + xc[m] + xd[m], vec4<f32>(1.0));
+      }
+    }
+    let pw = g % 16u;  // the plane word in its block
+    for (var r = 0u; r < RPT; r++) {
+      let rb = rows[r] * rw + (g / 16u) * q23_block_words();
+      let blk = rows[r] * (p.k / 256u) + g / 16u;
+      let sb = qw[rb + select(16u, 24u, BITS == 3u) + pw / 4u] >> (8u * (pw % 4u));
+      var o = Q23Row(vec4<u32>(qw[rb + pw], 0u, 0u, 0u), vec2<u32>(0u), sb, vec2<f32>(0.0));
+      if (BITS == 3u) {
+        o.hb.x = qw[rb + 16u + pw / 2u] >> (4u * (pw % 2u));
+        o.d = vec2<f32>(scale_at(blk), 0.0);
+      } else {
+        o.d = unpack2x16float(sc[blk]);
+      }
+      for (var m = 0u; m < MMAX; m++) {
+        if (m < p.m) { acc[r * MMAX + m] += q23_sub(o, 0u, xa[m], xb[m], xc[m], xd[m], xsum[m]); }
+      }
+    }
+  }
   for (var w = t; w < wpr; w += SK) {
     let k0 = w * per;
     var xa: array<vec4<f32>, MMAX>;
@@ -906,16 +1084,17 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 // 64 x 128 outputs per workgroup, 4 x 8 per thread (rows tm + 16i, columns tn + 16j), K in
 // steps of 32. Integer sums per group, then one f32 multiply-add by both scales. The K-quants
 // flush every 32 values: the AFFINE formats (unsigned q, value = a q - b) subtract b times the integer sum
-// of the activations; q6k (q - 32 signed, an int8 scale per 16 values) weights the two halves'
-// integer sums by their scales before the flush by d.
+// of the activations; q6k (q - 32 signed, an int8 scale per 16 values) and q3k (q - 4 signed,
+// likewise) weight the two halves' integer sums by their scales before the flush by d; q2k
+// weights them by its 4-bit scales and takes dmin * min * sum(x) off each half.
 const BM: u32 = 64u;
 const BN: u32 = 128u;
 var<workgroup> as_: array<u32, 512>;   // [8 words][BM]
 var<workgroup> bs_: array<u32, 1024>;  // [8 words][BN], signed int8 quadruples
 var<workgroup> sx: array<f32, BM>;
 var<workgroup> sw: array<f32, BN>;
-var<workgroup> smin: array<f32, BN>;   // AFFINE: the group's min
-var<workgroup> sk6: array<u32, BN>;    // q6k: the two int8 scales of the step, bytes 0 and 1
+var<workgroup> smin: array<f32, BN>;   // AFFINE: the group's min; q2k: dmin
+var<workgroup> sk6: array<u32, BN>;    // q6k, q3k, q2k: the two sub-block scales of the step, bytes 0 and 1
 
 // Stored nibbles (q + 8, one per byte) to signed bytes q: flip bit 3, then sign-extend it.
 fn q4_to_i8(v: u32) -> u32 {
@@ -926,6 +1105,12 @@ fn q4_to_i8(v: u32) -> u32 {
 // Bits 0, 2, 4, 6 of e to bit 4 of bytes 0..3 (q5k's fifth bits beside the nibble bytes).
 fn spread5(e: u32) -> u32 {
   return ((e & 1u) << 4u) | ((e & 4u) << 10u) | ((e & 16u) << 16u) | ((e & 64u) << 22u);
+}
+
+// q3k's bytes q in 0..7 to signed bytes q - 4: flip bit 2, then sign-extend it.
+fn q3_to_i8(v: u32) -> u32 {
+  let t = v ^ 0x04040404u;
+  return t | ((t & 0x04040404u) * 0x3Eu);
 }
 
 // Bytes q in 0..63 to signed bytes q - 32: flip bit 5, then sign-extend it.
@@ -982,6 +1167,25 @@ fn gemm_load_b(n0: u32, k0: u32, lid: u32) {
       }
       bs_[w * BN + nn] = v;
     }
+  } else if (BITS <= 3u) {
+    // The step's 32 values are plane words wq, wq + 1 of block k0 / 256; word w of the step is
+    // plane w % 4 of word wq + w / 4 (values 4w .. 4w + 3). q3k: signed q - 4 (q6k-like).
+    let blk = k0 / 256u;
+    let wq = (k0 % 256u) / 16u;
+    for (var e = 0u; e < 4u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 8u;
+      let w = idx % 8u;
+      var v = 0u;
+      if (n0 + nn < p.n) {
+        let base = (n0 + nn) * rw + blk * q23_block_words();
+        let pw = wq + w / 4u;
+        let s = w % 4u;
+        v = (qw[base + pw] >> (2u * s)) & 0x03030303u;
+        if (BITS == 3u) { v = q3_to_i8(v | (((qw[base + 16u + pw / 2u] >> (4u * (pw % 2u) + s)) & 0x01010101u) << 2u)); }
+      }
+      bs_[w * BN + nn] = v;
+    }
   } else {
     for (var e = 0u; e < 4u; e++) {
       let idx = lid + WG * e;
@@ -1005,6 +1209,19 @@ fn gemm_load_scales(n: u32, nn: u32, k0: u32) {
       s = scale_at(n * (p.k / 256u) + c / 8u);
       let j = 8u * ((c / 4u) % 2u) + 2u * (c % 4u);  // the scale of the chunk's first 16 values
       k6 = qw[n * q_row_words() + (c / 8u) * Q6K_WORDS + 48u + j / 4u] >> (8u * (j % 4u));
+    } else if (BITS <= 3u) {
+      // The step's two sub-blocks' scale bytes (q2k scale | min << 4, q3k int8) in bytes 0, 1.
+      let blk = n * (p.k / 256u) + k0 / 256u;
+      let j = (k0 % 256u) / 16u;
+      k6 = qw[n * q_row_words() + (k0 / 256u) * q23_block_words() + select(16u, 24u, BITS == 3u) + j / 4u] >>
+           (8u * (j % 4u));
+      if (BITS == 3u) {
+        s = scale_at(blk);
+      } else {
+        let dm = unpack2x16float(sc[blk]);
+        s = dm.x;
+        mn = dm.y;
+      }
     } else {
       let f = gv_affine(n, k0);
       s = f.x;
@@ -1025,7 +1242,7 @@ fn gemm_word(kw: u32, tm: u32, tn: u32, acc: ptr<function, array<array<i32, 8>, 
   for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
   for (var i = 0u; i < 4u; i++) {
     for (var j = 0u; j < 8u; j++) { (*acc)[i][j] += dot4I8Packed(a[i], b[j]); }
-    if (AFFINE) { (*xsum)[i] += dot4I8Packed(a[i], 0x01010101u); }
+    if (AFFINE || BITS == 2u) { (*xsum)[i] += dot4I8Packed(a[i], 0x01010101u); }
   }
 }
 
@@ -1061,18 +1278,26 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       gemm_load_scales(n0 + lid - BM, lid - BM, k0);
     }
     workgroupBarrier();
-    if (BITS == 6u) {
-      // Two halves of 16 values, each weighted by its column's int8 scale.
+    if (BITS == 6u || BITS <= 3u) {
+      // Two halves of 16 values, each weighted by its column's int8 scale (q2k: its 4-bit
+      // scale, and its 4-bit min times the half's activation sums xh, taken off in f32).
       // (part is zeroed explicitly: a declaration inside the loop was not re-zeroed on lavapipe.)
       var part: array<array<i32, 8>, 4>;
+      var xh: array<i32, 4>;
       for (var hf = 0u; hf < 2u; hf++) {
         for (var i = 0u; i < 4u; i++) {
           for (var j = 0u; j < 8u; j++) { part[i][j] = 0; }
+          xh[i] = 0;
         }
-        for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) { gemm_word(kw, tm, tn, &part, &xsum); }
+        for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) { gemm_word(kw, tm, tn, &part, &xh); }
         for (var j = 0u; j < 8u; j++) {
-          let s6 = i8_at(sk6[tn + 16u * j], hf);
+          let sk = sk6[tn + 16u * j];
+          let s6 = select(i8_at(sk, hf), i32((sk >> (8u * hf)) & 15u), BITS == 2u);
           for (var i = 0u; i < 4u; i++) { acci[i][j] += part[i][j] * s6; }
+          if (BITS == 2u) {
+            let mn = f32((sk >> (8u * hf + 4u)) & 15u) * smin[tn + 16u * j];
+            for (var i = 0u; i < 4u; i++) { accf[i][j] -= sx[tm + 16u * i] * mn * f32(xh[i]); }
+          }
         }
       }
     } else {

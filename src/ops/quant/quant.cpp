@@ -21,6 +21,8 @@ const char* quant_format_name(QuantFormat f) {
     case QuantFormat::Q50: return "q5_0";
     case QuantFormat::Q51: return "q5_1";
     case QuantFormat::IQ4XS: return "iq4_xs";
+    case QuantFormat::Q2K: return "q2k";
+    case QuantFormat::Q3K: return "q3k";
   }
   return "?";
 }
@@ -30,6 +32,7 @@ uint64_t quant_scale_words(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) {
   if (has_kq_scales(f)) return kq_scale_words(n, k);
   if (has_dm_scales(f)) return uint64_t(n) * (k / 32);
   if (f == QuantFormat::IQ4XS) return uint64_t(n) * (k / 256) * 2;
+  if (f == QuantFormat::Q2K) return uint64_t(n) * (k / 256);
   return (uint64_t(n) * (k / gs) + 1) / 2;
 }
 
@@ -48,7 +51,7 @@ void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, cons
     check_quant_shape(n, k, gs, what);
     return;
   }
-  const uint32_t want = f == QuantFormat::Q6K ? 256 : is_k_quant(f) ? 32 : 0;
+  const uint32_t want = has_block_d(f) ? 256 : is_k_quant(f) ? 32 : 0;
   if (want && (gs != want || k % 256 != 0 || n == 0))
     throw std::invalid_argument(fmt::format("{}: a {} weight [{}, {}] takes group size {} (not {}) and K a "
                                             "positive multiple of 256", what, quant_format_name(f), n, k, want, gs));
@@ -232,6 +235,31 @@ std::vector<float> dequantize_iq4xs(const QuantWeight& w) {
   return out;
 }
 
+// Q2K / Q3K (quant.h), value by value in f32 like ggml: Q2K's d * scale * q and dmin * min are
+// exact, so the one rounding is the subtraction's; Q3K's d * scale * (q - 4) is exact.
+std::vector<float> dequantize_q23k(const QuantWeight& w) {
+  const bool q3 = w.format == QuantFormat::Q3K;
+  const uint32_t bw = q3 ? kQ3KWords : kQ2KWords;
+  std::vector<float> out(uint64_t(w.n) * w.k);
+  for (uint64_t b = 0; b < uint64_t(w.n) * (w.k / 256); ++b) {
+    const uint32_t* q = w.q.data() + b * bw;
+    const auto* sub = reinterpret_cast<const uint8_t*>(q + (q3 ? 24 : 16));
+    for (uint32_t e = 0; e < 256; ++e) {
+      const uint32_t wi = e / 16, s = (e % 16) / 4, byte = e % 4;
+      uint32_t v = (q[wi] >> (8 * byte + 2 * s)) & 3u;
+      float& y = out[b * 256 + e];
+      if (q3) {
+        v |= ((q[16 + wi / 2] >> (8 * byte + 4 * (wi % 2) + s)) & 1u) << 2;
+        y = f16_to_f32(get_half(w.scales, b)) * float(int8_t(sub[e / 16])) * float(int(v) - 4);
+      } else {
+        const float d = f16_to_f32(uint16_t(w.scales[b])), dmin = f16_to_f32(uint16_t(w.scales[b] >> 16));
+        y = d * float(sub[e / 16] & 15u) * float(v) - dmin * float(sub[e / 16] >> 4);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> dequantize(const QuantWeight& w) {
@@ -246,6 +274,12 @@ std::vector<float> dequantize(const QuantWeight& w) {
     if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.format, w.n, w.k, 32))
       throw std::invalid_argument("dequantize: IQ4XS array sizes do not match the shape");
     return dequantize_iq4xs(w);
+  }
+  if (w.format == QuantFormat::Q2K || w.format == QuantFormat::Q3K) {
+    if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != quant_scale_words(w.format, w.n, w.k, 256))
+      throw std::invalid_argument(fmt::format("dequantize: {} array sizes do not match the shape",
+                                              quant_format_name(w.format)));
+    return dequantize_q23k(w);
   }
   if (has_kq_scales(w.format)) {
     if (w.q.size() != quant_q_words(w.format, w.n, w.k) || w.scales.size() != kq_scale_words(w.n, w.k))
@@ -489,6 +523,62 @@ QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint
   return out;
 }
 
+namespace {
+
+// Element e of a 256-value block into the 2-bit planes (quant.h): word e / 16, byte e % 4,
+// bits 2 ((e % 16) / 4).
+void set_plane(uint32_t* words, uint32_t e, uint32_t q2) {
+  words[e / 16] |= q2 << (8 * (e % 4) + 2 * ((e % 16) / 4));
+}
+
+QuantWeight repack_q23k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k, QuantFormat f) {
+  const bool q3 = f == QuantFormat::Q3K;
+  const uint32_t bytes = q3 ? 110 : 84, bw = q3 ? kQ3KWords : kQ2KWords;
+  const char* what = q3 ? "Q3_K" : "Q2_K";
+  if (n == 0 || k == 0 || k % 256 != 0)
+    throw std::invalid_argument(fmt::format("{}: a [{}, {}] tensor needs K a multiple of 256", what, n, k));
+  const uint64_t nb = uint64_t(n) * (k / 256);
+  if (blocks.size() != nb * bytes)
+    throw std::invalid_argument(fmt::format("{}: {} bytes for [{}, {}] (expected {})", what, blocks.size(), n, k,
+                                            nb * bytes));
+  QuantWeight out = empty_weight(f, n, k, 256);
+  for (uint64_t b = 0; b < nb; ++b) {
+    const uint8_t* src = blocks.data() + b * bytes;
+    uint32_t* words = out.q.data() + b * bw;
+    const uint8_t* qs = src + (q3 ? 32 : 16);
+    for (uint32_t e = 0; e < 256; ++e) {
+      const uint32_t h = e / 128, j = (e % 128) / 32, l = e % 32;
+      set_plane(words, e, (qs[32 * h + l] >> (2 * j)) & 3u);
+      if (q3) {
+        const uint32_t hbit = (src[l] >> (4 * h + j)) & 1u;
+        words[16 + e / 32] |= hbit << (8 * (e % 4) + 4 * ((e / 16) % 2) + (e % 16) / 4);
+      }
+    }
+    if (q3) {
+      const uint8_t* sc = src + 96;
+      for (uint32_t i = 0; i < 16; ++i) {
+        const uint32_t s6 = ((sc[i % 8] >> (4 * (i / 8))) & 15u) | ((sc[8 + i % 4] >> (2 * (i / 4))) & 3u) << 4;
+        words[24 + i / 4] |= uint32_t(uint8_t(int8_t(int(s6) - 32))) << (8 * (i % 4));
+      }
+      set_half(out.scales, b, uint16_t(src[108] | src[109] << 8));
+    } else {
+      std::memcpy(words + 16, src, 16);  // scales[16]: little-endian words
+      out.scales[b] = uint32_t(src[80] | src[81] << 8) | uint32_t(src[82] | src[83] << 8) << 16;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+QuantWeight repack_gguf_q2_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_q23k(blocks, n, k, QuantFormat::Q2K);
+}
+
+QuantWeight repack_gguf_q3_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_q23k(blocks, n, k, QuantFormat::Q3K);
+}
+
 QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
   switch (f) {
     case QuantFormat::Q4gsw: return repack_gguf_q4_0(blocks, n, k);
@@ -500,6 +590,8 @@ QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, u
     case QuantFormat::Q50: return repack_gguf_q5_0(blocks, n, k);
     case QuantFormat::Q51: return repack_gguf_q5_1(blocks, n, k);
     case QuantFormat::IQ4XS: return repack_gguf_iq4_xs(blocks, n, k);
+    case QuantFormat::Q2K: return repack_gguf_q2_k(blocks, n, k);
+    case QuantFormat::Q3K: return repack_gguf_q3_k(blocks, n, k);
   }
   throw std::invalid_argument("repack_gguf_blocks: unknown format");
 }

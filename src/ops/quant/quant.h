@@ -59,14 +59,35 @@ namespace wgrt::ops {
 //                                       word 1 = scales_l[4]; sub-block j's 6-bit scale is
 //                                       ls = (word 1 >> 4j) & 15 | ((word 0 >> (16 + 2j)) & 3) << 4
 //         value = d * (ls - 32) * kIq4Values[i]   136 bytes per 256 values (the file: 136)
-enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS };
+// GGUF Q2_K and Q3_K, 256-value blocks of 16 sub-blocks of 16 (gs 256: one d per block; K a
+// multiple of 256). Both keep 2-bit planes in 16 words per block: word w holds elements
+// 16w + 4s + b (s, b in 0..3) in bits 8b + 2s .. 8b + 2s + 1, so (word >> 2s) & 0x03030303 is
+// elements 16w + 4s .. 16w + 4s + 3 as bytes, and a vec4 of words is 64 consecutive values.
+//   Q2K   q       u32 [N, K/256 * 20]  per block the 16 plane words, then the file's scales[16]
+//                                       as 4 words: byte j (sub-block j, elements 16j..16j+15)
+//                                       = scale | min << 4
+//         scales  u32 [N, K/256]       f16 d in the low half, f16 dmin in the high half
+//         value = d * scale[j] * q - dmin * min[j]   84 bytes per 256 values (the file: 84)
+//   Q3K   q       u32 [N, K/256 * 28]  per block the 16 plane words (q's low 2 bits), 8 words
+//                                       of third bits (element 16w + 4s + b: bit 8b + 4 (w % 2)
+//                                       + s of word 16 + w / 2), then 4 words of 16 int8
+//                                       scales (the file's 6-bit scale - 32), byte j sub-block j
+//         scales  f16 [N, K/256]       the block's d, two per word as q4gsw's
+//         value = d * scale[j] * (q - 4), q in 0..7 (the file's high bit clear: q - 4 < 0)
+//         114 bytes per 256 values (the file: 110, its scales packed into 12 bytes)
+enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS, Q2K, Q3K };
 // IQ4_XS's 16 values (ggml's non-linear 4-bit grid), indexed by the stored nibble.
 constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 const char* quant_format_name(QuantFormat f);
 // The K-quants: 256-value blocks, linear_q's int8-activation routes use groups of 32.
 constexpr bool is_k_quant(QuantFormat f) {
-  return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K || f == QuantFormat::IQ4XS;
+  return f == QuantFormat::Q6K || f == QuantFormat::Q4K || f == QuantFormat::Q5K || f == QuantFormat::IQ4XS ||
+         f == QuantFormat::Q2K || f == QuantFormat::Q3K;
+}
+// The K-quants with one d per 256 values (gs 256) and per-16 sub-block scales inside q.
+constexpr bool has_block_d(QuantFormat f) {
+  return f == QuantFormat::Q6K || f == QuantFormat::Q2K || f == QuantFormat::Q3K;
 }
 // Formats that come from a GGUF file's blocks only (repacked; wgrt has no quantizer for them).
 constexpr bool from_gguf_blocks(QuantFormat f) {
@@ -81,7 +102,7 @@ constexpr bool has_kq_scales(QuantFormat f) { return f == QuantFormat::Q4K || f 
 constexpr bool has_dm_scales(QuantFormat f) { return f == QuantFormat::Q41 || f == QuantFormat::Q51; }
 // Scales as u32 words (the two above and IQ4XS's block headers), not f16 pairs.
 constexpr bool has_word_scales(QuantFormat f) {
-  return has_kq_scales(f) || has_dm_scales(f) || f == QuantFormat::IQ4XS;
+  return has_kq_scales(f) || has_dm_scales(f) || f == QuantFormat::IQ4XS || f == QuantFormat::Q2K;
 }
 // q is unsigned with value = scale * q - min per group (the int8 gemm subtracts min * sum(x)).
 constexpr bool is_affine(QuantFormat f) { return has_kq_scales(f) || has_dm_scales(f) || f == QuantFormat::Q50; }
@@ -100,12 +121,14 @@ struct QuantWeight {
 // Values per u32 word of `q`: 8 (q4gsw, Q4K, Q41 and the fifth-bit formats' nibbles) or 4 (q8);
 // Q6K has 52 words per 256 values.
 constexpr uint32_t values_per_word(QuantFormat f) { return f == QuantFormat::Q8 ? 4 : 8; }
-constexpr uint32_t kQ6KWords = 52;
+constexpr uint32_t kQ6KWords = 52, kQ2KWords = 20, kQ3KWords = 28;
 // Words of `q` per row of k values (the fifth-bit words padded to a multiple of 4: a no-op for Q5K).
 constexpr uint32_t quant_row_words(QuantFormat f, uint32_t k) {
-  return f == QuantFormat::Q6K ? k / 256 * kQ6KWords
-         : has_fifth_bits(f)   ? k / 8 + (k / 32 + 3) / 4 * 4
-                               : k / values_per_word(f);
+  return f == QuantFormat::Q6K   ? k / 256 * kQ6KWords
+         : f == QuantFormat::Q2K ? k / 256 * kQ2KWords
+         : f == QuantFormat::Q3K ? k / 256 * kQ3KWords
+         : has_fifth_bits(f)     ? k / 8 + (k / 32 + 3) / 4 * 4
+                                 : k / values_per_word(f);
 }
 // Q4K/Q5K scale words for a weight [n, k]: region A padded to 4 words, then region B.
 constexpr uint64_t kq_region_b(uint32_t n, uint32_t k) { return (uint64_t(n) * (k / 256) + 3) / 4 * 4; }
@@ -118,7 +141,7 @@ inline uint64_t quant_bytes(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs) 
   return (quant_q_words(f, n, k) + quant_scale_words(f, n, k, gs)) * 4;
 }
 
-// Throws std::invalid_argument unless gs is 32/64/128 (256: Q6K) and k is a positive multiple of gs.
+// Throws std::invalid_argument unless gs is 32/64/128 (256: Q6K, Q2K, Q3K) and k is a positive multiple of gs.
 // (Q4K/Q5K: gs 32, k a multiple of 256; Q41/Q50/Q51: gs 32; checked by check_format_shape.)
 void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what);
 void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, const char* what);
@@ -156,6 +179,15 @@ QuantWeight repack_gguf_q5_1(std::span<const uint8_t> blocks, uint32_t n, uint32
 //   IQ4_XS 136 bytes per 256: f16 d, u16 scales_h, scales_l[4], qs[128]: the 16-byte run j holds
 //         sub-block j, byte l its elements l (low nibble) and l + 16 (high) -> IQ4XS
 QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+//   Q2_K  84 bytes per 256: scales[16] (scale | min << 4), qs[64], f16 d, f16 dmin; element
+//         128h + 32j + l (l < 32) is bits 2j..2j+1 of qs[32h + l], in sub-block (128h + 32j + l) / 16;
+//         value = d * (scales[i] & 15) * q - dmin * (scales[i] >> 4) -> Q2K
+//   Q3_K  110 bytes per 256: hmask[32], qs[64] as Q2_K's, scales[12], f16 d; element
+//         128h + 32j + l's high bit is bit 4h + j of hmask[l]; sub-block i's 6-bit scale is
+//         (scales[i % 8] >> 4 (i / 8)) & 15 | ((scales[8 + i % 4] >> 2 (i / 4)) & 3) << 4;
+//         value = d * (scale - 32) * (q2 - (high bit ? 0 : 4)) -> Q3K
+QuantWeight repack_gguf_q2_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+QuantWeight repack_gguf_q3_k(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 // The repack of a GGUF tensor's blocks into format f (a from_gguf_blocks format).
 QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 
