@@ -1,0 +1,426 @@
+// A part of linear_q.wgsl (gpu/pipeline.h `//! use`): the matrix routes, small_m (2..7 rows)
+// and the gemm route's two kernels (quantize_act, then the int8 gemm). Bindings and overrides
+// are linear_q.wgsl's.
+// ---- small M (2..7 rows) ----------------------------------------------------------------
+// 256 threads: 32 along K times 8 row sets of RPT rows; one weight word per row per step,
+// applied to every live row of x (f32 activations; q6k has no small_m: its gemm serves).
+const WG: u32 = 256u;
+const RPT: u32 = 4u;
+const MMAX: u32 = 7u;
+const SK: u32 = 32u;
+// The lanes along K are summed by subgroup shuffles, then (where a subgroup is narrower than
+// SK) the SK / SG partials of each lane group through red_s, RCH accumulators at a time:
+// red_s is [RCH][WG / SG] words (7 KiB without subgroups, one word with SG >= SK), so the
+// kernel fits WebGPU's default 16 KiB of workgroup storage.
+const RCH: u32 = 7u;
+override SM_RED: u32 = 1792u;  // RCH * WG / SG, or 1 when SG >= SK
+var<workgroup> red_s: array<f32, SM_RED>;
+
+@compute @workgroup_size(WG)
+fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let t = lid % SK;
+  let n0 = (wid.x + wid.y * nwg.x) * (RPT * (WG / SK)) + (lid / SK) * RPT;
+  let per = select(8u, 4u, BITS == 8u);  // values per word
+  let wpr = select(p.k / per, 0u, BITS <= 3u);  // q2k / q3k: their own loop below
+  let rw = q_row_words();
+  let k4 = p.k / 4u;
+  let qs = select(16.0, 32.0, BITS == 5u);  // q = qs * (v - 1), as in the gemv
+  var rows: array<u32, RPT>;
+  for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, p.n - 1u); }
+  var acc: array<f32, 28>;  // [RPT][MMAX]
+  // q2k / q3k: one plane word (16 values, one sub-block) per row and step, its scale byte and
+  // (q3k) third bits beside it, the gemv's q23_sub on each live row of x.
+  for (var g = select(p.k, t, BITS <= 3u); g < p.k / 16u; g += SK) {
+    var xa: array<vec4<f32>, MMAX>;
+    var xb: array<vec4<f32>, MMAX>;
+    var xc: array<vec4<f32>, MMAX>;
+    var xd: array<vec4<f32>, MMAX>;
+    var xsum: array<f32, MMAX>;
+    for (var m = 0u; m < MMAX; m++) {
+      if (m < p.m) {
+        let xi = m * k4 + 4u * g;
+        xa[m] = x4[xi];
+        xb[m] = x4[xi + 1u];
+        xc[m] = x4[xi + 2u];
+        xd[m] = x4[xi + 3u];
+        xsum[m] = dot(xa[m] + xb[m] + xc[m] + xd[m], vec4<f32>(1.0));
+      }
+    }
+    let pw = g % 16u;  // the plane word in its block
+    for (var r = 0u; r < RPT; r++) {
+      let rb = rows[r] * rw + (g / 16u) * q23_block_words();
+      let blk = rows[r] * (p.k / 256u) + g / 16u;
+      let sb = qw[rb + select(16u, 24u, BITS == 3u) + pw / 4u] >> (8u * (pw % 4u));
+      var o = Q23Row(vec4<u32>(qw[rb + pw], 0u, 0u, 0u), vec2<u32>(0u), sb, vec2<f32>(0.0));
+      if (BITS == 3u) {
+        o.hb.x = qw[rb + 16u + pw / 2u] >> (4u * (pw % 2u));
+        o.d = vec2<f32>(scale_at(blk), 0.0);
+      } else {
+        o.d = unpack2x16float(sc[blk]);
+      }
+      for (var m = 0u; m < MMAX; m++) {
+        if (m < p.m) { acc[r * MMAX + m] += q23_sub(o, 0u, xa[m], xb[m], xc[m], xd[m], xsum[m]); }
+      }
+    }
+  }
+  for (var w = t; w < wpr; w += SK) {
+    let k0 = w * per;
+    var xa: array<vec4<f32>, MMAX>;
+    var xb: array<vec4<f32>, MMAX>;
+    var xsum: array<f32, MMAX>;
+    for (var m = 0u; m < MMAX; m++) {
+      if (m < p.m) {
+        xa[m] = x4[m * k4 + k0 / 4u];
+        if (BITS != 8u) {
+          xb[m] = x4[m * k4 + k0 / 4u + 1u];
+          xsum[m] = dot(xa[m] + xb[m], vec4<f32>(1.0));
+        }
+      }
+    }
+    for (var r = 0u; r < RPT; r++) {
+      let word = qw[rows[r] * rw + w];
+      let f = gv_affine(rows[r], k0);
+      if (BITS == 8u) {
+        let v = q8_vals(word);
+        for (var m = 0u; m < MMAX; m++) {
+          if (m < p.m) { acc[r * MMAX + m] = fma(dot(v, xa[m]), f.x, acc[r * MMAX + m]); }
+        }
+      } else {
+        var lo: vec4<f32>;
+        var hi: vec4<f32>;
+        if (NL) {
+          lo = nl_vals(word);
+          hi = nl_vals(word >> 16u);
+          for (var m = 0u; m < MMAX; m++) {
+            if (m < p.m) { acc[r * MMAX + m] = fma(dot(lo, xa[m]) + dot(hi, xb[m]), f.x, acc[r * MMAX + m]); }
+          }
+          continue;
+        }
+        if (BITS == 5u) {
+          let hb = qw[rows[r] * rw + p.k / 8u + w / 4u] >> (8u * (w % 4u));
+          lo = q5_mant(word, hb);
+          hi = q5_mant(word >> 16u, hb >> 4u);
+        } else {
+          lo = q4_mant(word);
+          hi = q4_mant(word >> 16u);
+        }
+        for (var m = 0u; m < MMAX; m++) {
+          if (m < p.m) {
+            let d = dot(lo, xa[m]) + dot(hi, xb[m]) - xsum[m];
+            acc[r * MMAX + m] += fma(d, qs * f.x, -f.y * xsum[m]);
+          }
+        }
+      }
+    }
+  }
+  for (var i = 0u; i < RPT * MMAX; i++) { acc[i] = sg_sum(acc[i]); }
+  if (SG < SK) {
+    let width = WG / SG;  // partials held by lanes t % SG == 0, lane group g's at g * SK / SG
+    for (var c0 = 0u; c0 < RPT * MMAX; c0 += RCH) {
+      if (t % SG == 0u) {
+        for (var j = 0u; j < RCH && c0 + j < RPT * MMAX; j++) { red_s[j * width + lid / SG] = acc[c0 + j]; }
+      }
+      workgroupBarrier();
+      if (t == 0u) {
+        for (var j = 0u; j < RCH && c0 + j < RPT * MMAX; j++) {
+          var sum = 0.0;
+          for (var q = 0u; q < SK / SG; q++) { sum += red_s[j * width + lid / SG + q]; }
+          acc[c0 + j] = sum;
+        }
+      }
+      workgroupBarrier();
+    }
+  }
+  if (t == 0u) {
+    for (var r = 0u; r < RPT; r++) {
+      let n = n0 + r;
+      if (n >= p.n) { continue; }
+      for (var m = 0u; m < p.m; m++) { y[m * p.ld + p.y_off + n] = finish_mn(acc[r * MMAX + m], m, n); }
+    }
+  }
+}
+
+// ---- int8 activations (gemm route, first kernel) ----------------------------------------
+// One thread per (row m, group g): scale = absmax / 127, q = round(x * 127 / absmax).
+// For q4/q5 weights each 8 values are stored as two words, k = 0, 2, 4, 6 then 1, 3, 5, 7, the
+// order in which the gemm unpacks the weight nibbles. The K-quants use groups of 32 (gs).
+@compute @workgroup_size(64)
+fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + wid.y * nwg.x) * 64u + lid;
+  let groups = p.k / p.gs;
+  if (i >= p.m * groups) { return; }
+  let m = i / groups;
+  let g = i % groups;
+  let base = (m * p.k + g * p.gs) / 4u;  // vec4 index into x, and word index into xq
+  var amax = 0.0;
+  for (var j = 0u; j < p.gs / 4u; j++) {
+    let v = abs(x4[base + j]);
+    amax = max(amax, max(max(v.x, v.y), max(v.z, v.w)));
+  }
+  xs[i] = amax / 127.0;
+  let inv = select(0.0, 127.0 / amax, amax > 0.0);
+  if (BITS == 4u || BITS == 5u) {
+    for (var j = 0u; j < p.gs / 8u; j++) {
+      let a = x4[base + 2u * j] * inv;
+      let b = x4[base + 2u * j + 1u] * inv;
+      xq[base + 2u * j] = pack4xI8(vec4<i32>(round(vec4<f32>(a.x, a.z, b.x, b.z))));
+      xq[base + 2u * j + 1u] = pack4xI8(vec4<i32>(round(vec4<f32>(a.y, a.w, b.y, b.w))));
+    }
+  } else {
+    for (var j = 0u; j < p.gs / 4u; j++) {
+      xq[base + j] = pack4xI8(vec4<i32>(round(x4[base + j] * inv)));
+    }
+  }
+}
+
+// ---- int8 x int4/int5/int6/int8 GEMM (gemm route, second kernel) -------------------------
+// 64 x 128 outputs per workgroup, 4 x 8 per thread (rows tm + 16i, columns tn + 16j), K in
+// steps of 32. Integer sums per group, then one f32 multiply-add by both scales. The K-quants
+// flush every 32 values: the AFFINE formats (unsigned q, value = a q - b) subtract b times the integer sum
+// of the activations; q6k (q - 32 signed, an int8 scale per 16 values) and q3k (q - 4 signed,
+// likewise) weight the two halves' integer sums by their scales before the flush by d; q2k
+// weights them by its 4-bit scales and takes dmin * min * sum(x) off each half.
+const BM: u32 = 64u;
+const BN: u32 = 128u;
+var<workgroup> as_: array<u32, 512>;   // [8 words][BM]
+var<workgroup> bs_: array<u32, 1024>;  // [8 words][BN], signed int8 quadruples
+var<workgroup> sx: array<f32, BM>;
+var<workgroup> sw: array<f32, BN>;
+var<workgroup> smin: array<f32, BN>;   // AFFINE: the group's min; q2k: dmin
+var<workgroup> sk6: array<u32, BN>;    // q6k, q3k, q2k: the two sub-block scales of the step, bytes 0 and 1
+
+// Stored nibbles (q + 8, one per byte) to signed bytes q: flip bit 3, then sign-extend it.
+fn q4_to_i8(v: u32) -> u32 {
+  let t = v ^ 0x08080808u;
+  return t | ((t & 0x08080808u) * 0x1Eu);
+}
+
+// Bits 0, 2, 4, 6 of e to bit 4 of bytes 0..3 (q5k's fifth bits beside the nibble bytes).
+fn spread5(e: u32) -> u32 {
+  return ((e & 1u) << 4u) | ((e & 4u) << 10u) | ((e & 16u) << 16u) | ((e & 64u) << 22u);
+}
+
+// q3k's bytes q in 0..7 to signed bytes q - 4: flip bit 2, then sign-extend it.
+fn q3_to_i8(v: u32) -> u32 {
+  let t = v ^ 0x04040404u;
+  return t | ((t & 0x04040404u) * 0x3Eu);
+}
+
+// Bytes q in 0..63 to signed bytes q - 32: flip bit 5, then sign-extend it.
+fn q6_to_i8(v: u32) -> u32 {
+  let t = v ^ 0x20202020u;
+  return t | ((t & 0x20202020u) * 6u);
+}
+
+// The B tile (the weight) of step k0: 8 words of int8 quadruples per column.
+fn gemm_load_b(n0: u32, k0: u32, lid: u32) {
+  let rw = q_row_words();
+  if (BITS == 4u || BITS == 5u) {
+    for (var e = 0u; e < 2u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 4u;
+      let w = idx % 4u;
+      var v = select(0x88888888u, 0u, AFFINE);  // zeros
+      var hb = 0u;
+      if (n0 + nn < p.n) {
+        v = qw[(n0 + nn) * rw + k0 / 8u + w];
+        if (BITS == 5u) { hb = qw[(n0 + nn) * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
+      }
+      var lo = v & 0x0F0F0F0Fu;
+      var hi = (v >> 4u) & 0x0F0F0F0Fu;
+      if (NL) {
+        lo = nl_bytes(lo);
+        hi = nl_bytes(hi);
+      } else if (!AFFINE) {
+        lo = q4_to_i8(lo);
+        hi = q4_to_i8(hi);
+      }
+      if (BITS == 5u) {
+        lo |= spread5(hb & 0x55u);
+        hi |= spread5((hb >> 1u) & 0x55u);
+      }
+      bs_[(2u * w) * BN + nn] = lo;
+      bs_[(2u * w + 1u) * BN + nn] = hi;
+    }
+  } else if (BITS == 6u) {
+    // Chunk c of the row: block c / 8, half h, quarter t (quant.h's Q6K, as in the gemv).
+    let c = k0 / 32u;
+    let h = (c / 4u) % 2u;
+    let t = c % 4u;
+    for (var e = 0u; e < 4u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 8u;
+      let w = idx % 8u;
+      var v = 0u;
+      if (n0 + nn < p.n) {
+        let base = (n0 + nn) * rw + (c / 8u) * Q6K_WORDS;
+        let ql = qw[base + 16u * h + 8u * (t % 2u) + w];
+        let qh = qw[base + 32u + 8u * h + w];
+        v = q6_to_i8(((ql >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((qh >> (2u * t)) & 0x03030303u) << 4u));
+      }
+      bs_[w * BN + nn] = v;
+    }
+  } else if (BITS <= 3u) {
+    // The step's 32 values are plane words wq, wq + 1 of block k0 / 256; word w of the step is
+    // plane w % 4 of word wq + w / 4 (values 4w .. 4w + 3). q3k: signed q - 4 (q6k-like).
+    let blk = k0 / 256u;
+    let wq = (k0 % 256u) / 16u;
+    for (var e = 0u; e < 4u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 8u;
+      let w = idx % 8u;
+      var v = 0u;
+      if (n0 + nn < p.n) {
+        let base = (n0 + nn) * rw + blk * q23_block_words();
+        let pw = wq + w / 4u;
+        let s = w % 4u;
+        v = (qw[base + pw] >> (2u * s)) & 0x03030303u;
+        if (BITS == 3u) { v = q3_to_i8(v | (((qw[base + 16u + pw / 2u] >> (4u * (pw % 2u) + s)) & 0x01010101u) << 2u)); }
+      }
+      bs_[w * BN + nn] = v;
+    }
+  } else {
+    for (var e = 0u; e < 4u; e++) {
+      let idx = lid + WG * e;
+      let nn = idx / 8u;
+      let w = idx % 8u;
+      var v = 0u;
+      if (n0 + nn < p.n) { v = qw[(n0 + nn) * rw + k0 / 4u + w]; }
+      bs_[w * BN + nn] = v;
+    }
+  }
+}
+
+// Column nn's scales for step k0 (threads BM .. BM + BN).
+fn gemm_load_scales(n: u32, nn: u32, k0: u32) {
+  var s = 0.0;
+  var mn = 0.0;
+  var k6 = 0u;
+  if (n < p.n) {
+    if (BITS == 6u) {
+      let c = k0 / 32u;
+      s = scale_at(n * (p.k / 256u) + c / 8u);
+      let j = 8u * ((c / 4u) % 2u) + 2u * (c % 4u);  // the scale of the chunk's first 16 values
+      k6 = qw[n * q_row_words() + (c / 8u) * Q6K_WORDS + 48u + j / 4u] >> (8u * (j % 4u));
+    } else if (BITS <= 3u) {
+      // The step's two sub-blocks' scale bytes (q2k scale | min << 4, q3k int8) in bytes 0, 1.
+      let blk = n * (p.k / 256u) + k0 / 256u;
+      let j = (k0 % 256u) / 16u;
+      k6 = qw[n * q_row_words() + (k0 / 256u) * q23_block_words() + select(16u, 24u, BITS == 3u) + j / 4u] >>
+           (8u * (j % 4u));
+      if (BITS == 3u) {
+        s = scale_at(blk);
+      } else {
+        let dm = unpack2x16float(sc[blk]);
+        s = dm.x;
+        mn = dm.y;
+      }
+    } else {
+      let f = gv_affine(n, k0);
+      s = f.x;
+      mn = f.y;
+    }
+  }
+  sw[nn] = s;
+  smin[nn] = mn;
+  sk6[nn] = k6;
+}
+
+// Word kw of the step: the thread's 4 x 8 integer dots (AFFINE: and its rows' activation sums).
+fn gemm_word(kw: u32, tm: u32, tn: u32, acc: ptr<function, array<array<i32, 8>, 4>>,
+             xsum: ptr<function, array<i32, 4>>) {
+  var a: array<u32, 4>;
+  var b: array<u32, 8>;
+  for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
+  for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 8u; j++) { (*acc)[i][j] += dot4I8Packed(a[i], b[j]); }
+    if (AFFINE || BITS == 2u) { (*xsum)[i] += dot4I8Packed(a[i], 0x01010101u); }
+  }
+}
+
+fn i8_at(w: u32, byte: u32) -> i32 { return (bitcast<i32>(w << (24u - 8u * byte))) >> 24u; }
+
+@compute @workgroup_size(WG)
+fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let m0 = wid.y * BM;
+  let n0 = wid.x * BN;
+  let tn = lid % 16u;
+  let tm = lid / 16u;
+  let groups = p.k / p.gs;
+  let k4 = p.k / 4u;
+  var acci: array<array<i32, 8>, 4>;
+  var accf: array<array<f32, 8>, 4>;
+  var xsum: array<i32, 4>;  // AFFINE: the activations' integer sums of the group
+  for (var k0 = 0u; k0 < p.k; k0 += 32u) {
+    let g = k0 / p.gs;
+    for (var e = 0u; e < 2u; e++) {
+      let idx = lid + WG * e;
+      let mm = idx / 8u;
+      let kw = idx % 8u;
+      var v = 0u;
+      if (m0 + mm < p.m) { v = xq[(m0 + mm) * k4 + k0 / 4u + kw]; }
+      as_[kw * BM + mm] = v;
+    }
+    gemm_load_b(n0, k0, lid);
+    if (lid < BM) {
+      var s = 0.0;
+      if (m0 + lid < p.m) { s = xs[(m0 + lid) * groups + g]; }
+      sx[lid] = s;
+    } else if (lid < BM + BN) {
+      gemm_load_scales(n0 + lid - BM, lid - BM, k0);
+    }
+    workgroupBarrier();
+    if (BITS == 6u || BITS <= 3u) {
+      // Two halves of 16 values, each weighted by its column's int8 scale (q2k: its 4-bit
+      // scale, and its 4-bit min times the half's activation sums xh, taken off in f32).
+      // (part is zeroed explicitly: a declaration inside the loop was not re-zeroed on lavapipe.)
+      var part: array<array<i32, 8>, 4>;
+      var xh: array<i32, 4>;
+      for (var hf = 0u; hf < 2u; hf++) {
+        for (var i = 0u; i < 4u; i++) {
+          for (var j = 0u; j < 8u; j++) { part[i][j] = 0; }
+          xh[i] = 0;
+        }
+        for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) { gemm_word(kw, tm, tn, &part, &xh); }
+        for (var j = 0u; j < 8u; j++) {
+          let sk = sk6[tn + 16u * j];
+          let s6 = select(i8_at(sk, hf), i32((sk >> (8u * hf)) & 15u), BITS == 2u);
+          for (var i = 0u; i < 4u; i++) { acci[i][j] += part[i][j] * s6; }
+          if (BITS == 2u) {
+            let mn = f32((sk >> (8u * hf + 4u)) & 15u) * smin[tn + 16u * j];
+            for (var i = 0u; i < 4u; i++) { accf[i][j] -= sx[tm + 16u * i] * mn * f32(xh[i]); }
+          }
+        }
+      }
+    } else {
+      for (var kw = 0u; kw < 8u; kw++) { gemm_word(kw, tm, tn, &acci, &xsum); }
+    }
+    if ((k0 + 32u) % p.gs == 0u) {
+      for (var i = 0u; i < 4u; i++) {
+        let s = sx[tm + 16u * i];
+        for (var j = 0u; j < 8u; j++) {
+          let n = tn + 16u * j;
+          if (AFFINE) {
+            accf[i][j] += s * fma(f32(acci[i][j]), sw[n], -f32(xsum[i]) * smin[n]);
+          } else {
+            accf[i][j] = fma(f32(acci[i][j]), s * sw[n], accf[i][j]);
+          }
+          acci[i][j] = 0;
+        }
+        xsum[i] = 0;
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let m = m0 + tm + 16u * i;
+    if (m >= p.m) { continue; }
+    for (var j = 0u; j < 8u; j++) {
+      let n = n0 + tn + 16u * j;
+      if (n < p.n) { y[m * p.ld + p.y_off + n] = finish_mn(accf[i][j], m, n); }
+    }
+  }
+}
