@@ -29,6 +29,7 @@
 
 #include "graph/graph.h"
 #include "ops/common.h"
+#include "ops/kv_cache/kv_cache.h"
 
 namespace wgrt::ops {
 
@@ -42,6 +43,11 @@ struct AttentionDesc {
   std::optional<float> scale;     // default 1 / sqrt(head_dim)
   uint32_t decode_max_chunks = 0;  // flash-decoding split cap, 1..kMaxDecodeChunks; 0: default
   bool decode_subgroups = true;    // decode_sg where the device has subgroups (false: decode_split)
+  // Per-token positions and cache regions (a step mixing sequences) instead of pos + i. With
+  // rows, steps of 1 .. decode_max_tokens tokens take the flash-decoding route, each token on its
+  // own (one decode token per sequence), longer steps the prefill route.
+  std::optional<KvRows> rows;
+  uint32_t decode_max_tokens = 1;  // with rows: 1 .. max_tokens
 };
 
 constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB: keys per decode block

@@ -7,10 +7,25 @@
 // for decode, which is bound by reading the cache. Writing past n_ctx is rejected by plan.
 #pragma once
 
+#include <optional>
+
 #include "graph/graph.h"
 #include "ops/common.h"
 
 namespace wgrt::ops {
+
+// Per-token KV placement, for steps whose tokens come from several sequences (continuous
+// batching; docs/DESIGN.md). `table` is an input u32 [max_tokens, 2] whose live rows match the
+// step's tokens: row i = (p_i, b_i), token i's position in its sequence and the first cache row
+// of its sequence's region. Token i turns at position p_i, its k and v land at cache row
+// b_i + p_i, and its query attends cache rows b_i .. b_i + p_i. The tokens of one sequence are
+// contiguous in the step with increasing positions; the caller checks that, and that every
+// b_i + p_i < n_ctx (kernels clamp, so a bad table cannot write outside the caches).
+// Ops given no table place token i at position pos + i of the one sequence (the `pos` symbol).
+struct KvRows {
+  graph::TensorId table;     // u32 [max_tokens, 2] input (dynamic dim 0 = n_tokens)
+  graph::SymbolId max_keys;  // max over the step's tokens of p_i + 1: attention's split, checked <= n_ctx
+};
 
 struct KvCacheDesc {
   std::string name;  // node name, e.g. "kv_write.3"
@@ -18,7 +33,8 @@ struct KvCacheDesc {
   graph::TensorId v;  // same shape as k
   graph::TensorId k_cache;  // State [n_kv_heads, n_ctx, head_dim], F32 or F16
   graph::TensorId v_cache;  // same shape and dtype as k_cache
-  graph::SymbolId pos;      // first position written
+  graph::SymbolId pos;      // first position written (without rows)
+  std::optional<KvRows> rows;  // per-token positions and regions instead of pos
 };
 
 // A cache tensor of the layout above (role State); dtype F32 or F16.

@@ -20,6 +20,7 @@
 
 #include "graph/graph.h"
 #include "ops/common.h"
+#include "ops/kv_cache/kv_cache.h"
 
 namespace wgrt::ops {
 
@@ -55,6 +56,7 @@ struct RopeDesc {
   uint32_t head_dim = 0;
   uint32_t n_rot = 0;     // 0: head_dim
   RopeLayout layout = RopeLayout::Normal;
+  std::optional<KvRows> rows;  // per-token positions (KvRows::table's p_i) instead of pos + i
 };
 
 graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d);
@@ -73,6 +75,7 @@ struct RopeQkv {
   uint32_t n_rot = 0;  // 0: head_dim; a multiple of 4
   RopeLayout layout = RopeLayout::Normal;
   graph::TensorId k_cache, v_cache;
+  std::optional<KvRows> rows;  // per-token positions and cache regions instead of pos + row
 };
 struct RopeQkvDesc {
   std::string name;  // node and output (rotated q) name, e.g. "attn_q_rope.3"
