@@ -2,9 +2,12 @@
 // so wgrt's rows and a peer's can be set side by side. One row per test (pp512, tg128,
 // pp512 @ d4096, tg128 @ d4096), with mean ± sample standard deviation of tok/s over the
 // repetitions. Token ids are random (no tokenizer in the timing). Progress goes to stderr,
-// rows to stdout as each test finishes.
+// rows to stdout as each test finishes. `--parallel 1,8` adds tg rows of several sequences
+// decoding together on one graph (continuous batching, as `wgrt serve` steps): "tg128 x8" is
+// the aggregate tok/s of 8 sequences of 128 tokens each.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +21,7 @@
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "llm/batch.h"
 #include "llm/profile.h"
 #include "llm/session.h"
 #include "model/file_type.h"
@@ -37,18 +41,23 @@ struct BenchFlags {
   bool no_warmup = false, kv_f32 = false;
   bool profile = false;  // then per kernel: a prefill and decode steps at each depth
   std::string peaks;
+  std::vector<uint32_t> parallel;  // sequences per batched tg test; empty: none
 };
 
 constexpr uint32_t kProfileSteps = 32;  // decode steps per profile (+ 2 warm-up)
 
 struct Test {
   uint32_t n_prompt = 0, n_gen = 0, depth = 0;
+  uint32_t parallel = 0;  // > 0: tg of this many sequences on the batched graph
 };
 
 std::string test_name(const Test& t) {
   std::string name = t.n_prompt ? fmt::format("pp{}", t.n_prompt) : fmt::format("tg{}", t.n_gen);
+  if (t.parallel) name += fmt::format(" x{}", t.parallel);
   return t.depth ? name + fmt::format(" @ d{}", t.depth) : name;
 }
+
+uint32_t tokens_of(const Test& t) { return t.n_prompt + t.n_gen * std::max<uint32_t>(t.parallel, 1); }
 
 // llama-bench's order: for each depth, its pp tests, then its tg tests; 0 in a list skips.
 std::vector<Test> plan_tests(const BenchFlags& f) {
@@ -59,6 +68,11 @@ std::vector<Test> plan_tests(const BenchFlags& f) {
     for (uint32_t n : f.n_gen)
       if (n) tests.push_back({.n_gen = n, .depth = d});
   }
+  // The batched rows after the others: they run on a second graph.
+  for (uint32_t d : f.depth)
+    for (uint32_t n : f.n_gen)
+      for (uint32_t p : f.parallel)
+        if (n) tests.push_back({.n_gen = n, .depth = d, .parallel = p});
   return tests;
 }
 
@@ -68,6 +82,10 @@ uint32_t positions(const Test& t) { return t.depth + t.n_prompt + t.n_gen; }
 void validate(const BenchFlags& f) {
   std::vector<Test> tests = plan_tests(f);
   if (tests.empty()) throw CLI::ValidationError("bench", "no test to run: every -p and -n value is 0");
+  for (uint32_t p : f.parallel)
+    if (p > f.batch)
+      throw CLI::ValidationError("bench", fmt::format("--parallel {} is past the batch of {} tokens per step (hint: "
+                                                      "a larger -b)", p, f.batch));
   if (f.ctx)
     for (const Test& t : tests)
       if (positions(t) > f.ctx)
@@ -176,12 +194,45 @@ uint64_t time_repetition(llm::Session& s, const Test& t, std::span<const int32_t
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 
+// A batched tg repetition: t.parallel sequences, each at t.depth, decode n_gen tokens each in
+// steps of one token per sequence, each fed its row's argmax of the step before (as `wgrt
+// serve` steps its slots: read back, then the next step).
+uint64_t time_parallel(llm::Session& s, const Test& t, std::span<const int32_t> first_tokens) {
+  std::vector<int32_t> next(first_tokens.begin(), first_tokens.end());
+  std::vector<llm::SeqPart> parts(t.parallel);
+  const auto t0 = Clock::now();
+  for (uint32_t i = 0; i < t.n_gen; ++i) {
+    for (uint32_t q = 0; q < t.parallel; ++q) parts[q] = {q, {&next[q], 1}, true};
+    llm::eval_seqs(s, parts, llm::Readout::Argmax);
+    for (uint32_t q = 0; q < t.parallel; ++q) next[q] = llm::read_argmax_row(s, q);
+  }
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
 // Back to `depth` cached positions. Evals at or past a position never change the cache below
 // it, so each repetition finds the same depth KV without prefilling it again (llama-bench
 // restores a saved state for the same purpose).
 void rewind(llm::Session& s, uint32_t depth) {
   llm::reset(s);
   s.n_past = depth;
+  for (uint32_t& p : s.seq_past) p = depth;
+}
+
+// Fills `depth` positions of KV cache (of every sequence of a batched graph), untimed.
+void prefill_depth(llm::Session& s, std::mt19937& rng, uint32_t depth) {
+  llm::reset(s);
+  const auto t0 = Clock::now();
+  for (uint32_t q = 0; q < llm::n_seqs(s); ++q) {
+    const std::vector<int32_t> tokens = random_tokens(rng, s.mg.n_vocab, depth);
+    for (uint32_t first = 0; first < depth; first += s.mg.max_batch) {
+      const uint32_t n = std::min(s.mg.max_batch, depth - first);
+      const llm::SeqPart part{q, {tokens.data() + first, n}, true};
+      llm::eval_seqs(s, {&part, 1}, llm::Readout::Argmax);
+    }
+  }
+  (void)llm::read_argmax_row(s, 0);
+  fmt::print(stderr, "wgrt bench: depth {}: KV prefilled (untimed) in {:.2f} s\n", depth,
+             std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
 struct Result {
@@ -199,39 +250,35 @@ std::string utc_now() {
   return buf;
 }
 
-// Runs every test; `done` gets each result as it is measured.
-void run_tests(llm::Session& s, const BenchFlags& f, const std::vector<Test>& tests,
-               const std::function<void(const Result&)>& done) {
+// Runs `tests` (all on the single-sequence graph, or all batched) on `s`; `done` gets each
+// result as it is measured.
+void run_tests(llm::Session& s, const BenchFlags& f, const std::vector<Test>& tests, size_t first_index,
+               size_t n_tests, const std::function<void(const Result&)>& done) {
   std::mt19937 rng(1234);
   const uint32_t n_vocab = s.mg.n_vocab;
   uint32_t filled_depth = 0;  // the depth whose KV the cache holds
   llm::reset(s);
-  for (size_t i = 0; i < tests.size(); ++i) {
-    const Test& t = tests[i];
+  for (size_t k = 0; k < tests.size(); ++k) {
+    const Test& t = tests[k];
+    const size_t i = first_index + k;
     const std::string name = test_name(t);
-    if (t.depth != filled_depth && t.depth > 0) {
-      llm::reset(s);
-      const auto t0 = Clock::now();
-      llm::eval(s, random_tokens(rng, n_vocab, t.depth), {}, llm::Readout::Argmax);
-      (void)llm::read_argmax(s);
-      fmt::print(stderr, "wgrt bench: depth {}: KV prefilled (untimed) in {:.2f} s\n", t.depth,
-                 std::chrono::duration<double>(Clock::now() - t0).count());
-    }
+    if (t.depth != filled_depth && t.depth > 0) prefill_depth(s, rng, t.depth);
     filled_depth = t.depth;
     auto once = [&] {
       rewind(s, t.depth);
+      if (t.parallel) return time_parallel(s, t, random_tokens(rng, n_vocab, t.parallel));
       std::vector<int32_t> prompt = random_tokens(rng, n_vocab, t.n_prompt);
       return time_repetition(s, t, prompt, random_tokens(rng, n_vocab, 1)[0]);
     };
     Result r{t, utc_now(), {}};
     if (!f.no_warmup) {
-      fmt::print(stderr, "wgrt bench: [{}/{}] {}: warm-up\n", i + 1, tests.size(), name);
+      fmt::print(stderr, "wgrt bench: [{}/{}] {}: warm-up\n", i + 1, n_tests, name);
       (void)once();
     }
     for (uint32_t rep = 0; rep < f.reps; ++rep) {
       r.samples_ns.push_back(once());
-      fmt::print(stderr, "wgrt bench: [{}/{}] {}: repetition {}/{}: {:.2f} tok/s\n", i + 1, tests.size(), name,
-                 rep + 1, f.reps, (t.n_prompt + t.n_gen) * 1e9 / double(r.samples_ns.back()));
+      fmt::print(stderr, "wgrt bench: [{}/{}] {}: repetition {}/{}: {:.2f} tok/s\n", i + 1, n_tests, name,
+                 rep + 1, f.reps, tokens_of(t) * 1e9 / double(r.samples_ns.back()));
     }
     done(r);
   }
@@ -258,7 +305,7 @@ Row make_row(const ModelInfo& m, const BenchFlags& f, uint32_t n_ctx, const Resu
   std::vector<double> ns, ts;
   for (uint64_t x : r.samples_ns) {
     ns.push_back(double(x));
-    ts.push_back((r.test.n_prompt + r.test.n_gen) * 1e9 / double(x));
+    ts.push_back(tokens_of(r.test) * 1e9 / double(x));
   }
   const char* kv = f.kv_f32 ? "f32" : "f16";
   Row row;
@@ -278,6 +325,7 @@ Row make_row(const ModelInfo& m, const BenchFlags& f, uint32_t n_ctx, const Resu
   row["n_prompt"] = r.test.n_prompt;
   row["n_gen"] = r.test.n_gen;
   row["n_depth"] = r.test.depth;
+  row["n_parallel"] = std::max<uint32_t>(r.test.parallel, 1);  // sequences decoding together
   row["test_time"] = r.time;
   row["avg_ns"] = uint64_t(std::llround(mean(ns)));
   row["stddev_ns"] = uint64_t(std::llround(sample_stddev(ns)));
@@ -370,8 +418,9 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
   fmt::print(stderr, "wgrt bench: {}\n", graph::describe_memory(graph::memory_plan(*s.mg.graph)));
 
   Printer out{f.output};
-  run_tests(s, f, tests, [&](const Result& r) { out.row(make_row(info, f, n_ctx, r), r); });
-  out.finish();
+  auto single_end = std::find_if(tests.begin(), tests.end(), [](const Test& t) { return t.parallel > 0; });
+  const std::vector<Test> single(tests.begin(), single_end), batched(single_end, tests.end());
+  run_tests(s, f, single, 0, tests.size(), [&](const Result& r) { out.row(make_row(info, f, n_ctx, r), r); });
   if (f.profile) {  // on stderr, so json output stays clean
     const std::optional<gpu::Peaks> peaks = llm::find_peaks(dev.caps, f.peaks);
     for (uint32_t d : f.depth) {
@@ -381,6 +430,20 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
       llm::print_profile(stderr, llm::profile_decode(s, kProfileSteps), peaks);
     }
   }
+  if (!batched.empty()) {
+    // A second graph with a KV region per sequence; the first one's buffers go first.
+    model::BuildOptions bo = o;
+    bo.n_seqs = *std::max_element(f.parallel.begin(), f.parallel.end());
+    bo.n_ctx = 1;
+    for (const Test& t : batched) bo.n_ctx = std::max(bo.n_ctx, t.depth + t.n_gen);
+    s = llm::Session{};
+    llm::Session sb = llm::open_session(dev, f.model, bo);
+    fmt::print(stderr, "wgrt bench: batched graph of {} sequences x {} positions: {}\n", bo.n_seqs, bo.n_ctx,
+               graph::describe_memory(graph::memory_plan(*sb.mg.graph)));
+    run_tests(sb, f, batched, single.size(), tests.size(),
+              [&](const Result& r) { out.row(make_row(info, f, bo.n_ctx, r), r); });
+  }
+  out.finish();
   return 0;
 }
 
@@ -411,6 +474,9 @@ Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_flag("--profile", f->profile, "after the tests, per-kernel GPU time, bytes and FLOPs against the device "
                                          "peaks, and the CPU time per step, at each depth (on stderr)");
   cmd->add_option("--peaks", f->peaks, "device peaks JSON (default: bench/peaks-*.json for this adapter)");
+  cmd->add_option("--parallel", f->parallel, "also tg rows of this many sequences decoding together on one graph, "
+                                             "aggregate tok/s (comma list, e.g. 1,8; as `wgrt serve` steps its slots)")
+      ->delimiter(',')->check(CLI::Range(1u, 256u));
   add_device_flags(*cmd, dev_opts);
   cmd->callback([f] { validate(*f); });
   return [&dev_opts, f] { return run_bench(dev_opts, *f); };

@@ -56,11 +56,14 @@ int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
     throw std::runtime_error(fmt::format("cannot listen on {}:{} (hint: is the port in use? --port 0 picks a free one)",
                                          f.host, f.port));
   }
-  fmt::print(stderr, "wgrt: listening on http://{}:{} ({} slots, one sequence per step for now; queue of {})\n",
+  fmt::print(stderr, "wgrt: listening on http://{}:{} ({} slots batched in each step; queue of {})\n",
              f.host, port, st.sched.n_slots, f.queue_size);
 
   std::atomic<bool> failed{false}, done{false};
-  server::WorkerOptions wo{f.model.model, f.chat_template, build_options(f.model, false), dev_opts};
+  // Slot i is sequence i of the graph: every slot generates in the same steps.
+  model::BuildOptions bo = build_options(f.model, false);
+  bo.n_seqs = uint32_t(f.parallel);
+  server::WorkerOptions wo{f.model.model, f.chat_template, bo, dev_opts};
   std::thread worker([&] {
     server::run_worker(st, wo, [&](const std::string& why) {
       fmt::print(stderr, "wgrt: error: the model failed to load: {}\n", why);
@@ -102,9 +105,9 @@ Run add_serve(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   auto* cmd = app.add_subcommand(
       "serve",
       "an OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /tokenize, "
-      "/detokenize, /health, /metrics). Requests wait in a fair FIFO queue for one of --parallel slots. "
-      "For now a step serves one sequence, so one slot generates at a time; continuous batching (several "
-      "sequences per step) will run all slots together");
+      "/detokenize, /health, /metrics). Requests wait in a fair FIFO queue for one of --parallel slots; "
+      "all slots generate together (continuous batching: each step carries a token of every decoding slot "
+      "and chunks of new prompts), each with its own --ctx-size positions of KV cache");
   auto f = std::make_shared<ServeFlags>();
   add_model_flags(*cmd, f->model);
   cmd->add_option("--chat-template", f->chat_template, "a Jinja template file (or a tokenizer_config.json) to use "
@@ -113,8 +116,7 @@ Run add_serve(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("--port", f->port, "port to listen on (0: a free one, printed at start)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  cmd->add_option("--parallel", f->parallel, "request slots (for now one generates at a time: a step serves one "
-                                             "sequence until continuous batching lands)")
+  cmd->add_option("--parallel", f->parallel, "request slots, generating together (each its own context)")
       ->check(CLI::Range(size_t(1), size_t(256)))
       ->capture_default_str();
   cmd->add_option("--queue-size", f->queue_size, "requests that may wait for a slot; more get 503")

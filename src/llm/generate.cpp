@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "llm/batch.h"
+
 namespace wgrt::llm {
 
 std::string stop_filter_push(StopFilter& f, std::string_view text) {
@@ -93,21 +95,7 @@ Readout step_readout(const Session& s, const SamplerParams& p) {
 }
 
 int32_t pick_next(Session& s, Sampler& sampler) {
-  if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
-    int32_t id = read_argmax(s);
-    accept_token(sampler, id);
-    return id;
-  }
-  std::vector<Candidate> cands;
-  if (needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k) {
-    std::vector<float> logits = read_logits(s);
-    const size_t v = s.mg.n_vocab, row = logits.size() / v - 1;
-    cands.resize(v);
-    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
-  } else {
-    cands = read_top_k(s);
-  }
-  return sample(sampler, cands);
+  return pick_next_row(s, sampler, s.last_rows - 1);
 }
 
 GenerateStats generate(Session& s, const GenerateOptions& o, const std::function<void(std::string_view)>& on_text) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "llm/batch.h"
 #include "model/random_model.h"
 #include "ops/sampling/sampling.h"
 
@@ -49,12 +50,10 @@ Session open_session(gpu::Device& dev, const std::string& model_path, const mode
     throw model::ModelError(fmt::format("{}: the tokenizer has {} tokens but the model only {} embeddings",
                                         s.model.path, s.tok.vocab.n_vocab(), s.model.config.n_vocab));
   s.mg = model::build_model(dev, s.model, o);
+  if (s.mg.n_seqs > 1) s.seq_past.assign(s.mg.n_seqs, 0);
   return s;
 }
 
-namespace {
-
-// The outputs a Readout snapshots; all are graph outputs marked at build.
 std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Readout r,
                                                  std::array<graph::TensorId, 4>& buf) {
   size_t n = 0;
@@ -66,8 +65,6 @@ std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Re
   if (r == Readout::All || r == Readout::Logits) buf[n++] = mg.logits;
   return {buf.data(), n};
 }
-
-}  // namespace
 
 bool can_sample_on_gpu(const Session& s, const SamplerParams& p) {
   return !s.mg.all_logits && p.temperature > 0 && !needs_all_logits(p) && p.top_k >= 1 && p.top_k <= s.mg.top_k;
@@ -111,6 +108,7 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
     if (pick) write_pick(s, *sample);
     graph::write_tensor(g, mg.tokens, tokens.data() + first, n * sizeof(int32_t));
     s.last = graph::execute(g, {.read = read});
+    s.last_rows = mg.all_logits ? n : 1;
     s.n_past += n;
     if (chunk_done) chunk_done(first, n);
   }
@@ -132,6 +130,7 @@ graph::Snapshot submit_fed_step(Session& s, const GpuSample* sample) {
   graph::update(g, {&shape, 1}, syms);
   if (sample) write_pick(s, *sample);
   s.last = graph::execute(g, {.read = {&mg.argmax, 1}});
+  s.last_rows = 1;
   s.n_past += 1;
   return s.last;
 }
@@ -146,15 +145,12 @@ std::vector<float> read_logits(Session& s) { return graph::read_output<float>(*s
 int32_t read_argmax(Session& s) { return read_argmax(s, s.last); }
 
 std::vector<Candidate> read_top_k(Session& s) {
-  graph::Graph& g = *s.mg.graph;
-  std::vector<uint32_t> ids = graph::read_output<uint32_t>(g, s.last, s.mg.top_ids);
-  std::vector<float> vals = graph::read_output<float>(g, s.last, s.mg.top_logits);
-  const size_t k = s.mg.top_k, last = ids.size() / k - 1;
-  std::vector<Candidate> c(k);
-  for (size_t i = 0; i < k; ++i) c[i] = {int32_t(ids[last * k + i]), vals[last * k + i]};
-  return c;
+  return read_top_k_row(s, s.last_rows - 1);
 }
 
-void reset(Session& s) { s.n_past = 0; }
+void reset(Session& s) {
+  s.n_past = 0;
+  std::fill(s.seq_past.begin(), s.seq_past.end(), 0);
+}
 
 }  // namespace wgrt::llm

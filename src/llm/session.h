@@ -2,6 +2,7 @@
 // positions of the cache hold the conversation so far.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -21,8 +22,10 @@ struct Session {
   model::ModelFile model;
   tokenizer::Tokenizer tok;
   model::ModelGraph mg;
-  uint32_t n_past = 0;  // positions of the KV cache in use
+  uint32_t n_past = 0;  // positions of the KV cache in use (one sequence)
+  std::vector<uint32_t> seq_past;  // several sequences (llm/batch.h): positions in use per sequence
   graph::Snapshot last;  // what the latest step read back
+  size_t last_rows = 0;  // its readout rows
   // Tokens per step when eval runs a prompt (0: max_batch). 1 keeps a prompt on the decode
   // route: `wgrt run` does that for short prompts on a CPU driver, whose first dispatch of a
   // kernel compiles it (docs/PERFORMANCE.md, first run on lavapipe).
@@ -77,5 +80,9 @@ int32_t read_argmax(Session& s);             // of the last row
 std::vector<Candidate> read_top_k(Session& s);  // of the last row, best first
 
 void reset(Session& s);  // forget the conversation (the cache is overwritten from 0)
+
+// The outputs a Readout snapshots (graph outputs marked at build), in `buf`.
+std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Readout r,
+                                                 std::array<graph::TensorId, 4>& buf);
 
 }  // namespace wgrt::llm

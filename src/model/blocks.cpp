@@ -49,11 +49,11 @@ graph::TensorId attention_unfused(BuildContext& b, uint32_t l, graph::TensorId h
   }
   const ops::RopeLayout layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal;
   q = ops::add_rope(b.g, {.name = tname("attn_q_rope", l), .x = q, .freqs = b.rope_freqs, .pos = b.pos,
-                          .head_dim = c.head_dim, .layout = layout});
+                          .head_dim = c.head_dim, .layout = layout, .rows = b.rows});
   k = ops::add_rope(b.g, {.name = tname("attn_k_rope", l), .x = k, .freqs = b.rope_freqs, .pos = b.pos,
-                          .head_dim = c.head_dim, .layout = layout});
+                          .head_dim = c.head_dim, .layout = layout, .rows = b.rows});
   ops::add_kv_write(b.g, {.name = tname("kv_write", l), .k = k, .v = vv, .k_cache = k_cache, .v_cache = v_cache,
-                          .pos = b.pos});
+                          .pos = b.pos, .rows = b.rows});
   return q;
 }
 
@@ -63,8 +63,10 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   const ModelConfig& c = b.c;
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const graph::DType cache_type = b.o.f16_kv ? graph::DType::F16 : graph::DType::F32;
-  graph::TensorId k_cache = ops::add_kv_cache(b.g, tname("k_cache", l), cache_type, c.n_kv_heads, b.o.n_ctx, c.head_dim);
-  graph::TensorId v_cache = ops::add_kv_cache(b.g, tname("v_cache", l), cache_type, c.n_kv_heads, b.o.n_ctx, c.head_dim);
+  // A region of n_ctx positions per sequence.
+  const uint32_t cache_rows = b.o.n_ctx * b.o.n_seqs;
+  graph::TensorId k_cache = ops::add_kv_cache(b.g, tname("k_cache", l), cache_type, c.n_kv_heads, cache_rows, c.head_dim);
+  graph::TensorId v_cache = ops::add_kv_cache(b.g, tname("v_cache", l), cache_type, c.n_kv_heads, cache_rows, c.head_dim);
   graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "attn_norm.weight"), c.dim);
 
   // Fused: attn_norm inside the q|k|v projection, RoPE of q and k and the cache write after it
@@ -82,7 +84,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
     const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
                             .head_dim = c.head_dim,
                             .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
-                            .k_cache = k_cache, .v_cache = v_cache};
+                            .k_cache = k_cache, .v_cache = v_cache, .rows = b.rows};
     q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
                                 .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,
                                 .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8});
@@ -90,8 +92,10 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("attn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
     q = attention_unfused(b, l, h, v, k_cache, v_cache);
   }
+  // With several sequences, a step of up to one token per sequence takes flash-decoding.
   graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = k_cache,
-                                                  .v_cache = v_cache, .pos = b.pos, .n_heads = c.n_heads});
+                                                  .v_cache = v_cache, .pos = b.pos, .n_heads = c.n_heads,
+                                                  .rows = b.rows, .decode_max_tokens = b.rows ? b.o.n_seqs : 1});
   // The output projection adds the residual in its epilogue.
   LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim,
                                 wname(l, "attn_output.bias"));
@@ -138,7 +142,13 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   graph::TensorId norm = load_vector(b.g, b.loader, "output_norm.weight", c.dim);
   LinearWeight out = tied ? b.embedding.table
                           : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim);
-  if (!b.o.all_logits && out.kind == LinearWeight::Kind::Quant) {
+  if (b.out_rows) {
+    // One row per sequence that wants logits; no GPU-fed decode.
+    x = ops::add_gather_rows(b.g, {.name = "out_hidden", .x = x, .rows = *b.out_rows});
+    x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
+    mg.logits = apply_linear(b.g, out, x, "logits", b.o.gemv_int8);
+    mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits});
+  } else if (!b.o.all_logits && out.kind == LinearWeight::Kind::Quant) {
     // Fused: the last row's output_norm, the vocabulary projection and the argmax in one
     // kernel (+ the partials' reduction), the id landing where the next step can read it.
     mg.logits = ops::add_linear_q(b.g, {.name = "logits", .format = out.format, .gs = out.gs, .x = x, .q = out.q.q,

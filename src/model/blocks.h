@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "model/loader.h"
 #include "model/transformer.h"
+#include "ops/kv_cache/kv_cache.h"
 
 namespace wgrt::model {
 
@@ -23,6 +24,8 @@ struct BuildContext {
   std::optional<graph::TensorId> next_token;  // State u32 [1]: the greedy pick, fed to the next step
   graph::SymbolId feed;                       // 1: the embedding reads next_token
   graph::SymbolId want_top_k;
+  std::optional<ops::KvRows> rows;         // several sequences per step (BuildOptions::n_seqs > 1)
+  std::optional<graph::TensorId> out_rows; // with rows: the step rows the output head keeps
 };
 
 // "blk.3.attn_q.weight" style weight names and "attn_q.3" style tensor names.
@@ -50,8 +53,8 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t layer, graph::TensorId x);
 graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
                                       const std::string& out);
 
-// Final norm, the last position's row (unless all_logits), output projection and GPU
-// sampling reductions; fills the graph outputs of `mg`.
+// Final norm, the last position's row (unless all_logits; with several sequences the rows of
+// out_rows), output projection and GPU sampling reductions; fills the graph outputs of `mg`.
 void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg);
 
 // The architecture builders (one file each): embeddings to the last hidden state.

@@ -18,8 +18,14 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   const ModelConfig& c = m.config;
   BuildOptions o = opts;
   if (o.n_ctx == 0) o.n_ctx = default_ctx(c);
-  if (o.n_ctx < 1 || o.max_batch < 1)
-    throw std::invalid_argument(fmt::format("context size {} and batch {} must be at least 1", o.n_ctx, o.max_batch));
+  if (o.n_ctx < 1 || o.max_batch < 1 || o.n_seqs < 1)
+    throw std::invalid_argument(fmt::format("context size {}, batch {} and sequences {} must be at least 1", o.n_ctx,
+                                            o.max_batch, o.n_seqs));
+  if (o.n_seqs > 1 && o.all_logits)
+    throw std::invalid_argument("several sequences per step and all_logits do not go together (hint: one sequence)");
+  if (uint64_t(o.n_ctx) * o.n_seqs > (uint64_t(1) << 31))
+    throw std::invalid_argument(fmt::format("{} sequences of {} positions pass 2^31 cache rows (hint: fewer slots or "
+                                            "a smaller context)", o.n_seqs, o.n_ctx));
   if (c.sliding_window && o.n_ctx > c.sliding_window)
     throw std::invalid_argument(fmt::format("context size {} is past the model's sliding attention window of {} "
                                             "tokens, which wgrt does not apply (hint: -c {} or less)",
@@ -28,7 +34,8 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.graph = std::make_unique<graph::Graph>(dev);
   mg.n_vocab = c.n_vocab;
   mg.n_ctx = o.n_ctx;
-  mg.max_batch = std::min(o.max_batch, o.n_ctx);
+  mg.n_seqs = o.n_seqs;
+  mg.max_batch = o.n_seqs > 1 ? std::max(o.max_batch, o.n_seqs) : std::min(o.max_batch, o.n_ctx);
   mg.all_logits = o.all_logits;
   mg.top_k = std::clamp<uint32_t>(o.top_k, 1, std::min<uint32_t>(c.n_vocab, 256));
   graph::Graph& g = *mg.graph;
@@ -37,15 +44,25 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.tokens = graph::add_input(g, {.name = "tokens", .dtype = graph::DType::U32, .max_shape = {mg.max_batch},
                                    .dynamic_dims = 1});
   mg.pos = graph::add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(o.n_ctx) - 1});
-  mg.feed = graph::add_symbol(g, {.name = "feed", .lo = 0, .hi = o.all_logits ? 0 : 1});
+  const bool single = o.n_seqs == 1, fed = single && !o.all_logits;
+  mg.feed = graph::add_symbol(g, {.name = "feed", .lo = 0, .hi = fed ? 1 : 0});
   mg.want_top_k = graph::add_symbol(g, {.name = "want_top_k", .lo = 0, .hi = 1});
-  mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = o.all_logits ? 0 : 1});
+  mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = fed ? 1 : 0});
   mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {8}});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
   BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs, {}};
   b.feed = mg.feed;
   b.want_top_k = mg.want_top_k;
-  if (!o.all_logits)
+  if (!single) {
+    mg.kv_rows = graph::add_input(g, {.name = "kv_rows", .dtype = graph::DType::U32, .max_shape = {mg.max_batch, 2},
+                                      .dynamic_dims = 1});
+    mg.max_keys = graph::add_symbol(g, {.name = "max_keys", .lo = 1, .hi = int64_t(o.n_ctx)});
+    mg.out_rows = graph::add_input(g, {.name = "out_rows", .dtype = graph::DType::U32, .max_shape = {o.n_seqs},
+                                       .dynamic_dims = 1});
+    b.rows = ops::KvRows{mg.kv_rows, mg.max_keys};
+    b.out_rows = mg.out_rows;
+  }
+  if (fed)
     // Carried: the embedding reads the previous step's token before this step's head writes it.
     b.next_token = mg.argmax = graph::add_weight(g, {.name = "next_token", .dtype = graph::DType::U32, .shape = {1},
                                                      .role = graph::TensorRole::State, .carried = true});

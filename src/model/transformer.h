@@ -6,6 +6,12 @@
 // ([1, n_vocab]), or of every token with all_logits; and GPU sampling results over them
 // (argmax, top-k).
 //
+// Several sequences (n_seqs > 1, continuous batching): the KV caches hold a region of n_ctx
+// positions per sequence, and a step's tokens may come from any of them. Per step the host
+// writes `kv_rows` (ops::KvRows: each token's position and region), the symbol `max_keys`,
+// and `out_rows` (the step rows whose logits it wants, one per sequence at most); outputs have
+// a row per entry of out_rows. No GPU-fed decode (feed, want_sample stay 0).
+//
 // Pipelined decode (without all_logits): the argmax lands in the State tensor `next_token`,
 // and a step with feed = 1 embeds that id instead of `tokens`, so the host can submit step
 // t + 1 before reading step t's token. Top-k runs only on steps with want_top_k = 1; with
@@ -34,6 +40,7 @@ struct BuildOptions {
   bool all_logits = false;   // logits of every position (perplexity, --dump-logits)
   uint32_t top_k = 64;       // candidates the GPU hands the sampler
   int gemv_int8 = -1;        // the decode gemvs' activations: 1 int8, 0 f32, -1 the device's (ops::gemv_takes_int8)
+  uint32_t n_seqs = 1;       // sequences a step may mix, each with n_ctx positions of KV cache
   LoadOptions load;
 };
 
@@ -49,8 +56,12 @@ struct ModelGraph {
   graph::TensorId pick;       // u32 [8] ops::PickParams, written by the host for sampled steps
   graph::TensorId top_ids;    // [rows, top_k] u32
   graph::TensorId top_logits; // [rows, top_k] f32
+  graph::TensorId kv_rows;    // n_seqs > 1: u32 [n_tokens, 2] (position, first cache row) per token
+  graph::SymbolId max_keys;   // n_seqs > 1: max over the step's tokens of position + 1
+  graph::TensorId out_rows;   // n_seqs > 1: u32 [n_out] step rows whose logits are wanted
   uint32_t n_vocab = 0;
-  uint32_t n_ctx = 0;
+  uint32_t n_ctx = 0;         // positions per sequence
+  uint32_t n_seqs = 1;
   uint32_t max_batch = 0;
   uint32_t top_k = 0;
   bool all_logits = false;

@@ -48,8 +48,7 @@ std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait) {
   std::unique_lock lock(s.m);
   if (busy_count(s) == 0)
     s.cv.wait_for(lock, wait, [&] { return s.stopping || !s.queue.empty(); });
-  const size_t limit = std::min(s.n_slots, kActiveSlots);
-  for (size_t i = 0; i < s.n_slots && !s.stopping && !s.queue.empty() && busy_count(s) < limit; ++i) {
+  for (size_t i = 0; i < s.n_slots && !s.stopping && !s.queue.empty(); ++i) {
     if (s.slots[i]) continue;
     s.slots[i] = std::move(s.queue.front());
     s.queue.pop_front();

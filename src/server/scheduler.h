@@ -7,9 +7,9 @@
 // and pushes text and the end. A handler whose client went away sets `cancelled`; the worker
 // ends that job at its next step and frees the slot.
 //
-// Slots: `--parallel N` makes N, but the decode step runs one sequence (the KV cache holds one)
-// so at most kActiveSlots of them generate at a time. Continuous batching (several sequences
-// per step, each slot its own KV region) raises that to N without changing the queue.
+// Slots: `--parallel N` makes N, all generating at once: slot i is sequence i of the worker's
+// session (continuous batching, llm/batch.h), so one step carries a token of every decoding
+// slot and prefill chunks of the new ones.
 #pragma once
 
 #include <atomic>
@@ -27,8 +27,6 @@
 #include "server/response.h"
 
 namespace wgrt::server {
-
-constexpr size_t kActiveSlots = 1;  // sequences one step can serve today
 
 struct Event {
   std::string text;           // generated text (UTF-8 complete, stop strings cut)
@@ -64,7 +62,7 @@ struct Scheduler {
 void init_scheduler(Scheduler& s, size_t n_slots, size_t max_queued);
 // Queues the job; false (nothing queued) when the queue already holds max_queued jobs.
 bool submit(Scheduler& s, std::shared_ptr<Job> job);
-// Moves queued jobs into free slots (at most kActiveSlots busy) in FIFO order, waiting up to
+// Moves queued jobs into free slots in FIFO order (the lowest free slot first), waiting up to
 // `wait` when no slot is busy and nothing is queued. Returns the indices of the busy slots.
 std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait);
 void free_slot(Scheduler& s, size_t slot);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "llm/batch.h"
 #include "llm/generate.h"
 #include "llm/sampler.h"
 #include "llm/session.h"
@@ -21,14 +22,16 @@ uint64_t micros_since(Clock::time_point t) {
   return uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count());
 }
 
-// One job's generation state while it holds a slot.
+// One job's generation state while it holds a slot (slot i is sequence i of the session).
 struct Slot {
   std::shared_ptr<Job> job;
   llm::Sampler sampler;
   llm::StopFilter filter;
   tokenizer::StreamDecoder dec;
   llm::Readout readout = llm::Readout::All;
-  int32_t next = -1;  // sampled, not yet emitted
+  size_t prefilled = 0;  // prompt tokens in the slot's KV region
+  bool decoding = false; // the prompt is in; `next` holds the latest sampled token
+  int32_t next = -1;
   size_t n_generated = 0;
   Clock::time_point t_decode;
 };
@@ -45,8 +48,8 @@ void finish(ServerState& st, Slot& slot, const std::string& reason) {
   slot.job.reset();
 }
 
-// A fresh context for the job: its prompt from KV position 0, then the first token sampled.
-void start(ServerState& st, llm::Session& s, Slot& slot, std::shared_ptr<Job> job) {
+// A fresh context for the job in its slot's sequence: the prompt goes in with the next steps.
+void start(llm::Session& s, Slot& slot, uint32_t seq, std::shared_ptr<Job> job) {
   slot = Slot{};
   slot.job = std::move(job);
   const CompletionRequest& r = slot.job->req;
@@ -56,25 +59,21 @@ void start(ServerState& st, llm::Session& s, Slot& slot, std::shared_ptr<Job> jo
   slot.filter = llm::StopFilter{r.stop, {}, false};
   slot.dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
   slot.readout = llm::step_readout(s, p);
-  slot.t_decode = Clock::now();
-  if (slot.job->cancelled.load()) return;  // gone while queued: step() ends it
-  const auto t0 = Clock::now();
-  llm::reset(s);
-  llm::eval(s, slot.job->prompt, {}, slot.readout);
+  if (slot.job->prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
   for (int32_t id : slot.job->prompt) llm::accept_token(slot.sampler, id);
-  slot.next = llm::pick_next(s, slot.sampler);
-  st.metrics.prefill_us += micros_since(t0);
-  st.metrics.prompt_tokens += slot.job->prompt.size();
+  llm::reset_seq(s, seq);
   slot.t_decode = Clock::now();
 }
 
-// Emits the pending token and computes the next; false once the job has ended.
-bool step(ServerState& st, llm::Session& s, Slot& slot) {
+// Emits the latest sampled token, which the next step then feeds; false once the job has ended
+// (its end event sent).
+bool emit(ServerState& st, const llm::Session& s, Slot& slot, uint32_t seq) {
   const CompletionRequest& r = slot.job->req;
   if (slot.job->cancelled.load()) {
     finish(st, slot, "cancelled");
     return false;
   }
+  if (!slot.decoding) return true;  // its prompt goes into the next step
   if (llm::is_end_token(s, slot.next)) {
     finish(st, slot, "eos");
     return false;
@@ -92,12 +91,10 @@ bool step(ServerState& st, llm::Session& s, Slot& slot) {
     finish(st, slot, "length");
     return false;
   }
-  if (s.n_past >= s.mg.n_ctx) {
+  if (llm::seq_pos(s, seq) >= s.mg.n_ctx) {
     finish(st, slot, "context");
     return false;
   }
-  llm::eval(s, std::span<const int32_t>(&slot.next, 1), {}, slot.readout);
-  slot.next = llm::pick_next(s, slot.sampler);
   return true;
 }
 
@@ -207,42 +204,92 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
   st.phase.store(Phase::Ready);
 
   std::vector<Slot> slots(st.sched.n_slots);
+  auto lost = [&](const gpu::DeviceLostError& e) {
+    if (st.phase.load() == Phase::DeviceLost) return;
+    st.lost_error = e.what();
+    st.phase.store(Phase::DeviceLost);
+    fmt::print(stderr, "wgrt serve: {}; answering 503 from now on (hint: restart `wgrt serve`)\n", e.what());
+  };
+  auto drop = [&](size_t i, const std::exception& e) {
+    fail(st, slots[i], e);
+    free_slot(st.sched, i);
+  };
   while (true) {
     const std::vector<size_t> busy = fill_slots(st.sched, std::chrono::milliseconds(200));
     {
       std::lock_guard lock(st.sched.m);
       if (st.sched.stopping) break;
     }
-    // One step per busy slot, in slot order: each gets a token before any gets a second.
+    // New jobs take their slots; every slot emits its pending token (or ends).
+    std::vector<size_t> live;
     for (size_t i : busy) {
       Slot& slot = slots[i];
       try {
-        const bool fresh = !slot.job;
-        if (fresh) {
-          slot = Slot{};
-          std::lock_guard lock(st.sched.m);
-          slot.job = st.sched.slots[i];
-        }
         // Nothing runs on a lost device: jobs in flight and queued end at once with its error.
         if (st.phase.load() == Phase::DeviceLost) throw gpu::DeviceLostError(st.lost_error);
-        if (fresh) {
-          if (steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
-          start(st, *s, slot, std::move(slot.job));
+        if (!slot.job) {
+          std::shared_ptr<Job> job;
+          {
+            std::lock_guard lock(st.sched.m);
+            job = st.sched.slots[i];
+          }
+          start(*s, slot, uint32_t(i), std::move(job));
         }
-        if (steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
-        if (!step(st, *s, slot)) free_slot(st.sched, i);
-      } catch (const gpu::DeviceLostError& e) {
-        if (st.phase.load() != Phase::DeviceLost) {
-          st.lost_error = e.what();
-          st.phase.store(Phase::DeviceLost);
-          fmt::print(stderr, "wgrt serve: {}; answering 503 from now on (hint: restart `wgrt serve`)\n", e.what());
-        }
-        fail(st, slot, e);
-        free_slot(st.sched, i);
+        if (emit(st, *s, slot, uint32_t(i)))
+          live.push_back(i);
+        else
+          free_slot(st.sched, i);
       } catch (const std::exception& e) {
-        fail(st, slot, e);
-        free_slot(st.sched, i);
+        drop(i, e);
       }
+    }
+    if (live.empty()) continue;
+    // One step: a token of every decoding slot first, then prompt chunks in slot order, within
+    // the graph's batch. A slot's readout row comes with its token or its prompt's last chunk.
+    std::vector<llm::SeqPart> parts;
+    std::vector<size_t> part_slot;
+    std::vector<llm::Readout> readouts;
+    size_t budget = s->mg.max_batch, n_prompt = 0;
+    for (size_t i : live)
+      if (slots[i].decoding) {
+        parts.push_back({uint32_t(i), {&slots[i].next, 1}, true});
+        part_slot.push_back(i);
+        readouts.push_back(slots[i].readout);
+        --budget;
+      }
+    for (size_t i : live) {
+      Slot& slot = slots[i];
+      if (slot.decoding || budget == 0) continue;
+      const std::vector<int32_t>& prompt = slot.job->prompt;
+      const size_t n = std::min(budget, prompt.size() - slot.prefilled);
+      const bool done = slot.prefilled + n == prompt.size();
+      parts.push_back({uint32_t(i), {prompt.data() + slot.prefilled, n}, done});
+      part_slot.push_back(i);
+      if (done) readouts.push_back(slot.readout);
+      budget -= n;
+      n_prompt += n;
+    }
+    const auto t0 = Clock::now();
+    try {
+      if (steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
+      llm::eval_seqs(*s, parts, llm::merge_readouts(readouts));
+      size_t row = 0;
+      for (size_t k = 0; k < parts.size(); ++k) {
+        Slot& slot = slots[part_slot[k]];
+        if (!slot.decoding) slot.prefilled += parts[k].tokens.size();
+        if (!parts[k].output) continue;
+        slot.next = llm::pick_next_row(*s, slot.sampler, row++);
+        slot.decoding = true;
+      }
+    } catch (const std::exception& e) {
+      // The step is lost for every slot in it; a lost device ends them with its error.
+      if (const auto* dl = dynamic_cast<const gpu::DeviceLostError*>(&e)) lost(*dl);
+      for (size_t i : part_slot) drop(i, e);
+      continue;
+    }
+    if (n_prompt) {
+      st.metrics.prefill_us += micros_since(t0);
+      st.metrics.prompt_tokens += n_prompt;
     }
   }
   // Jobs still in a slot at shutdown end with what they have.

@@ -1,15 +1,17 @@
 // The generation worker: one thread that loads the model once, owns the GPU session and serves
-// the scheduler's slots, a token per slot per step. Each job starts from a fresh context (the
-// session's KV positions reset), prefills its prompt, then samples until an end token, a stop
-// string, its max_tokens or the context; its text goes to the job's events as it is decoded
-// (UTF-8 complete, stop strings cut even across tokens).
+// the scheduler's slots together (continuous batching, llm/batch.h): slot i is sequence i of
+// the session, and each step carries the latest token of every decoding slot, then chunks of
+// new prompts within the batch. Each job starts from a fresh context (its sequence's KV
+// positions reset), prefills its prompt, then samples until an end token, a stop string, its
+// max_tokens or the context; its text goes to the job's events as it is decoded (UTF-8
+// complete, stop strings cut even across tokens). New jobs join between steps.
 //
 // A lost GPU device (gpu::DeviceLostError at a step's sync point) is not recovered: the jobs in
 // flight end with a 503 "device_lost" error, the phase becomes DeviceLost, /health answers 503
 // with the reason and every later request 503 with it; the process keeps running until it is
 // stopped (a supervisor restarts it on a fresh device). Test hook: WGRT_TEST_DESTROY_DEVICE_AFTER=N
 // destroys the device (wgpuDeviceDestroy, as a driver reset would) before the worker's N+1-th
-// step, N counting prompt and token steps alike.
+// step (a step: one graph execution, whatever it carries).
 #pragma once
 
 #include <atomic>

@@ -145,31 +145,39 @@ std::shared_ptr<Job> job(const std::string& prompt) {
   return j;
 }
 
-TEST(Scheduler, FifoOneActiveAndAFullQueueRefuses) {
+TEST(Scheduler, FifoIntoFreeSlotsAndAFullQueueRefuses) {
   Scheduler s;
-  init_scheduler(s, 4, 3);
-  auto a = job("a"), b = job("b"), c = job("c"), d = job("d");
+  init_scheduler(s, 2, 3);
+  auto a = job("a"), b = job("b"), c = job("c"), d = job("d"), e = job("e");
   EXPECT_TRUE(submit(s, a));
   EXPECT_TRUE(submit(s, b));
   EXPECT_TRUE(submit(s, c));
   EXPECT_FALSE(submit(s, d)) << "the queue holds 3";
   EXPECT_EQ(queue_counts(s).queued, 3u);
 
-  // One sequence per step: one slot busy however many there are, in arrival order.
+  // Every slot generates: the first jobs in arrival order take the free slots.
   std::vector<size_t> busy = fill_slots(s, std::chrono::milliseconds(0));
-  ASSERT_EQ(busy.size(), kActiveSlots);
-  EXPECT_EQ(s.slots[busy[0]], a);
-  EXPECT_EQ(queue_counts(s).running, 1u);
-  EXPECT_EQ(queue_counts(s).queued, 2u);
+  ASSERT_EQ(busy, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(s.slots[0], a);
+  EXPECT_EQ(s.slots[1], b);
+  EXPECT_EQ(queue_counts(s).running, 2u);
+  EXPECT_EQ(queue_counts(s).queued, 1u);
   EXPECT_TRUE(submit(s, d)) << "a place came free";
+  EXPECT_TRUE(submit(s, e));
   busy = fill_slots(s, std::chrono::milliseconds(0));
-  EXPECT_EQ(s.slots[busy[0]], a) << "a busy slot keeps its job";
-  free_slot(s, busy[0]);
+  EXPECT_EQ(busy.size(), 2u);
+  EXPECT_EQ(s.slots[0], a) << "a busy slot keeps its job";
+  EXPECT_EQ(s.slots[1], b);
+  free_slot(s, 1);
   busy = fill_slots(s, std::chrono::milliseconds(0));
-  ASSERT_EQ(busy.size(), 1u);
-  EXPECT_EQ(s.slots[busy[0]], b);
-  free_slot(s, busy[0]);
-  EXPECT_EQ(s.slots[fill_slots(s, std::chrono::milliseconds(0))[0]], c);
+  ASSERT_EQ(busy.size(), 2u);
+  EXPECT_EQ(s.slots[1], c) << "the oldest queued job takes the freed slot";
+  free_slot(s, 0);
+  free_slot(s, 1);
+  busy = fill_slots(s, std::chrono::milliseconds(0));
+  EXPECT_EQ(s.slots[0], d);
+  EXPECT_EQ(s.slots[1], e);
+  EXPECT_EQ(queue_counts(s).queued, 0u);
 }
 
 TEST(Scheduler, WaitsForWorkAndStopEndsQueuedJobs) {

@@ -50,4 +50,33 @@ graph::TensorId add_last_rows(graph::Graph& g, const LastRowsDesc& d) {
   return out;
 }
 
+graph::TensorId add_gather_rows(graph::Graph& g, const GatherRowsDesc& d) {
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
+  const graph::Tensor& rows = graph::tensor_info(g, d.rows);
+  if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2)
+    throw std::invalid_argument(fmt::format("{}: gather_rows takes f32 x [rows, cols]", d.name));
+  if (rows.dtype != graph::DType::U32 || rows.max_shape.rank != 1)
+    throw std::invalid_argument(fmt::format("{}: gather_rows takes u32 row indices [n]", d.name));
+  const uint32_t cols = x.max_shape[1];
+  graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, {rows.max_shape[0], cols});
+  graph::KernelSpec k{gpu::make_key("slice", "gather_rows"),
+                      {graph::Binding::of(0, d.x), graph::Binding::of(1, out), graph::Binding::params(2),
+                       graph::Binding::of(3, d.rows)}};
+  graph::add_node(g, graph::Node{
+      .name = d.name,
+      .op = "gather_rows",
+      .inputs = {d.x, d.rows},
+      .outputs = {out},
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.rows, 0), 1, rows.max_shape[0], {k}),
+      .infer = [cols](const graph::InferArgs& a) { a.out[0] = graph::Shape{a.in[1][0], cols}; },
+      .plan =
+          [](const graph::PlanArgs& a, graph::Plan& p) {
+            SliceParams sp{a.in[0][0], a.out[0][0], a.out[0][1], 0};
+            p.params[0].set(sp);
+            p.grids[0] = grid_1d(ceil_div(uint64_t(sp.rows) * sp.cols, 256), a.caps->limits.maxComputeWorkgroupsPerDimension);
+          },
+  });
+  return out;
+}
+
 }  // namespace wgrt::ops

@@ -1,0 +1,146 @@
+#include "llm/batch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+#include "llm/generate.h"
+
+namespace wgrt::llm {
+
+uint32_t n_seqs(const Session& s) { return s.mg.n_seqs; }
+
+uint32_t seq_pos(const Session& s, uint32_t seq) {
+  if (seq >= n_seqs(s))
+    throw std::invalid_argument(fmt::format("sequence {} of a session of {}", seq, n_seqs(s)));
+  return n_seqs(s) == 1 ? s.n_past : s.seq_past[seq];
+}
+
+void reset_seq(Session& s, uint32_t seq) {
+  (void)seq_pos(s, seq);
+  if (n_seqs(s) == 1)
+    s.n_past = 0;
+  else
+    s.seq_past[seq] = 0;
+}
+
+namespace {
+
+void check_parts(const Session& s, std::span<const SeqPart> parts) {
+  const model::ModelGraph& mg = s.mg;
+  if (parts.empty()) throw std::invalid_argument("a step of no sequences");
+  size_t total = 0;
+  std::vector<bool> seen(mg.n_seqs, false);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const SeqPart& p = parts[i];
+    if (p.seq >= mg.n_seqs)
+      throw std::invalid_argument(fmt::format("step part {}: sequence {} of a session of {} (hint: --parallel)", i,
+                                              p.seq, mg.n_seqs));
+    if (seen[p.seq]) throw std::invalid_argument(fmt::format("step part {}: sequence {} appears twice", i, p.seq));
+    seen[p.seq] = true;
+    if (p.tokens.empty()) throw std::invalid_argument(fmt::format("step part {}: no tokens", i));
+    if (uint64_t(seq_pos(s, p.seq)) + p.tokens.size() > mg.n_ctx)
+      throw std::invalid_argument(fmt::format(
+          "step part {}: {} tokens at position {} pass sequence {}'s context of {} (hint: a larger --ctx-size)", i,
+          p.tokens.size(), seq_pos(s, p.seq), p.seq, mg.n_ctx));
+    for (size_t j = 0; j < p.tokens.size(); ++j)
+      if (p.tokens[j] < 0 || uint32_t(p.tokens[j]) >= mg.n_vocab)
+        throw std::invalid_argument(fmt::format("step part {}: token {} at index {} is outside the vocabulary of {}",
+                                                i, p.tokens[j], j, mg.n_vocab));
+    total += p.tokens.size();
+  }
+  if (total > mg.max_batch)
+    throw std::invalid_argument(fmt::format("a step of {} tokens, past the batch of {} (hint: smaller prefill chunks)",
+                                            total, mg.max_batch));
+}
+
+}  // namespace
+
+void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout) {
+  check_parts(s, parts);
+  const model::ModelGraph& mg = s.mg;
+  if (mg.n_seqs == 1) {
+    eval(s, parts[0].tokens, {}, readout);
+    return;
+  }
+  // Tokens in part order; each its (position, first cache row); the output rows.
+  std::vector<int32_t> tokens;
+  std::vector<uint32_t> rows, out;
+  uint32_t max_keys = 0;
+  for (const SeqPart& p : parts) {
+    const uint32_t pos0 = s.seq_past[p.seq];
+    for (size_t j = 0; j < p.tokens.size(); ++j) {
+      tokens.push_back(p.tokens[j]);
+      rows.push_back(pos0 + uint32_t(j));
+      rows.push_back(p.seq * mg.n_ctx);
+    }
+    max_keys = std::max<uint32_t>(max_keys, pos0 + uint32_t(p.tokens.size()));
+    if (p.output) out.push_back(uint32_t(tokens.size() - 1));
+  }
+  if (out.empty()) out.push_back(uint32_t(tokens.size() - 1));  // the head needs a row; nobody reads it
+  const uint32_t n = uint32_t(tokens.size());
+  graph::Graph& g = *mg.graph;
+  const graph::ShapeInput shapes[] = {{mg.tokens, {n}}, {mg.kv_rows, {n, 2}}, {mg.out_rows, {uint32_t(out.size())}}};
+  const int64_t top_k = readout == Readout::All || readout == Readout::TopK ? 1 : 0;
+  const graph::SymbolInput syms[] = {{mg.pos, 0}, {mg.feed, 0}, {mg.want_top_k, top_k}, {mg.want_sample, 0},
+                                     {mg.max_keys, int64_t(max_keys)}};
+  graph::update(g, shapes, syms);
+  graph::write_tensor(g, mg.tokens, tokens.data(), tokens.size() * sizeof(int32_t));
+  graph::write_tensor(g, mg.kv_rows, rows.data(), rows.size() * sizeof(uint32_t));
+  graph::write_tensor(g, mg.out_rows, out.data(), out.size() * sizeof(uint32_t));
+  std::array<graph::TensorId, 4> buf;
+  s.last = graph::execute(g, {.read = readout_tensors(mg, readout, buf)});
+  s.last_rows = out.size();
+  for (const SeqPart& p : parts) s.seq_past[p.seq] += uint32_t(p.tokens.size());
+}
+
+int32_t read_argmax_row(Session& s, size_t row) {
+  std::vector<uint32_t> ids = graph::read_output<uint32_t>(*s.mg.graph, s.last, s.mg.argmax);
+  if (row >= ids.size()) throw std::out_of_range(fmt::format("readout row {} of {}", row, ids.size()));
+  return int32_t(ids[row]);
+}
+
+std::vector<Candidate> read_top_k_row(Session& s, size_t row) {
+  graph::Graph& g = *s.mg.graph;
+  std::vector<uint32_t> ids = graph::read_output<uint32_t>(g, s.last, s.mg.top_ids);
+  std::vector<float> vals = graph::read_output<float>(g, s.last, s.mg.top_logits);
+  const size_t k = s.mg.top_k;
+  if (row >= ids.size() / k) throw std::out_of_range(fmt::format("readout row {} of {}", row, ids.size() / k));
+  std::vector<Candidate> c(k);
+  for (size_t i = 0; i < k; ++i) c[i] = {int32_t(ids[row * k + i]), vals[row * k + i]};
+  return c;
+}
+
+int32_t pick_next_row(Session& s, Sampler& sampler, size_t row) {
+  if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
+    int32_t id = read_argmax_row(s, row);
+    accept_token(sampler, id);
+    return id;
+  }
+  std::vector<Candidate> cands;
+  if (needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k) {
+    std::vector<float> logits = read_logits(s);
+    const size_t v = s.mg.n_vocab;
+    if (row >= logits.size() / v) throw std::out_of_range(fmt::format("readout row {} of {}", row, logits.size() / v));
+    cands.resize(v);
+    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
+  } else {
+    cands = read_top_k_row(s, row);
+  }
+  return sample(sampler, cands);
+}
+
+Readout merge_readouts(std::span<const Readout> r) {
+  bool argmax = false, top_k = false, logits = false;
+  for (Readout x : r) {
+    argmax |= x == Readout::All || x == Readout::Argmax;
+    top_k |= x == Readout::All || x == Readout::TopK;
+    logits |= x == Readout::All || x == Readout::Logits;
+  }
+  if (int(argmax) + int(top_k) + int(logits) != 1) return Readout::All;
+  return argmax ? Readout::Argmax : top_k ? Readout::TopK : Readout::Logits;
+}
+
+}  // namespace wgrt::llm

@@ -1,0 +1,45 @@
+// Several sequences on one graph (continuous batching): a session built with
+// BuildOptions::n_seqs > 1 gives each sequence its own KV region of n_ctx positions, and one
+// step carries the tokens of several of them, prefill chunks and single decode tokens mixed
+// (model/transformer.h). A session of one sequence takes the same calls for sequence 0, one
+// part per step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "llm/sampler.h"
+#include "llm/session.h"
+
+namespace wgrt::llm {
+
+// The tokens one sequence contributes to a step, at its next positions; `output`: the step's
+// readout has a row for its last token.
+struct SeqPart {
+  uint32_t seq = 0;
+  std::span<const int32_t> tokens;
+  bool output = true;
+};
+
+uint32_t n_seqs(const Session& s);
+uint32_t seq_pos(const Session& s, uint32_t seq);  // positions of the sequence's KV region in use
+void reset_seq(Session& s, uint32_t seq);          // forget it (its region is overwritten from 0)
+
+// Runs one step of `parts` (distinct sequences, at most max_batch tokens in all), advancing each
+// sequence's position. The readout (s.last) has one row per part with `output`, in part order.
+// Throws std::invalid_argument, with nothing run, naming the part and what is wrong: an unknown
+// or repeated sequence, no tokens, too many tokens, a sequence past its context, an id outside
+// the vocabulary.
+void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout);
+
+// The readout rows' picks, row `row` of the latest step (read_argmax / read_top_k / pick_next
+// take the last row).
+int32_t read_argmax_row(Session& s, size_t row);
+std::vector<Candidate> read_top_k_row(Session& s, size_t row);
+int32_t pick_next_row(Session& s, Sampler& sampler, size_t row);
+
+// The Readout a step must ask for to serve several samplers at once.
+Readout merge_readouts(std::span<const Readout> r);
+
+}  // namespace wgrt::llm

@@ -1,0 +1,163 @@
+// Several sequences on one graph (llm/batch.h): sequences started at different steps, prompts
+// split across steps, decode tokens and prefill chunks mixed in one step, give each sequence
+// the tokens and logits it gets when run alone on a graph of one sequence; bad steps are
+// refused with nothing run.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "llm/batch.h"
+#include "llm/generate.h"
+#include "llm/session.h"
+#include "support/device.h"
+
+namespace wgrt::llm {
+namespace {
+
+using ::testing::HasSubstr;
+
+model::BuildOptions options(uint32_t n_seqs) {
+  model::BuildOptions o;
+  o.n_ctx = 48;
+  o.max_batch = 12;
+  o.n_seqs = n_seqs;
+  o.gemv_int8 = 0;  // the same activations on every route, so rows compare closely
+  return o;
+}
+
+struct Picks {
+  std::vector<int32_t> tokens;           // greedy picks
+  std::vector<std::vector<float>> logits;  // the logits of each pick
+};
+
+std::vector<float> row_of(const std::vector<float>& logits, size_t row, size_t n_vocab) {
+  return {logits.begin() + row * n_vocab, logits.begin() + (row + 1) * n_vocab};
+}
+
+// The sequence alone: the prompt in one step, then one token per step.
+Picks alone(Session& s, const std::vector<int32_t>& prompt, size_t n_gen) {
+  Picks r;
+  reset(s);
+  eval(s, prompt, {}, Readout::All);
+  for (size_t i = 0; i < n_gen; ++i) {
+    r.tokens.push_back(read_argmax(s));
+    r.logits.push_back(read_logits(s));
+    if (i + 1 < n_gen) eval(s, std::vector<int32_t>{r.tokens.back()}, {}, Readout::All);
+  }
+  return r;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  float scale = 0, worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::abs(want[i]));
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+  }
+  EXPECT_LE(worst, 2e-3f * std::max(scale, 1.0f)) << what;
+}
+
+TEST(Batch, InterleavedSequencesGiveTheTokensTheyGetAlone) {
+  Session one = open_session(test::device(), demo_model_path(), options(1));
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* text : {"The old man", "Once upon a time there was a little girl who",
+                           "It was a cold morning in the village, and the miller's daughter went down to the river"})
+    prompts.push_back(tokenizer::tokenize(one.tok, text, /*add_special=*/true, /*parse_special=*/false));
+  ASSERT_GT(prompts[2].size(), 12u) << "the longest prompt must take two steps";
+  const std::vector<size_t> start = {0, 2, 3};  // the step each sequence joins
+  const size_t n_gen = 8;
+
+  std::vector<Picks> want;
+  for (const auto& p : prompts) want.push_back(alone(one, p, n_gen));
+  one = Session{};
+
+  Session s = open_session(test::device(), demo_model_path(), options(4));
+  ASSERT_EQ(n_seqs(s), 4u);
+  // As `wgrt serve` steps its slots: decode tokens first, then prompt chunks within the batch.
+  std::vector<Picks> got(prompts.size());
+  std::vector<size_t> prefilled(prompts.size(), 0);
+  std::vector<int32_t> next(prompts.size(), -1);
+  size_t mixed_steps = 0;
+  for (size_t step = 0; step < 40; ++step) {
+    std::vector<SeqPart> parts;
+    std::vector<size_t> who;
+    size_t budget = s.mg.max_batch, decoding = 0;
+    for (size_t q = 0; q < prompts.size(); ++q)
+      if (step >= start[q] && prefilled[q] == prompts[q].size() && got[q].tokens.size() < n_gen) {
+        parts.push_back({uint32_t(q), {&next[q], 1}, true});
+        who.push_back(q);
+        --budget;
+        ++decoding;
+      }
+    for (size_t q = 0; q < prompts.size(); ++q)
+      if (step >= start[q] && prefilled[q] < prompts[q].size() && budget > 0) {
+        const size_t n = std::min(budget, prompts[q].size() - prefilled[q]);
+        parts.push_back({uint32_t(q), {prompts[q].data() + prefilled[q], n}, prefilled[q] + n == prompts[q].size()});
+        who.push_back(q);
+        prefilled[q] += n;
+        budget -= n;
+      }
+    if (parts.empty()) break;
+    if (decoding && decoding < parts.size()) ++mixed_steps;
+    eval_seqs(s, parts, Readout::All);
+    const std::vector<float> logits = read_logits(s);
+    size_t row = 0;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (!parts[k].output) continue;
+      const size_t q = who[k];
+      next[q] = read_argmax_row(s, row);
+      got[q].tokens.push_back(next[q]);
+      got[q].logits.push_back(row_of(logits, row, s.mg.n_vocab));
+      ++row;
+    }
+  }
+  EXPECT_GE(mixed_steps, 2u) << "the schedule must mix decode tokens and prompt chunks";
+  for (size_t q = 0; q < prompts.size(); ++q) {
+    EXPECT_EQ(got[q].tokens, want[q].tokens) << "sequence " << q;
+    ASSERT_EQ(got[q].logits.size(), want[q].logits.size());
+    for (size_t i = 0; i < want[q].logits.size(); ++i)
+      expect_close(got[q].logits[i], want[q].logits[i], fmt::format("sequence {} pick {}", q, i));
+    EXPECT_EQ(seq_pos(s, uint32_t(q)), prompts[q].size() + n_gen - 1);
+  }
+  EXPECT_EQ(seq_pos(s, 3), 0u) << "an idle sequence keeps its place";
+}
+
+TEST(Batch, BadStepsAreRefusedWithNothingRun) {
+  Session s = open_session(test::device(), kRandomModel, options(3));
+  const std::vector<int32_t> a = {1, 5, 7}, b = {1, 9};
+  const SeqPart ok[] = {{0, a, true}, {2, b, true}};
+  eval_seqs(s, ok, Readout::Argmax);
+  ASSERT_EQ(seq_pos(s, 0), 3u);
+  ASSERT_EQ(seq_pos(s, 2), 2u);
+  const std::vector<int32_t> long_prompt(48, 3), over_batch(11, 3), bad_id = {int32_t(s.mg.n_vocab)};
+  auto refused = [&](std::vector<SeqPart> parts, const char* says) {
+    try {
+      eval_seqs(s, parts, Readout::Argmax);
+      ADD_FAILURE() << says << ": nothing thrown";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr(says));
+    }
+    EXPECT_EQ(seq_pos(s, 0), 3u) << says;
+    EXPECT_EQ(seq_pos(s, 1), 0u) << says;
+    EXPECT_EQ(seq_pos(s, 2), 2u) << says;
+  };
+  refused({{3, a, true}}, "sequence 3 of a session of 3");
+  refused({{0, a, true}, {0, b, true}}, "appears twice");
+  refused({{1, {}, true}}, "no tokens");
+  refused({{0, long_prompt, true}}, "pass sequence 0's context of 48");
+  refused({{1, over_batch, true}, {2, a, true}}, "past the batch of 12");
+  refused({{1, bad_id, true}}, "outside the vocabulary");
+  refused({}, "no sequences");
+  // The graph still steps.
+  const SeqPart again[] = {{1, b, true}};
+  eval_seqs(s, again, Readout::Argmax);
+  EXPECT_EQ(seq_pos(s, 1), 2u);
+  EXPECT_GE(read_argmax_row(s, 0), 0);
+}
+
+}  // namespace
+}  // namespace wgrt::llm
