@@ -211,6 +211,36 @@ TEST(ServeE2E, GreedyIsTheLibrarysGreedyAndEachRequestStartsFresh) {
   EXPECT_EQ(json::parse(d->body)["content"], "Hi!");
 }
 
+// Continuous batching: four clients at once, their prompts of different lengths joining at
+// different steps, share each step; each gets the text its prompt gets alone.
+TEST(ServeE2E, ConcurrentGreedyRequestsEachGetTheirOwnText) {
+  ServerProcess s;
+  ASSERT_GT(s.port, 0);
+  const std::vector<std::string> prompts = {"The quick brown fox", "Once upon a time, far away",
+                                            "A", "Stop and think about it, then say"};
+  std::vector<Greedy> want;
+  for (const std::string& p : prompts) want.push_back(library_greedy(p, 16));
+  std::vector<std::string> got(prompts.size()), errors(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(15 * i));  // listen backlog, as below
+      httplib::Client c = s.client();
+      json body = {{"prompt", prompts[i]}, {"max_tokens", 16}, {"temperature", 0}};
+      auto r = c.Post("/v1/completions", body.dump(), "application/json");
+      if (!r || r->status != 200) {
+        errors[i] = r ? r->body : "no response";
+        return;
+      }
+      got[i] = json::parse(r->body)["choices"][0]["text"].get<std::string>();
+    });
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(errors[i], "") << "client " << i;
+    EXPECT_EQ(got[i], want[i].text) << "client " << i << ": " << prompts[i];
+  }
+}
+
 TEST(ServeE2E, MalformedRequestsGet4xxAndTheServerStaysUp) {
   ServerProcess s({"--max-body", "65536"});
   ASSERT_GT(s.port, 0);
