@@ -35,7 +35,9 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.n_vocab = c.n_vocab;
   mg.n_ctx = o.n_ctx;
   mg.n_seqs = o.n_seqs;
-  mg.max_batch = o.n_seqs > 1 ? std::max(o.max_batch, o.n_seqs) : std::min(o.max_batch, o.n_ctx);
+  // A step holds at most n_ctx tokens of each sequence, and one decode token of each.
+  mg.max_batch = o.n_seqs > 1 ? std::max(std::min(o.max_batch, o.n_ctx * o.n_seqs), o.n_seqs)
+                              : std::min(o.max_batch, o.n_ctx);
   mg.all_logits = o.all_logits;
   mg.top_k = std::clamp<uint32_t>(o.top_k, 1, std::min<uint32_t>(c.n_vocab, 256));
   graph::Graph& g = *mg.graph;

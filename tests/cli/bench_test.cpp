@@ -249,6 +249,30 @@ TEST(CliBench, ProfileReportsKernelsAndSteps) {
   EXPECT_NE(r.err.find("dispatches per token: 13.0"), std::string::npos) << r.err;
 }
 
+// --parallel: after the single-sequence rows, tg rows of several sequences on the batched
+// graph, aggregate tok/s, named "tg4 x3", with n_parallel.
+TEST(CliBench, ParallelRowsAfterTheOthers) {
+  Result r = wgrt(fmt::format("bench -m {} -p 0 -n 4 -d 0,8 -r 2 --parallel 1,3 -o jsonl --no-warmup", fixture_path()));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 6u) << r.out;
+  const int want[][2] = {{0, 1}, {8, 1}, {0, 1}, {0, 3}, {8, 1}, {8, 3}};  // (depth, parallel)
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["n_depth"], want[i][0]) << i;
+    EXPECT_EQ(rows[i]["n_parallel"], want[i][1]) << i;
+    EXPECT_EQ(rows[i]["n_gen"], 4) << i;
+    EXPECT_EQ(rows[i]["samples_ts"].size(), 2u) << i;
+    EXPECT_GT(rows[i]["avg_ts"].get<double>(), 0) << i;
+  }
+  EXPECT_NE(r.err.find("tg4 x3 @ d8: repetition 2/2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("batched graph of 3 sequences x 12 positions"), std::string::npos) << r.err;
+  Result bad = wgrt(fmt::format("bench -m {} -p 0 -n 4 -b 2 --parallel 3", fixture_path()));
+  EXPECT_EQ(bad.code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("--parallel 3 is past the batch of 2"), std::string::npos) << bad.err;
+}
+
 TEST(CliBench, BadFlagsAndImpossibleTestsExitTwo) {
   const std::string m = " -m " + fixture_path();
   for (std::string args : {std::string("bench"), "bench" + m + " -p abc", "bench" + m + " -p 8,x",
