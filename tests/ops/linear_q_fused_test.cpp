@@ -40,8 +40,7 @@ struct FusedCase {
 };
 
 graph::RouteId expected_route(const FusedCase& c, uint32_t m) {
-  if (c.head || m == 1) return ops::kLinearQGemv;
-  return m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm;
+  return c.head ? ops::kLinearQGemv : ops::linear_q_route(m);
 }
 
 // Whether the route takes int8 activations: the gemm, q6k's small_m route (its gemm too), and

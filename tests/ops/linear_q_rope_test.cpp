@@ -137,9 +137,10 @@ void run_rope_linear(const RopeLinCase& c) {
     StepInput in{x, xv.data(), xv.size() * 4};
     std::vector<float> got = run_step(g, {&s, 1}, {&sv, 1}, {&in, 1}, y);
     const Route& route = active_route_info(g, node);
-    ASSERT_EQ(route.id, m == 1 ? ops::kLinearQGemv : m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm);
+    ASSERT_EQ(route.id, ops::linear_q_route(m));
     const bool fused = route.kernels[0].pipeline.entry == "gemv_rope";
-    EXPECT_EQ(fused, m == 1 && !c.neox && device().caps.limits.maxStorageBuffersPerShaderStage >= 9);
+    EXPECT_EQ(fused, route.id == ops::kLinearQGemv && !c.neox &&
+                         device().caps.limits.maxStorageBuffersPerShaderStage >= 9);
 
     // The reference: q|k|v of the normalized rows, its bounds, then the rotations.
     const std::vector<float> xn = ref::rms_norm(xv, nv, k, 1e-5);

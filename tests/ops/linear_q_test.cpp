@@ -35,7 +35,7 @@ std::vector<float> ref_dequant(const ops::QuantWeight& w) {
                                         : ref::dequant_q8(w.q, w.scales, w.n, w.k, w.gs);
 }
 
-graph::RouteId expected_route(uint32_t m) { return m == 1 ? ops::kLinearQGemv : m <= 7 ? ops::kLinearQSmallM : ops::kLinearQGemm; }
+graph::RouteId expected_route(uint32_t m) { return ops::linear_q_route(m); }
 
 struct QCase {
   QuantFormat format;
@@ -85,8 +85,10 @@ void run_q_case(const QCase& c) {
     std::vector<float> mass = ref::abs_dot(xv, wdeq, m, c.n, c.k);
     for (size_t i = 0; i < mass.size(); ++i) mass[i] += bv.empty() ? 0.f : std::fabs(bv[i % c.n]);
     std::vector<float> f32_want = ref::linear(xv, wdeq, bv, m, c.n, c.k);
-    const bool int8 = m >= 8 || (m == 1 && ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8));
-    const uint32_t act_gs = m == 1 ? 32 : c.gs;  // the gemv quantizes x per 32 values
+    const bool gemv = expected_route(m) == ops::kLinearQGemv;
+    const bool int8 = expected_route(m) == ops::kLinearQGemm ||
+                      (gemv && ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8));
+    const uint32_t act_gs = gemv ? 32 : c.gs;  // the gemv quantizes x per 32 values
     if (!int8) {
       std::vector<float> bound(mass.size());
       for (size_t i = 0; i < mass.size(); ++i) bound[i] = 1e-5f * mass[i] + 1e-30f;

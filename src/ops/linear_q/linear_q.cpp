@@ -49,6 +49,22 @@ std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std
   return out;
 }
 
+uint32_t gemv_max_rows() {
+  if (const char* env = std::getenv("WGRT_GEMV_MAX_M")) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (*env == '\0' || *end != '\0' || v < 1 || v > kLinearQGemvMaxRows)
+      throw std::invalid_argument(fmt::format("WGRT_GEMV_MAX_M='{}' (hint: 1 to {})", env, kLinearQGemvMaxRows));
+    return uint32_t(v);
+  }
+  return kLinearQGemvMaxRows;
+}
+
+graph::RouteId linear_q_route(uint32_t m) {
+  if (m <= gemv_max_rows()) return kLinearQGemv;
+  return m <= 7 ? kLinearQSmallM : kLinearQGemm;
+}
+
 void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, graph::Plan& plan) {
   // last_row: the gemv reads x's last live row and writes one output row.
   const uint32_t out_m = c.last_row ? 1 : c.m;
@@ -72,7 +88,8 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
       case LinearQStep::Gemv: {
         plan.params[j].set(part_params(pp));
         const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;  // swiglu: a row set makes 2 outputs of 4 rows
-        plan.grids[j] = grid_1d(ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows), maxg);
+        const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
+        plan.grids[j] = grid_1d(tiles * out_m, maxg);  // a workgroup per tile and row of x
         break;
       }
       case LinearQStep::ArgmaxFinal:
@@ -340,9 +357,10 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     route_steps.push_back({id, std::move(steps)});
   };
 
+  const uint32_t gemv_m = gemv_max_rows();  // the gemv route's rows: [1, gemv_m]
   // rope outside the gemv: q|k|v lands in scratch, then rope_qkv writes y and the caches.
   std::optional<graph::TensorId> qkv;
-  if (d.rope && (!gemv_rope || max_m >= 2)) qkv = scratch(Scratch::Qkv, ".qkv", graph::DType::F32, {max_m, n});
+  if (d.rope && (!gemv_rope || max_m > gemv_m)) qkv = scratch(Scratch::Qkv, ".qkv", graph::DType::F32, {max_m, n});
   auto add_rope_step = [&](std::vector<graph::KernelSpec>& ks, std::vector<LinearQStep>& steps) {
     ks.push_back(rope_qkv_kernel(*d.rope, *rope_caches, *qkv, y));
     steps.push_back({LinearQStep::RopeQkv, 0});
@@ -375,10 +393,11 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
     if (d.rope && !gemv_rope) add_rope_step(ks, steps);
-    add_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : 1, std::move(ks), std::move(steps));
+    add_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : std::min<int64_t>(gemv_m, max_m), std::move(ks),
+              std::move(steps));
   }
 
-  if (!d.last_row && max_m >= 2) {
+  if (!d.last_row && max_m > gemv_m) {
     // The other routes: [rms_norm] -> [quantize_act] -> a matrix kernel per weight -> [silu_mul].
     graph::TensorId xin = d.x;
     if (d.norm) xin = scratch(Scratch::Normed, ".normed", graph::DType::F32, {max_m, k});
@@ -433,8 +452,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       if (d.rope) add_rope_step(ks, steps);
       add_route(id, name, lo, hi, std::move(ks), std::move(steps));
     };
-    matrix_route(kLinearQSmallM, "small_m", 2, std::min<int64_t>(7, max_m), true);
-    if (max_m >= 8) matrix_route(kLinearQGemm, "gemm", 8, max_m, false);
+    if (gemv_m < 7) matrix_route(kLinearQSmallM, "small_m", gemv_m + 1, std::min<int64_t>(7, max_m), true);
+    if (max_m >= 8 && max_m > gemv_m)
+      matrix_route(kLinearQGemm, "gemm", std::max<int64_t>(8, gemv_m + 1), max_m, false);
   }
   if (d.argmax_out) outputs.push_back(*d.argmax_out);
   if (d.rope) outputs.insert(outputs.end(), {d.rope->k_cache, d.rope->v_cache});

@@ -4,13 +4,18 @@
 // Every format is value = scale * q - min per group of 32 (or 16: q2k, q3k, q6k), q a small integer:
 // the kernels take the integer dot and apply both factors once per group.
 // Routes on x's live rows (n_tokens):
-//   [1, 1]    gemv      16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
+//   [1, G]    gemv      16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
 //                       subgroup shuffles; vec4<u32> weight loads; x staged in workgroup memory
 //                       once per workgroup and turn (coalesced), each read serving 4 rows; on
 //                       GPUs x is quantized to int8 per 32 values as it is staged and the rows
-//                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations
-//   [2, 7]    small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
-//                       (q6k has no small_m kernel: its weights take the gemm's kernels here)
+//                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations. Past
+//                       one row of x (G = gemv_max_rows(), 8 unless WGRT_GEMV_MAX_M says): a
+//                       workgroup per (16 weight rows, row of x), the row's workgroups adjacent
+//                       so that all but one read the weights from L2 (batched decode, short
+//                       prompts)
+//   [G+1, 7]  small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
+//                       (q6k has no small_m kernel: its weights take the gemm's kernels here);
+//                       only where G < 7
 //   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
 //                       group of gs; 32 for the K-quants), then `gemm` multiplies int8 x int8
 //                       with dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32
@@ -114,6 +119,11 @@ graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
 // Route ids (graph/routes.h): gemv, small_m, gemm (the header's table says on which rows).
 inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3};
+// The rows of x the gemv serves: kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..8 (to measure);
+// read when a node is added. The route a node (not last_row) takes for m rows.
+constexpr uint32_t kLinearQGemvMaxRows = 8;
+uint32_t gemv_max_rows();
+graph::RouteId linear_q_route(uint32_t m);
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {
   enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, SiluMul, RopeQkv } kind;

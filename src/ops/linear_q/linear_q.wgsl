@@ -101,7 +101,7 @@ fn q4_mant(w: u32) -> vec4<f32> {
   return bitcast<vec4<f32>>(v | vec4<u32>(0x3F800000u));
 }
 
-// ---- GEMV (m = 1) -----------------------------------------------------------------------
+// ---- GEMV (m = 1 .. kLinearQGemvMaxRows: a workgroup per tile and row of x, gv_set) -----
 // 128 threads: 4 row sets of 32 lanes along K. A row set computes 4 rows: each lane reads one
 // vec4<u32> per row per step (32 q4, 16 q8 or 64 q2k / q3k values, inside one block) and its x values from
 // the workgroup's staged copy (gv_stage), reused for the 4 rows. Lanes are reduced with subgroup shuffles (SG lanes at a time), then through
@@ -493,15 +493,21 @@ fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   return gv_rows(r, xrow, t, lid);
 }
 
+// Several rows of x (p.m of them, 1 .. kLinearQGemvMaxRows): a workgroup per (tile of weight
+// rows, row of x), the p.m workgroups of a tile adjacent in dispatch order, so they run
+// together and all but the first read the tile's weights from L2.
+fn gv_wg(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
+fn gv_m(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return gv_wg(wid, nwg) % p.m; }
+
 fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-  return (wid.x + wid.y * nwg.x) * GV_SETS + lid / GV_TK;
+  return (gv_wg(wid, nwg) / p.m) * GV_SETS + lid / GV_TK;
 }
 
 fn gv_clamp(r: vec4<u32>) -> vec4<u32> { return min(r, vec4<u32>(p.n - 1u)); }
 
-fn gv_finish(v: f32, n: u32) -> f32 {
+fn gv_finish(v: f32, m: u32, n: u32) -> f32 {
   var o = finish(v, n);
-  if (RES) { o += res[p.y_off + n]; }
+  if (RES) { o += res[m * p.ld + p.y_off + n]; }
   return o;
 }
 
@@ -509,11 +515,12 @@ fn gv_finish(v: f32, n: u32) -> f32 {
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
+  let m = gv_m(wid, nwg);
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK, lid), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row + m, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
     for (var r = 0u; r < 4u; r++) {
-      if (n0 + r < p.n) { y[p.y_off + n0 + r] = gv_finish(acc[r], n0 + r); }
+      if (n0 + r < p.n) { y[m * p.ld + p.y_off + n0 + r] = gv_finish(acc[r], m, n0 + r); }
     }
   }
 }
@@ -527,14 +534,15 @@ fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
   let j0 = gv_set(wid, nwg, lid) * 2u;
+  let m = gv_m(wid, nwg);
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
   let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK, lid), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row + m, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
     let half = p.n / 2u;
-    if (j0 < half) { y[j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
-    if (j0 + 1u < half) { y[j0 + 1u] = silu(finish(acc.z, rows.z)) * finish(acc.w, rows.w); }
+    if (j0 < half) { y[m * half + j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
+    if (j0 + 1u < half) { y[m * half + j0 + 1u] = silu(finish(acc.z, rows.z)) * finish(acc.w, rows.w); }
   }
 }
 
@@ -560,7 +568,7 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     for (var r = 0u; r < 4u; r++) {
       let n = n0 + r;
       if (n < p.n) {
-        let v = gv_finish(acc[r], n);
+        let v = gv_finish(acc[r], 0u, n);
         y[n] = v;
         let key = gv_key(v);
         if (key > best.x || best.y == 0xffffffffu) { best = vec2<u32>(key, n); }
@@ -576,7 +584,7 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
       let b = gv_best[s];
       if (b.y != 0xffffffffu && (b.x > best.x || best.y == 0xffffffffu)) { best = b; }
     }
-    let wg = wid.x + wid.y * nwg.x;
+    let wg = gv_wg(wid, nwg);  // p.m is 1: the output head's one row
     part[2u * wg] = best.x;
     part[2u * wg + 1u] = best.y;
   }
@@ -585,8 +593,8 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 // The weight's rows are q heads, then k heads, then v heads (several weights: each kernel its
 // columns from y_off). Lane 0 of a row set holds 4 consecutive columns of one head, i.e. two
 // rotation pairs (2j, 2j + 1) of the normal layout: it turns the q and k ones (rope_turn.wgsl)
-// and writes q to y [1, q columns], k and v to the caches [n_kv_heads, n_ctx, head_dim] at
-// p.pos. Neox pairs (j, j + n_rot / 2) span row sets: their gemv writes q|k|v, then rope_qkv.
+// and writes q to y [m, q columns], k and v to the caches [n_kv_heads, n_ctx, head_dim] at
+// p.pos + m for x's row m. Neox pairs (j, j + n_rot / 2) span row sets: their gemv writes q|k|v, then rope_qkv.
 override ROPE_HD: u32 = 64u;      // head_dim, a multiple of 4
 override ROPE_NROT: u32 = 64u;    // rotated dims per head, a multiple of 4
 override ROPE_Q: u32 = 0u;        // q columns (n_heads * head_dim)
@@ -597,15 +605,15 @@ override ROPE_F16: bool = false;  // the caches hold f16 pairs
 @group(0) @binding(13) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(14) var<storage, read_write> v_cache: array<u32>;
 
-// Pair (e, e + 1) of a head turned at p.pos; past n_rot it passes through.
-fn rope_pair(v: vec2<f32>, e: u32) -> vec2<f32> {
+// Pair (e, e + 1) of a head turned at `pos`; past n_rot it passes through.
+fn rope_pair(v: vec2<f32>, e: u32, pos: u32) -> vec2<f32> {
   if (e >= ROPE_NROT) { return v; }
-  return rope_turn(v.x, v.y, p.pos, rope_freqs[e], rope_freqs[e + 1u]);  // pair e / 2's (hi, lo)
+  return rope_turn(v.x, v.y, pos, rope_freqs[e], rope_freqs[e + 1u]);  // pair e / 2's (hi, lo)
 }
 
-// Columns col..col + 3 of k (or v) into the cache row of their head at p.pos.
-fn rope_store(to_k: bool, col: u32, v: vec4<f32>) {
-  let at = ((col / ROPE_HD) * p.n_ctx + p.pos) * ROPE_HD + col % ROPE_HD;  // element index
+// Columns col..col + 3 of k (or v) into the cache row of their head at `pos`.
+fn rope_store(to_k: bool, col: u32, v: vec4<f32>, pos: u32) {
+  let at = ((col / ROPE_HD) * p.n_ctx + pos) * ROPE_HD + col % ROPE_HD;  // element index
   var w = bitcast<vec4<u32>>(v);
   var words = 4u;
   var o = at;
@@ -623,19 +631,21 @@ fn rope_store(to_k: bool, col: u32, v: vec4<f32>) {
 fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
+  let m = gv_m(wid, nwg);  // the token at p.pos + m
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), 0u, lid % GV_TK, lid), lid);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), m, lid % GV_TK, lid), lid);
   if (lid % GV_TK != 0u || n0 >= p.n) { return; }
   let c = p.y_off + n0;  // the q|k|v column of row n0 (weights have whole heads: n0 + 3 < p.n)
+  let pos = p.pos + m;
   var v = vec4<f32>(finish(acc.x, n0), finish(acc.y, n0 + 1u), finish(acc.z, n0 + 2u), finish(acc.w, n0 + 3u));
   if (c < ROPE_Q + ROPE_KV) {
     let e = c % ROPE_HD;
-    v = vec4<f32>(rope_pair(v.xy, e), rope_pair(v.zw, e + 2u));
+    v = vec4<f32>(rope_pair(v.xy, e, pos), rope_pair(v.zw, e + 2u, pos));
   }
   if (c < ROPE_Q) {
-    for (var i = 0u; i < 4u; i++) { y[c + i] = v[i]; }
+    for (var i = 0u; i < 4u; i++) { y[m * ROPE_Q + c + i] = v[i]; }
     return;
   }
   let kv = c - ROPE_Q;
-  rope_store(kv < ROPE_KV, kv % ROPE_KV, v);
+  rope_store(kv < ROPE_KV, kv % ROPE_KV, v, pos);
 }
