@@ -47,14 +47,13 @@ graph::RouteId expected_route(const FusedCase& c, uint32_t m) {
 // the gemv where the device's choice or the case says so.
 bool int8_route(const FusedCase& c, uint32_t m) {
   const graph::RouteId r = expected_route(c, m);
-  if (r == ops::kLinearQGemv || r == ops::kLinearQGemvM) return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
+  if (r == ops::kLinearQGemv) return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
   return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 
 // The activations' int8 groups: 32 in the gemv and for the K-quants, gs in the other gemms.
 uint32_t act_group(const FusedCase& c, uint32_t m) {
-  const graph::RouteId r = expected_route(c, m);
-  return ops::is_k_quant(c.format) || r == ops::kLinearQGemv || r == ops::kLinearQGemvM ? 32 : c.gs;
+  return ops::is_k_quant(c.format) || expected_route(c, m) == ops::kLinearQGemv ? 32 : c.gs;
 }
 
 // A weight from random GGUF blocks (K-quants, Q4_1, Q5_0, Q5_1), and the reference's reading

@@ -139,7 +139,7 @@ void run_rope_linear(const RopeLinCase& c) {
     const Route& route = active_route_info(g, node);
     ASSERT_EQ(route.id, ops::linear_q_route(m));
     const bool fused = route.kernels[0].pipeline.entry == "gemv_rope";
-    EXPECT_EQ(fused, (route.id == ops::kLinearQGemv || route.id == ops::kLinearQGemvM) && !c.neox &&
+    EXPECT_EQ(fused, route.id == ops::kLinearQGemv && !c.neox &&
                          device().caps.limits.maxStorageBuffersPerShaderStage >= 9);
 
     // The reference: q|k|v of the normalized rows, its bounds, then the rotations.

@@ -85,7 +85,7 @@ void run_q_case(const QCase& c) {
     std::vector<float> mass = ref::abs_dot(xv, wdeq, m, c.n, c.k);
     for (size_t i = 0; i < mass.size(); ++i) mass[i] += bv.empty() ? 0.f : std::fabs(bv[i % c.n]);
     std::vector<float> f32_want = ref::linear(xv, wdeq, bv, m, c.n, c.k);
-    const bool gemv = expected_route(m) == ops::kLinearQGemv || expected_route(m) == ops::kLinearQGemvM;
+    const bool gemv = expected_route(m) == ops::kLinearQGemv;
     const bool int8 = expected_route(m) == ops::kLinearQGemm ||
                       (gemv && ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8));
     const uint32_t act_gs = gemv ? 32 : c.gs;  // the gemv quantizes x per 32 values

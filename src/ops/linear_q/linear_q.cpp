@@ -61,8 +61,7 @@ uint32_t gemv_max_rows() {
 }
 
 graph::RouteId linear_q_route(uint32_t m) {
-  if (m == 1) return kLinearQGemv;
-  if (m <= gemv_max_rows()) return kLinearQGemvM;
+  if (m <= gemv_max_rows()) return kLinearQGemv;
   return m <= 7 ? kLinearQSmallM : kLinearQGemm;
 }
 
@@ -86,13 +85,11 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
         plan.params[j].set(part_params(pp));
         plan.grids[j] = grid_1d(ceil_div(uint64_t(c.m) * (c.k / c.gs), 64), maxg);
         break;
-      case LinearQStep::Gemv:
-      case LinearQStep::GemvRows: {
+      case LinearQStep::Gemv: {
         plan.params[j].set(part_params(pp));
         const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;  // swiglu: a row set makes 2 outputs of 4 rows
         const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
-        // Gemv: a workgroup per tile and row of x; GemvRows: per tile, for all rows.
-        plan.grids[j] = grid_1d(steps[j].kind == LinearQStep::Gemv ? tiles * out_m : tiles, maxg);
+        plan.grids[j] = grid_1d(tiles * out_m, maxg);  // a workgroup per tile and row of x
         break;
       }
       case LinearQStep::ArgmaxFinal:
@@ -210,11 +207,6 @@ bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
   return caps.adapter.type != WGPUAdapterType_CPU;
 }
 
-bool gemv_rows_inside(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
-  const double bits = kernel_bits(f);
-  return gemv_takes_int8(caps, f, forced) && f != QuantFormat::IQ4XS && (bits == 4 || bits == 5 || bits == 6 || bits == 8);
-}
-
 namespace {
 
 // Whether the gemv turns q and k itself (gemv_rope): each lane's 4 columns must be two pairs of
@@ -323,7 +315,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const gpu::DeviceCaps& caps = graph::device_caps(g);
   const double sg = double(gpu::subgroup_lanes(caps));
   const bool gemv_rope = d.rope && gemv_turns_rope(caps, *d.rope, part_plans);
-  auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool rows_inside = false) {
+  auto key = [&](const LinearQPart& wp, const char* entry, bool norm) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
                                                 {"SCALES", kernel_scales(wp.format)},
@@ -332,9 +324,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (std::string_view(entry).starts_with("gemv")) {
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
-      // GM stages 8 rows of x: 32 lanes keep it within WebGPU's default 16 KiB of workgroup memory.
-      extra.push_back({"GV_TK", rows_inside ? 32.0 : double(gemv_lanes(graph::device_caps(g), n, d.gemv_lanes, d.name))});
-      extra.push_back({"GM", rows_inside ? 1.0 : 0.0});
+      extra.push_back({"GV_TK", double(gemv_lanes(graph::device_caps(g), n, d.gemv_lanes, d.name))});
       extra.push_back({"XI8", gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8) ? 1.0 : 0.0});
       if (std::string_view(entry) == "gemv_rope")
         extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
@@ -376,10 +366,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     steps.push_back({LinearQStep::RopeQkv, 0});
   };
 
-  // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction). The
-  // gemv_m route takes 2 .. gemv_m rows of x, all in one workgroup where the weights' format has
-  // that kernel (gemv_rows_inside), else a workgroup per row.
-  auto gemv_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, bool multi) {
+  // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
+  {
     const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : gemv_rope ? "gemv_rope" : "gemv";
     const graph::TensorId yv = d.rope && !gemv_rope ? *qkv : y;
     std::vector<graph::KernelSpec> ks;
@@ -396,9 +384,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       else if (!d.swiglu)
         b.push_back(Binding::of(9, res));  // gemv_swiglu and gemv_rope add no residual
       if (partial) b.push_back(Binding::of(11, *partial));
-      const bool inside = multi && gemv_rows_inside(caps, parts[i].format, d.gemv_int8);
-      ks.push_back({key(parts[i], entry, d.norm.has_value(), inside), b});
-      steps.push_back({inside ? LinearQStep::GemvRows : LinearQStep::Gemv, i});
+      ks.push_back({key(parts[i], entry, d.norm.has_value()), b});
+      steps.push_back({LinearQStep::Gemv, i});
     }
     if (partial) {
       ks.push_back({gpu::make_key("sampling", "argmax_final"),
@@ -406,11 +393,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
     if (d.rope && !gemv_rope) add_rope_step(ks, steps);
-    add_route(id, name, lo, hi, std::move(ks), std::move(steps));
-  };
-  gemv_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : 1, false);
-  if (!d.last_row && max_m >= 2 && gemv_m >= 2)
-    gemv_route(kLinearQGemvM, "gemv_m", 2, std::min<int64_t>(gemv_m, max_m), true);
+    add_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : std::min<int64_t>(gemv_m, max_m), std::move(ks),
+              std::move(steps));
+  }
 
   if (!d.last_row && max_m > gemv_m) {
     // The other routes: [rms_norm] -> [quantize_act] -> a matrix kernel per weight -> [silu_mul].

@@ -4,16 +4,15 @@
 // Every format is value = scale * q - min per group of 32 (or 16: q2k, q3k, q6k), q a small integer:
 // the kernels take the integer dot and apply both factors once per group.
 // Routes on x's live rows (n_tokens):
-//   [1, 1]    gemv      16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
+//   [1, G]    gemv      16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
 //                       subgroup shuffles; vec4<u32> weight loads; x staged in workgroup memory
 //                       once per workgroup and turn (coalesced), each read serving 4 rows; on
 //                       GPUs x is quantized to int8 per 32 values as it is staged and the rows
-//                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations
-//   [2, G]    gemv_m    the gemv's kernels for G = gemv_max_rows() rows of x (8 unless
-//                       WGRT_GEMV_MAX_M says; batched decode, short prompts): with int8 x and
-//                       q4/q5/q8/q6k words (gemv_rows_inside) one workgroup takes every row,
-//                       the weights loaded once per turn for all of them; else a workgroup per
-//                       (16 weight rows, row of x)
+//                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations. Past
+//                       one row of x (G = gemv_max_rows(), 8 unless WGRT_GEMV_MAX_M says): a
+//                       workgroup per (16 weight rows, row of x), the row's workgroups adjacent
+//                       so that all but one read the weights from L2 (batched decode, short
+//                       prompts)
 //   [G+1, 7]  small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
 //                       (q6k has no small_m kernel: its weights take the gemm's kernels here);
 //                       only where G < 7
@@ -119,18 +118,15 @@ struct LinearQInferCtx {
 graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
 // Route ids (graph/routes.h): gemv, small_m, gemm (the header's table says on which rows).
-inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4};
+inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3};
 // The rows of x the gemv serves: kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..8 (to measure);
 // read when a node is added. The route a node (not last_row) takes for m rows.
 constexpr uint32_t kLinearQGemvMaxRows = 8;
 uint32_t gemv_max_rows();
-// Whether the gemv_m route's kernel for this format takes all rows in one workgroup.
-bool gemv_rows_inside(const gpu::DeviceCaps& caps, QuantFormat f, int gemv_int8);
 graph::RouteId linear_q_route(uint32_t m);
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {
-  // Gemv: a workgroup per (16 weight rows, row of x); GemvRows: per 16 weight rows, all rows of x.
-  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, GemvRows, ArgmaxFinal, SmallM, Gemm, SiluMul, RopeQkv } kind;
+  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, SiluMul, RopeQkv } kind;
   uint32_t part;  // the weight it reads
 };
 struct LinearQPartPlan {

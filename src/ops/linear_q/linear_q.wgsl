@@ -195,10 +195,8 @@ fn gv_chunk(w: vec4<u32>, hw: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, 
 // of a quarter-warp hit distinct banks. NORM: gv_ss gets the thread's share of sum(x^2) over
 // what it staged; gv_reduce totals it over the workgroup.
 const GV_XSTRIDE: u32 = 9u;  // vec4 slots per staged chunk (8 for q4, 4 for q8, + 1 pad)
-// GM (several rows of x, int8): GM_MAX rows' staged chunks, 3 vec4 each, row m from gv_xbase = 3 GV_TK m.
-var<workgroup> gv_x: array<vec4<f32>, select(GV_TK * GV_XSTRIDE, GM_MAX * 3u * GV_TK, GM)>;
+var<workgroup> gv_x: array<vec4<f32>, GV_TK * GV_XSTRIDE>;  // [GV_TK chunks][GV_XSTRIDE]
 var<private> gv_ss: f32;
-var<private> gv_xbase: u32;  // where gv_stage_i8 / gv_xchunk find the staged row
 
 // q2k / q3k lanes take 64-value chunks, staged in two halves h of 32 (gv_xh() = 2): staged
 // chunk j of turn `it` is then x's 32-value chunk 2 (it * GV_TK + j) + h.
@@ -395,9 +393,9 @@ fn gv_stage_i8(xo: u32, it: u32, h: u32, lid: u32) {
   var hs = f32(qa.x + qa.y + qa.z + qa.w + qb.x + qb.y + qb.z + qb.w);
   hs += sg_xor(hs, 1u);  // threads 4j, 4j + 1: values 0..15; 4j + 2, 4j + 3: 16..31
   let other = sg_xor(hs, 2u);
-  gv_x[gv_xbase + 3u * j + e / 2u][2u * (e % 2u)] = bitcast<f32>(w0);
-  gv_x[gv_xbase + 3u * j + e / 2u][2u * (e % 2u) + 1u] = bitcast<f32>(w1);
-  if (e == 0u) { gv_x[gv_xbase + 3u * j + 2u] = vec4<f32>(amax / 127.0, hs, other, 0.0); }
+  gv_x[3u * j + e / 2u][2u * (e % 2u)] = bitcast<f32>(w0);
+  gv_x[3u * j + e / 2u][2u * (e % 2u) + 1u] = bitcast<f32>(w1);
+  if (e == 0u) { gv_x[3u * j + 2u] = vec4<f32>(amax / 127.0, hs, other, 0.0); }
 }
 
 // The staged chunk t: its 8 int8 words and (scale, half sums).
@@ -408,8 +406,7 @@ struct XChunk {
 }
 
 fn gv_xchunk(t: u32) -> XChunk {
-  let b = gv_xbase + 3u * t;
-  return XChunk(bitcast<vec4<u32>>(gv_x[b]), bitcast<vec4<u32>>(gv_x[b + 1u]), gv_x[b + 2u]);
+  return XChunk(bitcast<vec4<u32>>(gv_x[3u * t]), bitcast<vec4<u32>>(gv_x[3u * t + 1u]), gv_x[3u * t + 2u]);
 }
 
 // q4 nibble word w (values 8i .. 8i + 7 of a chunk) against staged words xe (values 0, 2, 4, 6)
@@ -499,99 +496,11 @@ fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
 // Several rows of x (p.m of them, 1 .. kLinearQGemvMaxRows): a workgroup per (tile of weight
 // rows, row of x), the p.m workgroups of a tile adjacent in dispatch order, so they run
 // together and all but the first read the tile's weights from L2.
-// With GM (the gemv_m route, int8 x) one workgroup takes all p.m rows instead (gm_dots).
 fn gv_wg(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
-fn gv_xrows() -> u32 { return select(p.m, 1u, GM); }  // rows of x per tile in the grid
-fn gv_m(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return gv_wg(wid, nwg) % gv_xrows(); }
+fn gv_m(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return gv_wg(wid, nwg) % p.m; }
 
 fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-  return (gv_wg(wid, nwg) / gv_xrows()) * GV_SETS + lid / GV_TK;
-}
-
-// ---- GM: p.m rows of x in one workgroup (int8 x; q4/q5/q8 words and q6k) ------------------
-// Each turn loads the row set's weights once, stages the turn's chunk of every row of x, then
-// takes each row's dots against the same weight registers: the weights are read once for all
-// rows (batched decode: a token of each sequence).
-override GM: bool = false;
-const GM_MAX: u32 = 8u;
-var<private> gm_acc: array<vec4<f32>, GM_MAX>;
-var<private> gm_ss: array<f32, GM_MAX>;
-
-fn gm_stage(it: u32, lid: u32) {
-  for (var m = 0u; m < GM_MAX; m++) {
-    if (m < p.m) {
-      gv_xbase = 3u * GV_TK * m;
-      gv_ss = gm_ss[m];
-      gv_stage_i8(m * (p.k / 4u), it, 0u, lid);
-      gm_ss[m] = gv_ss;
-    }
-  }
-}
-
-fn gm_rows(r: vec4<u32>, t: u32, lid: u32) {
-  let nchunks = p.k / 32u;
-  let rs = q_row_words() / 4u;
-  let per = select(1u, 2u, BITS == 8u);
-  let turns = (nchunks + GV_TK - 1u) / GV_TK;
-  for (var it = 0u; it < turns; it++) {
-    let c = min(it * GV_TK + t, nchunks - 1u);
-    let live = it * GV_TK + t < nchunks;
-    var f = array<vec2<f32>, 4>(vec2<f32>(0.0), vec2<f32>(0.0), vec2<f32>(0.0), vec2<f32>(0.0));
-    var w = array<vec4<u32>, 4>(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u));
-    var v = array<vec4<u32>, 4>(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u));
-    var hb = vec4<u32>(0u);
-    var o0: Q6Row;
-    var o1: Q6Row;
-    var o2: Q6Row;
-    var o3: Q6Row;
-    if (BITS == 6u) {
-      o0 = q6k_load(r.x, c);
-      o1 = q6k_load(r.y, c);
-      o2 = q6k_load(r.z, c);
-      o3 = q6k_load(r.w, c);
-    } else {
-      for (var i = 0u; i < 4u; i++) {
-        f[i] = gv_affine(r[i], c * 32u);
-        w[i] = qw4[r[i] * rs + per * c];
-        if (BITS == 8u) { v[i] = qw4[r[i] * rs + per * c + 1u]; }
-        hb[i] = gv_hi(r[i], c);
-      }
-    }
-    gm_stage(it, lid);
-    workgroupBarrier();
-    for (var m = 0u; m < GM_MAX; m++) {
-      if (m < p.m) {
-        gv_xbase = 3u * GV_TK * m;
-        let x = gv_xchunk(t);
-        var d: vec4<f32>;
-        if (BITS == 6u) {
-          let tt = c % 4u;
-          d = vec4<f32>(q6k_row_i8(o0, tt, x), q6k_row_i8(o1, tt, x), q6k_row_i8(o2, tt, x), q6k_row_i8(o3, tt, x));
-        } else {
-          let qs = x.s.y + x.s.z;
-          for (var i = 0u; i < 4u; i++) { d[i] = fma(f32(i8_chunk(w[i], v[i], hb[i], x)), f[i].x, -f[i].y * qs); }
-        }
-        if (live) { gm_acc[m] = fma(d, vec4<f32>(x.s.x), gm_acc[m]); }
-      }
-    }
-    workgroupBarrier();  // before the next turn overwrites gv_x
-  }
-}
-
-// The p.m rows' dots of row set r, each reduced as gv_reduce does one (NORM: its own rms).
-fn gm_dots(r: vec4<u32>, t: u32, lid: u32) {
-  for (var m = 0u; m < GM_MAX; m++) {
-    gm_acc[m] = vec4<f32>(0.0);
-    gm_ss[m] = 0.0;
-  }
-  gm_rows(r, t, lid);
-  for (var m = 0u; m < GM_MAX; m++) {
-    if (m < p.m) {
-      gv_ss = gm_ss[m];
-      gm_acc[m] = gv_reduce(gm_acc[m], lid);
-      workgroupBarrier();  // gv_red and gv_sum are read before the next row's reduction writes them
-    }
-  }
+  return (gv_wg(wid, nwg) / p.m) * GV_SETS + lid / GV_TK;
 }
 
 fn gv_clamp(r: vec4<u32>) -> vec4<u32> { return min(r, vec4<u32>(p.n - 1u)); }
@@ -608,17 +517,6 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let m = gv_m(wid, nwg);
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  if (GM) {
-    gm_dots(gv_clamp(rows), lid % GV_TK, lid);
-    if (lid % GV_TK == 0u) {
-      for (var mi = 0u; mi < GM_MAX; mi++) {
-        for (var r = 0u; r < 4u; r++) {
-          if (mi < p.m && n0 + r < p.n) { y[mi * p.ld + p.y_off + n0 + r] = gv_finish(gm_acc[mi][r], mi, n0 + r); }
-        }
-      }
-    }
-    return;
-  }
   let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row + m, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
     for (var r = 0u; r < 4u; r++) {
@@ -640,20 +538,9 @@ fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
   let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
-  let half = p.n / 2u;
-  if (GM) {
-    gm_dots(gv_clamp(rows), lid % GV_TK, lid);
-    if (lid % GV_TK == 0u) {
-      for (var mi = 0u; mi < GM_MAX; mi++) {
-        let a = gm_acc[mi];
-        if (mi < p.m && j0 < half) { y[mi * half + j0] = silu(finish(a.x, rows.x)) * finish(a.y, rows.y); }
-        if (mi < p.m && j0 + 1u < half) { y[mi * half + j0 + 1u] = silu(finish(a.z, rows.z)) * finish(a.w, rows.w); }
-      }
-    }
-    return;
-  }
   let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row + m, lid % GV_TK, lid), lid);
   if (lid % GV_TK == 0u) {
+    let half = p.n / 2u;
     if (j0 < half) { y[m * half + j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
     if (j0 + 1u < half) { y[m * half + j0 + 1u] = silu(finish(acc.z, rows.z)) * finish(acc.w, rows.w); }
   }
@@ -740,8 +627,14 @@ fn rope_store(to_k: bool, col: u32, v: vec4<f32>, pos: u32) {
   }
 }
 
-// Row set n0's 4 q|k|v columns of token m (at p.pos + m): turned, then to y or the caches.
-fn rope_out(acc: vec4<f32>, n0: u32, m: u32) {
+@compute @workgroup_size(GV_WG)
+fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let m = gv_m(wid, nwg);  // the token at p.pos + m
+  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), m, lid % GV_TK, lid), lid);
+  if (lid % GV_TK != 0u || n0 >= p.n) { return; }
   let c = p.y_off + n0;  // the q|k|v column of row n0 (weights have whole heads: n0 + 3 < p.n)
   let pos = p.pos + m;
   var v = vec4<f32>(finish(acc.x, n0), finish(acc.y, n0 + 1u), finish(acc.z, n0 + 2u), finish(acc.w, n0 + 3u));
@@ -755,24 +648,4 @@ fn rope_out(acc: vec4<f32>, n0: u32, m: u32) {
   }
   let kv = c - ROPE_Q;
   rope_store(kv < ROPE_KV, kv % ROPE_KV, v, pos);
-}
-
-@compute @workgroup_size(GV_WG)
-fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-             @builtin(local_invocation_index) lid: u32) {
-  let n0 = gv_set(wid, nwg, lid) * 4u;
-  let m = gv_m(wid, nwg);  // the token at p.pos + m
-  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  if (GM) {
-    gm_dots(gv_clamp(rows), lid % GV_TK, lid);
-    if (lid % GV_TK == 0u && n0 < p.n) {
-      for (var mi = 0u; mi < GM_MAX; mi++) {
-        if (mi < p.m) { rope_out(gm_acc[mi], n0, mi); }
-      }
-    }
-    return;
-  }
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), m, lid % GV_TK, lid), lid);
-  if (lid % GV_TK != 0u || n0 >= p.n) { return; }
-  rope_out(acc, n0, m);
 }
