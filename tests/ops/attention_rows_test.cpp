@@ -145,6 +145,51 @@ std::vector<OpCase> kv_rows_cases() {
 
 WGRT_OP_CASES(KvCacheRows, kv_rows_cases);
 
+// Without rows the single-sequence path is as before: flash-decoding on [1, 1] only and every
+// kernel built without TABLE (the table code folded away; the binding gets the unread dummy).
+TEST(AttentionRowsBuild, NoRowsKeepsTheSingleSequencePath) {
+  AttnConfig c{.n_ctx = 64, .max_tokens = 8};
+  AttnGraph a = build_attn_graph(c);
+  EXPECT_EQ(route_info(*a.g, a.attn, ops::kAttentionDecode).hi, 1);
+  EXPECT_EQ(route_info(*a.g, a.attn, ops::kAttentionPrefill).lo, 2);
+  for (NodeId n : {a.write, a.attn})
+    for (const Route& r : node_info(*a.g, n).routes.routes)
+      for (const KernelSpec& k : r.kernels)
+        for (const gpu::OverrideConstant& oc : k.pipeline.constants)
+          EXPECT_NE(oc.name, "TABLE") << node_info(*a.g, n).name << " " << k.pipeline.entry;
+}
+
+// A table past the cache (positions and bases of ~4e9) is clamped into it: the writes land in
+// the last row of each head, the queries attend that row only, nothing else changes.
+TEST(AttentionRowsBuild, BadTableStaysInTheCache) {
+  for (uint32_t n : {1u, 6u}) {  // flash-decoding, prefill
+    AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .n_ctx = 40, .max_tokens = 8, .rows = true, .decode_max_tokens = 2};
+    AttnGraph a = build_attn_graph(c, /*caches_out=*/true);
+    Graph& g = *a.g;
+    const size_t cache_n = size_t(c.n_kv_heads) * c.n_ctx * c.head_dim;
+    auto kc = random_floats(cache_n, 21, -1.f, 1.f), vc = random_floats(cache_n, 22, -1.f, 1.f);
+    write_tensor<uint32_t>(g, a.kc, pack_cache(kc, false));
+    write_tensor<uint32_t>(g, a.vc, pack_cache(vc, false));
+    const uint32_t kv_w = c.n_kv_heads * c.head_dim, q_w = c.n_heads() * c.head_dim;
+    auto q = random_floats(size_t(n) * q_w, 23, -1.f, 1.f);
+    auto k = random_floats(size_t(n) * kv_w, 24, -1.f, 1.f);
+    std::vector<float> v(size_t(n) * kv_w, 0.5f);  // every token the same: the write order does not matter
+    std::vector<uint32_t> table;
+    for (uint32_t i = 0; i < n; ++i) table.insert(table.end(), {4'000'000'000u - i, 3'999'999'999u});
+    ShapeInput shapes[] = {{a.q, {n, q_w}}, {a.k, {n, kv_w}}, {a.v, {n, kv_w}}, {a.table, {n, 2}}};
+    SymbolInput sym[] = {{a.pos, 0}, {a.max_keys, c.n_ctx}};
+    StepInput in[] = {{a.q, q.data(), q.size() * 4}, {a.k, k.data(), k.size() * 4}, {a.v, v.data(), v.size() * 4},
+                      {a.table, table.data(), table.size() * 4}};
+    auto got = run_step(g, shapes, sym, in, a.out);
+    EXPECT_TRUE(all_close(got, std::vector<float>(got.size(), 0.5f), 1e-6f, 0)) << n << " tokens";
+    auto vgot = unpack_cache(read_output<uint32_t>(g, a.vc), cache_n, false);
+    for (uint32_t h = 0; h < c.n_kv_heads; ++h)
+      for (size_t i = size_t(h * c.n_ctx + c.n_ctx - 1) * c.head_dim; i < size_t(h + 1) * c.n_ctx * c.head_dim; ++i)
+        vc[i] = 0.5f;
+    EXPECT_TRUE(all_close(vgot, vc, 0, 0)) << n << " tokens: only the last row of each head written";
+  }
+}
+
 TEST(AttentionRowsBuild, RejectsDecodeMaxTokensOutOfRange) {
   for (uint32_t bad : {0u, 49u}) {
     AttnConfig c{.n_ctx = 64, .max_tokens = 48, .with_write = false, .rows = true, .decode_max_tokens = bad};
