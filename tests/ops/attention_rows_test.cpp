@@ -146,7 +146,7 @@ std::vector<OpCase> kv_rows_cases() {
 WGRT_OP_CASES(KvCacheRows, kv_rows_cases);
 
 // Without rows the single-sequence path is as before: flash-decoding on [1, 1] only and every
-// kernel built without TABLE (the table code folded away; the binding gets the unread dummy).
+// kernel built without TABLE (the table code folded away; its binding gets q, never read there).
 TEST(AttentionRowsBuild, NoRowsKeepsTheSingleSequencePath) {
   AttnConfig c{.n_ctx = 64, .max_tokens = 8};
   AttnGraph a = build_attn_graph(c);

@@ -209,7 +209,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   graph::TensorId scratch =
       graph::add_tensor(g, d.name + ".split", graph::DType::F32,
                         {ml_offset(split_rows, max_chunks, head_dim) + split_rows * max_chunks * 2});
-  const graph::TensorId table = kv_rows_binding(g, d.rows);  // never read without rows
+  const graph::TensorId table = kv_rows_binding(d.rows, d.q);  // never read without rows
 
   std::vector<gpu::OverrideConstant> consts = {
       {"HEAD_DIM", double(head_dim)}, {"GROUP", double(group)}, {"F16", f16 ? 1.0 : 0.0}};

@@ -419,7 +419,7 @@ fn reduce_rr(t: u32, is_max: bool) -> f32 {
 
 @compute @workgroup_size(RWG)
 fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-  let h = decode_token(vec3<u32>(0u, 0u, wid.y)) * p.n_heads + wid.x;  // query row (TABLE: token wid.y)
+  let h = select(0u, wid.y, TABLE) * p.n_heads + wid.x;  // query row (TABLE: token wid.y)
   let nc = p.n_chunks;
   let ml = p.ml_offset + h * nc * 2u;
   var m = NEG;

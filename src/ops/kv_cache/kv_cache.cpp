@@ -48,14 +48,6 @@ void check_kv_rows(const graph::Graph& g, const std::string& name, const KvRows&
     throw std::invalid_argument(fmt::format("{}: unknown max_keys symbol id {}", name, rows.max_keys.v));
 }
 
-graph::TensorId kv_rows_binding(graph::Graph& g, const std::optional<KvRows>& rows) {
-  if (rows) return rows->table;
-  constexpr const char* kDummy = "kv_rows.none";
-  for (uint32_t i = 0; i < graph::tensor_count(g); ++i)
-    if (graph::tensor_info(g, graph::TensorId{i}).name == kDummy) return graph::TensorId{i};
-  return graph::add_weight(g, {.name = kDummy, .dtype = graph::DType::U32, .shape = {4}});
-}
-
 void check_kv_rows_live(const std::string& name, const graph::Shape& table, uint32_t n_tokens) {
   if (table.rank != 2 || table[0] != n_tokens || table[1] != 2)
     throw std::invalid_argument(fmt::format("{}: the KvRows table is {}, expected [{}, 2] (a row per token)", name,
@@ -104,13 +96,13 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
   require_fits(graph::device_caps(g).limits, d.name + ": kv_write", {0, kWorkgroup});  // no workgroup data
   const bool rows = d.rows.has_value();
   if (rows) check_kv_rows(g, d.name, *d.rows, k.max_shape[0]);
-  const uint32_t max_tokens = k.max_shape[0];  // copied: kv_rows_binding may add a tensor
+  const uint32_t max_tokens = k.max_shape[0];
   std::vector<gpu::OverrideConstant> consts = {{"F16", f16 ? 1.0 : 0.0}};
   if (rows) consts.push_back({"TABLE", 1.0});
   graph::KernelSpec kernel{
       gpu::make_key("kv_cache", "main", std::move(consts)),
       {graph::Binding::of(0, d.k), graph::Binding::of(1, d.v), graph::Binding::of(2, d.k_cache),
-       graph::Binding::of(3, d.v_cache), graph::Binding::params(4), graph::Binding::of(5, kv_rows_binding(g, d.rows))}};
+       graph::Binding::of(3, d.v_cache), graph::Binding::params(4), graph::Binding::of(5, kv_rows_binding(d.rows, d.k))}};
   std::vector<graph::TensorId> inputs = {d.k, d.v};
   if (rows) inputs.push_back(d.rows->table);
   const std::string name = d.name;

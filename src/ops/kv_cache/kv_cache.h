@@ -46,15 +46,17 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d);
 
 // KvRows helpers for the ops that take rows (kv_write, rope, rope_qkv, linear_q, attention).
 // The kernels read the table through the WGSL part kv_rows.wgsl under the override TABLE; the
-// binding exists in both modes, so without rows it is bound to one tiny u32 weight per graph
-// ("kv_rows.none", never read).
+// binding exists in both modes, so without rows it is bound to a tensor the kernel already
+// reads (`fallback`, read-only there), never read through it: no extra buffer, no extra read.
 //   check_kv_rows: `rows` names a u32 [max_tokens, 2] input with dynamic dim 0 whose max
 //     rows match the op's and a known max_keys symbol (std::invalid_argument naming `name`).
-//   kv_rows_binding: the table, or the graph's dummy (found or created).
+//   kv_rows_binding: the table, or `fallback`.
 //   check_kv_rows_live: at infer, the table's live rows are the op's n_tokens.
 //   check_max_keys: at plan, 1 <= max_keys <= n_ctx (std::out_of_range naming `name`).
 void check_kv_rows(const graph::Graph& g, const std::string& name, const KvRows& rows, uint32_t max_tokens);
-graph::TensorId kv_rows_binding(graph::Graph& g, const std::optional<KvRows>& rows);
+inline graph::TensorId kv_rows_binding(const std::optional<KvRows>& rows, graph::TensorId fallback) {
+  return rows ? rows->table : fallback;
+}
 void check_kv_rows_live(const std::string& name, const graph::Shape& table, uint32_t n_tokens);
 void check_max_keys(const std::string& name, int64_t max_keys, uint32_t n_ctx);
 

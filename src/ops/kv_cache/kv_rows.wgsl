@@ -1,7 +1,7 @@
 // A part (gpu/pipeline.h, `//! use kv_rows`): token i's row of KvRows::table (kv_cache.h),
 // (p_i, b_i), for kernels built with the override TABLE. The kernel that uses this part
-// declares `kv_rows: array<u32>` (read-only storage: the table, or an unread dummy without
-// TABLE). Cache rows are clamped into a cache of n_ctx positions so that a bad table can never
+// declares `kv_rows: array<u32>` (read-only storage: the table, or without TABLE another
+// tensor the kernel reads, never read through kv_rows). Cache rows are clamped into a cache of n_ctx positions so that a bad table can never
 // reach past it.
 
 // p_i as given (RoPE turns at it).

@@ -345,7 +345,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   std::optional<graph::TensorId> qkv;
   if (d.rope && (!gemv_rope || max_m >= 2)) qkv = scratch(Scratch::Qkv, ".qkv", graph::DType::F32, {max_m, n});
   auto add_rope_step = [&](std::vector<graph::KernelSpec>& ks, std::vector<LinearQStep>& steps) {
-    ks.push_back(rope_qkv_kernel(*d.rope, *rope_caches, *qkv, y, kv_rows_binding(g, d.rope->rows)));
+    ks.push_back(rope_qkv_kernel(*d.rope, *rope_caches, *qkv, y));
     steps.push_back({LinearQStep::RopeQkv, 0});
   };
 

@@ -127,7 +127,7 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
                                                          : std::vector<gpu::OverrideConstant>{}),
                       {graph::Binding::of(0, d.x), graph::Binding::of(1, d.freqs),
                        graph::Binding::of(2, y), graph::Binding::params(3),
-                       graph::Binding::of(6, kv_rows_binding(g, d.rows))}};
+                       graph::Binding::of(6, kv_rows_binding(d.rows, d.x))}};
   uint32_t head_dim = d.head_dim;
   RopeLayout layout = d.layout;
   graph::SymbolId pos = d.pos;
@@ -182,14 +182,13 @@ RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, con
   return {kc.max_shape[1], n_rot, kc.dtype == graph::DType::F16};
 }
 
-graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q,
-                                  graph::TensorId rows_binding) {
+graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q) {
   std::vector<gpu::OverrideConstant> consts = {{"F16", c.f16 ? 1.0 : 0.0}};
   if (r.rows) consts.push_back({"TABLE", 1.0});
   return {gpu::make_key("rope", "rope_qkv", std::move(consts)),
           {graph::Binding::of(0, qkv), graph::Binding::of(1, r.freqs), graph::Binding::of(2, q),
            graph::Binding::params(3), graph::Binding::of(4, r.k_cache), graph::Binding::of(5, r.v_cache),
-           graph::Binding::of(6, rows_binding)}};
+           graph::Binding::of(6, kv_rows_binding(r.rows, r.freqs))}};
 }
 
 void check_rope_positions(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n,
@@ -238,7 +237,7 @@ graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
       .outputs = {y, r.k_cache, r.v_cache},
       .dynamic = true,
       .routes = graph::single_route(graph::RouteKey::of_dim(d.qkv, 0), 1, max_tokens,
-                                    {rope_qkv_kernel(r, c, d.qkv, y, kv_rows_binding(g, r.rows))}),
+                                    {rope_qkv_kernel(r, c, d.qkv, y)}),
       .infer =
           [r, name](const graph::InferArgs& a) {
             a.out[0] = graph::Shape{a.in[0][0], r.n_heads * r.head_dim};

@@ -94,9 +94,7 @@ struct RopeQkvCaches {
 };
 RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width,
                              uint32_t max_tokens);
-// rows_binding: kv_rows_binding(g, r.rows) (kv_cache.h), the table or the graph's unread dummy.
-graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q,
-                                  graph::TensorId rows_binding);
+graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q);
 // The symbol a plan passes as `pos` below: r.pos, or with rows r.rows->max_keys.
 inline graph::SymbolId rope_qkv_symbol(const RopeQkv& r) { return r.rows ? r.rows->max_keys : r.pos; }
 // n tokens at `pos` must fit the caches (with r.rows: `pos` is max_keys, 1..n_ctx): throws
