@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "graph/graph.h"
@@ -26,6 +27,8 @@ struct AttnConfig {
   uint32_t max_chunks = 0;  // AttentionDesc::decode_max_chunks
   bool default_limits = false;  // build on default_limits_device()
   bool subgroups = true;        // AttentionDesc::decode_subgroups (false: decode_split)
+  bool rows = false;            // a KvRows table (input "rows") and max_keys for both nodes
+  uint32_t decode_max_tokens = 1;  // AttentionDesc::decode_max_tokens (rows)
   uint32_t n_heads() const { return n_kv_heads * group; }
   ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
 };
@@ -35,6 +38,8 @@ struct AttnGraph {
   graph::TensorId q, k, v, kc, vc, out;
   graph::SymbolId pos;
   graph::NodeId write, attn;
+  graph::TensorId table;     // rows only: u32 [max_tokens, 2]
+  graph::SymbolId max_keys;  // rows only, declared up to n_ctx + 64 (plans refuse past n_ctx)
 };
 
 inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) {
@@ -44,6 +49,12 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) 
   Graph& g = *a.g;
   DType dt = c.f16 ? DType::F16 : DType::F32;
   a.pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(c.n_ctx) - 1});
+  std::optional<ops::KvRows> rows;
+  if (c.rows) {
+    a.table = add_input(g, {.name = "rows", .dtype = DType::U32, .max_shape = {c.max_tokens, 2}, .dynamic_dims = 1});
+    a.max_keys = add_symbol(g, {.name = "max_keys", .lo = 1, .hi = int64_t(c.n_ctx) + 64});
+    rows = ops::KvRows{.table = a.table, .max_keys = a.max_keys};
+  }
   a.kc = ops::add_kv_cache(g, "k_cache", dt, c.n_kv_heads, c.n_ctx, c.head_dim);
   a.vc = ops::add_kv_cache(g, "v_cache", dt, c.n_kv_heads, c.n_ctx, c.head_dim);
   if (c.with_write) {
@@ -51,14 +62,15 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) 
     a.k = add_input(g, {.name = "k", .max_shape = kv, .dynamic_dims = 1});
     a.v = add_input(g, {.name = "v", .max_shape = kv, .dynamic_dims = 1});
     a.write = ops::add_kv_write(g, {.name = "kv_write", .k = a.k, .v = a.v, .k_cache = a.kc,
-                                    .v_cache = a.vc, .pos = a.pos});
+                                    .v_cache = a.vc, .pos = a.pos, .rows = rows});
   }
   if (c.with_attention) {
     a.q = add_input(g, {.name = "q", .max_shape = {c.max_tokens, c.n_heads() * c.head_dim},
                         .dynamic_dims = 1});
     a.out = ops::add_attention(g, {.name = "attn", .q = a.q, .k_cache = a.kc, .v_cache = a.vc,
                                    .pos = a.pos, .n_heads = c.n_heads(),
-                                   .decode_max_chunks = c.max_chunks, .decode_subgroups = c.subgroups});
+                                   .decode_max_chunks = c.max_chunks, .decode_subgroups = c.subgroups,
+                                   .rows = rows, .decode_max_tokens = c.decode_max_tokens});
     a.attn = find_node(g, "attn");
     mark_output(g, a.out);
   }

@@ -4,6 +4,9 @@
 // against the plain CPU references composed in the same order: ref::rms_norm, ref::linear,
 // ref::rope on the q and the k heads, v copied.
 //
+// With RopeQkv::rows (a step of several sequences) the same on every route with the rows'
+// positions and regions (the rotation is then rope_qkv's on every route, the gemv's included).
+//
 // Tolerances, per output: the unfused projection's (linear_q_fused_test.cpp: 1e-5 * sum_k
 // |xn w|, plus the int8 activation rounding bound where the route takes int8 x) of both
 // elements of the output's rotation pair (a rotation mixes them with weights <= 1), plus the
@@ -11,7 +14,10 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "ops/linear_q/linear_q.h"
 #include "ops/quant/quant.h"
@@ -36,7 +42,17 @@ struct RopeLinCase {
   uint32_t n_heads, n_kv, head_dim, n_rot;
   bool neox = false, f16 = false, bias = false;
   int gemv_int8 = 0;
+  bool rows = false;  // RopeQkv::rows: three sequences in regions of kRegion rows
 };
+
+constexpr uint32_t kRegion = 16;
+
+// The runs (sequence, tokens) of a rows step of m tokens.
+std::vector<std::pair<uint32_t, uint32_t>> runs_for(uint32_t m, uint32_t step) {
+  if (m == 1) return {{step % 3, 1}};
+  if (m == 3) return {{2, 1}, {0, 1}, {1, 1}};
+  return {{1, 4}, {0, 1}, {2, m - 5}};
+}
 
 constexpr double kTheta = 500000;
 
@@ -68,11 +84,19 @@ bool int8_route(const RopeLinCase& c, uint32_t m) {
 }
 
 void run_rope_linear(const RopeLinCase& c) {
-  const uint32_t k = 256, max_m = 9, n_ctx = 40, hd = c.head_dim;
+  const uint32_t k = 256, max_m = 9, n_ctx = c.rows ? 3 * kRegion : 40, hd = c.head_dim;
   const uint32_t q_dim = c.n_heads * hd, kv_dim = c.n_kv * hd, n = q_dim + 2 * kv_dim;
   Graph g(device());
   TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
   SymbolId pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = n_ctx - 1});
+  std::optional<ops::KvRows> kv_rows;
+  TensorId table;
+  SymbolId max_keys;
+  if (c.rows) {
+    table = add_input(g, {.name = "rows", .dtype = DType::U32, .max_shape = {max_m, 2}, .dynamic_dims = 1});
+    max_keys = add_symbol(g, {.name = "max_keys", .lo = 1, .hi = n_ctx});
+    kv_rows = ops::KvRows{.table = table, .max_keys = max_keys};
+  }
   ops::RopeFreqs freqs{.n_rot = c.n_rot, .theta = kTheta};
   TensorId ft = ops::add_rope_freqs(g, "rope_freqs", c.n_rot);
   const DType cd = c.f16 ? DType::F16 : DType::F32;
@@ -91,7 +115,7 @@ void run_rope_linear(const RopeLinCase& c) {
                      .rope = ops::RopeQkv{.freqs = ft, .pos = pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv,
                                           .head_dim = hd, .n_rot = c.n_rot,
                                           .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
-                                          .k_cache = kc, .v_cache = vc},
+                                          .k_cache = kc, .v_cache = vc, .rows = kv_rows},
                      .gemv_int8 = c.gemv_int8};
   for (size_t i = 1; i < rows.size(); ++i)
     d.more.push_back({c.formats[i], group_of(c.formats[i]), wts[i].q, wts[i].scales});
@@ -129,17 +153,41 @@ void run_rope_linear(const RopeLinCase& c) {
   };
   int64_t p = 0;
   uint32_t step = 0;
+  std::vector<uint32_t> len(3, 0);  // rows: the sequences' lengths
   for (uint32_t m : {1u, 3u, 9u, 1u, 1u}) {
     SCOPED_TRACE(fmt::format("step {}: {} rows at {}", step, m, p));
+    // Each row's position and first cache row (one sequence at p without rows).
+    std::vector<int64_t> at_pos;
+    std::vector<uint32_t> at_base, tv;
+    uint32_t keys = 0;
+    if (c.rows) {
+      for (auto [sq, count] : runs_for(m, step))
+        for (uint32_t i = 0; i < count; ++i) {
+          at_pos.push_back(len[sq]++);
+          at_base.push_back(sq * kRegion);
+          tv.insert(tv.end(), {uint32_t(at_pos.back()), at_base.back()});
+          keys = std::max(keys, uint32_t(at_pos.back()) + 1);
+        }
+    } else {
+      for (uint32_t t = 0; t < m; ++t) {
+        at_pos.push_back(p + t);
+        at_base.push_back(0);
+      }
+    }
     auto xv = random_floats(size_t(m) * k, 200 + step++, -2.f, 2.f);
-    ShapeInput s{x, {m, k}};
-    SymbolInput sv{pos, p};
-    StepInput in{x, xv.data(), xv.size() * 4};
-    std::vector<float> got = run_step(g, {&s, 1}, {&sv, 1}, {&in, 1}, y);
+    std::vector<ShapeInput> s = {{x, {m, k}}};
+    std::vector<SymbolInput> sv = {{pos, p}};
+    std::vector<StepInput> in = {{x, xv.data(), xv.size() * 4}};
+    if (c.rows) {
+      s.push_back({table, {m, 2}});
+      sv.push_back({max_keys, keys});
+      in.push_back({table, tv.data(), tv.size() * 4});
+    }
+    std::vector<float> got = run_step(g, s, sv, in, y);
     const Route& route = active_route_info(g, node);
     ASSERT_EQ(route.id, ops::linear_q_route(m));
     const bool fused = route.kernels[0].pipeline.entry == "gemv_rope";
-    EXPECT_EQ(fused, route.id == ops::kLinearQGemv && !c.neox &&
+    EXPECT_EQ(fused, route.id == ops::kLinearQGemv && !c.neox && !c.rows &&
                          device().caps.limits.maxStorageBuffersPerShaderStage >= 9);
 
     // The reference: q|k|v of the normalized rows, its bounds, then the rotations.
@@ -156,7 +204,7 @@ void run_rope_linear(const RopeLinCase& c) {
       ks.insert(ks.end(), row + q_dim, row + q_dim + kv_dim);
       vs.insert(vs.end(), row + q_dim + kv_dim, row + n);
     }
-    const std::vector<float> q_want = ref::rope(qs, m, p, rq), k_want = ref::rope(ks, m, p, rk);
+    const std::vector<float> q_want = ref::rope_at(qs, at_pos, rq), k_want = ref::rope_at(ks, at_pos, rk);
     // Bound of output column `col` (of q|k|v) of row t: its pair's projection bounds + rounding.
     auto bound = [&](uint32_t t, uint32_t col, float want, bool rotated, bool cache) {
       const uint32_t head0 = col - col % hd, e = col % hd;
@@ -177,7 +225,8 @@ void run_rope_linear(const RopeLinCase& c) {
     for (uint32_t t = 0; t < m; ++t)
       for (uint32_t h = 0; h < c.n_kv; ++h)
         for (uint32_t e = 0; e < hd; ++e) {
-          const size_t at = (size_t(h) * n_ctx + size_t(p) + t) * hd + e, src = (size_t(t) * c.n_kv + h) * hd + e;
+          const size_t at = (size_t(h) * n_ctx + at_base[t] + size_t(at_pos[t])) * hd + e;
+          const size_t src = (size_t(t) * c.n_kv + h) * hd + e;
           kg.push_back(cache_value(kgot, at));
           vg.push_back(cache_value(vgot, at));
           kw.push_back(k_want[src]);
@@ -215,6 +264,27 @@ std::vector<OpCase> rope_linear_cases() {
 }
 
 WGRT_OP_CASES(LinearQRope, rope_linear_cases);
+
+// The same with KvRows: every route (M = 1, 3, 9) with rows of three sequences.
+std::vector<OpCase> rope_linear_rows_cases() {
+  std::vector<OpCase> cases;
+  const RopeLinCase shapes[] = {
+      {{QuantFormat::Q4gsw}, 4, 2, 32, 32, false, true, false, 1},
+      {{QuantFormat::Q8}, 2, 2, 64, 64, true, false, true, 0},  // neox
+      {{QuantFormat::Q4K, QuantFormat::Q4K, QuantFormat::Q6K}, 2, 1, 128, 96, false, false, true, 1},
+  };
+  for (RopeLinCase c : shapes) {
+    c.rows = true;
+    std::string formats;
+    for (QuantFormat f : c.formats) formats += std::string(formats.empty() ? "" : "_") + ops::quant_format_name(f);
+    cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_{}{}", formats, c.n_heads, c.n_kv, c.head_dim,
+                                 c.neox ? "neox" : "normal", c.f16 ? "_f16" : "_f32"),
+                     [c] { run_rope_linear(c); }});
+  }
+  return cases;
+}
+
+WGRT_OP_CASES(LinearQRopeRows, rope_linear_rows_cases);
 
 // A step past the context is refused naming the sizes, and the graph keeps its last state.
 TEST(LinearQRopeShapes, RefusesPositionsPastTheContext) {

@@ -2,7 +2,10 @@
 // scaling, frequency factors, large positions, and a dynamic sequence with pos advancing.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
+#include <optional>
+#include <utility>
 
 #include "ops/rope/rope.h"
 #include "reference/quant_ref.h"
@@ -151,12 +154,80 @@ std::vector<OpCase> rope_cases() {
 
 WGRT_OP_CASES(Rope, rope_cases);
 
+// KvRows: a step's rows of several sequences, (sequence, tokens) runs, at their own positions.
+using Runs = std::vector<std::pair<uint32_t, uint32_t>>;
+struct RowsStep {
+  std::vector<int64_t> pos;
+  std::vector<uint32_t> base, table;
+  uint32_t max_keys = 0;
+};
+RowsStep rows_step(std::vector<uint32_t>& len, const Runs& runs, uint32_t region) {
+  RowsStep r;
+  for (auto [s, n] : runs)
+    for (uint32_t i = 0; i < n; ++i) {
+      r.pos.push_back(len[s]++);
+      r.base.push_back(s * region);
+      r.table.insert(r.table.end(), {uint32_t(r.pos.back()), r.base.back()});
+      r.max_keys = std::max(r.max_keys, uint32_t(r.pos.back()) + 1);
+    }
+  return r;
+}
+
+// rope with a table: positions from the rows (the regions do not matter to rope), both layouts,
+// steps whose rows differ.
+void run_rope_rows(const RopeCase& c) {
+  Graph g(device());
+  const uint32_t cols = c.n_heads * c.head_dim, max_t = 37;
+  ops::RopeFreqs f = freqs_of(c);
+  TensorId x = add_input(g, {.name = "x", .max_shape = {max_t, cols}, .dynamic_dims = 1});
+  SymbolId pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = 10});
+  TensorId table = add_input(g, {.name = "rows", .dtype = DType::U32, .max_shape = {max_t, 2}, .dynamic_dims = 1});
+  SymbolId max_keys = add_symbol(g, {.name = "max_keys", .lo = 1, .hi = 1 << 20});
+  TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", f.n_rot);
+  TensorId y = ops::add_rope(g, {.name = "y", .x = x, .freqs = freqs, .pos = pos, .head_dim = c.head_dim,
+                                 .n_rot = c.n_rot, .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
+                                 .rows = ops::KvRows{.table = table, .max_keys = max_keys}});
+  mark_output(g, y);
+  build(g);
+  write_tensor<uint32_t>(g, freqs, ops::rope_freq_table(f));
+  std::vector<uint32_t> len = {0, 5000, 70000, 3};  // sequences at different depths
+  uint32_t step = 0;
+  for (const Runs& runs : {Runs{{0, 10}, {1, 1}, {2, 20}, {3, 6}}, Runs{{2, 1}, {0, 1}, {1, 1}}, Runs{{3, 1}},
+                           Runs{{1, 1}, {0, 7}, {2, 3}}}) {
+    RowsStep r = rows_step(len, runs, 0);
+    const uint32_t n = uint32_t(r.pos.size());
+    auto xv = random_floats(size_t(n) * cols, 300 + step, -2.f, 2.f);
+    ShapeInput s[] = {{x, {n, cols}}, {table, {n, 2}}};
+    SymbolInput sv[] = {{pos, 0}, {max_keys, r.max_keys}};
+    StepInput in[] = {{x, xv.data(), xv.size() * 4}, {table, r.table.data(), r.table.size() * 4}};
+    auto got = run_step(g, s, sv, in, y);
+    EXPECT_TRUE(all_close(got, ref::rope_at(xv, r.pos, ref_of(c)), kAtol, kRtol)) << "step " << step;
+    ++step;
+  }
+}
+
+std::vector<OpCase> rope_rows_cases() {
+  std::vector<OpCase> cases;
+  for (bool neox : {false, true}) {
+    cases.push_back({fmt::format("{}_3x64", neox ? "neox" : "normal"),
+                     [=] { run_rope_rows({.n_heads = 3, .head_dim = 64, .neox = neox}); }});
+    cases.push_back({fmt::format("{}_2x40_rot24_llama3", neox ? "neox" : "normal"), [=] {
+                       run_rope_rows({.n_heads = 2, .head_dim = 40, .n_rot = 24, .neox = neox, .theta = 500000,
+                                      .llama3 = true});
+                     }});
+  }
+  return cases;
+}
+
+WGRT_OP_CASES(RopeRows, rope_rows_cases);
+
 // rope_qkv: the rotated q against ref::rope on the q heads, the caches (read back whole) against
 // ref::rope on the k heads and the v heads copied, at each step's positions; f16 caches within
 // f16 rounding.
 struct QkvCase {
   uint32_t n_heads, n_kv, head_dim, n_rot;
   bool neox, f16;
+  bool rows = false;  // RopeQkv::rows: four sequences in regions of 24 rows
 };
 
 void run_rope_qkv(const QkvCase& c) {
@@ -166,6 +237,14 @@ void run_rope_qkv(const QkvCase& c) {
   RopeCase rc{.n_heads = c.n_heads, .head_dim = hd, .n_rot = c.n_rot, .neox = c.neox, .theta = 500000};
   TensorId x = add_input(g, {.name = "qkv", .max_shape = {max_t, width}, .dynamic_dims = 1});
   SymbolId pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = n_ctx - 1});
+  std::optional<ops::KvRows> kv_rows;
+  TensorId table;
+  SymbolId max_keys;
+  if (c.rows) {
+    table = add_input(g, {.name = "rows", .dtype = DType::U32, .max_shape = {max_t, 2}, .dynamic_dims = 1});
+    max_keys = add_symbol(g, {.name = "max_keys", .lo = 1, .hi = n_ctx});
+    kv_rows = ops::KvRows{.table = table, .max_keys = max_keys};
+  }
   ops::RopeFreqs f = freqs_of(rc);
   TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", f.n_rot);
   const DType cd = c.f16 ? DType::F16 : DType::F32;
@@ -175,7 +254,7 @@ void run_rope_qkv(const QkvCase& c) {
                                      .rope = {.freqs = freqs, .pos = pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv,
                                               .head_dim = hd, .n_rot = c.n_rot,
                                               .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
-                                              .k_cache = kc, .v_cache = vc}});
+                                              .k_cache = kc, .v_cache = vc, .rows = kv_rows}});
   for (TensorId t : {y, kc, vc}) mark_output(g, t);
   build(g);
   write_tensor<uint32_t>(g, freqs, ops::rope_freq_table(f));
@@ -187,13 +266,32 @@ void run_rope_qkv(const QkvCase& c) {
   kcase.n_heads = c.n_kv;
   int64_t p = 0;
   uint32_t step = 0;
+  std::vector<uint32_t> len(4, 0);
+  const Runs rows_runs[] = {{{0, 10}, {1, 1}, {2, 20}, {3, 6}}, {{1, 1}}, {{2, 1}}, {{1, 1}, {0, 1}, {3, 2}, {2, 1}},
+                            {{0, 1}}};
   for (uint32_t n : {37u, 1u, 1u, 5u, 1u}) {
     SCOPED_TRACE(fmt::format("step {}: {} tokens at {}", step, n, p));
+    // Each row's position and region (without rows: one sequence at p).
+    RowsStep r;
+    if (c.rows) {
+      r = rows_step(len, rows_runs[step], n_ctx / 4);
+    } else {
+      for (uint32_t t = 0; t < n; ++t) {
+        r.pos.push_back(p + t);
+        r.base.push_back(0);
+      }
+    }
+    ASSERT_EQ(r.pos.size(), n);
     auto xv = random_floats(size_t(n) * width, 40 + step++, -2.f, 2.f);
-    ShapeInput s{x, {n, width}};
-    SymbolInput sv{pos, p};
-    update(g, {&s, 1}, {&sv, 1});
+    std::vector<ShapeInput> s = {{x, {n, width}}};
+    std::vector<SymbolInput> sv = {{pos, p}};
+    if (c.rows) {
+      s.push_back({table, {n, 2}});
+      sv.push_back({max_keys, r.max_keys});
+    }
+    update(g, s, sv);
     write_tensor(g, x, xv.data(), xv.size() * 4);
+    if (c.rows) write_tensor<uint32_t>(g, table, r.table);
     execute(g);
     std::vector<float> qv, kv, vv;
     for (uint32_t t = 0; t < n; ++t) {
@@ -202,14 +300,15 @@ void run_rope_qkv(const QkvCase& c) {
       kv.insert(kv.end(), row + c.n_heads * hd, row + (c.n_heads + c.n_kv) * hd);
       vv.insert(vv.end(), row + (c.n_heads + c.n_kv) * hd, row + width);
     }
-    EXPECT_TRUE(all_close(read_output<float>(g, y), ref::rope(qv, n, p, ref_of(rc)), kAtol, kRtol));
-    std::vector<float> kw = ref::rope(kv, n, p, ref_of(kcase));
+    EXPECT_TRUE(all_close(read_output<float>(g, y), ref::rope_at(qv, r.pos, ref_of(rc)), kAtol, kRtol));
+    std::vector<float> kw = ref::rope_at(kv, r.pos, ref_of(kcase));
     std::vector<uint32_t> kgot = read_output<uint32_t>(g, kc), vgot = read_output<uint32_t>(g, vc);
     std::vector<float> kg, vg, kwant, vwant;
     for (uint32_t t = 0; t < n; ++t)
       for (uint32_t h = 0; h < c.n_kv; ++h)
         for (uint32_t e = 0; e < hd; ++e) {
-          const size_t at = (size_t(h) * n_ctx + size_t(p) + t) * hd + e, src = (size_t(t) * c.n_kv + h) * hd + e;
+          const size_t at = (size_t(h) * n_ctx + r.base[t] + size_t(r.pos[t])) * hd + e;
+          const size_t src = (size_t(t) * c.n_kv + h) * hd + e;
           kg.push_back(cache_value(kgot, at));
           vg.push_back(cache_value(vgot, at));
           kwant.push_back(kw[src]);
@@ -236,6 +335,19 @@ std::vector<OpCase> rope_qkv_cases() {
 }
 
 WGRT_OP_CASES(RopeQkv, rope_qkv_cases);
+
+std::vector<OpCase> rope_qkv_rows_cases() {
+  std::vector<OpCase> cases;
+  const QkvCase shapes[] = {{4, 2, 64, 64, false, true, true}, {4, 2, 64, 64, true, false, true},
+                            {4, 1, 40, 40, false, false, true}, {6, 2, 128, 96, true, true, true}};
+  for (const QkvCase& c : shapes)
+    cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv,
+                                 c.head_dim, c.n_rot, c.f16 ? "f16" : "f32"),
+                     [c] { run_rope_qkv(c); }});
+  return cases;
+}
+
+WGRT_OP_CASES(RopeQkvRows, rope_qkv_rows_cases);
 
 }  // namespace
 }  // namespace wgrt::test

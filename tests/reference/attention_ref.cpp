@@ -7,27 +7,47 @@
 
 namespace wgrt::ref {
 
+namespace {
+std::vector<TokenRow> one_sequence(uint32_t n_tokens, uint32_t pos) {
+  std::vector<TokenRow> rows(n_tokens);
+  for (uint32_t i = 0; i < n_tokens; ++i) rows[i] = {pos + i, 0};
+  return rows;
+}
+}  // namespace
+
 void kv_write(std::vector<float>& cache, const KvShape& s, const std::vector<float>& k,
               uint32_t n_tokens, uint32_t pos) {
-  for (uint32_t i = 0; i < n_tokens; ++i)
+  kv_write_rows(cache, s, k, one_sequence(n_tokens, pos));
+}
+
+void kv_write_rows(std::vector<float>& cache, const KvShape& s, const std::vector<float>& k,
+                   const std::vector<TokenRow>& rows) {
+  for (uint32_t i = 0; i < rows.size(); ++i)
     for (uint32_t h = 0; h < s.n_kv_heads; ++h)
       for (uint32_t d = 0; d < s.head_dim; ++d)
-        cache[(size_t(h) * s.n_ctx + pos + i) * s.head_dim + d] =
+        cache[(size_t(h) * s.n_ctx + rows[i].base + rows[i].pos) * s.head_dim + d] =
             k[(size_t(i) * s.n_kv_heads + h) * s.head_dim + d];
 }
 
 std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k_cache,
                              const std::vector<float>& v_cache, const KvShape& s,
                              uint32_t n_tokens, uint32_t n_heads, uint32_t pos, float scale) {
+  return attention_rows(q, k_cache, v_cache, s, one_sequence(n_tokens, pos), n_heads, scale);
+}
+
+std::vector<float> attention_rows(const std::vector<float>& q, const std::vector<float>& k_cache,
+                                  const std::vector<float>& v_cache, const KvShape& s,
+                                  const std::vector<TokenRow>& rows, uint32_t n_heads, float scale) {
   const uint32_t hd = s.head_dim, group = n_heads / s.n_kv_heads;
+  const uint32_t n_tokens = uint32_t(rows.size());
   std::vector<float> out(size_t(n_tokens) * n_heads * hd);
   std::vector<double> score, acc(hd);
   for (uint32_t i = 0; i < n_tokens; ++i) {
-    const uint32_t n_keys = pos + i + 1;
+    const uint32_t n_keys = rows[i].pos + 1;
     score.assign(n_keys, 0.0);
     for (uint32_t h = 0; h < n_heads; ++h) {
       const float* qi = &q[(size_t(i) * n_heads + h) * hd];
-      const size_t base = size_t(h / group) * s.n_ctx * hd;
+      const size_t base = (size_t(h / group) * s.n_ctx + rows[i].base) * hd;
       double mx = -std::numeric_limits<double>::infinity();
       for (uint32_t j = 0; j < n_keys; ++j) {
         double dot = 0;

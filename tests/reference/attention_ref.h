@@ -23,6 +23,19 @@ std::vector<float> attention(const std::vector<float>& q, const std::vector<floa
                              const std::vector<float>& v_cache, const KvShape& s,
                              uint32_t n_tokens, uint32_t n_heads, uint32_t pos, float scale);
 
+// A token of a step mixing sequences (ops::KvRows): its position in its sequence and the first
+// cache row of its sequence's region.
+struct TokenRow {
+  uint32_t pos, base;
+};
+// Row i of k into cache row rows[i].base + rows[i].pos.
+void kv_write_rows(std::vector<float>& cache, const KvShape& s, const std::vector<float>& k,
+                   const std::vector<TokenRow>& rows);
+// Query i attends cache rows rows[i].base .. rows[i].base + rows[i].pos.
+std::vector<float> attention_rows(const std::vector<float>& q, const std::vector<float>& k_cache,
+                                  const std::vector<float>& v_cache, const KvShape& s,
+                                  const std::vector<TokenRow>& rows, uint32_t n_heads, float scale);
+
 // Softmax of each row of [rows, n].
 std::vector<float> softmax(const std::vector<float>& x, uint32_t rows, uint32_t n);
 

@@ -32,15 +32,22 @@ std::vector<double> rope_inv_freq(const RopeRefConfig& c) {
 
 std::vector<float> rope(const std::vector<float>& x, uint32_t n_tokens, int64_t pos,
                         const RopeRefConfig& c) {
+  std::vector<int64_t> positions(n_tokens);
+  for (uint32_t t = 0; t < n_tokens; ++t) positions[t] = pos + t;
+  return rope_at(x, positions, c);
+}
+
+std::vector<float> rope_at(const std::vector<float>& x, const std::vector<int64_t>& positions,
+                           const RopeRefConfig& c) {
   std::vector<double> inv = rope_inv_freq(c);
   std::vector<float> y = x;
-  for (uint32_t t = 0; t < n_tokens; ++t)
+  for (uint32_t t = 0; t < positions.size(); ++t)
     for (uint32_t h = 0; h < c.n_heads; ++h) {
       size_t base = (size_t(t) * c.n_heads + h) * c.head_dim;
       for (uint32_t j = 0; j < c.n_rot / 2; ++j) {
         size_t a = c.neox ? base + j : base + 2 * j;
         size_t b = c.neox ? base + j + c.n_rot / 2 : base + 2 * j + 1;
-        double angle = double(pos + t) * inv[j];
+        double angle = double(positions[t]) * inv[j];
         double cs = std::cos(angle), sn = std::sin(angle);
         double x0 = x[a], x1 = x[b];
         y[a] = float(x0 * cs - x1 * sn);

@@ -21,5 +21,8 @@ std::vector<double> rope_inv_freq(const RopeRefConfig& c);
 // x [n_tokens, n_heads * head_dim]; row i at position pos + i.
 std::vector<float> rope(const std::vector<float>& x, uint32_t n_tokens, int64_t pos,
                         const RopeRefConfig& c);
+// The same with row i at positions[i] (a step of several sequences, ops::KvRows).
+std::vector<float> rope_at(const std::vector<float>& x, const std::vector<int64_t>& positions,
+                           const RopeRefConfig& c);
 
 }  // namespace wgrt::ref

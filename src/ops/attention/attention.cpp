@@ -132,27 +132,34 @@ graph::Shape infer_attention(const AttentionInferCtx& c) {
 }
 
 void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
-  if (c.pos < 0 || c.pos + c.n_tokens > c.n_ctx)
+  if (c.rows) {
+    check_max_keys("attention", c.pos, c.n_ctx);
+  } else if (c.pos < 0 || c.pos + c.n_tokens > c.n_ctx) {
     throw std::out_of_range(fmt::format(
         "attention: {} tokens at pos {} need keys past the context of {}", c.n_tokens, c.pos, c.n_ctx));
+  }
   AttentionParams p{};
   p.n_tokens = c.n_tokens;
   p.n_heads = c.n_heads;
   p.n_kv_heads = c.n_kv_heads;
-  p.pos = uint32_t(c.pos);
+  p.pos = c.rows ? 0u : uint32_t(c.pos);
   p.n_ctx = c.n_ctx;
   p.scale = c.scale;
   const uint32_t group = c.n_heads / c.n_kv_heads;
   if (c.decode) {
-    DecodeSplit s = decode_split(uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
+    // The longest context of the step (rows: max_keys) sets the split; each token's own keys end
+    // at or before it.
+    DecodeSplit s = decode_split(c.rows ? uint32_t(c.pos) : uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
     p.n_chunks = s.n_chunks;
     p.chunk_blocks = s.chunk_blocks;
-    p.ml_offset = ml_offset(c.n_heads, c.max_chunks, c.head_dim);
+    p.ml_offset = ml_offset(c.n_heads * c.decode_tokens, c.max_chunks, c.head_dim);
     plan.params[0].set(p);
     plan.params[1].set(p);
-    plan.grids[0] = {s.n_chunks, c.n_kv_heads * (group / c.decode_heads), 1};
-    // decode_sg writes a single chunk's output itself: no merge.
-    plan.grids[1] = c.decode_sg && s.n_chunks == 1 ? graph::Grid{0, 0, 0} : graph::Grid{c.n_heads, 1, 1};
+    const uint32_t tokens = c.rows ? c.n_tokens : 1;
+    plan.grids[0] = {s.n_chunks, c.n_kv_heads * (group / c.decode_heads), tokens};
+    // decode_sg writes a single chunk's output itself: no merge (chunk 0 holds every token's
+    // first key, so no token's only chunk is empty).
+    plan.grids[1] = c.decode_sg && s.n_chunks == 1 ? graph::Grid{0, 0, 0} : graph::Grid{c.n_heads, tokens, 1};
   } else {
     plan.params[0].set(p);
     uint32_t tokens_per_tile = c.prefill_rows / group;
@@ -172,6 +179,14 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   graph::Shape out_shape = infer_attention({q.max_shape, kc.max_shape, d.n_heads});
   const uint32_t n_kv = kc.max_shape[0], n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
   const uint32_t max_tokens = q.max_shape[0];  // copied: add_tensor below may add tensors
+  const bool rows = d.rows.has_value();
+  if (rows) {
+    check_kv_rows(g, d.name, *d.rows, max_tokens);
+    if (d.decode_max_tokens < 1 || d.decode_max_tokens > max_tokens)
+      throw std::invalid_argument(fmt::format("{}: decode_max_tokens {} is outside 1..{} (max_tokens)", d.name,
+                                              d.decode_max_tokens, max_tokens));
+  }
+  const uint32_t decode_tokens = rows ? d.decode_max_tokens : 1;  // the flash-decoding route's top
   if (head_dim % 8 != 0 || head_dim < kMinHeadDim || head_dim > kMaxHeadDim)
     throw std::invalid_argument(fmt::format("{}: head_dim {} (supported: multiples of 8 from {} to {})", d.name,
                                             head_dim, kMinHeadDim, kMaxHeadDim));
@@ -189,12 +204,16 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
 
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
+  // Per query row (token * n_heads + head, a token per decode token) and chunk.
+  const uint32_t split_rows = d.n_heads * decode_tokens;
   graph::TensorId scratch =
       graph::add_tensor(g, d.name + ".split", graph::DType::F32,
-                        {ml_offset(d.n_heads, max_chunks, head_dim) + d.n_heads * max_chunks * 2});
+                        {ml_offset(split_rows, max_chunks, head_dim) + split_rows * max_chunks * 2});
+  const graph::TensorId table = kv_rows_binding(d.rows, d.q);  // never read without rows
 
   std::vector<gpu::OverrideConstant> consts = {
       {"HEAD_DIM", double(head_dim)}, {"GROUP", double(group)}, {"F16", f16 ? 1.0 : 0.0}};
+  if (rows) consts.push_back({"TABLE", 1.0});
   std::vector<gpu::OverrideConstant> decode_consts = consts, prefill_consts = consts;
   decode_consts.push_back({"HPW", double(var.decode_heads)});
   decode_consts.push_back({"KB", double(var.key_block)});
@@ -215,53 +234,65 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   prefill_consts.push_back({"BK", double(var.prefill_keys)});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back(
-      {kAttentionDecode, "flash_decode", 1, 1,
+      {kAttentionDecode, "flash_decode", 1, decode_tokens,
        {var.decode_sg
             ? graph::KernelSpec{key("decode_sg", decode_consts),
                                 {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
                                  graph::Binding::of(2, d.v_cache), graph::Binding::of(3, out),
-                                 graph::Binding::of(4, scratch), graph::Binding::params(5)}}
+                                 graph::Binding::of(4, scratch), graph::Binding::params(5),
+                                 graph::Binding::of(6, table)}}
             : graph::KernelSpec{key("decode_split", decode_consts),
                                 {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
                                  graph::Binding::of(2, d.v_cache), graph::Binding::of(4, scratch),
-                                 graph::Binding::params(5)}},
+                                 graph::Binding::params(5), graph::Binding::of(6, table)}},
         {key("decode_reduce", consts),
          {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)},
          /*optional=*/var.decode_sg}}});
-  if (max_tokens >= 2)
+  if (max_tokens > decode_tokens)
     routes.routes.push_back(
-        {kAttentionPrefill, "prefill", 2, max_tokens,
+        {kAttentionPrefill, "prefill", decode_tokens + 1, max_tokens,
          {{key("prefill", prefill_consts),
            {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
-            graph::Binding::of(3, out), graph::Binding::params(5)}}}});
+            graph::Binding::of(3, out), graph::Binding::params(5), graph::Binding::of(6, table)}}}});
 
   const uint32_t n_heads = d.n_heads;
+  std::vector<graph::TensorId> inputs = {d.q, d.k_cache, d.v_cache};
+  if (rows) inputs.push_back(d.rows->table);
+  const std::string name = d.name;
+  const graph::SymbolId sym = rows ? d.rows->max_keys : d.pos;
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = "attention",
-      .inputs = {d.q, d.k_cache, d.v_cache},
+      .inputs = inputs,
       .outputs = {out, scratch},
       .dynamic = true,
       .routes = std::move(routes),
       .infer =
-          [n_heads](const graph::InferArgs& a) {
+          [n_heads, rows, name](const graph::InferArgs& a) {
             a.out[0] = infer_attention({a.in[0], a.in[1], n_heads});
+            if (rows) check_kv_rows_live(name, a.in[3], a.in[0][0]);
           },
       .plan =
-          [=, pos = d.pos](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[pos], scale, max_chunks,
-                            a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows, var.decode_sg},
+          [=](const graph::PlanArgs& a, graph::Plan& p) {
+            plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[sym], scale, max_chunks,
+                            a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows,
+                            var.decode_sg, rows, decode_tokens},
                            p);
           },
       .cost =
-          [=, pos = d.pos](const graph::PlanArgs& a) {
+          [=](const graph::PlanArgs& a) {
             // Keys 0..pos + m - 1 of K and V, q in, out: the decode route reads every key once per
             // decode workgroup row (once per KV head unless the group is split); prefill (causal)
-            // about half of the m x keys score matrix.
-            const uint64_t m = a.in[0][0], keys = uint64_t(a.sym[pos]) + m;
-            const uint64_t reads = m == 1 ? group / var.decode_heads : 1;
+            // about half of the m x keys score matrix. With rows, max_keys bounds every token's
+            // keys: a decode token reads up to max_keys of its own region, a prefill tile the
+            // region(s) of its tokens (counted as one of max_keys, the one-sequence case).
+            const uint64_t m = a.in[0][0];
+            const bool decode = rows ? m <= decode_tokens : m == 1;
+            const uint64_t max_keys = uint64_t(a.sym[sym]);
+            const uint64_t keys = !rows ? max_keys + m : decode ? m * max_keys : max_keys;
+            const uint64_t reads = decode ? group / var.decode_heads : 1;
             const uint64_t kv = 2 * reads * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
-            const double pairs = m == 1 ? double(keys) : double(m) * double(keys) / 2;
+            const double pairs = decode ? double(keys) : double(m) * double(keys) / 2;
             return graph::NodeCost{kv + 2 * m * n_heads * head_dim * 4, 4.0 * n_heads * head_dim * pairs};
           },
   });

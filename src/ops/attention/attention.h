@@ -20,6 +20,16 @@
 //   [2, max]  prefill: `prefill` tiles up to 32 rows (tokens x the group's query heads)
 //             against tiles of up to 32 keys in workgroup memory, online softmax, causal
 //             mask; a K/V tile is loaded once for all query heads of its group.
+// With AttentionDesc::rows (a step of several sequences, KvRows in kv_cache.h) query i attends
+// cache rows b_i .. b_i + p_i of its own region (causal within its sequence) and the routes are
+//   [1, decode_max_tokens]               flash-decoding, each token on its own (grid z = token,
+//                                        the scratch a region per token, the chunk count from
+//                                        max_keys; chunks past a token's keys are empty and
+//                                        merge as nothing), decode_reduce per (head, token)
+//   [decode_max_tokens + 1, max_tokens]  prefill: a tile takes the runs of tokens of one
+//                                        sequence in turn (one run when the tile is one sequence)
+// The kernels are the same entry points with the override TABLE; without rows they are built
+// as before and read nothing more.
 // head_dim (any multiple of 8 in 16..256), the GQA ratio (1, 2, 4, 8) and the cache dtype are
 // override constants; so are the tile sizes, picked at build as the fastest variant that fits
 // the device's workgroup memory (attention_variants).
@@ -97,18 +107,21 @@ struct AttentionInferCtx {
 };
 graph::Shape infer_attention(const AttentionInferCtx& c);
 
-// Route ids (graph/routes.h): flash_decode [1, 1], prefill [2, max] on q's rows.
+// Route ids (graph/routes.h): flash_decode [1, 1], prefill [2, max] on q's rows (with rows:
+// [1, decode_max_tokens] and past it).
 inline constexpr graph::RouteId kAttentionDecode{1}, kAttentionPrefill{2};
 struct AttentionPlanCtx {
   uint32_t n_tokens, n_heads, n_kv_heads, head_dim, n_ctx;
-  int64_t pos;
+  int64_t pos;  // with rows: the max_keys symbol's value
   float scale;
   uint32_t max_chunks;  // the split cap
   bool decode;  // the active route: flash_decode (else prefill)
   uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
   bool decode_sg;
+  bool rows = false;              // AttentionDesc::rows
+  uint32_t decode_tokens = 1;     // tokens the decode scratch holds (rows: decode_max_tokens)
 };
-// Throws std::out_of_range when pos + n_tokens > n_ctx.
+// Throws std::out_of_range when pos + n_tokens > n_ctx (with rows: max_keys outside 1..n_ctx).
 void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan);
 
 // Flash-decoding split for a context of `n_keys`: chunks of whole key blocks, as many

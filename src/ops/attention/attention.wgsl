@@ -1,5 +1,9 @@
 // Causal scaled dot-product attention over the KV cache, with GQA (see attention.h).
 // Caches are read as vec4<u32> words: 4 f32 elements, or (F16) 8 halves.
+// TABLE (a step of several sequences, KvRows in kv_cache.h): token i attends cache rows
+// b_i .. b_i + p_i of kv_rows (clamped into the cache: kv_rows.wgsl); the decode kernels take a
+// token per grid z, their partials a region per token (query row token * n_heads + head).
+//! use kv_rows
 struct Params {
   n_tokens: u32,
   n_heads: u32,
@@ -18,6 +22,7 @@ struct Params {
 override HEAD_DIM: u32 = 128u;  // a multiple of 8, 16..256
 override GROUP: u32 = 1u;       // query heads per KV head, 1..MAX_GROUP
 override F16: bool = false;     // cache dtype
+override TABLE: bool = false;   // per-token positions and regions from kv_rows (else pos + i)
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;
@@ -25,6 +30,7 @@ override F16: bool = false;     // cache dtype
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read_write> split: array<f32>;  // decode partials
 @group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
 
 const WG: u32 = 256u;
 const MAX_GROUP: u32 = 8u;
@@ -41,6 +47,13 @@ fn unpack_word(w: vec4<u32>) -> array<vec4<f32>, 2> {
 
 fn row_words() -> u32 { return HEAD_DIM / select(4u, 8u, F16); }
 fn word_vec4s() -> u32 { return select(1u, 2u, F16); }
+
+// The decode kernels' token (grid z) and its (first cache row of the region, keys).
+fn decode_token(wid: vec3<u32>) -> u32 { return select(0u, wid.z, TABLE); }
+fn decode_span(token: u32) -> vec2<u32> {
+  if (TABLE) { return kv_span(token, p.n_ctx); }
+  return vec2<u32>(0u, p.pos + 1u);
+}
 
 // The smallest power of two >= n (n >= 1).
 fn pow2_ceil(n: u32) -> u32 { return 1u << (32u - countLeadingZeros(n - 1u)); }
@@ -93,10 +106,12 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
   let KPL = (KB + NVL - 1u) / NVL;     // and keys per lane
   let c = wid.x;
   let g = wid.y / (GROUP / HPW);  // KV head
-  let head0 = g * GROUP + (wid.y % (GROUP / HPW)) * HPW;
+  let tok = decode_token(wid);
+  let span = decode_span(tok);
+  let head0 = tok * p.n_heads + g * GROUP + (wid.y % (GROUP / HPW)) * HPW;  // query row
   let k_begin = c * p.chunk_blocks * KB;
-  let k_end = min(k_begin + p.chunk_blocks * KB, p.pos + 1u);
-  let row0 = g * p.n_ctx;
+  let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
+  let row0 = g * p.n_ctx + span.x;
 
   for (var i = t; i < HPW * D4; i += WG) { dq[i] = q[head0 * D4 + i] * p.scale; }
   let sj = t / LANES;  // score phase: key of the block
@@ -252,10 +267,12 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   let TURN = NKG * DKPI;     // keys per workgroup turn
   let c = wid.x;
   let g = wid.y / (GROUP / HPW);
-  let head0 = g * GROUP + (wid.y % (GROUP / HPW)) * HPW;
+  let tok = decode_token(wid);
+  let span = decode_span(tok);
+  let head0 = tok * p.n_heads + g * GROUP + (wid.y % (GROUP / HPW)) * HPW;  // query row
   let k_begin = c * p.chunk_blocks * KB;
-  let k_end = min(k_begin + p.chunk_blocks * KB, p.pos + 1u);
-  let row0 = g * p.n_ctx;
+  let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
+  let row0 = g * p.n_ctx + span.x;
   let kg = t / DKL;
   let li = t % DKL;
 
@@ -402,7 +419,7 @@ fn reduce_rr(t: u32, is_max: bool) -> f32 {
 
 @compute @workgroup_size(RWG)
 fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-  let h = wid.x;
+  let h = select(0u, wid.y, TABLE) * p.n_heads + wid.x;  // query row (TABLE: token wid.y)
   let nc = p.n_chunks;
   let ml = p.ml_offset + h * nc * 2u;
   var m = NEG;
@@ -438,6 +455,10 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
 // limit of the tile's last token; an online softmax per row. Thread t serves row t % ROWS;
 // its column group t / ROWS (of NG = WG / ROWS) takes KPT keys of a tile for the scores and
 // OV vec4s of the row for the output (threads past the tile's keys or the row idle).
+// TABLE: the tile's tokens may belong to several sequences. It takes the runs of tokens with
+// equal b_i in turn (one run in the common case): for each, K/V tiles of that region from key 0
+// to the run's last p_i, the rows of other runs masked (they add nothing); row r keeps its own
+// causal limit p_r.
 override ROWS: u32 = 32u;  // rows per tile, a multiple of GROUP (attention.cpp picks it)
 override BK: u32 = 32u;    // keys per tile
 
@@ -459,8 +480,6 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let tok0 = wid.x * tpt;
   let g = wid.y;
   let last_tok = min(tok0 + tpt, p.n_tokens) - 1u;
-  let kv_len = p.pos + last_tok + 1u;
-  let row0 = g * p.n_ctx;
 
   for (var i = t; i < ROWS * D4; i += WG) {
     let r = i / D4;
@@ -473,68 +492,90 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let r = t % ROWS;
   let grp = t / ROWS;  // scores: keys grp * KPT ..; output: vec4s grp * OV ..
   let PST = BK + 1u;   // padded row stride of pp (banks)
-  let limit = p.pos + min(tok0 + r / GROUP, p.n_tokens - 1u);  // last key row r sees
+  let my_tok = min(tok0 + r / GROUP, p.n_tokens - 1u);
+  var limit = p.pos + my_tok;  // last key row r sees (TABLE: within its region)
+  if (TABLE) { limit = kv_span(my_tok, p.n_ctx).y - 1u; }
   var m_run = NEG;  // threads t < ROWS: row t's running max and sum
   var l_run = 0.0;
   var acc: array<vec4<f32>, 4>;
 
-  for (var k0 = 0u; k0 < kv_len; k0 += BK) {
-    workgroupBarrier();
-    for (var i = t; i < BK * R; i += WG) {
-      let j = i / R;
-      let w = i % R;
-      var word = vec4<u32>(0u);
-      if (k0 + j < kv_len) { word = k_cache[(row0 + k0 + j) * R + w]; }
-      let f = unpack_word(word);
-      for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
+  var run0 = tok0;  // the run's first token
+  loop {
+    var run_end = last_tok + 1u;  // one past the run's last token
+    var kv_len = p.pos + last_tok + 1u;
+    var row0 = g * p.n_ctx;
+    var in_run = true;
+    if (TABLE) {
+      let b = kv_rows[2u * run0 + 1u];
+      run_end = run0 + 1u;
+      while (run_end <= last_tok && kv_rows[2u * run_end + 1u] == b) { run_end++; }
+      let span = kv_span(run_end - 1u, p.n_ctx);  // positions increase within a sequence
+      kv_len = span.y;
+      row0 += span.x;
+      in_run = my_tok >= run0 && my_tok < run_end;
     }
-    workgroupBarrier();
-    var s = array<f32, 4>(0.0, 0.0, 0.0, 0.0);  // explicit, as `part` above
-    // Guards of the form `X % Y == 0u || ...` fold away after override substitution where the
-    // shape divides evenly (the 64/128 fast paths), keeping the loops' trip counts constant.
-    for (var d4 = 0u; d4 < D4; d4++) {
-      let qv = pq[r * QST + d4];
+
+    for (var k0 = 0u; k0 < kv_len; k0 += BK) {
+      workgroupBarrier();
+      for (var i = t; i < BK * R; i += WG) {
+        let j = i / R;
+        let w = i % R;
+        var word = vec4<u32>(0u);
+        if (k0 + j < kv_len) { word = k_cache[(row0 + k0 + j) * R + w]; }
+        let f = unpack_word(word);
+        for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
+      }
+      workgroupBarrier();
+      var s = array<f32, 4>(0.0, 0.0, 0.0, 0.0);  // explicit, as `part` above
+      // Guards of the form `X % Y == 0u || ...` fold away after override substitution where the
+      // shape divides evenly (the 64/128 fast paths), keeping the loops' trip counts constant.
+      for (var d4 = 0u; d4 < D4; d4++) {
+        let qv = pq[r * QST + d4];
+        for (var u = 0u; u < KPT; u++) {
+          if (BK % NG == 0u || grp * KPT + u < BK) { s[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
+        }
+      }
       for (var u = 0u; u < KPT; u++) {
-        if (BK % NG == 0u || grp * KPT + u < BK) { s[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
+        if (BK % NG == 0u || grp * KPT + u < BK) { pp[r * PST + grp * KPT + u] = s[u]; }
       }
-    }
-    for (var u = 0u; u < KPT; u++) {
-      if (BK % NG == 0u || grp * KPT + u < BK) { pp[r * PST + grp * KPT + u] = s[u]; }
-    }
-    workgroupBarrier();
-    for (var i = t; i < BK * R; i += WG) {
-      let j = i / R;
-      let w = i % R;
-      var word = vec4<u32>(0u);
-      if (k0 + j < kv_len) { word = v_cache[(row0 + k0 + j) * R + w]; }
-      let f = unpack_word(word);
-      for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
-    }
-    if (t < ROWS) {
-      let n_valid = select(0u, min(BK, limit + 1u - k0), limit >= k0);
-      var bm = NEG;
-      for (var j = 0u; j < n_valid; j++) { bm = max(bm, pp[r * PST + j]); }
-      let m_new = max(m_run, bm);
-      let a = exp(m_run - m_new);
-      var sum = 0.0;
+      workgroupBarrier();
+      for (var i = t; i < BK * R; i += WG) {
+        let j = i / R;
+        let w = i % R;
+        var word = vec4<u32>(0u);
+        if (k0 + j < kv_len) { word = v_cache[(row0 + k0 + j) * R + w]; }
+        let f = unpack_word(word);
+        for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
+      }
+      if (t < ROWS) {
+        let n_valid = select(0u, min(BK, limit + 1u - k0), limit >= k0 && in_run);
+        var bm = NEG;
+        for (var j = 0u; j < n_valid; j++) { bm = max(bm, pp[r * PST + j]); }
+        let m_new = max(m_run, bm);
+        let a = exp(m_run - m_new);
+        var sum = 0.0;
+        for (var j = 0u; j < BK; j++) {
+          let e = select(0.0, exp(pp[r * PST + j] - m_new), j < n_valid);
+          pp[r * PST + j] = e;
+          sum += e;
+        }
+        l_run = l_run * a + sum;
+        m_run = m_new;
+        palpha[r] = a;
+      }
+      workgroupBarrier();
+      let a = palpha[r];
+      for (var v = 0u; v < OV; v++) { acc[v] *= a; }
       for (var j = 0u; j < BK; j++) {
-        let e = select(0.0, exp(pp[r * PST + j] - m_new), j < n_valid);
-        pp[r * PST + j] = e;
-        sum += e;
-      }
-      l_run = l_run * a + sum;
-      m_run = m_new;
-      palpha[r] = a;
-    }
-    workgroupBarrier();
-    let a = palpha[r];
-    for (var v = 0u; v < OV; v++) { acc[v] *= a; }
-    for (var j = 0u; j < BK; j++) {
-      let pj = pp[r * PST + j];
-      for (var v = 0u; v < OV; v++) {
-        if (D4 % NG == 0u || grp * OV + v < D4) { acc[v] += pj * pkv[j * D4 + grp * OV + v]; }
+        let pj = pp[r * PST + j];
+        for (var v = 0u; v < OV; v++) {
+          if (D4 % NG == 0u || grp * OV + v < D4) { acc[v] += pj * pkv[j * D4 + grp * OV + v]; }
+        }
       }
     }
+    if (!TABLE) { break; }
+    run0 = run_end;
+    if (run0 > last_tok) { break; }
   }
   workgroupBarrier();
   if (t < ROWS) { palpha[t] = 1.0 / l_run; }

@@ -35,13 +35,41 @@ void infer_kv_write(const KvWriteInferCtx& c) {
         graph::to_string(c.k), graph::to_string(c.v), graph::to_string(c.cache)));
 }
 
+void check_kv_rows(const graph::Graph& g, const std::string& name, const KvRows& rows, uint32_t max_tokens) {
+  if (rows.table.v >= graph::tensor_count(g))
+    throw std::invalid_argument(fmt::format("{}: unknown KvRows table id {}", name, rows.table.v));
+  const graph::Tensor& t = graph::tensor_info(g, rows.table);
+  if (t.role != graph::TensorRole::Input || t.dtype != graph::DType::U32 ||
+      t.max_shape != graph::Shape{max_tokens, 2} || (t.dynamic_dims & 1) == 0 || (t.dynamic_dims & 2) != 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: the KvRows table '{}' must be a u32 input [{}, 2] with dynamic dim 0 (one row per token), got {} {}",
+        name, t.name, max_tokens, graph::dtype_name(t.dtype), graph::to_string(t.max_shape)));
+  if (rows.max_keys.v >= graph::symbol_count(g))
+    throw std::invalid_argument(fmt::format("{}: unknown max_keys symbol id {}", name, rows.max_keys.v));
+}
+
+void check_kv_rows_live(const std::string& name, const graph::Shape& table, uint32_t n_tokens) {
+  if (table.rank != 2 || table[0] != n_tokens || table[1] != 2)
+    throw std::invalid_argument(fmt::format("{}: the KvRows table is {}, expected [{}, 2] (a row per token)", name,
+                                            graph::to_string(table), n_tokens));
+}
+
+void check_max_keys(const std::string& name, int64_t max_keys, uint32_t n_ctx) {
+  if (max_keys < 1 || max_keys > int64_t(n_ctx))
+    throw std::out_of_range(fmt::format(
+        "{}: max_keys {} is outside 1..{} (hint: a sequence's positions must stay below the context of {}; "
+        "start a new sequence or build with a larger n_ctx)", name, max_keys, n_ctx, n_ctx));
+}
+
 void plan_kv_write(const KvWritePlanCtx& c, graph::Plan& plan) {
-  if (c.pos < 0 || c.pos + c.n_tokens > c.n_ctx)
+  if (c.rows) {
+    check_max_keys("kv write", c.pos, c.n_ctx);
+  } else if (c.pos < 0 || c.pos + c.n_tokens > c.n_ctx)
     throw std::out_of_range(fmt::format(
         "kv write: {} tokens at pos {} go past the context of {} (hint: the cache holds "
         "positions 0..{}; start a new sequence or build with a larger n_ctx)",
         c.n_tokens, c.pos, c.n_ctx, c.n_ctx - 1));
-  plan.params[0].set(KvCacheParams{c.n_tokens, c.n_kv_heads, c.head_dim, uint32_t(c.pos), c.n_ctx,
+  plan.params[0].set(KvCacheParams{c.n_tokens, c.n_kv_heads, c.head_dim, c.rows ? 0u : uint32_t(c.pos), c.n_ctx,
                                    0, 0, 0});
   uint64_t words = uint64_t(c.n_tokens) * c.n_kv_heads * (c.f16 ? c.head_dim / 2 : c.head_dim);
   plan.grids[0] = grid_1d(ceil_div(words, kWorkgroup), c.max_groups_per_dim);
@@ -66,25 +94,35 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
     throw std::invalid_argument(fmt::format("{}: an f16 cache needs an even head_dim", d.name));
 
   require_fits(graph::device_caps(g).limits, d.name + ": kv_write", {0, kWorkgroup});  // no workgroup data
+  const bool rows = d.rows.has_value();
+  if (rows) check_kv_rows(g, d.name, *d.rows, k.max_shape[0]);
+  const uint32_t max_tokens = k.max_shape[0];
+  std::vector<gpu::OverrideConstant> consts = {{"F16", f16 ? 1.0 : 0.0}};
+  if (rows) consts.push_back({"TABLE", 1.0});
   graph::KernelSpec kernel{
-      gpu::make_key("kv_cache", "main", {{"F16", f16 ? 1.0 : 0.0}}),
+      gpu::make_key("kv_cache", "main", std::move(consts)),
       {graph::Binding::of(0, d.k), graph::Binding::of(1, d.v), graph::Binding::of(2, d.k_cache),
-       graph::Binding::of(3, d.v_cache), graph::Binding::params(4)}};
+       graph::Binding::of(3, d.v_cache), graph::Binding::params(4), graph::Binding::of(5, kv_rows_binding(d.rows, d.k))}};
+  std::vector<graph::TensorId> inputs = {d.k, d.v};
+  if (rows) inputs.push_back(d.rows->table);
+  const std::string name = d.name;
   return graph::add_node(g, graph::Node{
       .name = d.name,
       .op = "kv_write",
-      .inputs = {d.k, d.v},
+      .inputs = inputs,
       .outputs = {d.k_cache, d.v_cache},
       .dynamic = true,
-      .routes = graph::single_route(graph::RouteKey::of_dim(d.k, 0), 1, k.max_shape[0], {kernel}),
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.k, 0), 1, max_tokens, {kernel}),
       .infer =
-          [](const graph::InferArgs& a) {
+          [name, rows](const graph::InferArgs& a) {
             infer_kv_write({a.in[0], a.in[1], a.out[0]});
+            if (rows) check_kv_rows_live(name, a.in[2], a.in[0][0]);
           },
       .plan =
-          [pos = d.pos, f16, n_kv, n_ctx, head_dim](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_kv_write({a.in[0][0], n_kv, head_dim, n_ctx, a.sym[pos], f16,
-                           a.caps->limits.maxComputeWorkgroupsPerDimension},
+          [sym = rows ? d.rows->max_keys : d.pos, rows, f16, n_kv, n_ctx, head_dim](const graph::PlanArgs& a,
+                                                                                   graph::Plan& p) {
+            plan_kv_write({a.in[0][0], n_kv, head_dim, n_ctx, a.sym[sym], f16,
+                           a.caps->limits.maxComputeWorkgroupsPerDimension, rows},
                           p);
           },
   });

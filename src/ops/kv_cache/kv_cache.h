@@ -1,5 +1,6 @@
 // KV-cache write: the live n_tokens rows of k and v ([n_tokens, n_kv_heads * head_dim], f32)
-// go to cache positions pos .. pos + n_tokens - 1, pos being a graph symbol.
+// go to cache positions pos .. pos + n_tokens - 1, pos being a graph symbol; with
+// KvCacheDesc::rows, row i goes to cache row b_i + p_i of the table (KvRows below).
 //
 // Cache layout: a graph State tensor of fixed shape [n_kv_heads, n_ctx, head_dim], so one KV
 // head's keys are contiguous (attention streams them per head). dtype F32, or F16 packed two
@@ -43,6 +44,22 @@ graph::TensorId add_kv_cache(graph::Graph& g, const std::string& name, graph::DT
 
 graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d);
 
+// KvRows helpers for the ops that take rows (kv_write, rope, rope_qkv, linear_q, attention).
+// The kernels read the table through the WGSL part kv_rows.wgsl under the override TABLE; the
+// binding exists in both modes, so without rows it is bound to a tensor the kernel already
+// reads (`fallback`, read-only there), never read through it: no extra buffer, no extra read.
+//   check_kv_rows: `rows` names a u32 [max_tokens, 2] input with dynamic dim 0 whose max
+//     rows match the op's and a known max_keys symbol (std::invalid_argument naming `name`).
+//   kv_rows_binding: the table, or `fallback`.
+//   check_kv_rows_live: at infer, the table's live rows are the op's n_tokens.
+//   check_max_keys: at plan, 1 <= max_keys <= n_ctx (std::out_of_range naming `name`).
+void check_kv_rows(const graph::Graph& g, const std::string& name, const KvRows& rows, uint32_t max_tokens);
+inline graph::TensorId kv_rows_binding(const std::optional<KvRows>& rows, graph::TensorId fallback) {
+  return rows ? rows->table : fallback;
+}
+void check_kv_rows_live(const std::string& name, const graph::Shape& table, uint32_t n_tokens);
+void check_max_keys(const std::string& name, int64_t max_keys, uint32_t n_ctx);
+
 struct KvCacheParams {
   uint32_t n_tokens, n_kv_heads, head_dim, pos;
   uint32_t n_ctx, _pad0, _pad1, _pad2;
@@ -57,11 +74,12 @@ void infer_kv_write(const KvWriteInferCtx& c);
 
 struct KvWritePlanCtx {
   uint32_t n_tokens, n_kv_heads, head_dim, n_ctx;
-  int64_t pos;
+  int64_t pos;  // with rows: the max_keys symbol's value
   bool f16;
   uint32_t max_groups_per_dim;
+  bool rows = false;
 };
-// Throws std::out_of_range when pos + n_tokens > n_ctx.
+// Throws std::out_of_range when pos + n_tokens > n_ctx (with rows: max_keys > n_ctx).
 void plan_kv_write(const KvWritePlanCtx& c, graph::Plan& plan);
 
 }  // namespace wgrt::ops

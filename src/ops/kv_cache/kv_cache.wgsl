@@ -1,6 +1,7 @@
 // KV-cache write: rows of k and v [n_tokens, n_kv_heads * head_dim] (f32) into caches
-// [n_kv_heads, n_ctx, head_dim] at positions pos + token. One thread per cache word: an f32,
-// or (F16) two halves packed with pack2x16float.
+// [n_kv_heads, n_ctx, head_dim] at positions pos + token, or (TABLE) at rows b_i + p_i of
+// KvRows::table. One thread per cache word: an f32, or (F16) two halves packed with pack2x16float.
+//! use kv_rows
 struct Params {
   n_tokens: u32,
   n_kv_heads: u32,
@@ -13,12 +14,14 @@ struct Params {
 }
 
 override F16: bool = false;
+override TABLE: bool = false;  // rows from kv_rows (else pos + token)
 
 @group(0) @binding(0) var<storage, read> k: array<f32>;
 @group(0) @binding(1) var<storage, read> v: array<f32>;
 @group(0) @binding(2) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(3) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
 
 const WG: u32 = 256u;
 
@@ -33,7 +36,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let head = (i / row_words) % p.n_kv_heads;
   let token = i / (row_words * p.n_kv_heads);
   let src = (token * p.n_kv_heads + head) * p.head_dim + w * per;
-  let dst = (head * p.n_ctx + p.pos + token) * row_words + w;
+  var row = p.pos + token;
+  if (TABLE) { row = kv_dst(token, p.n_ctx); }
+  let dst = (head * p.n_ctx + row) * row_words + w;
   if (F16) {
     k_cache[dst] = pack2x16float(vec2<f32>(k[src], k[src + 1u]));
     v_cache[dst] = pack2x16float(vec2<f32>(v[src], v[src + 1u]));

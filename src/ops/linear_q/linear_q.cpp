@@ -69,7 +69,7 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
   // last_row: the gemv reads x's last live row and writes one output row.
   const uint32_t out_m = c.last_row ? 1 : c.m;
   const uint32_t maxg = c.max_groups_per_dim;
-  if (c.rope) check_rope_positions(c.name, c.rope_caches, c.m, c.pos);
+  if (c.rope) check_rope_positions(c.name, *c.rope, c.rope_caches, c.m, c.pos);
   auto part_params = [&](const LinearQPartPlan& pp) {
     return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? c.m - 1 : 0u, c.eps,
                          pp.y_off, c.n, uint32_t(c.pos), c.rope_caches.n_ctx, 0};
@@ -215,6 +215,7 @@ namespace {
 // dispatch per layer and the q|k|v round trip through memory. WGRT_GEMV_ROPE=0 turns it off
 // (to measure).
 bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<const LinearQPartPlan> parts) {
+  if (r.rows) return false;  // a step of several sequences: rope_qkv reads the table
   if (r.layout != RopeLayout::Normal || caps.limits.maxStorageBuffersPerShaderStage < 9) return false;
   for (const LinearQPartPlan& pp : parts)
     if (pp.n % 4 != 0) return false;
@@ -296,7 +297,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (d.swiglu || d.last_row || d.residual || d.argmax_out)
       throw std::invalid_argument(fmt::format("{}: the rope epilogue takes no swiglu, last_row, residual or argmax",
                                               d.name));
-    rope_caches = check_rope_qkv(g, d.name, *d.rope, n);
+    rope_caches = check_rope_qkv(g, d.name, *d.rope, n, max_m);
   }
   const uint32_t n_out = d.swiglu ? n / 2 : d.rope ? d.rope->n_heads * d.rope->head_dim : n;
   const uint32_t y_rows = d.last_row ? 1 : max_m;
@@ -464,6 +465,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   for (const auto& t : {d.bias, d.norm, d.residual})
     if (t) inputs.push_back(*t);
   if (d.rope) inputs.push_back(d.rope->freqs);
+  const bool rope_rows = d.rope && d.rope->rows;
+  if (rope_rows) inputs.push_back(d.rope->rows->table);  // the last input (infer checks its rows)
   const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(),
                             .max_groups_per_dim = 0, .norm = d.norm.has_value(), .eps = d.eps,
                             .swiglu = d.swiglu, .last_row = d.last_row, .parts = part_plans, .name = d.name,
@@ -481,8 +484,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       .dynamic = true,
       .routes = std::move(routes),
       .infer =
-          [base, n_out, scratch_kind](const graph::InferArgs& a) {
+          [base, n_out, scratch_kind, rope_rows](const graph::InferArgs& a) {
             const uint32_t m = infer_linear_q({a.in[0], base.n, base.k})[0];
+            if (rope_rows) check_kv_rows_live(base.name, a.in.back(), m);
             a.out[0] = graph::Shape{base.last_row ? 1 : m, n_out};
             for (size_t i = 0; i < scratch_kind.size(); ++i) {  // scratch follows the live rows
               graph::Shape& out = a.out[1 + i];
@@ -501,7 +505,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             LinearQPlanCtx c = base;
             c.m = a.in[0][0];
             c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
-            if (c.rope) c.pos = a.sym[c.rope->pos];
+            if (c.rope) c.pos = a.sym[rope_qkv_symbol(*c.rope)];
             for (const auto& [id, steps] : route_steps)
               if (a.route_is(id)) plan_linear_q(c, steps, p);
           },

@@ -35,7 +35,9 @@
 //   rope      the weight is q|k|v (rope.h RopeQkv): y is the rotated q [M, n_heads * head_dim],
 //             k and v go rotated into the caches at pos + row. In the gemv's epilogue
 //             (gemv_rope: normal layout, devices with 9 storage buffers per stage), elsewhere
-//             rope_qkv after the matrix kernels (q|k|v in the node's scratch)
+//             rope_qkv after the matrix kernels (q|k|v in the node's scratch). With RopeQkv::rows
+//             (a step of several sequences) every route, the gemv's included, runs rope_qkv
+//             after its matrix kernels: the table is read there, gemv_rope stays as it is
 // The GEMM's result differs from f32 math by the activation rounding: at most
 // absmax(x in group) / 254 per activation (tests/ops/linear_q_test.cpp bounds it exactly).
 #pragma once
@@ -144,7 +146,7 @@ struct LinearQPlanCtx {
   std::string name;                  // the node's (errors)
   std::optional<ops::RopeQkv> rope;  // and its caches; pos is the symbol's live value
   RopeQkvCaches rope_caches;
-  int64_t pos = 0;
+  int64_t pos = 0;  // rope_qkv_symbol's value: pos, or with rope->rows max_keys
 };
 void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, graph::Plan& plan);
 

@@ -91,10 +91,10 @@ void plan_rope(const RopePlanCtx& c, graph::Plan& plan) {
   p.n_heads = c.x[1] / c.head_dim;
   p.head_dim = c.head_dim;
   p.n_rot = c.n_rot;
-  if (c.pos < 0 || c.pos + int64_t(p.n_tokens) > int64_t(UINT32_MAX))
+  if (!c.rows && (c.pos < 0 || c.pos + int64_t(p.n_tokens) > int64_t(UINT32_MAX)))
     throw std::invalid_argument(fmt::format("rope: positions {}..{} are outside [0, 2^32)", c.pos,
                                             c.pos + p.n_tokens - 1));
-  p.pos = uint32_t(c.pos);
+  p.pos = c.rows ? 0u : uint32_t(c.pos);
   p.neox = c.layout == RopeLayout::Neox ? 1u : 0u;
   plan.params[0].set(p);
   uint64_t pairs = uint64_t(p.n_tokens) * p.n_heads * (p.head_dim / 2);  // a thread per pair
@@ -118,33 +118,46 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", d.name, d.pos.v));
   infer_rope({x.max_shape, d.head_dim});
   require_fits(graph::device_caps(g).limits, d.name + ": rope", {0, kWorkgroup});  // no workgroup data
-  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, x.max_shape);
+  const bool rows = d.rows.has_value();
+  const graph::Shape x_max = x.max_shape;  // copied: add_tensor below may add tensors
+  if (rows) check_kv_rows(g, d.name, *d.rows, x_max[0]);
+  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, x_max);
 
-  graph::KernelSpec k{gpu::make_key("rope", "rope"),
+  graph::KernelSpec k{gpu::make_key("rope", "rope", rows ? std::vector<gpu::OverrideConstant>{{"TABLE", 1.0}}
+                                                         : std::vector<gpu::OverrideConstant>{}),
                       {graph::Binding::of(0, d.x), graph::Binding::of(1, d.freqs),
-                       graph::Binding::of(2, y), graph::Binding::params(3)}};
+                       graph::Binding::of(2, y), graph::Binding::params(3),
+                       graph::Binding::of(6, kv_rows_binding(d.rows, d.x))}};
   uint32_t head_dim = d.head_dim;
   RopeLayout layout = d.layout;
   graph::SymbolId pos = d.pos;
+  std::vector<graph::TensorId> inputs = {d.x, d.freqs};
+  if (rows) inputs.push_back(d.rows->table);
+  const std::string name = d.name;
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = "rope",
-      .inputs = {d.x, d.freqs},
+      .inputs = inputs,
       .outputs = {y},
       .dynamic = true,
-      .routes = graph::single_route(graph::RouteKey::of_dim(d.x, 0), 1, x.max_shape[0], {k}),
-      .infer = [head_dim](const graph::InferArgs& a) { a.out[0] = infer_rope({a.in[0], head_dim}); },
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.x, 0), 1, x_max[0], {k}),
+      .infer =
+          [head_dim, rows, name](const graph::InferArgs& a) {
+            a.out[0] = infer_rope({a.in[0], head_dim});
+            if (rows) check_kv_rows_live(name, a.in[2], a.in[0][0]);
+          },
       .plan =
           [=](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_rope({a.in[0], head_dim, n_rot, a.sym[pos], layout,
-                       a.caps->limits.maxComputeWorkgroupsPerDimension},
+            plan_rope({a.in[0], head_dim, n_rot, rows ? 0 : a.sym[pos], layout,
+                       a.caps->limits.maxComputeWorkgroupsPerDimension, rows},
                       p);
           },
   });
   return y;
 }
 
-RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width) {
+RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width,
+                             uint32_t max_tokens) {
   const graph::Tensor& kc = graph::tensor_info(g, r.k_cache);
   const graph::Tensor& vc = graph::tensor_info(g, r.v_cache);
   const uint32_t hd = r.head_dim, n_rot = r.n_rot ? r.n_rot : r.head_dim;
@@ -164,17 +177,26 @@ RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, con
     throw std::invalid_argument(fmt::format("{}: freqs must be u32 [{}, 2] (add_rope_freqs)", name, n_rot / 2));
   if (r.pos.v >= graph::symbol_count(g))
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", name, r.pos.v));
+  if (r.rows) check_kv_rows(g, name, *r.rows, max_tokens);
   require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {0, kWorkgroup});  // no workgroup data
   return {kc.max_shape[1], n_rot, kc.dtype == graph::DType::F16};
 }
 
 graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q) {
-  return {gpu::make_key("rope", "rope_qkv", {{"F16", c.f16 ? 1.0 : 0.0}}),
+  std::vector<gpu::OverrideConstant> consts = {{"F16", c.f16 ? 1.0 : 0.0}};
+  if (r.rows) consts.push_back({"TABLE", 1.0});
+  return {gpu::make_key("rope", "rope_qkv", std::move(consts)),
           {graph::Binding::of(0, qkv), graph::Binding::of(1, r.freqs), graph::Binding::of(2, q),
-           graph::Binding::params(3), graph::Binding::of(4, r.k_cache), graph::Binding::of(5, r.v_cache)}};
+           graph::Binding::params(3), graph::Binding::of(4, r.k_cache), graph::Binding::of(5, r.v_cache),
+           graph::Binding::of(6, kv_rows_binding(r.rows, r.freqs))}};
 }
 
-void check_rope_positions(const std::string& name, const RopeQkvCaches& c, uint32_t n, int64_t pos) {
+void check_rope_positions(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n,
+                          int64_t pos) {
+  if (r.rows) {
+    check_max_keys(name, pos, c.n_ctx);
+    return;
+  }
   if (pos < 0 || pos + n > c.n_ctx)
     throw std::out_of_range(fmt::format(
         "{}: {} tokens at pos {} go past the context of {} (hint: the cache holds positions 0..{}; "
@@ -183,8 +205,8 @@ void check_rope_positions(const std::string& name, const RopeQkvCaches& c, uint3
 
 void plan_rope_qkv(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n, int64_t pos,
                    uint32_t max_groups_per_dim, graph::ParamBlock& params, graph::Grid& grid) {
-  check_rope_positions(name, c, n, pos);
-  params.set(RopeParams{n, r.n_heads, r.head_dim, c.n_rot, uint32_t(pos), r.layout == RopeLayout::Neox ? 1u : 0u,
+  check_rope_positions(name, r, c, n, pos);
+  params.set(RopeParams{n, r.n_heads, r.head_dim, c.n_rot, r.rows ? 0u : uint32_t(pos), r.layout == RopeLayout::Neox ? 1u : 0u,
                         r.n_kv_heads, c.n_ctx});
   const uint64_t threads = uint64_t(n) * (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 4);
   grid = grid_1d(ceil_div(threads, kWorkgroup), max_groups_per_dim);
@@ -202,22 +224,29 @@ graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
   if (x.dtype != graph::DType::F32 || x.max_shape.rank != 2)
     throw std::invalid_argument(fmt::format("{}: rope_qkv takes f32 qkv [n_tokens, columns]", d.name));
   const RopeQkv r = d.rope;
-  const RopeQkvCaches c = check_rope_qkv(g, d.name, r, x.max_shape[1]);
-  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {x.max_shape[0], r.n_heads * r.head_dim});
+  const uint32_t max_tokens = x.max_shape[0];  // copied: add_tensor below may add tensors
+  const RopeQkvCaches c = check_rope_qkv(g, d.name, r, x.max_shape[1], max_tokens);
+  graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {max_tokens, r.n_heads * r.head_dim});
   const std::string name = d.name;
+  std::vector<graph::TensorId> inputs = {d.qkv, r.freqs};
+  if (r.rows) inputs.push_back(r.rows->table);
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = "rope_qkv",
-      .inputs = {d.qkv, r.freqs},
+      .inputs = inputs,
       .outputs = {y, r.k_cache, r.v_cache},
       .dynamic = true,
-      .routes = graph::single_route(graph::RouteKey::of_dim(d.qkv, 0), 1, x.max_shape[0],
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.qkv, 0), 1, max_tokens,
                                     {rope_qkv_kernel(r, c, d.qkv, y)}),
-      .infer = [r](const graph::InferArgs& a) { a.out[0] = graph::Shape{a.in[0][0], r.n_heads * r.head_dim}; },
+      .infer =
+          [r, name](const graph::InferArgs& a) {
+            a.out[0] = graph::Shape{a.in[0][0], r.n_heads * r.head_dim};
+            if (r.rows) check_kv_rows_live(name, a.in[2], a.in[0][0]);
+          },
       .plan =
           [name, r, c](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_rope_qkv(name, r, c, a.in[0][0], a.sym[r.pos], a.caps->limits.maxComputeWorkgroupsPerDimension,
-                          p.params[0], p.grids[0]);
+            plan_rope_qkv(name, r, c, a.in[0][0], a.sym[rope_qkv_symbol(r)],
+                          a.caps->limits.maxComputeWorkgroupsPerDimension, p.params[0], p.grids[0]);
           },
       .cost = [r, c](const graph::PlanArgs& a) { return graph::NodeCost{rope_qkv_bytes(r, c, a.in[0][0]), 0}; },
   });

@@ -1,5 +1,5 @@
 // Rotary position embedding on x [n_tokens, n_heads * head_dim]; row i sits at position
-// pos + i, where `pos` is a graph symbol. Within each head the first n_rot dims rotate in
+// pos + i, where `pos` is a graph symbol, or with `rows` (kv_cache.h KvRows) at p_i. Within each head the first n_rot dims rotate in
 // pairs, the rest pass through:
 //   normal (llama, GGUF):   pairs (2j, 2j + 1)
 //   neox   (qwen, HF):      pairs (j, j + n_rot / 2)
@@ -64,7 +64,8 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d);
 // RoPE of q and k and the KV-cache write in one dispatch, from a fused projection
 // qkv [n_tokens, (n_heads + 2 n_kv_heads) * head_dim] (q heads, then k, then v): returns the
 // rotated q [n_tokens, n_heads * head_dim]; the rotated k and v go to the caches
-// [n_kv_heads, n_ctx, head_dim] (f32 or f16, State tensors) at positions pos + row.
+// [n_kv_heads, n_ctx, head_dim] (f32 or f16, State tensors) at positions pos + row; with
+// `rows`, q and k of row i turn at p_i and k, v go to cache row b_i + p_i (KvRows).
 // Replaces rope(q), rope(k) and kv_write; the same rotation (rope_turn.wgsl). linear_q runs
 // the same kernel after its q|k|v projection, or the rotation in its gemv's epilogue
 // (LinearQDesc::rope): RopeQkv is what both take.
@@ -85,15 +86,21 @@ struct RopeQkvDesc {
 graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d);
 
 // rope_qkv's checks and kernel, for a node that runs it (add_rope_qkv, linear_q): checks the
-// spec against a qkv of `width` columns (throws std::invalid_argument naming `name`).
+// spec against a qkv of `width` columns and up to `max_tokens` rows (throws
+// std::invalid_argument naming `name`).
 struct RopeQkvCaches {
   uint32_t n_ctx = 0, n_rot = 0;
   bool f16 = false;
 };
-RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width);
+RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width,
+                             uint32_t max_tokens);
 graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q);
-// n tokens at `pos` must fit the caches: throws std::out_of_range naming `name` otherwise.
-void check_rope_positions(const std::string& name, const RopeQkvCaches& c, uint32_t n, int64_t pos);
+// The symbol a plan passes as `pos` below: r.pos, or with rows r.rows->max_keys.
+inline graph::SymbolId rope_qkv_symbol(const RopeQkv& r) { return r.rows ? r.rows->max_keys : r.pos; }
+// n tokens at `pos` must fit the caches (with r.rows: `pos` is max_keys, 1..n_ctx): throws
+// std::out_of_range naming `name` otherwise.
+void check_rope_positions(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n,
+                          int64_t pos);
 // Its params and grid for n tokens at `pos` (checked as above).
 void plan_rope_qkv(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n, int64_t pos,
                    uint32_t max_groups_per_dim, graph::ParamBlock& params, graph::Grid& grid);
@@ -125,6 +132,7 @@ struct RopePlanCtx {
   int64_t pos;
   RopeLayout layout;
   uint32_t max_groups_per_dim;
+  bool rows = false;  // positions from the table: pos unused
 };
 void plan_rope(const RopePlanCtx& c, graph::Plan& plan);
 

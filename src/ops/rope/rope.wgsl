@@ -1,5 +1,7 @@
 // Rotary position embedding, a thread per (token, head, pair); the rotation is rope_turn.wgsl's.
+// Token i turns at pos + i, or (TABLE) at p_i of KvRows::table (kv_rows.wgsl).
 //! use rope_turn
+//! use kv_rows
 struct Params {
   n_tokens: u32,
   n_heads: u32,
@@ -18,7 +20,10 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> k_cache: array<u32>;  // rope_qkv
 @group(0) @binding(5) var<storage, read_write> v_cache: array<u32>;
 
+@group(0) @binding(6) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
+
 override F16: bool = false;  // rope_qkv: the caches hold f16 pairs
+override TABLE: bool = false;  // positions (and rope_qkv's cache rows) from kv_rows
 
 const WG: u32 = 256u;
 
@@ -51,7 +56,9 @@ fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     i1 = i0 + half_rot;
   }
 
-  let r = rotate(x[i0], x[i1], p.pos + token, j);
+  var position = p.pos + token;
+  if (TABLE) { position = kv_pos(token); }
+  let r = rotate(x[i0], x[i1], position, j);
   y[i0] = r.x;
   y[i1] = r.y;
 }
@@ -59,12 +66,14 @@ fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 // ---- rope_qkv: RoPE of q and k and the KV-cache write, from one fused projection -----------
 // x is qkv [n_tokens, (n_heads + 2 n_kv_heads) * head_dim]: q heads, k heads, v heads. y gets
 // the rotated q [n_tokens, n_heads * head_dim]; rotated k and v go to the caches
-// [n_kv_heads, n_ctx, head_dim] at position pos + token. A thread owns 4 consecutive output
+// [n_kv_heads, n_ctx, head_dim] at position pos + token (TABLE: q and k turn at p_i, k and v
+// land at cache row b_i + p_i, clamped into the cache). A thread owns 4 consecutive output
 // elements of one head (two rotation pairs, whose elements land in whole f16 words in either
 // layout): normal pairs (2j, 2j + 1) for j = 2u, 2u + 1 are elements 4u..4u + 3; neox pairs
 // (j, j + n_rot / 2) are elements 2u, 2u + 1 and n_rot / 2 + 2u, + 1. n_rot % 4 == 0.
 
 fn cache_store(is_k: bool, head: u32, position: u32, e: u32, v: vec2<f32>) {
+  // position: the cache row within the head.
   // e: the even element index of the pair within the head row.
   if (F16) {
     let w = (head * p.n_ctx + position) * (p.head_dim / 2u) + e / 2u;
@@ -91,7 +100,12 @@ fn rope_qkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   let u = t % quads;
   let head = (t / quads) % heads;  // q heads, then k, then v
   let token = t / (quads * heads);
-  let position = p.pos + token;
+  var position = p.pos + token;
+  var row = position;  // the cache row k and v go to
+  if (TABLE) {
+    position = kv_pos(token);
+    row = kv_dst(token, p.n_ctx);
+  }
   let base = (token * heads + head) * p.head_dim;
   let half_rot = p.n_rot / 2u;
   let kind = select(select(2u, 1u, head < p.n_heads + p.n_kv_heads), 0u, head < p.n_heads);  // q, k, v
@@ -124,6 +138,6 @@ fn rope_qkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     return;
   }
   let kv_head = select(head - p.n_heads - p.n_kv_heads, head - p.n_heads, kind == 1u);
-  cache_store(kind == 1u, kv_head, position, e0, a);
-  cache_store(kind == 1u, kv_head, position, e1, b);
+  cache_store(kind == 1u, kv_head, row, e0, a);
+  cache_store(kind == 1u, kv_head, row, e1, b);
 }
