@@ -9,14 +9,14 @@
 //                       once per workgroup and turn (coalesced), each read serving 4 rows; on
 //                       GPUs x is quantized to int8 per 32 values as it is staged and the rows
 //                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations. Past
-//                       one row of x (G = gemv_max_rows(), 8 unless WGRT_GEMV_MAX_M says): a
-//                       workgroup per (16 weight rows, row of x), the row's workgroups adjacent
-//                       so that all but one read the weights from L2 (batched decode, short
-//                       prompts)
+//                       one row of x (G = gemv_max_rows(), 16 unless WGRT_GEMV_MAX_M says): a
+//                       workgroup per (16 weight rows, row of x), a tile's workgroups adjacent
+//                       in dispatch order (batched decode, short prompts; docs/PERFORMANCE.md
+//                       has what M rows cost)
 //   [G+1, 7]  small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
 //                       (q6k has no small_m kernel: its weights take the gemm's kernels here);
 //                       only where G < 7
-//   [8, max]  gemm      `quantize_act` turns each x row into int8 with one f32 scale per (row,
+//   [G+1, max] gemm     (from 8 where G < 7) `quantize_act` turns each x row into int8 with one f32 scale per (row,
 //                       group of gs; 32 for the K-quants), then `gemm` multiplies int8 x int8
 //                       with dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32
 // Several weights (LinearQDesc::more) share one output: one kernel per weight in every route,
@@ -121,9 +121,9 @@ graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
 // Route ids (graph/routes.h): gemv, small_m, gemm (the header's table says on which rows).
 inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3};
-// The rows of x the gemv serves: kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..8 (to measure);
+// The rows of x the gemv serves: kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to measure);
 // read when a node is added. The route a node (not last_row) takes for m rows.
-constexpr uint32_t kLinearQGemvMaxRows = 8;
+constexpr uint32_t kLinearQGemvMaxRows = 16;
 uint32_t gemv_max_rows();
 graph::RouteId linear_q_route(uint32_t m);
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.

@@ -495,7 +495,7 @@ fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
 
 // Several rows of x (p.m of them, 1 .. kLinearQGemvMaxRows): a workgroup per (tile of weight
 // rows, row of x), the p.m workgroups of a tile adjacent in dispatch order, so they run
-// together and all but the first read the tile's weights from L2.
+// together (the tile's weights can come from L2 for all but the first).
 fn gv_wg(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
 fn gv_m(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return gv_wg(wid, nwg) % p.m; }
 
