@@ -70,7 +70,9 @@ void run_rows(const AttnConfig& c, const std::vector<std::vector<Run>>& steps) {
       EXPECT_TRUE(all_close(got, want, kAtol, kRtol)) << what;
       const bool decode = n <= c.decode_max_tokens;
       EXPECT_EQ(active_route(g, a.attn), decode ? ops::kAttentionDecode : ops::kAttentionPrefill) << what;
-      if (decode) EXPECT_EQ(active_plan(g, a.attn).grids[0].z, n) << what;
+      if (decode) {
+        EXPECT_EQ(active_plan(g, a.attn).grids[0].z, n) << what;
+      }
     }
     const float rtol = c.f16 ? 1e-3f : 0.f;  // pack2x16float may round either way
     EXPECT_TRUE(all_close(unpack_cache(read_output<uint32_t>(g, a.kc), cache_n, c.f16), kc, 0, rtol)) << what;
