@@ -80,6 +80,8 @@ nlohmann::ordered_json read_json_file(const std::string& path, const char* what)
     }
     throw std::runtime_error(fmt::format("{}:{}:{}: not valid JSON ({}) (hint: the {} must be JSON)", path, line, col,
                                          e.what(), what));
+  } catch (const nlohmann::json::exception& e) {  // parses, but e.g. a number past double's range: 1e400
+    throw std::runtime_error(fmt::format("{}: not usable JSON ({}) (hint: the {} must be plain JSON)", path, e.what(), what));
   }
 }
 
@@ -182,7 +184,7 @@ nlohmann::ordered_json normalize_messages(const nlohmann::ordered_json& messages
       const std::string args = (*fn)["arguments"].get<std::string>();
       try {
         (*fn)["arguments"] = nlohmann::ordered_json::parse(args);
-      } catch (const nlohmann::json::parse_error& e) {
+      } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
         throw std::invalid_argument(fmt::format("message {}: tool call {}: arguments are a string but not JSON ({})",
                                                 i, k, e.what()));
       }
