@@ -2,7 +2,9 @@
 // 8 KV heads), head dim 64/128, f32 and f16 caches, contexts 128..8192.
 //
 //   wgrt_lab_attention [--peaks bench/peaks-h200.json] [--repeats 10] [--inner 4]
-//                      [--contexts 128,1024,4096,8192] [--head-dims 64,128]
+//                      [--contexts 128,1024,4096,8192] [--head-dims 64,128] [--caches f32,f16]
+//                      [--routes decode,prefill] [--decode-kernels best,vec,sg,split]
+//                      [--max-chunks 0,32,64]
 //
 // decode (flash-decoding, n_tokens 1 at pos = ctx - 1): one graph holds `layers` attention
 // nodes, each over its own caches, so a timed pass reads more KV than the L2 holds (as a real
@@ -40,9 +42,12 @@ struct Options {
   std::string peaks = "bench/peaks-h200.json";
   lab::TimeOptions time;
   int inner = 4;
-  uint32_t max_chunks = 0;
+  std::vector<uint32_t> max_chunks = {0};
   std::vector<uint32_t> contexts = {128, 1024, 4096, 8192};
   std::vector<uint32_t> head_dims = {64, 128};
+  std::vector<std::string> caches = {"f32", "f16"};
+  std::vector<std::string> routes = {"decode", "prefill"};
+  std::vector<std::string> kernels = {"best"};
   gpu::DeviceOptions device;
 };
 
@@ -103,16 +108,23 @@ std::string check_head(const std::vector<float>& got, const std::vector<float>& 
   return "ok";
 }
 
+ops::DecodeKernel kernel_of(const std::string& k) {
+  if (k == "vec") return ops::DecodeKernel::vec;
+  if (k == "sg") return ops::DecodeKernel::sg;
+  if (k == "split") return ops::DecodeKernel::split;
+  return ops::DecodeKernel::best;
+}
+
 struct Lab {
   gpu::Device& dev;
   lab::Timer timer;
   Options opts;
   lab::Peaks peaks;
-  lab::Table table{{"route", "cache", "head dim", "ctx", "tokens", "chunks", "layers", "µs / call",
+  lab::Table table{{"route", "kernel", "cache", "head dim", "ctx", "tokens", "chunks", "layers", "µs / call",
                     "GB/s (KV)", "% of read peak", "GFLOP/s", "% of FMA peak", "check"},
                    {}};
 
-  void run(bool decode, bool f16, uint32_t hd, uint32_t ctx) {
+  void run(bool decode, bool f16, uint32_t hd, uint32_t ctx, ops::DecodeKernel want, uint32_t max_chunks) {
     const uint32_t n_tokens = decode ? 1 : std::min<uint32_t>(512, ctx);
     const uint32_t pos = ctx - n_tokens;
     const double elem = f16 ? 2 : 4;
@@ -130,7 +142,8 @@ struct Lab {
       caches.push_back(kc);
       caches.push_back(vc);
       TensorId o = ops::add_attention(g, {.name = fmt::format("attn.{}", l), .q = q, .k_cache = kc, .v_cache = vc,
-                                          .pos = ps, .n_heads = kHeads, .decode_max_chunks = opts.max_chunks});
+                                          .pos = ps, .n_heads = kHeads, .decode_max_chunks = max_chunks,
+                                          .decode_kernel = want});
       if (l == 0) out0 = o;
     }
     mark_output(g, out0);
@@ -163,7 +176,11 @@ struct Lab {
     double flops = 4.0 * hd * kHeads * keys;
     double gbps = kv_bytes / per_call / 1e9;
     double gflops = flops / per_call / 1e9;
-    table.rows.push_back({decode ? "decode" : "prefill", f16 ? "f16" : "f32", fmt::format("{}", hd),
+    const ops::DecodeKernel kernel = ops::attention_variants(dev.caps.limits, "attn", hd, kHeads / kKvHeads, f16,
+                                                             gpu::subgroup_lanes(dev.caps), want)
+                                         .decode_kernel;
+    table.rows.push_back({decode ? "decode" : "prefill", decode ? ops::decode_kernel_name(kernel) : "prefill",
+                          f16 ? "f16" : "f32", fmt::format("{}", hd),
                           fmt::format("{}", ctx), fmt::format("{}", n_tokens), chunks,
                           fmt::format("{}", layers), fmt::format("{:.2f}", per_call * 1e6),
                           decode ? fmt::format("{:.0f}", gbps) : "-",
@@ -183,7 +200,14 @@ int main(int argc, char** argv) {
   app.add_option("--peaks", opts.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
   app.add_option("--repeats", opts.time.repeats, "timed passes per measurement (median)");
   app.add_option("--inner", opts.inner, "prefill calls per timed pass");
-  app.add_option("--max-chunks", opts.max_chunks, "flash-decoding split cap (0: the op's default)");
+  app.add_option("--max-chunks", opts.max_chunks, "comma list of flash-decoding split caps (0: the op's default)")
+      ->delimiter(',');
+  app.add_option("--caches", opts.caches, "comma list of cache dtypes (f32, f16)")
+      ->delimiter(',')->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--routes", opts.routes, "comma list of routes (decode, prefill)")
+      ->delimiter(',')->check(CLI::IsMember({"decode", "prefill"}));
+  app.add_option("--decode-kernels", opts.kernels, "comma list of flash-decoding kernels (best, vec, sg, split)")
+      ->delimiter(',')->check(CLI::IsMember({"best", "vec", "sg", "split"}));
   app.add_option("--contexts", opts.contexts, "comma list of contexts")->delimiter(',')->check(CLI::Range(1u, 1u << 20));
   app.add_option("--head-dims", opts.head_dims, "comma list of head dims (multiples of 8, 16..256)")->delimiter(',');
   lab::add_device_flags(app, opts.device);
@@ -193,10 +217,15 @@ int main(int argc, char** argv) {
     Lab lab{dev, lab::create_timer(dev), opts, lab::load_peaks(opts.peaks)};
     fmt::print("{}\npeaks: read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s ({}, {})\n\n", lab::adapter_line(dev.caps),
                lab.peaks.read_gbps, lab.peaks.fma_gflops, lab.peaks.adapter, lab.peaks.date);
-    for (bool decode : {true, false})
-      for (bool f16 : {false, true})
+    for (const std::string& route : opts.routes)
+      for (const std::string& cache : opts.caches)
         for (uint32_t hd : opts.head_dims)
-          for (uint32_t ctx : opts.contexts) lab.run(decode, f16, hd, ctx);
+          for (uint32_t ctx : opts.contexts) {
+            const bool decode = route == "decode";
+            for (const std::string& k : decode ? opts.kernels : std::vector<std::string>{"best"})
+              for (uint32_t mc : decode ? opts.max_chunks : std::vector<uint32_t>{0})
+                lab.run(decode, cache == "f16", hd, ctx, kernel_of(k), mc);
+          }
     lab::print_table(lab.table);
     for (const auto& row : lab.table.rows)
       if (row.back() != "ok") return 1;  // a row whose results did not check out

@@ -107,27 +107,32 @@ std::vector<std::vector<Run>> mixed_steps() {
 
 std::vector<OpCase> rows_cases() {
   std::vector<OpCase> cases;
-  auto add = [&](uint32_t hd, uint32_t group, bool f16, bool subgroups = true, bool default_limits = false,
+  using K = ops::DecodeKernel;
+  auto add = [&](uint32_t hd, uint32_t group, bool f16, K decode = K::best, bool default_limits = false,
                  uint32_t max_chunks = 0) {
     AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group, .n_ctx = kSeqs * kRegion,
                  .max_tokens = 48, .f16 = f16, .max_chunks = max_chunks, .default_limits = default_limits,
-                 .subgroups = subgroups, .rows = true, .decode_max_tokens = 4};
-    cases.push_back({fmt::format("hd{}_gqa{}_{}{}{}{}", hd, group, f16 ? "f16" : "f32",
-                                 subgroups ? "" : "_no_subgroups", default_limits ? "_default_limits" : "",
+                 .decode = decode, .rows = true, .decode_max_tokens = 4};
+    cases.push_back({fmt::format("hd{}_gqa{}_{}{}{}{}", hd, group, f16 ? "f16" : "f32", decode_suffix(decode),
+                                 default_limits ? "_default_limits" : "",
                                  max_chunks ? fmt::format("_split{}", max_chunks) : ""),
                      [c] { run_rows(c, mixed_steps()); }});
   };
-  // decode_sg (on devices with subgroups) and decode_split, f16 and f32, GQA 1/4/8, head_dim
-  // 64, 128 and 40 (no fast path); each case runs both routes.
+  // decode_vec (where a row fits a subgroup's lanes), decode_sg (on devices with subgroups) and
+  // decode_split, f16 and f32, GQA 1/4/8, head_dim 64, 128 and 40; each case runs both routes.
   add(64, 1, true);
   add(128, 4, false);
   add(128, 8, true);
-  add(128, 1, false, /*subgroups=*/false);
-  add(128, 4, true, /*subgroups=*/false);
-  add(40, 1, false, /*subgroups=*/false);
+  add(64, 4, true, K::vec);
+  add(32, 8, false, K::vec);
+  add(40, 2, true, K::vec);
+  add(128, 1, false, K::split);
+  add(128, 4, true, K::split);
+  add(40, 1, false, K::split);
   add(40, 4, true);
-  add(64, 8, true, true, /*default_limits=*/true);  // WebGPU's default limits
-  add(128, 4, false, true, false, /*max_chunks=*/1);  // one chunk: decode_sg writes every token's output
+  add(64, 8, true, K::best, /*default_limits=*/true);  // WebGPU's default limits
+  add(128, 4, false, K::best, false, /*max_chunks=*/1);  // one chunk: the kernel writes every token's output
+  add(64, 4, true, K::vec, false, /*max_chunks=*/1);
   return cases;
 }
 

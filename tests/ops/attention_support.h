@@ -26,7 +26,7 @@ struct AttnConfig {
   bool with_attention = true;
   uint32_t max_chunks = 0;  // AttentionDesc::decode_max_chunks
   bool default_limits = false;  // build on default_limits_device()
-  bool subgroups = true;        // AttentionDesc::decode_subgroups (false: decode_split)
+  ops::DecodeKernel decode = ops::DecodeKernel::best;  // AttentionDesc::decode_kernel
   bool rows = false;            // a KvRows table (input "rows") and max_keys for both nodes
   uint32_t decode_max_tokens = 1;  // AttentionDesc::decode_max_tokens (rows)
   uint32_t n_heads() const { return n_kv_heads * group; }
@@ -41,6 +41,17 @@ struct AttnGraph {
   graph::TensorId table;     // rows only: u32 [max_tokens, 2]
   graph::SymbolId max_keys;  // rows only, declared up to n_ctx + 64 (plans refuse past n_ctx)
 };
+
+// A case name's suffix for a forced decode kernel ("" for best).
+inline const char* decode_suffix(ops::DecodeKernel k) {
+  switch (k) {
+    case ops::DecodeKernel::vec: return "_vec";
+    case ops::DecodeKernel::sg: return "_sg";
+    case ops::DecodeKernel::split: return "_no_subgroups";
+    case ops::DecodeKernel::best: break;
+  }
+  return "";
+}
 
 inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) {
   using namespace graph;
@@ -69,7 +80,7 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) 
                         .dynamic_dims = 1});
     a.out = ops::add_attention(g, {.name = "attn", .q = a.q, .k_cache = a.kc, .v_cache = a.vc,
                                    .pos = a.pos, .n_heads = c.n_heads(),
-                                   .decode_max_chunks = c.max_chunks, .decode_subgroups = c.subgroups,
+                                   .decode_max_chunks = c.max_chunks, .decode_kernel = c.decode,
                                    .rows = rows, .decode_max_tokens = c.decode_max_tokens});
     a.attn = find_node(g, "attn");
     mark_output(g, a.out);

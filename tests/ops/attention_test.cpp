@@ -52,13 +52,14 @@ void check_single(const AttnConfig& c, uint32_t n_tokens, uint32_t ctx, uint32_t
 std::vector<OpCase> attention_cases() {
   std::vector<OpCase> cases;
   auto add = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, uint32_t ctx, bool f16,
-                 uint32_t max_chunks = 0, bool default_limits = false, bool subgroups = true) {
+                 uint32_t max_chunks = 0, bool default_limits = false,
+                 ops::DecodeKernel decode = ops::DecodeKernel::best) {
     std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}{}{}", hd, group, n_tokens, ctx,
                                    f16 ? "f16" : "f32", max_chunks ? fmt::format("_split{}", max_chunks) : "",
-                                   default_limits ? "_default_limits" : "", subgroups ? "" : "_no_subgroups");
+                                   default_limits ? "_default_limits" : "", decode_suffix(decode));
     AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group,
                  .n_ctx = ctx + 6, .max_tokens = n_tokens, .f16 = f16, .with_write = false,
-                 .max_chunks = max_chunks, .default_limits = default_limits, .subgroups = subgroups};
+                 .max_chunks = max_chunks, .default_limits = default_limits, .decode = decode};
     cases.push_back({name, [=] { check_single(c, n_tokens, ctx, hd + group * 7 + n_tokens); }});
   };
   for (uint32_t hd : {64u, 128u})
@@ -90,11 +91,21 @@ std::vector<OpCase> attention_cases() {
   add(256, 8, 7, 131, false, 0, true);
   add(256, 2, 37, 131, true, 0, true);
   add(80, 8, 3, 131, true, 0, true);
-  // decode_split, the decode kernel of devices without subgroups (the cases above take
-  // decode_sg wherever the device has them).
+  // decode_split, the decode kernel of devices without subgroups (the cases above take decode_sg
+  // wherever the device has them).
   for (uint32_t hd : {64u, 80u, 128u, 256u})
-    for (uint32_t group : {1u, 4u, 8u}) add(hd, group, 1, hd == 80 ? 1031 : 131, hd != 256, 0, false, false);
-  add(64, 8, 1, 1031, true, 4, false, false);
+    for (uint32_t group : {1u, 4u, 8u})
+      add(hd, group, 1, hd == 80 ? 1031 : 131, hd != 256, 0, false, ops::DecodeKernel::split);
+  add(64, 8, 1, 1031, true, 4, false, ops::DecodeKernel::split);
+  // decode_vec on every row it takes with lavapipe's 8 subgroup lanes: each head size whose row fits
+  // the lanes, a lane per word (fewer words than lanes: 16, 24, 40), f16 and f32, GQA 1/2/4/8,
+  // several chunks (ctx 1031) and one, on default limits.
+  for (uint32_t hd : {16u, 24u, 32u, 40u, 64u})
+    for (uint32_t group : {1u, 2u, 4u, 8u})
+      add(hd, group, 1, group == 2 ? 1031 : 131, hd != 32, 0, false, ops::DecodeKernel::vec);
+  add(64, 4, 1, 1031, true, 1, false, ops::DecodeKernel::vec);
+  add(64, 8, 1, 1031, true, 0, true, ops::DecodeKernel::vec);
+  add(32, 4, 1, 1031, false, 0, true, ops::DecodeKernel::vec);
   return cases;
 }
 
@@ -130,8 +141,8 @@ void run_sequence(const AttnConfig& c) {
       uint32_t chunks = active_plan(g, a.attn).grids[0].x;
       EXPECT_EQ(chunks, ops::decode_split(pos + 1, c.max_chunks ? c.max_chunks : 128).n_chunks);
       splits.push_back(chunks);
-      // decode_sg writes a single chunk's output itself: the merge is not dispatched.
-      const bool sg = c.subgroups && gpu::subgroup_lanes(device_caps(g)) >= 4;
+      // decode_vec and decode_sg write a single chunk's output themselves: the merge is not dispatched.
+      const bool sg = c.decode != ops::DecodeKernel::split && gpu::subgroup_lanes(device_caps(g)) >= 4;
       EXPECT_EQ(active_plan(g, a.attn).grids[1] == (Grid{0, 0, 0}), sg && chunks == 1) << "pos " << pos;
     }
     pos += n;
@@ -162,7 +173,11 @@ TEST(AttentionSequence, F16Hd128Gqa8) {
 }
 TEST(AttentionSequence, F16Hd64Gqa4NoSubgroups) {
   run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 4, .n_ctx = 131, .max_tokens = 64, .f16 = true,
-                .subgroups = false});
+                .decode = ops::DecodeKernel::split});
+}
+TEST(AttentionSequence, F16Hd64Gqa4DecodeVec) {
+  run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 4, .n_ctx = 131, .max_tokens = 64, .f16 = true,
+                .decode = ops::DecodeKernel::vec});
 }
 TEST(AttentionSequence, F32Hd128Gqa1SmallSplit) {
   run_sequence({.head_dim = 128, .n_kv_heads = 2, .group = 1, .n_ctx = 131, .max_tokens = 64,
@@ -202,8 +217,9 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
   // 16 KiB: an f16 head of 128 with 8 query heads per KV head splits the group.
   EXPECT_LT(ops::attention_variants(small, "attn", 128, 8, true).decode_heads, 8u);
   EXPECT_EQ(ops::attention_variants(small, "attn", 256, 1, false).key_block, 32u);
-  // With subgroups (8 lanes as lavapipe, 32 as the H200): decode_sg wherever a lane's share of
-  // a row fits its registers, within the same limits; all heads of a group of 4 on the fast paths.
+  // With subgroups (8 lanes as lavapipe, 32 as the H200): decode_sg wherever a lane's share of a
+  // row fits its registers, within the same limits, all heads of a group of 4 on the fast paths;
+  // decode_vec, when asked for, wherever a row's words fit the lanes.
   for (uint32_t sg : {8u, 32u})
     for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
       for (uint32_t group : {1u, 2u, 4u, 8u})
@@ -213,7 +229,18 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
           EXPECT_LE(sv.decode.storage_bytes, small.maxComputeWorkgroupStorageSize);
           EXPECT_EQ(group % sv.decode_heads, 0u);
           const uint32_t words = hd / (f16 ? 8 : 4);
-          if (!sv.decode_sg) {
+          if (words <= sg) {
+            ops::AttentionVariants vv =
+                ops::attention_variants(small, "attn", hd, group, f16, sg, ops::DecodeKernel::vec);
+            EXPECT_LE(vv.decode.storage_bytes, small.maxComputeWorkgroupStorageSize);
+            EXPECT_EQ(vv.decode_kernel, ops::DecodeKernel::vec);
+            EXPECT_EQ(vv.decode_heads, std::min(group, 4u));
+            EXPECT_GE(vv.vec.lanes, words);
+            EXPECT_LT(vv.vec.lanes / 2, words);
+            EXPECT_EQ(vv.vec.threads % sg, 0u);
+          }
+          EXPECT_NE(sv.decode_kernel, ops::DecodeKernel::vec);
+          if (sv.decode_kernel != ops::DecodeKernel::sg) {
             uint32_t lanes = 1;
             while (lanes * 2 <= std::min(words, sg)) lanes *= 2;
             EXPECT_GT(ops::ceil_div(words, lanes), 4u) << "decode_split only where a lane would hold over 4 words of a row";
@@ -227,9 +254,20 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
         }
   for (uint32_t hd : {64u, 128u}) {
     ops::AttentionVariants sv = ops::attention_variants(large, "attn", hd, 4, true, 32);
-    EXPECT_TRUE(sv.decode_sg);
+    EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::sg);
     EXPECT_EQ(sv.decode_heads, 4u);
     EXPECT_EQ(sv.sg.row_words, 1u);
+    sv = ops::attention_variants(large, "attn", hd, 4, true, 32, ops::DecodeKernel::vec);
+    EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::vec);
+    EXPECT_EQ(sv.decode_heads, 4u);
+    EXPECT_EQ(sv.vec.lanes, hd / 8);
+  }
+  // A forced kernel that cannot run this shape is an error naming it.
+  try {
+    ops::attention_variants(large, "attn.0", 256, 4, false, 8, ops::DecodeKernel::vec);
+    ADD_FAILURE() << "decode_vec cannot hold a 64-word row in 8 lanes";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("decode_vec"), std::string::npos) << e.what();
   }
   WGPULimits tiny = small;
   tiny.maxComputeWorkgroupStorageSize = 4096;

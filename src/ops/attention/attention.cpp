@@ -25,9 +25,10 @@ constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
 // decode_sg's register budget per lane (attention.wgsl DLD, DACC, DSC): K (and V) words loaded
 // per turn, vec4 accumulators, scores per turn; and its largest workgroup.
 constexpr uint32_t kSgLoads = 4, kSgAcc = 8, kSgScores = 16, kSgMaxThreads = 128;
+constexpr uint32_t kVecHeads = 4;  // decode_vec: query heads per workgroup, the components of a vec4
 
-// decode_sg's chunks are whole blocks of this many keys: a context of up to one block runs in
-// one dispatch. WGRT_DECODE_BLOCK=64|128|256 forces one (to measure).
+// decode_vec's and decode_sg's chunks are whole blocks of this many keys: a context of up to one
+// block runs in one dispatch. WGRT_DECODE_BLOCK=64|128|256 forces one (to measure).
 uint32_t decode_sg_block() {
   if (const char* env = std::getenv("WGRT_DECODE_BLOCK")) {
     const std::string b = env;
@@ -35,6 +36,17 @@ uint32_t decode_sg_block() {
     throw std::invalid_argument(fmt::format("WGRT_DECODE_BLOCK='{}' (hint: 64, 128 or 256)", b));
   }
   return kAttnKeyBlock;
+}
+
+// WGRT_DECODE_KERNEL=vec|sg|split narrows `best` to one kernel (to measure).
+DecodeKernel decode_kernel_wanted(DecodeKernel want) {
+  const char* env = std::getenv("WGRT_DECODE_KERNEL");
+  if (want != DecodeKernel::best || !env) return want;
+  const std::string k = env;
+  if (k == "vec") return DecodeKernel::vec;
+  if (k == "sg") return DecodeKernel::sg;
+  if (k == "split") return DecodeKernel::split;
+  throw std::invalid_argument(fmt::format("WGRT_DECODE_KERNEL='{}' (hint: vec, sg or split)", k));
 }
 
 // Scratch: per query head and chunk, head_dim weighted-V sums, then (max, sum) pairs.
@@ -45,9 +57,19 @@ uint32_t ml_offset(uint32_t n_heads, uint32_t max_chunks, uint32_t head_dim) {
 
 const ParamLayout kAttentionLayout{"attention", sizeof(AttentionParams), kFields};
 
+const char* decode_kernel_name(DecodeKernel k) {
+  switch (k) {
+    case DecodeKernel::vec: return "decode_vec";
+    case DecodeKernel::sg: return "decode_sg";
+    case DecodeKernel::split: return "decode_split";
+    case DecodeKernel::best: break;
+  }
+  return "best";
+}
+
 // Footprints from the WGSL declarations (attention.wgsl), each variable rounded to 16 bytes.
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
-                                     uint32_t group, bool f16, uint32_t sg_lanes) {
+                                     uint32_t group, bool f16, uint32_t sg_lanes, DecodeKernel want) {
   constexpr uint32_t wg = 256, reduce_wg = 128, max_kpl = 8;  // attention.wgsl WG, RWG, MAX_KPL
   const uint32_t row_words = head_dim / (f16 ? 8 : 4), d4 = head_dim / 4;
   AttentionVariants v{};
@@ -55,15 +77,32 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   // lane (WG / row_words of them) holds at most MAX_KPL keys of a block.
   const uint32_t split_block = wg / row_words >= kAttnKeyBlock / max_kpl ? kAttnKeyBlock : kAttnKeyBlock / 2;
   // Candidates fastest first: decode_sg with all of the group's heads (K/V read once per group)
-  // down to one, then decode_split likewise.
+  // down to one, then decode_split likewise. decode_vec (up to 4 of the group's heads, K/V read
+  // once per 4 query heads) only when asked for: it is correct on every shape it takes (tests, the
+  // H200 included) but its speed against decode_sg is not measured yet (docs/PERFORMANCE.md).
   struct Decode {
-    bool sg;
-    DecodeSgShape shape;
+    DecodeKernel kernel;
+    DecodeSgShape sg;
+    DecodeVecShape vec;
     uint32_t heads;
   };
   std::vector<Decode> decode;
   std::vector<WorkgroupFootprint> footprint;
-  if (sg_lanes >= 4) {
+  want = decode_kernel_wanted(want);
+  const bool any = want == DecodeKernel::best;
+  if (sg_lanes >= 4 && want == DecodeKernel::vec) {
+    uint32_t lanes = 1;
+    while (lanes < row_words) lanes *= 2;
+    // Fewer subgroups per workgroup need less workgroup memory for the merge.
+    for (uint32_t threads = std::min<uint32_t>(kSgMaxThreads, 4 * sg_lanes); lanes <= sg_lanes && threads >= sg_lanes;
+         threads /= 2) {
+      const uint32_t hpw = std::min<uint32_t>(group, kVecHeads);  // group 8: two workgroups of 4
+      const uint64_t subgroups = threads / sg_lanes;
+      decode.push_back({DecodeKernel::vec, {}, {lanes, threads}, hpw});
+      footprint.push_back({wg_var_bytes(subgroups * 2 * 16) + wg_var_bytes(subgroups * head_dim * 16), threads});
+    }
+  }
+  if (sg_lanes >= 4 && (any || want == DecodeKernel::sg)) {
     uint32_t lanes = 1;
     while (lanes * 2 <= std::min(row_words, sg_lanes)) lanes *= 2;
     const uint32_t wpl = uint32_t(ceil_div(row_words, lanes)), e4 = f16 ? 2 : 1;
@@ -72,25 +111,33 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
       const uint32_t subgroups = sh.threads / sg_lanes;
       for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {
         if (hpw * wpl * e4 > kSgAcc || hpw * sh.keys > kSgScores) continue;
-        decode.push_back({true, sh, hpw});
+        decode.push_back({DecodeKernel::sg, sh, {}, hpw});
         footprint.push_back({wg_var_bytes(uint64_t(subgroups) * hpw * 8) +
                                  wg_var_bytes(uint64_t(subgroups) * hpw * head_dim * 4),
                              sh.threads});
       }
     }
   }
-  for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {
-    decode.push_back({false, {}, hpw});
-    footprint.push_back({wg_var_bytes(uint64_t(hpw) * d4 * 16) + wg_var_bytes(uint64_t(hpw) * wg * 4) +
-                             wg_var_bytes(uint64_t(hpw) * split_block * 4) + 2 * wg_var_bytes(kMaxGroup * 4) +
-                             wg_var_bytes(uint64_t(wg) * (f16 ? 2 : 1) * 16),
-                         wg});
+  if (any || want == DecodeKernel::split) {
+    for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {
+      decode.push_back({DecodeKernel::split, {}, {}, hpw});
+      footprint.push_back({wg_var_bytes(uint64_t(hpw) * d4 * 16) + wg_var_bytes(uint64_t(hpw) * wg * 4) +
+                               wg_var_bytes(uint64_t(hpw) * split_block * 4) + 2 * wg_var_bytes(kMaxGroup * 4) +
+                               wg_var_bytes(uint64_t(wg) * (f16 ? 2 : 1) * 16),
+                           wg});
+    }
   }
+  if (decode.empty())
+    throw std::invalid_argument(fmt::format(
+        "{}: attention decode: {} cannot run head_dim {} ({} cache) with {} subgroup lanes (hint: another "
+        "decode kernel, or none forced: WGRT_DECODE_KERNEL)",
+        name, decode_kernel_name(want), head_dim, f16 ? "f16" : "f32", sg_lanes));
   const size_t di = pick_variant(limits, name + ": attention decode", footprint);
-  v.decode_sg = decode[di].sg;
-  v.sg = decode[di].shape;
+  v.decode_kernel = decode[di].kernel;
+  v.sg = decode[di].sg;
+  v.vec = decode[di].vec;
   v.decode_heads = decode[di].heads;
-  v.key_block = v.decode_sg ? decode_sg_block() : split_block;
+  v.key_block = v.decode_kernel == DecodeKernel::split ? split_block : decode_sg_block();
   v.decode = footprint[di];
   v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4), reduce_wg};
   require_fits(limits, name + ": attention decode_reduce", v.reduce);
@@ -157,9 +204,10 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
     plan.params[1].set(p);
     const uint32_t tokens = c.rows ? c.n_tokens : 1;
     plan.grids[0] = {s.n_chunks, c.n_kv_heads * (group / c.decode_heads), tokens};
-    // decode_sg writes a single chunk's output itself: no merge (chunk 0 holds every token's
-    // first key, so no token's only chunk is empty).
-    plan.grids[1] = c.decode_sg && s.n_chunks == 1 ? graph::Grid{0, 0, 0} : graph::Grid{c.n_heads, tokens, 1};
+    // decode_vec and decode_sg write a single chunk's output themselves: no merge (chunk 0 holds
+    // every token's first key, so no token's only chunk is empty).
+    plan.grids[1] =
+        c.decode_merges_itself && s.n_chunks == 1 ? graph::Grid{0, 0, 0} : graph::Grid{c.n_heads, tokens, 1};
   } else {
     plan.params[0].set(p);
     uint32_t tokens_per_tile = c.prefill_rows / group;
@@ -199,7 +247,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   const uint32_t group = d.n_heads / n_kv;
   const bool f16 = kc.dtype == graph::DType::F16;
   const AttentionVariants var = attention_variants(graph::device_caps(g).limits, d.name, head_dim, group, f16,
-                                                   d.decode_subgroups ? gpu::subgroup_lanes(graph::device_caps(g)) : 1);
+                                                   gpu::subgroup_lanes(graph::device_caps(g)), d.decode_kernel);
+  const bool merges_itself = var.decode_kernel != DecodeKernel::split;
   max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, var.key_block)));
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
 
@@ -217,14 +266,19 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   std::vector<gpu::OverrideConstant> decode_consts = consts, prefill_consts = consts;
   decode_consts.push_back({"HPW", double(var.decode_heads)});
   decode_consts.push_back({"KB", double(var.key_block)});
-  if (var.decode_sg) {
+  if (var.decode_kernel == DecodeKernel::vec) {
+    decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
+    decode_consts.push_back({"VKL", double(var.vec.lanes)});
+    decode_consts.push_back({"VWG", double(var.vec.threads)});
+  }
+  if (var.decode_kernel == DecodeKernel::sg) {
     decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
     decode_consts.push_back({"DKL", double(var.sg.lanes)});
     decode_consts.push_back({"DWPL", double(var.sg.row_words)});
     decode_consts.push_back({"DKPI", double(var.sg.keys)});
     decode_consts.push_back({"DWG", double(var.sg.threads)});
   }
-  // Every entry point of attention.wgsl is compiled with the subgroup prelude (decode_sg's sg_xor).
+  // Every entry point of attention.wgsl is compiled with the subgroup prelude (the decode kernels' sg_xor).
   auto key = [](const char* entry, std::vector<gpu::OverrideConstant> c) {
     gpu::PipelineKey k = gpu::make_key("attention", entry, std::move(c));
     k.sg_shim = true;
@@ -235,8 +289,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back(
       {kAttentionDecode, "flash_decode", 1, decode_tokens,
-       {var.decode_sg
-            ? graph::KernelSpec{key("decode_sg", decode_consts),
+       {merges_itself
+            ? graph::KernelSpec{key(decode_kernel_name(var.decode_kernel), decode_consts),
                                 {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
                                  graph::Binding::of(2, d.v_cache), graph::Binding::of(3, out),
                                  graph::Binding::of(4, scratch), graph::Binding::params(5),
@@ -247,7 +301,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
                                  graph::Binding::params(5), graph::Binding::of(6, table)}},
         {key("decode_reduce", consts),
          {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)},
-         /*optional=*/var.decode_sg}}});
+         /*optional=*/merges_itself}}});
   if (max_tokens > decode_tokens)
     routes.routes.push_back(
         {kAttentionPrefill, "prefill", decode_tokens + 1, max_tokens,
@@ -276,7 +330,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
           [=](const graph::PlanArgs& a, graph::Plan& p) {
             plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[sym], scale, max_chunks,
                             a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows,
-                            var.decode_sg, rows, decode_tokens},
+                            merges_itself, rows, decode_tokens},
                            p);
           },
       .cost =

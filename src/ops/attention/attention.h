@@ -14,9 +14,11 @@
 //             On a device with subgroups, `decode_sg`: key groups of lanes, each with its own
 //             online softmax, merged by shuffles at the end (one barrier in all); a context of
 //             one chunk is written normalized and the plan skips decode_reduce (one dispatch).
-//             Elsewhere `decode_split`: an online softmax over blocks of 64 keys (32 for f32
-//             rows past 128) through workgroup memory. plan picks the chunk count from the
-//             live context length.
+//             `decode_vec` (asked for by DecodeKernel::vec) is the same with a lane per row word
+//             (rows that fit one subgroup), up to 4 query heads as vec4 components, every lane
+//             value a named register and the next turn's K/V loaded ahead. Elsewhere
+//             `decode_split`: an online softmax over blocks of 64 keys (32 for f32 rows past
+//             128) through workgroup memory. plan picks the chunk count from the live context.
 //   [2, max]  prefill: `prefill` tiles up to 32 rows (tokens x the group's query heads)
 //             against tiles of up to 32 keys in workgroup memory, online softmax, causal
 //             mask; a K/V tile is loaded once for all query heads of its group.
@@ -43,6 +45,12 @@
 
 namespace wgrt::ops {
 
+// The flash-decoding kernels; `best` takes decode_sg, else decode_split, whichever fits the device
+// (its subgroups, workgroup memory and invocations) first; vec only when asked for.
+// WGRT_DECODE_KERNEL=vec|sg|split forces one (to measure).
+enum class DecodeKernel : uint8_t { best, vec, sg, split };
+const char* decode_kernel_name(DecodeKernel k);  // the entry point: "decode_vec", ...; "best"
+
 struct AttentionDesc {
   std::string name;  // node and output name, e.g. "attn.3"
   graph::TensorId q;        // [n_tokens, n_heads * head_dim] f32
@@ -52,7 +60,7 @@ struct AttentionDesc {
   uint32_t n_heads = 0;
   std::optional<float> scale;     // default 1 / sqrt(head_dim)
   uint32_t decode_max_chunks = 0;  // flash-decoding split cap, 1..kMaxDecodeChunks; 0: default
-  bool decode_subgroups = true;    // decode_sg where the device has subgroups (false: decode_split)
+  DecodeKernel decode_kernel = DecodeKernel::best;  // the flash-decoding kernel (tests force each)
   // Per-token positions and cache regions (a step mixing sequences) instead of pos + i. With
   // rows, steps of 1 .. decode_max_tokens tokens take the flash-decoding route, each token on its
   // own (one decode token per sequence), longer steps the prefill route.
@@ -75,9 +83,14 @@ struct DecodeSgShape {
   uint32_t keys;        // DKPI: keys per key group and turn
   uint32_t threads;     // DWG
 };
+struct DecodeVecShape {
+  uint32_t lanes;    // VKL: lanes per key group, the row's words rounded up to a power of two
+  uint32_t threads;  // VWG
+};
 struct AttentionVariants {
-  bool decode_sg;         // decode_sg (subgroups) rather than decode_split
+  DecodeKernel decode_kernel;  // vec, sg or split (never best)
   DecodeSgShape sg;       // decode_sg's shape (decode_sg only)
+  DecodeVecShape vec;     // decode_vec's shape (decode_vec only)
   uint32_t decode_heads;  // HPW: query heads per decode workgroup, divides the group
   uint32_t key_block;     // KB: keys per decode block (the chunks are whole blocks)
   uint32_t prefill_rows;  // ROWS: (token, head) rows per prefill tile
@@ -87,8 +100,10 @@ struct AttentionVariants {
 // The fastest variants of each kernel that fit `limits` for this shape; throws
 // std::invalid_argument naming `name`, the kernel and the limit when none does. `sg_lanes`:
 // the subgroup lanes kernels may shuffle across (gpu::subgroup_lanes; 1: none, decode_split).
+// `want` other than best restricts the decode kernel to that one (an error if it cannot run).
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
-                                     uint32_t group, bool f16, uint32_t sg_lanes = 1);
+                                     uint32_t group, bool f16, uint32_t sg_lanes = 1,
+                                     DecodeKernel want = DecodeKernel::best);
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
 
@@ -117,7 +132,7 @@ struct AttentionPlanCtx {
   uint32_t max_chunks;  // the split cap
   bool decode;  // the active route: flash_decode (else prefill)
   uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
-  bool decode_sg;
+  bool decode_merges_itself;  // decode_vec / decode_sg: one chunk is written normalized, no merge
   bool rows = false;              // AttentionDesc::rows
   uint32_t decode_tokens = 1;     // tokens the decode scratch holds (rows: decode_max_tokens)
 };

@@ -4,6 +4,7 @@
 // b_i .. b_i + p_i of kv_rows (clamped into the cache: kv_rows.wgsl); the decode kernels take a
 // token per grid z, their partials a region per token (query row token * n_heads + head).
 //! use kv_rows
+//! use attention_decode_vec
 struct Params {
   n_tokens: u32,
   n_heads: u32,

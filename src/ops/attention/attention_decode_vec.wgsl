@@ -1,0 +1,286 @@
+// A part of attention.wgsl (gpu/pipeline.h `//! use`): decode_vec, flash-decoding with one row
+// word per lane and the workgroup's query heads as the components of a vec4.
+//
+// A workgroup per (chunk, HPW <= 4 query heads of one KV head, token), as decode_sg. Its VWG
+// threads form key groups of VKL lanes (the row's words rounded up to a power of two, <= SG):
+// lane i of a group owns word i of every K/V row (8 halves or 4 floats) and of the output. A
+// group takes VKEYS consecutive keys per turn, the next turn's K and V words loaded before this
+// turn's arithmetic so that the loads of two turns are in flight together. Every per-lane value
+// is a named register, never an array indexed in a loop (which would land in local memory):
+// q and the weighted V sums are one vec4 per element of the word, a component per head; the
+// scores of a key are a vec4 (one per head), summed over the group's lanes by shuffles, so every
+// lane holds them and runs the heads' online softmax itself. The groups are merged as decode_sg
+// merges them: by shuffles inside a subgroup, then once through workgroup memory.
+override VKL: u32 = 16u;   // lanes per key group: a power of two >= row_words(), <= SG
+override VWG: u32 = 128u;  // threads, a multiple of SG
+const VKEYS: u32 = 4u;     // keys per group and turn (k0..k3, v0..v3 below)
+
+// Lane state: q (scaled) and the V sums of element e of this lane's word, heads as components.
+var<private> vq0: vec4<f32>;
+var<private> vq1: vec4<f32>;
+var<private> vq2: vec4<f32>;
+var<private> vq3: vec4<f32>;
+var<private> vq4: vec4<f32>;
+var<private> vq5: vec4<f32>;
+var<private> vq6: vec4<f32>;
+var<private> vq7: vec4<f32>;
+var<private> va0: vec4<f32>;
+var<private> va1: vec4<f32>;
+var<private> va2: vec4<f32>;
+var<private> va3: vec4<f32>;
+var<private> va4: vec4<f32>;
+var<private> va5: vec4<f32>;
+var<private> va6: vec4<f32>;
+var<private> va7: vec4<f32>;
+var<private> vm: vec4<f32>;  // running max per head
+var<private> vl: vec4<f32>;  // running sum per head
+
+var<workgroup> vx_ml: array<vec4<f32>, 2u * (VWG / SG)>;         // [subgroup] (max, sum), heads as components
+var<workgroup> vx_acc: array<vec4<f32>, (VWG / SG) * HEAD_DIM>;  // [subgroup][element]
+
+fn vx_xor(x: vec4<f32>, mask: u32) -> vec4<f32> {
+  return vec4<f32>(sg_xor(x.x, mask), sg_xor(x.y, mask), sg_xor(x.z, mask), sg_xor(x.w, mask));
+}
+
+// The query of element e of word `w`, heads head0 .. head0 + HPW - 1 as components.
+fn vx_q(head0: u32, w: u32, e: u32) -> vec4<f32> {
+  var r = vec4<f32>(0.0);
+  let d = w * select(4u, 8u, F16) + e;
+  for (var h = 0u; h < HPW; h++) {
+    let x = q[((head0 + h) * HEAD_DIM + d) / 4u];
+    r[h] = x[d % 4u] * p.scale;
+  }
+  return r;
+}
+
+fn vx_load_q(head0: u32, w: u32) {
+  vq0 = vx_q(head0, w, 0u);
+  vq1 = vx_q(head0, w, 1u);
+  vq2 = vx_q(head0, w, 2u);
+  vq3 = vx_q(head0, w, 3u);
+  if (F16) {
+    vq4 = vx_q(head0, w, 4u);
+    vq5 = vx_q(head0, w, 5u);
+    vq6 = vx_q(head0, w, 6u);
+    vq7 = vx_q(head0, w, 7u);
+  }
+}
+
+// This lane's part of one key's scores (a component per head).
+fn vx_dot(w: vec4<u32>) -> vec4<f32> {
+  if (F16) {
+    let a = unpack2x16float(w.x);
+    let b = unpack2x16float(w.y);
+    let c = unpack2x16float(w.z);
+    let d = unpack2x16float(w.w);
+    return vq0 * a.x + vq1 * a.y + vq2 * b.x + vq3 * b.y + vq4 * c.x + vq5 * c.y + vq6 * d.x + vq7 * d.y;
+  }
+  let f = bitcast<vec4<f32>>(w);
+  return vq0 * f.x + vq1 * f.y + vq2 * f.z + vq3 * f.w;
+}
+
+// A key's scores over the group's lanes, in every lane of the group.
+fn vx_score(w: vec4<u32>) -> vec4<f32> {
+  var s = vx_dot(w);
+  for (var mask = VKL / 2u; mask > 0u; mask >>= 1u) { s += vx_xor(s, mask); }
+  return s;
+}
+
+fn vx_scale(a: vec4<f32>) {
+  va0 *= a;
+  va1 *= a;
+  va2 *= a;
+  va3 *= a;
+  if (F16) {
+    va4 *= a;
+    va5 *= a;
+    va6 *= a;
+    va7 *= a;
+  }
+}
+
+// V sums += pk (a weight per head) x this lane's word of a V row.
+fn vx_add(pk: vec4<f32>, w: vec4<u32>) {
+  if (F16) {
+    let a = unpack2x16float(w.x);
+    let b = unpack2x16float(w.y);
+    let c = unpack2x16float(w.z);
+    let d = unpack2x16float(w.w);
+    va0 += pk * a.x;
+    va1 += pk * a.y;
+    va2 += pk * b.x;
+    va3 += pk * b.y;
+    va4 += pk * c.x;
+    va5 += pk * c.y;
+    va6 += pk * d.x;
+    va7 += pk * d.y;
+  } else {
+    let f = bitcast<vec4<f32>>(w);
+    va0 += pk * f.x;
+    va1 += pk * f.y;
+    va2 += pk * f.z;
+    va3 += pk * f.w;
+  }
+}
+
+// Merge this lane's (max, sum, V sums) with the lane `mask` away's.
+fn vx_merge(mask: u32) {
+  let mo = vx_xor(vm, mask);
+  let lo = vx_xor(vl, mask);
+  let big = max(vm, mo);
+  let fs = exp(vm - big);
+  let fo = exp(mo - big);
+  vm = big;
+  vl = vl * fs + lo * fo;
+  va0 = va0 * fs + vx_xor(va0, mask) * fo;
+  va1 = va1 * fs + vx_xor(va1, mask) * fo;
+  va2 = va2 * fs + vx_xor(va2, mask) * fo;
+  va3 = va3 * fs + vx_xor(va3, mask) * fo;
+  if (F16) {
+    va4 = va4 * fs + vx_xor(va4, mask) * fo;
+    va5 = va5 * fs + vx_xor(va5, mask) * fo;
+    va6 = va6 * fs + vx_xor(va6, mask) * fo;
+    va7 = va7 * fs + vx_xor(va7, mask) * fo;
+  }
+}
+
+fn vx_k(key: u32, k_end: u32, row0: u32, w: u32, on: bool) -> vec4<u32> {
+  if (on && key < k_end) { return k_cache[(row0 + key) * row_words() + w]; }
+  return vec4<u32>(0u);
+}
+
+fn vx_v(key: u32, k_end: u32, row0: u32, w: u32, on: bool) -> vec4<u32> {
+  if (on && key < k_end) { return v_cache[(row0 + key) * row_words() + w]; }
+  return vec4<u32>(0u);
+}
+
+@compute @workgroup_size(VWG)
+fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let R = row_words();
+  let E = select(4u, 8u, F16);  // elements per word
+  let TURN = (VWG / VKL) * VKEYS;  // keys per workgroup turn
+  let c = wid.x;
+  let g = wid.y / (GROUP / HPW);
+  let tok = decode_token(wid);
+  let span = decode_span(tok);
+  let head0 = tok * p.n_heads + g * GROUP + (wid.y % (GROUP / HPW)) * HPW;  // query row
+  let k_begin = c * p.chunk_blocks * KB;
+  let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
+  let row0 = g * p.n_ctx + span.x;
+  let kg = t / VKL;
+  let w = t % VKL;
+  let on = R == VKL || w < R;  // lanes past the row's words hold zeros
+
+  if (on) { vx_load_q(head0, w); }
+  vm = vec4<f32>(NEG);
+  vl = vec4<f32>(0.0);
+  va0 = vec4<f32>(0.0);
+  va1 = vec4<f32>(0.0);
+  va2 = vec4<f32>(0.0);
+  va3 = vec4<f32>(0.0);
+  va4 = vec4<f32>(0.0);
+  va5 = vec4<f32>(0.0);
+  va6 = vec4<f32>(0.0);
+  va7 = vec4<f32>(0.0);
+
+  var key0 = k_begin + kg * VKEYS;
+  var k0 = vx_k(key0, k_end, row0, w, on);
+  var k1 = vx_k(key0 + 1u, k_end, row0, w, on);
+  var k2 = vx_k(key0 + 2u, k_end, row0, w, on);
+  var k3 = vx_k(key0 + 3u, k_end, row0, w, on);
+  var v0 = vx_v(key0, k_end, row0, w, on);
+  var v1 = vx_v(key0 + 1u, k_end, row0, w, on);
+  var v2 = vx_v(key0 + 2u, k_end, row0, w, on);
+  var v3 = vx_v(key0 + 3u, k_end, row0, w, on);
+  for (var b0 = k_begin; b0 < k_end; b0 += TURN) {
+    // The next turn's words first: their loads overlap this turn's arithmetic.
+    let next = key0 + TURN;
+    let n0 = vx_k(next, k_end, row0, w, on);
+    let n1 = vx_k(next + 1u, k_end, row0, w, on);
+    let n2 = vx_k(next + 2u, k_end, row0, w, on);
+    let n3 = vx_k(next + 3u, k_end, row0, w, on);
+    let m0 = vx_v(next, k_end, row0, w, on);
+    let m1 = vx_v(next + 1u, k_end, row0, w, on);
+    let m2 = vx_v(next + 2u, k_end, row0, w, on);
+    let m3 = vx_v(next + 3u, k_end, row0, w, on);
+
+    let ok0 = key0 < k_end;
+    let ok1 = key0 + 1u < k_end;
+    let ok2 = key0 + 2u < k_end;
+    let ok3 = key0 + 3u < k_end;
+    let s0 = select(vec4<f32>(NEG), vx_score(k0), ok0);
+    let s1 = select(vec4<f32>(NEG), vx_score(k1), ok1);
+    let s2 = select(vec4<f32>(NEG), vx_score(k2), ok2);
+    let s3 = select(vec4<f32>(NEG), vx_score(k3), ok3);
+    let mx = max(vm, max(max(s0, s1), max(s2, s3)));
+    let alpha = exp(vm - mx);
+    let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
+    let p1 = select(vec4<f32>(0.0), exp(s1 - mx), ok1);
+    let p2 = select(vec4<f32>(0.0), exp(s2 - mx), ok2);
+    let p3 = select(vec4<f32>(0.0), exp(s3 - mx), ok3);
+    vm = mx;
+    vl = vl * alpha + ((p0 + p1) + (p2 + p3));
+    vx_scale(alpha);
+    vx_add(p0, v0);
+    vx_add(p1, v1);
+    vx_add(p2, v2);
+    vx_add(p3, v3);
+
+    key0 = next;
+    k0 = n0;
+    k1 = n1;
+    k2 = n2;
+    k3 = n3;
+    v0 = m0;
+    v1 = m1;
+    v2 = m2;
+    v3 = m3;
+  }
+
+  // Merge the key groups: inside each subgroup by shuffles, then across subgroups.
+  for (var mask = VKL; mask < SG; mask <<= 1u) { vx_merge(mask); }
+  let sub = t / SG;
+  if (t % SG < VKL && on) {
+    let o = sub * HEAD_DIM + w * E;
+    vx_acc[o] = va0;
+    vx_acc[o + 1u] = va1;
+    vx_acc[o + 2u] = va2;
+    vx_acc[o + 3u] = va3;
+    if (F16) {
+      vx_acc[o + 4u] = va4;
+      vx_acc[o + 5u] = va5;
+      vx_acc[o + 6u] = va6;
+      vx_acc[o + 7u] = va7;
+    }
+  }
+  if (t % SG == 0u) {
+    vx_ml[2u * sub] = vm;
+    vx_ml[2u * sub + 1u] = vl;
+  }
+  workgroupBarrier();
+  let NS = VWG / SG;
+  for (var i = t; i < HPW * HEAD_DIM; i += VWG) {
+    let h = i / HEAD_DIM;
+    let d = i % HEAD_DIM;
+    var big = NEG;
+    for (var k = 0u; k < NS; k++) { big = max(big, vx_ml[2u * k][h]); }
+    var sum = 0.0;
+    var o = 0.0;
+    for (var k = 0u; k < NS; k++) {
+      let f = exp(vx_ml[2u * k][h] - big);
+      sum += vx_ml[2u * k + 1u][h] * f;
+      o += vx_acc[k * HEAD_DIM + d][h] * f;
+    }
+    let head = head0 + h;
+    if (p.n_chunks == 1u) {
+      out[head * HEAD_DIM + d] = o / sum;
+    } else {
+      split[(head * p.n_chunks + c) * HEAD_DIM + d] = o;
+      if (d == 0u) {
+        let mi = p.ml_offset + (head * p.n_chunks + c) * 2u;
+        split[mi] = big;
+        split[mi + 1u] = sum;
+      }
+    }
+  }
+}
