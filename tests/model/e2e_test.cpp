@@ -44,27 +44,38 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
   return r;
 }
 
-Fixture make_fixture(Arch arch, GgmlType matrix_type, const GgufFile& vocab, bool tied,
-                     std::optional<GgmlType> embd_type = {}, uint32_t head_dim = 64, bool qkv_bias = false,
-                     bool qk_norm = false) {
+struct E2eCase {
+  Arch arch;
+  GgmlType type;
+  float tol;  // logits, relative to the row's largest
+  bool tied = false;
+  std::optional<GgmlType> embd;  // token_embd / output type when not the default
+  uint32_t head_dim = 64;
+  bool f16_kv = false;
+  bool qkv_bias = false;
+  bool qk_norm = false;
+  uint32_t n_heads = 4, n_kv_heads = 2;  // GQA 2; e.g. 7 over 1, as Qwen2.5-0.5B/7B's groups
+};
+
+Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
   RandomModelSpec spec;
-  spec.arch = arch;
+  spec.arch = c.arch;
   spec.dim = 256;  // K-quant rows are multiples of 256
   spec.n_layers = 2;
-  spec.n_heads = 4;
-  spec.n_kv_heads = 2;  // GQA
-  spec.head_dim = head_dim;  // 64, or another size: q is then n_heads * head_dim wide, not dim
+  spec.n_heads = c.n_heads;
+  spec.n_kv_heads = c.n_kv_heads;
+  spec.head_dim = c.head_dim;  // 64, or another size: q is then n_heads * head_dim wide, not dim
   spec.ff = 512;
-  spec.matrix_type = matrix_type;
+  spec.matrix_type = c.type;
   // Float models keep a float output projection: its int8-activation GEMM would set the tolerance.
-  spec.embd_type = matrix_type == GgmlType::F32 || matrix_type == GgmlType::F16 ? matrix_type : GgmlType::Q8_0;
-  if (embd_type) spec.embd_type = *embd_type;  // e.g. Q6_K, as llama.cpp's quantizer writes
-  spec.seed = 7 + uint32_t(matrix_type);
+  spec.embd_type = c.type == GgmlType::F32 || c.type == GgmlType::F16 ? c.type : GgmlType::Q8_0;
+  if (c.embd) spec.embd_type = *c.embd;  // e.g. Q6_K, as llama.cpp's quantizer writes
+  spec.seed = 7 + uint32_t(c.type);
   spec.vocab_from = &vocab;
-  spec.tied_embeddings = tied;  // the output projection reuses token_embd
-  spec.qkv_bias = qkv_bias;     // q/k/v biases (HF attention_bias) on any architecture
-  spec.qk_norm = qk_norm;       // q/k norms likewise
-  if (arch == Arch::Llama) spec.rope_freq_factors.assign(head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
+  spec.tied_embeddings = c.tied;  // the output projection reuses token_embd
+  spec.qkv_bias = c.qkv_bias;     // q/k/v biases (HF attention_bias) on any architecture
+  spec.qk_norm = c.qk_norm;       // q/k norms likewise
+  if (c.arch == Arch::Llama) spec.rope_freq_factors.assign(c.head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
   Fixture f{open_gguf_bytes(gguf_serialize(make_random_model(spec)), "fixture.gguf"), {}, {}};
   f.ref_config = reference_config(f.file.config);
   for (const auto& [name, w] : f.file.weights) f.ref_weights[name] = weight_to_f32(w);
@@ -110,17 +121,6 @@ size_t argmax_row(const std::vector<float>& l, size_t row, size_t v, float* gap 
   return best;
 }
 
-struct E2eCase {
-  Arch arch;
-  GgmlType type;
-  float tol;  // logits, relative to the row's largest
-  bool tied = false;
-  std::optional<GgmlType> embd;  // token_embd / output type when not the default
-  uint32_t head_dim = 64;
-  bool f16_kv = false;
-  bool qkv_bias = false;
-  bool qk_norm = false;
-};
 
 class ModelEndToEnd : public ::testing::TestWithParam<E2eCase> {};
 
@@ -131,7 +131,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   const std::vector<int32_t> prompt = {1, 450, 4996, 17354, 1701, 432, 17204, 975, 278, 17366, 11203};
 
   // 1. All logits of the prompt in one pass, and in chunks of 3 (small-M, then GEMV route).
-  Fixture f = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
+  Fixture f = make_fixture(c, vocab);
   const size_t V = f.ref_config.n_vocab;
   ASSERT_EQ(V, 32000u);
   std::vector<float> want = ref::transformer_forward(f.ref_config, f.ref_weights, prompt);
@@ -142,7 +142,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   llm::eval(one, prompt, [&](size_t, size_t) { got = llm::read_logits(one); });
   expect_logits_close(got, want, V, c.tol, "one-pass prefill");
 
-  Fixture f2 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
+  Fixture f2 = make_fixture(c, vocab);
   llm::Session chunked = session(f2, 3, true, c.f16_kv);
   std::vector<float> rows;
   llm::eval(chunked, prompt, [&](size_t, size_t) {
@@ -152,7 +152,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   expect_logits_close(rows, got, V, c.tol, "chunked prefill vs one pass");
 
   // 2. Prefill 5 tokens, then decode one at a time: the same logits as all at once.
-  Fixture f3 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
+  Fixture f3 = make_fixture(c, vocab);
   llm::Session inc = session(f3, 64, true, c.f16_kv);
   std::vector<float> inc_rows;
   llm::eval(inc, std::span(prompt).first(5), [&](size_t, size_t) { inc_rows = llm::read_logits(inc); });
@@ -165,7 +165,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 3. 32 greedy steps on the GPU (argmax kernel, last-row graph), checked by one reference
   // pass over prompt + generated tokens: each GPU token is the reference's best there.
-  Fixture f4 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
+  Fixture f4 = make_fixture(c, vocab);
   llm::Session gen = session(f4, 64, false, c.f16_kv);
   std::vector<int32_t> seq = prompt;
   llm::eval(gen, prompt);
@@ -187,7 +187,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 4. The same greedy steps pipelined: each step embeds the previous argmax on the GPU and is
   // submitted before that token is read back. Same kernels and values: the same tokens.
-  Fixture f5 = make_fixture(c.arch, c.type, vocab, c.tied, c.embd, c.head_dim, c.qkv_bias, c.qk_norm);
+  Fixture f5 = make_fixture(c, vocab);
   llm::Session pipe = session(f5, 64, false, c.f16_kv);
   llm::eval(pipe, prompt, {}, llm::Readout::Argmax);
   graph::Snapshot step = pipe.last;
@@ -265,14 +265,23 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            // qwen2 file with both: used, not skipped.
                                            E2eCase{Arch::Llama, GgmlType::Q4_K, 3e-2f, false, {}, 64, false, true},
                                            E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, false, {}, 64, false, false, true},
-                                           E2eCase{Arch::Qwen2, GgmlType::Q4_0, 3e-2f, false, {}, 64, false, false, true}),
+                                           E2eCase{Arch::Qwen2, GgmlType::Q4_0, 3e-2f, false, {}, 64, false, false, true},
+                                           // Query groups no power of two divides: 7 heads over one KV head
+                                           // (Qwen2.5-0.5B/7B's ratio) with q/k/v biases, 6 over one with a
+                                           // head size of 80.
+                                           E2eCase{.arch = Arch::Qwen2, .type = GgmlType::Q8_0, .tol = 3e-2f,
+                                                   .qkv_bias = true, .n_heads = 7, .n_kv_heads = 1},
+                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::F16, .tol = 4e-3f,
+                                                   .head_dim = 80, .f16_kv = true, .n_heads = 6, .n_kv_heads = 1}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) {
                            return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
                                   (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +
                                   (i.param.tied ? "_tied" : "") +
                                   (i.param.head_dim != 64 ? "_hd" + std::to_string(i.param.head_dim) : "") +
                                   (i.param.f16_kv ? "_f16kv" : "") + (i.param.qkv_bias ? "_qkv_bias" : "") +
-                                  (i.param.qk_norm ? "_qk_norm" : "");
+                                  (i.param.qk_norm ? "_qk_norm" : "") +
+                                  (i.param.n_heads != 4 ? "_gqa" + std::to_string(i.param.n_heads / i.param.n_kv_heads)
+                                                        : "");
                          });
 
 }  // namespace

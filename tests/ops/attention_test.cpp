@@ -1,5 +1,5 @@
 // SDPA over the KV cache against the CPU reference: head dims 16..256 (the 64/128 fast paths
-// and the generic ones), GQA ratios 1/2/4/8,
+// and the generic ones), GQA ratios 1 to 8 (3, 5, 6, 7: groups that split unevenly),
 // odd token counts, prime contexts, f32 and f16 caches, both routes; and one graph of
 // kv write + attention driven through a prefill/decode sequence.
 #include <fmt/format.h>
@@ -106,6 +106,19 @@ std::vector<OpCase> attention_cases() {
   add(64, 4, 1, 1031, true, 1, false, ops::DecodeKernel::vec);
   add(64, 8, 1, 1031, true, 0, true, ops::DecodeKernel::vec);
   add(32, 4, 1, 1031, false, 0, true, ops::DecodeKernel::vec);
+  // Groups that no power of two divides (Qwen2.5: 7 and 6; Qwen2.5-14B, Qwen3-14B: 5): the last
+  // decode workgroup of a KV head takes fewer heads, prefill tiles leave rows past whole tokens
+  // idle. Every decode kernel, both routes, f16 and f32, default limits.
+  for (uint32_t group : {3u, 5u, 6u, 7u}) {
+    add(64, group, 1, 131, group % 2 == 1);
+    add(128, group, 37, 131, group % 2 == 0);
+    add(64, group, 7, 1031, true, 3);
+    add(64, group, 1, 1031, true, 0, false, ops::DecodeKernel::split);
+    add(64, group, 1, 1031, false, 0, false, ops::DecodeKernel::split);
+    add(64, group, 1, 1031, true, 0, false, ops::DecodeKernel::vec);
+    add(32, group, 1, 131, false, 1, false, ops::DecodeKernel::vec);
+    add(80, group, 3, 131, true, 0, true);
+  }
   return cases;
 }
 
@@ -179,6 +192,13 @@ TEST(AttentionSequence, F16Hd64Gqa4DecodeVec) {
   run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 4, .n_ctx = 131, .max_tokens = 64, .f16 = true,
                 .decode = ops::DecodeKernel::vec});
 }
+TEST(AttentionSequence, F16Hd64Gqa7) {
+  run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 7, .n_ctx = 131, .max_tokens = 64, .f16 = true});
+}
+TEST(AttentionSequence, F16Hd64Gqa6DecodeVec) {
+  run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 6, .n_ctx = 131, .max_tokens = 64, .f16 = true,
+                .decode = ops::DecodeKernel::vec});
+}
 TEST(AttentionSequence, F32Hd128Gqa1SmallSplit) {
   run_sequence({.head_dim = 128, .n_kv_heads = 2, .group = 1, .n_ctx = 131, .max_tokens = 64,
                 .max_chunks = 1});
@@ -194,7 +214,7 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
   large.maxComputeWorkgroupStorageSize = 49152;
   large.maxComputeInvocationsPerWorkgroup = 1024;
   for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
-    for (uint32_t group : {1u, 2u, 4u, 8u})
+    for (uint32_t group = 1; group <= 8; ++group)
       for (bool f16 : {false, true}) {
         SCOPED_TRACE(fmt::format("hd {} group {} {}", hd, group, f16 ? "f16" : "f32"));
         for (const WGPULimits& l : {small, large}) {
@@ -203,8 +223,12 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
             EXPECT_LE(f.storage_bytes, l.maxComputeWorkgroupStorageSize);
             EXPECT_LE(f.invocations, l.maxComputeInvocationsPerWorkgroup);
           }
-          EXPECT_EQ(group % v.decode_heads, 0u);
-          EXPECT_EQ(v.prefill_rows % group, 0u);
+          EXPECT_LE(v.decode_heads, group);
+          EXPECT_GE(v.prefill_rows, group);
+          if ((group & (group - 1)) == 0) {  // powers of two: every head of a workgroup and tile row used
+            EXPECT_EQ(group % v.decode_heads, 0u);
+            EXPECT_EQ(v.prefill_rows % group, 0u);
+          }
         }
         // 48 KiB (the H200) keeps every query head of a group in one decode workgroup.
         EXPECT_EQ(ops::attention_variants(large, "attn", hd, group, f16).decode_heads, group);
@@ -222,19 +246,19 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
   // decode_vec, when asked for, wherever a row's words fit the lanes.
   for (uint32_t sg : {8u, 32u})
     for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
-      for (uint32_t group : {1u, 2u, 4u, 8u})
+      for (uint32_t group = 1; group <= 8; ++group)
         for (bool f16 : {false, true}) {
           SCOPED_TRACE(fmt::format("sg {} hd {} group {} {}", sg, hd, group, f16 ? "f16" : "f32"));
           ops::AttentionVariants sv = ops::attention_variants(small, "attn", hd, group, f16, sg);
           EXPECT_LE(sv.decode.storage_bytes, small.maxComputeWorkgroupStorageSize);
-          EXPECT_EQ(group % sv.decode_heads, 0u);
+          EXPECT_LE(sv.decode_heads, group);
           const uint32_t words = hd / (f16 ? 8 : 4);
           if (words <= sg) {
             ops::AttentionVariants vv =
                 ops::attention_variants(small, "attn", hd, group, f16, sg, ops::DecodeKernel::vec);
             EXPECT_LE(vv.decode.storage_bytes, small.maxComputeWorkgroupStorageSize);
             EXPECT_EQ(vv.decode_kernel, ops::DecodeKernel::vec);
-            EXPECT_EQ(vv.decode_heads, std::min(group, 4u));
+            EXPECT_EQ(vv.decode_heads, ops::ceil_div(group, ops::ceil_div(group, 4u)));
             EXPECT_GE(vv.vec.lanes, words);
             EXPECT_LT(vv.vec.lanes / 2, words);
             EXPECT_EQ(vv.vec.threads % sg, 0u);
@@ -302,10 +326,16 @@ TEST(AttentionBuild, RejectsUnsupportedShapes) {
                                          .n_heads = 2}));  // head_dim 96
   auto kc2 = ops::add_kv_cache(g, "kc2", DType::F32, 2, 16, 64);
   auto vc2 = ops::add_kv_cache(g, "vc2", DType::F32, 2, 16, 64);
-  auto q2 = add_input(g, {.name = "q2", .max_shape = {4, 6 * 64}, .dynamic_dims = 1});
-  EXPECT_THROW(ops::add_attention(g, {.name = "b", .q = q2, .k_cache = kc2, .v_cache = vc2,
-                                      .pos = pos, .n_heads = 6}),
-               std::invalid_argument);  // GQA ratio 3
+  auto q2 = add_input(g, {.name = "q2", .max_shape = {4, 18 * 64}, .dynamic_dims = 1});
+  try {
+    ops::add_attention(g, {.name = "b", .q = q2, .k_cache = kc2, .v_cache = vc2, .pos = pos, .n_heads = 18});
+    ADD_FAILURE() << "GQA ratio 9 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("18 query heads over 2 KV heads"), std::string::npos) << e.what();
+  }
+  auto q6 = add_input(g, {.name = "q6", .max_shape = {4, 6 * 64}, .dynamic_dims = 1});
+  EXPECT_NO_THROW(ops::add_attention(g, {.name = "e", .q = q6, .k_cache = kc2, .v_cache = vc2, .pos = pos,
+                                         .n_heads = 6}));  // GQA ratio 3
 }
 
 }  // namespace

@@ -49,6 +49,18 @@ DecodeKernel decode_kernel_wanted(DecodeKernel want) {
   throw std::invalid_argument(fmt::format("WGRT_DECODE_KERNEL='{}' (hint: vec, sg or split)", k));
 }
 
+// Query heads per decode workgroup to try, most first: the group spread evenly over 1, 2, 4, 8
+// workgroups (8: 8, 4, 2, 1; 7: 7, 4, 2, 1; 6: 6, 3, 2, 1).
+std::vector<uint32_t> heads_per_workgroup(uint32_t group) {
+  std::vector<uint32_t> hs;
+  for (uint32_t w = 1; w <= group; w *= 2) {
+    const uint32_t h = uint32_t(ceil_div(group, w));
+    if (hs.empty() || h < hs.back()) hs.push_back(h);
+  }
+  if (hs.back() != 1) hs.push_back(1);
+  return hs;
+}
+
 // Scratch: per query head and chunk, head_dim weighted-V sums, then (max, sum) pairs.
 uint32_t ml_offset(uint32_t n_heads, uint32_t max_chunks, uint32_t head_dim) {
   return n_heads * max_chunks * head_dim;
@@ -96,7 +108,8 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     // Fewer subgroups per workgroup need less workgroup memory for the merge.
     for (uint32_t threads = std::min<uint32_t>(kSgMaxThreads, 4 * sg_lanes); lanes <= sg_lanes && threads >= sg_lanes;
          threads /= 2) {
-      const uint32_t hpw = std::min<uint32_t>(group, kVecHeads);  // group 8: two workgroups of 4
+      // As many heads per workgroup as evenly spread over the fewest workgroups (8: 4 + 4, 7: 4 + 3).
+      const uint32_t hpw = uint32_t(ceil_div(group, ceil_div(group, kVecHeads)));
       const uint64_t subgroups = threads / sg_lanes;
       decode.push_back({DecodeKernel::vec, {}, {lanes, threads}, hpw});
       footprint.push_back({wg_var_bytes(subgroups * 2 * 16) + wg_var_bytes(subgroups * head_dim * 16), threads});
@@ -109,7 +122,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     if (wpl <= kSgLoads && wpl * e4 <= kSgAcc) {
       const DecodeSgShape sh{lanes, wpl, kSgLoads / wpl, std::min<uint32_t>(kSgMaxThreads, 4 * sg_lanes)};
       const uint32_t subgroups = sh.threads / sg_lanes;
-      for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {
+      for (uint32_t hpw : heads_per_workgroup(group)) {
         if (hpw * wpl * e4 > kSgAcc || hpw * sh.keys > kSgScores) continue;
         decode.push_back({DecodeKernel::sg, sh, {}, hpw});
         footprint.push_back({wg_var_bytes(uint64_t(subgroups) * hpw * 8) +
@@ -119,7 +132,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     }
   }
   if (any || want == DecodeKernel::split) {
-    for (uint32_t hpw = group; hpw >= 1; hpw /= 2) {
+    for (uint32_t hpw : heads_per_workgroup(group)) {
       decode.push_back({DecodeKernel::split, {}, {}, hpw});
       footprint.push_back({wg_var_bytes(uint64_t(hpw) * d4 * 16) + wg_var_bytes(uint64_t(hpw) * wg * 4) +
                                wg_var_bytes(uint64_t(hpw) * split_block * 4) + 2 * wg_var_bytes(kMaxGroup * 4) +
@@ -151,7 +164,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   std::vector<WorkgroupFootprint> prefill;
   for (Tile t : {Tile{32, 32}, {32, 16}, {16, 16}, {16, 8}, {8, 16}, {8, 8}, {8, 4}}) {
     const uint32_t columns = wg / t.rows;
-    if (t.rows % group != 0 || ceil_div(d4, columns) > 4 || ceil_div(t.keys, columns) > 4) continue;
+    if (t.rows < group || ceil_div(d4, columns) > 4 || ceil_div(t.keys, columns) > 4) continue;
     tiles.push_back(t);
     prefill.push_back({wg_var_bytes(uint64_t(t.rows) * (d4 + 1) * 16) + wg_var_bytes(uint64_t(t.keys) * d4 * 16) +
                            wg_var_bytes(uint64_t(t.rows) * (t.keys + 1) * 4) + wg_var_bytes(t.rows * 4),
@@ -203,7 +216,7 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
     plan.params[0].set(p);
     plan.params[1].set(p);
     const uint32_t tokens = c.rows ? c.n_tokens : 1;
-    plan.grids[0] = {s.n_chunks, c.n_kv_heads * (group / c.decode_heads), tokens};
+    plan.grids[0] = {s.n_chunks, c.n_kv_heads * uint32_t(ceil_div(group, c.decode_heads)), tokens};
     // decode_vec and decode_sg write a single chunk's output themselves: no merge (chunk 0 holds
     // every token's first key, so no token's only chunk is empty).
     plan.grids[1] =
@@ -238,9 +251,9 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   if (head_dim % 8 != 0 || head_dim < kMinHeadDim || head_dim > kMaxHeadDim)
     throw std::invalid_argument(fmt::format("{}: head_dim {} (supported: multiples of 8 from {} to {})", d.name,
                                             head_dim, kMinHeadDim, kMaxHeadDim));
-  if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup || kMaxGroup % (d.n_heads / n_kv) != 0)
+  if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup)
     throw std::invalid_argument(fmt::format(
-        "{}: {} query heads over {} KV heads (supported GQA ratios: 1, 2, 4, 8)", d.name, d.n_heads, n_kv));
+        "{}: {} query heads over {} KV heads (supported GQA ratios: 1 to 8)", d.name, d.n_heads, n_kv));
   uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks : std::max<uint32_t>(1, kDecodeWorkgroups / n_kv);
   if (max_chunks > kMaxDecodeChunks)
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
@@ -344,7 +357,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
             const bool decode = rows ? m <= decode_tokens : m == 1;
             const uint64_t max_keys = uint64_t(a.sym[sym]);
             const uint64_t keys = !rows ? max_keys + m : decode ? m * max_keys : max_keys;
-            const uint64_t reads = decode ? group / var.decode_heads : 1;
+            const uint64_t reads = decode ? ceil_div(group, var.decode_heads) : 1;
             const uint64_t kv = 2 * reads * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
             const double pairs = decode ? double(keys) : double(m) * double(keys) / 2;
             return graph::NodeCost{kv + 2 * m * n_heads * head_dim * 4, 4.0 * n_heads * head_dim * pairs};

@@ -32,7 +32,7 @@
 //                                        sequence in turn (one run when the tile is one sequence)
 // The kernels are the same entry points with the override TABLE; without rows they are built
 // as before and read nothing more.
-// head_dim (any multiple of 8 in 16..256), the GQA ratio (1, 2, 4, 8) and the cache dtype are
+// head_dim (any multiple of 8 in 16..256), the GQA ratio (1 to 8) and the cache dtype are
 // override constants; so are the tile sizes, picked at build as the fastest variant that fits
 // the device's workgroup memory (attention_variants).
 #pragma once

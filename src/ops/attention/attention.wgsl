@@ -56,6 +56,20 @@ fn decode_span(token: u32) -> vec2<u32> {
   return vec2<u32>(0u, p.pos + 1u);
 }
 
+// The decode kernels' query heads: a workgroup takes HPW consecutive heads of KV head g's GROUP;
+// the last workgroup of a group takes fewer where HPW does not divide GROUP (GQA 5, 6, 7).
+struct DecodeHeads {
+  g: u32,      // KV head
+  head0: u32,  // first query row (token * n_heads + head)
+  n: u32,      // heads taken, 1..HPW
+}
+fn decode_heads(wid: vec3<u32>, tok: u32) -> DecodeHeads {
+  let per = (GROUP + HPW - 1u) / HPW;  // workgroups per KV head
+  let g = wid.y / per;
+  let first = (wid.y % per) * HPW;
+  return DecodeHeads(g, tok * p.n_heads + g * GROUP + first, min(HPW, GROUP - first));
+}
+
 // The smallest power of two >= n (n >= 1).
 fn pow2_ceil(n: u32) -> u32 { return 1u << (32u - countLeadingZeros(n - 1u)); }
 
@@ -65,7 +79,7 @@ fn pow2_ceil(n: u32) -> u32 { return 1u << (32u - countLeadingZeros(n - 1u)); }
 // P*V (WG / R key lanes; threads past them idle). V for the block is loaded before the
 // scores are known so both loads are in flight together. HPW = GROUP reads K/V once per
 // group; fewer heads per workgroup fit a smaller workgroup memory (attention.cpp sizes it).
-override HPW: u32 = 1u;  // query heads per workgroup, divides GROUP
+override HPW: u32 = 1u;  // query heads per workgroup (decode_heads), <= GROUP
 override KB: u32 = 64u;  // keys per block: 64, or 32 where a row has more than 32 words
 const MAX_CHUNKS: u32 = 256u;
 const MAX_KPL: u32 = 8u;  // keys per P*V lane and block (attention.cpp keeps KB / (WG / R) <= 8)
@@ -106,15 +120,20 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
   let NVL = WG / R;                    // key lanes in the P*V phase
   let KPL = (KB + NVL - 1u) / NVL;     // and keys per lane
   let c = wid.x;
-  let g = wid.y / (GROUP / HPW);  // KV head
   let tok = decode_token(wid);
   let span = decode_span(tok);
-  let head0 = tok * p.n_heads + g * GROUP + (wid.y % (GROUP / HPW)) * HPW;  // query row
+  let hd = decode_heads(wid, tok);
+  let g = hd.g;
+  let head0 = hd.head0;
   let k_begin = c * p.chunk_blocks * KB;
   let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
   let row0 = g * p.n_ctx + span.x;
 
-  for (var i = t; i < HPW * D4; i += WG) { dq[i] = q[head0 * D4 + i] * p.scale; }
+  for (var i = t; i < HPW * D4; i += WG) {
+    var v = vec4<f32>(0.0);  // heads past the group's end score zeros and are not written
+    if (i / D4 < hd.n) { v = q[head0 * D4 + i] * p.scale; }
+    dq[i] = v;
+  }
   let sj = t / LANES;  // score phase: key of the block
   let sl = t % LANES;  // and lane
   let vw = t % R;      // P*V phase: word of the row
@@ -198,7 +217,7 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
       }
       workgroupBarrier();
     }
-    if (t < R) {
+    if (t < R && h < hd.n) {
       let o = ((head0 + h) * p.n_chunks + c) * HEAD_DIM + t * E4 * 4u;
       for (var u = 0u; u < E4; u++) {
         let s0 = dred[t * E4 + u];
@@ -210,7 +229,7 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     }
     workgroupBarrier();
   }
-  if (t < HPW) {
+  if (t < hd.n) {
     let i = p.ml_offset + ((head0 + t) * p.n_chunks + c) * 2u;
     split[i] = m_run;
     split[i + 1u] = l_run;
@@ -267,10 +286,11 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   let NKG = DWG / DKL;       // key groups
   let TURN = NKG * DKPI;     // keys per workgroup turn
   let c = wid.x;
-  let g = wid.y / (GROUP / HPW);
   let tok = decode_token(wid);
   let span = decode_span(tok);
-  let head0 = tok * p.n_heads + g * GROUP + (wid.y % (GROUP / HPW)) * HPW;  // query row
+  let hd = decode_heads(wid, tok);
+  let g = hd.g;
+  let head0 = hd.head0;
   let k_begin = c * p.chunk_blocks * KB;
   let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
   let row0 = g * p.n_ctx + span.x;
@@ -284,7 +304,7 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
       let w = li + j * DKL;
       for (var u = 0u; u < E4; u++) {
         var v = vec4<f32>(0.0);
-        if (R % DKL == 0u || w < R) { v = q[(head0 + h) * D4 + w * E4 + u] * p.scale; }
+        if ((R % DKL == 0u || w < R) && h < hd.n) { v = q[(head0 + h) * D4 + w * E4 + u] * p.scale; }
         qv[(h * DWPL + j) * E4 + u] = v;
         acc[(h * DWPL + j) * E4 + u] = vec4<f32>(0.0);
       }
@@ -364,7 +384,7 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   }
   workgroupBarrier();
   let NS = DWG / SG;
-  for (var i = t; i < HPW * D4; i += DWG) {
+  for (var i = t; i < hd.n * D4; i += DWG) {
     let h = i / D4;
     let d4 = i % D4;
     var big = NEG;
@@ -460,7 +480,7 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
 // equal b_i in turn (one run in the common case): for each, K/V tiles of that region from key 0
 // to the run's last p_i, the rows of other runs masked (they add nothing); row r keeps its own
 // causal limit p_r.
-override ROWS: u32 = 32u;  // rows per tile, a multiple of GROUP (attention.cpp picks it)
+override ROWS: u32 = 32u;  // rows per tile, >= GROUP (attention.cpp picks it): ROWS / GROUP whole tokens
 override BK: u32 = 32u;    // keys per tile
 
 var<workgroup> pq: array<vec4<f32>, ROWS * (HEAD_DIM / 4u + 1u)>;  // [ROWS][HEAD_DIM/4 + 1]
@@ -487,7 +507,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let d4 = i % D4;
     let tok = tok0 + r / GROUP;
     var v = vec4<f32>(0.0);
-    if (tok < p.n_tokens) { v = q[(tok * p.n_heads + g * GROUP + r % GROUP) * D4 + d4] * p.scale; }
+    if (tok < p.n_tokens && r < tpt * GROUP) { v = q[(tok * p.n_heads + g * GROUP + r % GROUP) * D4 + d4] * p.scale; }
     pq[r * QST + d4] = v;
   }
   let r = t % ROWS;
@@ -582,7 +602,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   if (t < ROWS) { palpha[t] = 1.0 / l_run; }
   workgroupBarrier();
   let tok = tok0 + r / GROUP;
-  if (tok < p.n_tokens) {
+  if (tok < p.n_tokens && r < tpt * GROUP) {  // rows past the tile's whole tokens idle (GQA 3, 5, 6, 7)
     let inv = palpha[r];
     for (var v = 0u; v < OV && grp * OV + v < D4; v++) {
       let o = acc[v] * inv;

@@ -1,7 +1,8 @@
 // A part of attention.wgsl (gpu/pipeline.h `//! use`): decode_vec, flash-decoding with one row
 // word per lane and the workgroup's query heads as the components of a vec4.
 //
-// A workgroup per (chunk, HPW <= 4 query heads of one KV head, token), as decode_sg. Its VWG
+// A workgroup per (chunk, HPW <= 4 query heads of one KV head, token), as decode_sg (the last of a
+// KV head's workgroups may take fewer: decode_heads). Its VWG
 // threads form key groups of VKL lanes (the row's words rounded up to a power of two, <= SG):
 // lane i of a group owns word i of every K/V row (8 halves or 4 floats) and of the output. A
 // group takes VKEYS consecutive keys per turn, the next turn's K and V words loaded before this
@@ -42,27 +43,27 @@ fn vx_xor(x: vec4<f32>, mask: u32) -> vec4<f32> {
   return vec4<f32>(sg_xor(x.x, mask), sg_xor(x.y, mask), sg_xor(x.z, mask), sg_xor(x.w, mask));
 }
 
-// The query of element e of word `w`, heads head0 .. head0 + HPW - 1 as components.
-fn vx_q(head0: u32, w: u32, e: u32) -> vec4<f32> {
+// The query of element e of word `w`, heads head0 .. head0 + n - 1 as components.
+fn vx_q(head0: u32, n: u32, w: u32, e: u32) -> vec4<f32> {
   var r = vec4<f32>(0.0);
   let d = w * select(4u, 8u, F16) + e;
-  for (var h = 0u; h < HPW; h++) {
+  for (var h = 0u; h < n; h++) {
     let x = q[((head0 + h) * HEAD_DIM + d) / 4u];
     r[h] = x[d % 4u] * p.scale;
   }
   return r;
 }
 
-fn vx_load_q(head0: u32, w: u32) {
-  vq0 = vx_q(head0, w, 0u);
-  vq1 = vx_q(head0, w, 1u);
-  vq2 = vx_q(head0, w, 2u);
-  vq3 = vx_q(head0, w, 3u);
+fn vx_load_q(head0: u32, n: u32, w: u32) {
+  vq0 = vx_q(head0, n, w, 0u);
+  vq1 = vx_q(head0, n, w, 1u);
+  vq2 = vx_q(head0, n, w, 2u);
+  vq3 = vx_q(head0, n, w, 3u);
   if (F16) {
-    vq4 = vx_q(head0, w, 4u);
-    vq5 = vx_q(head0, w, 5u);
-    vq6 = vx_q(head0, w, 6u);
-    vq7 = vx_q(head0, w, 7u);
+    vq4 = vx_q(head0, n, w, 4u);
+    vq5 = vx_q(head0, n, w, 5u);
+    vq6 = vx_q(head0, n, w, 6u);
+    vq7 = vx_q(head0, n, w, 7u);
   }
 }
 
@@ -160,10 +161,11 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   let E = select(4u, 8u, F16);  // elements per word
   let TURN = (VWG / VKL) * VKEYS;  // keys per workgroup turn
   let c = wid.x;
-  let g = wid.y / (GROUP / HPW);
   let tok = decode_token(wid);
   let span = decode_span(tok);
-  let head0 = tok * p.n_heads + g * GROUP + (wid.y % (GROUP / HPW)) * HPW;  // query row
+  let hd = decode_heads(wid, tok);
+  let g = hd.g;
+  let head0 = hd.head0;
   let k_begin = c * p.chunk_blocks * KB;
   let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
   let row0 = g * p.n_ctx + span.x;
@@ -171,7 +173,7 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   let w = t % VKL;
   let on = R == VKL || w < R;  // lanes past the row's words hold zeros
 
-  if (on) { vx_load_q(head0, w); }
+  if (on) { vx_load_q(head0, hd.n, w); }
   vm = vec4<f32>(NEG);
   vl = vec4<f32>(0.0);
   va0 = vec4<f32>(0.0);
@@ -259,7 +261,7 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   }
   workgroupBarrier();
   let NS = VWG / SG;
-  for (var i = t; i < HPW * HEAD_DIM; i += VWG) {
+  for (var i = t; i < hd.n * HEAD_DIM; i += VWG) {
     let h = i / HEAD_DIM;
     let d = i % HEAD_DIM;
     var big = NEG;
