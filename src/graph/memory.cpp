@@ -104,8 +104,8 @@ void check_limits(const Tensor& t, const MemoryBudget& b) {
                      : t.role == TensorRole::Input ? "input"
                                                    : "intermediate tensor";
   const char* hint = t.role == TensorRole::Weight
-                         ? "the weight is larger than one binding, and splitting a weight across bindings is not "
-                           "supported yet (hint: a more compact weight type, or an adapter with a larger limit)"
+                         ? "a weight tensor is bound whole (hint: the model loader splits a matrix past the limit "
+                           "into tensors of rows, LoadOptions::max_tensor_bytes; a tensor added by hand must fit)"
                      : t.role == TensorRole::State ? "(hint: a smaller context)"
                                                    : "(hint: a smaller context or batch)";
   throw std::invalid_argument(fmt::format("{} '{}' {} {} needs {}, past this device's {}: {}", what, t.name,

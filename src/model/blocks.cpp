@@ -130,7 +130,7 @@ graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, gr
                                       const std::string& out) {
   if (w.kind == LinearWeight::Kind::Quant)
     return ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
-                                   .scales = w.q.scales, .bias = w.bias, .residual = x,
+                                   .scales = w.q.scales, .bias = w.bias, .residual = x, .more = w.more,
                                    .gemv_int8 = b.o.gemv_int8});
   graph::TensorId y = apply_linear(b.g, w, in, out + ".proj", b.o.gemv_int8);
   return residual(b, x, y, out);
@@ -153,7 +153,7 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
     // kernel (+ the partials' reduction), the id landing where the next step can read it.
     mg.logits = ops::add_linear_q(b.g, {.name = "logits", .format = out.format, .gs = out.gs, .x = x, .q = out.q.q,
                                         .scales = out.q.scales, .bias = out.bias, .norm = norm, .eps = c.norm_eps,
-                                        .last_row = true, .argmax_out = mg.argmax,
+                                        .last_row = true, .argmax_out = mg.argmax, .more = out.more,
                                         .gemv_int8 = b.o.gemv_int8});
   } else {
     if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});

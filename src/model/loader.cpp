@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "ops/embedding/embedding.h"
@@ -84,6 +85,88 @@ ops::QuantWeight to_quant(const WeightView& w, ops::QuantFormat fmt, uint32_t n,
 
 uint32_t k_words(const LinearWeight& w) { return ops::quant_row_words(w.format, w.k); }
 
+// A weight splits into at most this many tensors: each is a kernel of its op's routes, and a
+// route has at most graph::kMaxDispatches (linear_q's gemm route: norm, quantize_act, the parts).
+constexpr uint32_t kMaxWeightParts = 5;
+
+// The most bytes one weight tensor may take on this graph's device.
+uint64_t tensor_budget(const graph::Graph& g, const LoadOptions& o) {
+  const uint64_t device = graph::device_caps(g).limits.maxStorageBufferBindingSize;
+  return o.max_tensor_bytes ? std::min(device, o.max_tensor_bytes) : device;
+}
+
+// The bytes of the largest tensor that `rows` rows of the weight take on the GPU.
+uint64_t rows_bytes(const LinearWeight& lw, uint32_t rows) {
+  switch (lw.kind) {
+    case LinearWeight::Kind::Quant:
+      return std::max(uint64_t(rows) * ops::quant_row_words(lw.format, lw.k) * 4,
+                      graph::dtype_bytes(ops::scales_dtype(lw.format), ops::scales_shape(lw.format, rows, lw.k, lw.gs)));
+    case LinearWeight::Kind::F16: return graph::dtype_bytes(graph::DType::F16, {rows, lw.k});
+    case LinearWeight::Kind::F32: break;
+  }
+  return uint64_t(rows) * lw.k * 4;
+}
+
+// Rows per tensor: all of them where they fit, else the most multiple of 16 (linear_q's gemv
+// tile, so every part's argmax partials line up) that fits the budget.
+uint32_t rows_per_tensor(const LinearWeight& lw, uint64_t budget, const std::string& name) {
+  if (rows_bytes(lw, lw.n) <= budget) return lw.n;
+  uint32_t r = uint32_t(std::min<uint64_t>(lw.n, budget / std::max<uint64_t>(rows_bytes(lw, 1), 1))) / 16 * 16;
+  while (r > 0 && rows_bytes(lw, r) > budget) r -= 16;
+  if (r == 0 || ops::ceil_div(lw.n, r) > kMaxWeightParts)
+    throw ModelError(fmt::format("{}: this [{}, {}] weight takes {} bytes, past {} storage bindings of {} bytes "
+                                 "(hint: a more compact weight type, or an adapter with a larger "
+                                 "maxStorageBufferBindingSize)",
+                                 name, lw.n, lw.k, rows_bytes(lw, lw.n), kMaxWeightParts, budget));
+  return r;
+}
+
+// Rows [r0, r0 + rows) of a [n, k] weight: files store a matrix's rows one after another,
+// each whole blocks.
+WeightView row_slice(const WeightView& w, uint32_t n, uint32_t r0, uint32_t rows) {
+  WeightView v = w;
+  const uint64_t row_bytes = w.n_bytes / n;
+  v.data = w.data + r0 * row_bytes;
+  v.n_bytes = rows * row_bytes;
+  v.dims = {w.dims[0], rows};
+  return v;
+}
+
+// One tensor of `rows` rows of the weight, its upload queued: lw's first or a further one.
+void add_weight_rows(graph::Graph& g, Loader& l, LinearWeight& lw, const std::string& name, const WeightView& w,
+                     uint32_t rows, bool first) {
+  switch (lw.kind) {
+    case LinearWeight::Kind::Quant: {
+      const ops::QuantTensors q = ops::add_quant_weight(g, name, lw.format, rows, lw.k, lw.gs);
+      l.gpu_bytes += ops::quant_bytes(lw.format, rows, lw.k, lw.gs);
+      l.writes.push_back([w, q, f = lw.format, rows, k = lw.k, gs = lw.gs](graph::Graph& gg) {
+        ops::write_quant_weight(gg, q, to_quant(w, f, rows, k, gs));
+      });
+      if (first) lw.q = q;
+      else lw.more.push_back({lw.format, lw.gs, q.q, q.scales});
+      return;
+    }
+    case LinearWeight::Kind::F16:
+    case LinearWeight::Kind::F32: {
+      const graph::DType dt = lw.kind == LinearWeight::Kind::F16 ? graph::DType::F16 : graph::DType::F32;
+      const graph::TensorId t = graph::add_weight(g, {.name = name, .dtype = dt, .shape = {rows, lw.k}});
+      l.gpu_bytes += graph::dtype_bytes(dt, {rows, lw.k});
+      l.writes.push_back([w, t, dt](graph::Graph& gg) {
+        std::vector<float> f = weight_to_f32(w);
+        if (dt == graph::DType::F32) {
+          graph::write_tensor(gg, t, f.data(), f.size() * 4);
+          return;
+        }
+        std::vector<uint32_t> words = ops::pack_f16(f);
+        graph::write_tensor(gg, t, words.data(), words.size() * 4);
+      });
+      if (first) lw.w = t;
+      else lw.w_more.push_back(t);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
@@ -93,34 +176,14 @@ LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, ui
   lw.n = n;
   lw.k = k;
   lw.kind = choose_kind(w, l.opts, k, lw.format, lw.gs);
-  const WeightView* wp = &w;
-  switch (lw.kind) {
-    case LinearWeight::Kind::Quant: {
-      lw.q = ops::add_quant_weight(g, name, lw.format, n, k, lw.gs);
-      l.gpu_bytes += ops::quant_bytes(lw.format, n, k, lw.gs);
-      l.writes.push_back([wp, lw](graph::Graph& gg) {
-        ops::write_quant_weight(gg, lw.q, to_quant(*wp, lw.format, lw.n, lw.k, lw.gs));
-      });
-      break;
-    }
-    case LinearWeight::Kind::F16: {
-      lw.w = graph::add_weight(g, {.name = name, .dtype = graph::DType::F16, .shape = {n, k}});
-      l.gpu_bytes += graph::dtype_bytes(graph::DType::F16, {n, k});
-      l.writes.push_back([wp, t = lw.w](graph::Graph& gg) {
-        std::vector<uint32_t> words = ops::pack_f16(weight_to_f32(*wp));
-        graph::write_tensor(gg, t, words.data(), words.size() * 4);
-      });
-      break;
-    }
-    case LinearWeight::Kind::F32: {
-      lw.w = graph::add_weight(g, {.name = name, .dtype = graph::DType::F32, .shape = {n, k}});
-      l.gpu_bytes += uint64_t(n) * k * 4;
-      l.writes.push_back([wp, t = lw.w](graph::Graph& gg) {
-        std::vector<float> f = weight_to_f32(*wp);
-        graph::write_tensor(gg, t, f.data(), f.size() * 4);
-      });
-      break;
-    }
+  // Past one binding: tensors of consecutive rows, named by their first row.
+  const uint32_t per = rows_per_tensor(lw, tensor_budget(g, l.opts), name);
+  if (per == n) {
+    add_weight_rows(g, l, lw, name, w, n, true);
+  } else {
+    for (uint32_t r0 = 0; r0 < n; r0 += per)
+      add_weight_rows(g, l, lw, fmt::format("{}.rows{}", name, r0), row_slice(w, n, r0, std::min(per, n - r0)),
+                      std::min(per, n - r0), r0 == 0);
   }
   if (!bias_name.empty() && find_weight(*l.model, bias_name)) lw.bias = load_vector(g, l, bias_name, n);
   return lw;
@@ -227,6 +290,12 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
   auto act_group = [](const Group& gr) { return ops::activation_group(gr.format, gr.gs); };
   for (const Group& gr : groups)
     if (act_group(gr) != act_group(groups[0])) return std::nullopt;
+  // A fused tensor past one binding: the parts are loaded one by one (and split by rows).
+  for (const Group& gr : groups) {
+    LinearWeight fused{.kind = LinearWeight::Kind::Quant, .n = 0, .k = k, .format = gr.format, .gs = gr.gs};
+    for (uint32_t r : gr.rows) fused.n += r;
+    if (rows_bytes(fused, fused.n) > tensor_budget(g, l.opts)) return std::nullopt;
+  }
   LinearWeight lw;
   lw.kind = LinearWeight::Kind::Quant;
   lw.n = n;
@@ -294,8 +363,8 @@ graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::Tens
                              int gemv_int8) {
   if (w.kind == LinearWeight::Kind::Quant)
     return ops::add_linear_q(g, {.name = out_name, .format = w.format, .gs = w.gs, .x = x, .q = w.q.q,
-                                 .scales = w.q.scales, .bias = w.bias, .gemv_int8 = gemv_int8});
-  return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .bias = w.bias});
+                                 .scales = w.q.scales, .bias = w.bias, .more = w.more, .gemv_int8 = gemv_int8});
+  return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .more = w.w_more, .bias = w.bias});
 }
 
 EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim) {
@@ -314,14 +383,13 @@ graph::TensorId apply_embedding(graph::Graph& g, const EmbeddingWeight& e, graph
       d.table = t.q.q;
       d.scales = t.q.scales;
       d.gs = t.gs;
+      for (const ops::LinearQPart& p : t.more) d.more.push_back({p.q, p.scales});  // a table split by rows
       break;
     case LinearWeight::Kind::F16:
-      d.type = ops::EmbeddingType::F16;
-      d.table = t.w;
-      break;
     case LinearWeight::Kind::F32:
-      d.type = ops::EmbeddingType::F32;
+      d.type = t.kind == LinearWeight::Kind::F16 ? ops::EmbeddingType::F16 : ops::EmbeddingType::F32;
       d.table = t.w;
+      for (graph::TensorId w : t.w_more) d.more.push_back({w, std::nullopt});
       break;
   }
   return ops::add_embedding(g, d);

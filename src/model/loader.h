@@ -32,18 +32,27 @@ struct LoadOptions {
   WeightFormat quantize = WeightFormat::Auto;
   uint32_t group_size = 32;
   bool allow_unused = false;  // a tensor no builder reads is a warning, not an error
+  // The most bytes one weight tensor may take: 0 is the device's storage binding limit
+  // (maxStorageBufferBindingSize); a matrix past it is split by rows into several tensors
+  // (LinearWeight::more / w_more). Tests set it low to split small weights.
+  uint64_t max_tensor_bytes = 0;
 };
 
-// A matrix [n, k] on the GPU in one of four forms.
+// A matrix [n, k] on the GPU in one of four forms. A matrix past the largest tensor a binding
+// takes (LoadOptions::max_tensor_bytes) is several tensors of consecutive rows, each a multiple
+// of 16 rows but the last: w or q holds the first rows, w_more or more the rest.
 struct LinearWeight {
   enum class Kind : uint8_t { F32, F16, Quant } kind = Kind::F32;
-  uint32_t n = 0, k = 0;
+  uint32_t n = 0, k = 0;              // all parts' rows
   graph::TensorId w;                 // F32 / F16
+  std::vector<graph::TensorId> w_more;  // F32 / F16 split by rows: further rows
   ops::QuantTensors q;               // Quant
   ops::QuantFormat format = ops::QuantFormat::Q4gsw;
   uint32_t gs = 32;
   std::optional<graph::TensorId> bias;
-  std::vector<ops::LinearQPart> more;  // Quant fused across formats: further weights, rows continuing n
+  // Quant: further weights whose rows continue the first's: q|k|v fused across formats, or
+  // a matrix split by rows.
+  std::vector<ops::LinearQPart> more;
 };
 
 struct Loader {
@@ -67,9 +76,10 @@ LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, ui
 //   Rows    rows of each in turn (q|k|v: [n_q + n_k + n_v, k]); biases, when every part has
 //           one, concatenated the same way;
 //   SwiGlu  gate and up [ff, k] as (gate, up) blocks of 16 rows (linear_q's swiglu layout).
-// Only when every part is quantized (the fused kernels are linear_q's); Rows parts of different
-// formats become one weight per run of equal format (LinearWeight::more), SwiGlu needs one
-// format; otherwise nullopt, and the caller loads the parts one by one.
+// Only when every part is quantized (the fused kernels are linear_q's) and each fused tensor
+// fits one binding; Rows parts of different formats become one weight per run of equal format
+// (LinearWeight::more), SwiGlu needs one format; otherwise nullopt, and the caller loads the
+// parts one by one.
 enum class FuseLayout : uint8_t { Rows, SwiGlu };
 std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
                                               const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,

@@ -39,6 +39,16 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.max_batch = o.n_seqs > 1 ? std::max(std::min(o.max_batch, o.n_ctx * o.n_seqs), o.n_seqs)
                               : std::min(o.max_batch, o.n_ctx);
   mg.all_logits = o.all_logits;
+  if (o.all_logits) {
+    // Every row's logits in one binding: a batch past the device's binding limit steps in fewer
+    // rows (the session chunks prompts by max_batch).
+    const uint64_t rows_fit = dev.caps.limits.maxStorageBufferBindingSize / (uint64_t(c.n_vocab) * 4);
+    if (rows_fit == 0)
+      throw std::invalid_argument(fmt::format("one row of {} logits is past this device's storage binding limit of {} "
+                                              "bytes (hint: run without all logits)", c.n_vocab,
+                                              dev.caps.limits.maxStorageBufferBindingSize));
+    mg.max_batch = uint32_t(std::min<uint64_t>(mg.max_batch, rows_fit));
+  }
   mg.top_k = std::clamp<uint32_t>(o.top_k, 1, std::min<uint32_t>(c.n_vocab, 256));
   graph::Graph& g = *mg.graph;
 

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <random>
+#include <span>
+#include <string_view>
 
 #include "ops/embedding/embedding.h"
 #include "ops/linear_q/linear_q.h"
@@ -247,6 +250,88 @@ std::vector<OpCase> embedding_cases() {
                      ops::write_quant_weight(g, t, w);
                      run_sequence(g, ids, out, want, vocab, dim);
                    }});
+  // A table split by rows into several tensors (a table past the storage binding limit, as the
+  // loader splits it): each part repacked on its own, one kernel per part, the same rows as the
+  // whole table's reading; ids in every part, on the parts' edges and past the vocabulary.
+  struct Split {
+    const char* name;
+    ops::QuantFormat format;  // for the GGUF cases
+    size_t block_bytes;       // 0: a float table
+    uint32_t vocab, dim;
+    std::vector<uint32_t> rows;
+  };
+  for (const Split& sp : {Split{"split_f32", {}, 0, 131, 96, {48, 48, 35}},
+                          Split{"split_f16", {}, 0, 131, 96, {64, 67}},
+                          Split{"split_gguf_q8_0", ops::QuantFormat::Q8, 34, 41, 160, {16, 16, 9}},
+                          Split{"split_gguf_q4_k", ops::QuantFormat::Q4K, 144, 37, 512, {16, 16, 5}},
+                          Split{"split_gguf_q6_k", ops::QuantFormat::Q6K, 210, 37, 512, {32, 5}}}) {
+    const bool f16 = std::string_view(sp.name) == "split_f16";
+    cases.push_back({sp.name, [sp, f16] {
+                       Graph g(device());
+                       TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
+                       std::vector<float> want;
+                       std::vector<std::pair<TensorId, std::vector<uint32_t>>> words;  // written after build
+                       std::vector<ops::QuantTensors> qt;
+                       std::vector<ops::QuantWeight> qw;
+                       const size_t count = size_t(sp.vocab) * sp.dim;
+                       EmbeddingType type = f16 ? EmbeddingType::F16 : EmbeddingType::F32;
+                       std::vector<ops::EmbeddingPart> parts;
+                       if (sp.block_bytes == 0) {
+                         auto v = random_floats(count, 77, -300.f, 300.f);
+                         uint32_t r0 = 0;
+                         for (uint32_t r : sp.rows) {
+                           std::vector<float> rows(v.begin() + size_t(r0) * sp.dim, v.begin() + size_t(r0 + r) * sp.dim);
+                           TensorId t = add_weight(g, {.name = fmt::format("t{}", r0), .dtype = f16 ? DType::F16 : DType::F32,
+                                                       .shape = {r, sp.dim}});
+                           std::vector<uint32_t> w(rows.size());
+                           if (f16) w = ops::pack_f16(rows);
+                           else std::memcpy(w.data(), rows.data(), rows.size() * 4);
+                           words.push_back({t, w});
+                           parts.push_back({t, std::nullopt});
+                           r0 += r;
+                         }
+                         for (size_t i = 0; i < count; ++i)
+                           want.push_back(f16 ? ref::half_to_float(ops::f32_to_f16(v[i])) : v[i]);
+                       } else {
+                         const uint32_t per_block = sp.block_bytes == 34 ? 32 : 256;
+                         std::vector<uint8_t> blocks =
+                             sp.format == ops::QuantFormat::Q8   ? [&] {
+                               std::vector<uint8_t> b(count / 32 * 34);
+                               std::mt19937 rng(5);
+                               for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t(rng());
+                               for (size_t i = 0; i < b.size(); i += 34) b[i + 1] = uint8_t(0x20 + rng() % 0x30);
+                               return b;
+                             }()
+                             : sp.format == ops::QuantFormat::Q6K ? test::random_q6_k_blocks(count / 256, 5)
+                                                                   : test::random_k_blocks(count / 256, 7, false);
+                         want = sp.format == ops::QuantFormat::Q8   ? ref::dequant_gguf_q8_0(blocks, count)
+                                : sp.format == ops::QuantFormat::Q6K ? ref::dequant_gguf_q6_k(blocks, count)
+                                                                      : ref::dequant_gguf_q4_k(blocks, count);
+                         const size_t row_bytes = sp.dim / per_block * sp.block_bytes;
+                         const uint32_t gs = ops::has_block_d(sp.format) ? 256 : 32;
+                         uint32_t r0 = 0;
+                         for (uint32_t r : sp.rows) {
+                           std::span<const uint8_t> raw(blocks.data() + r0 * row_bytes, r * row_bytes);
+                           qw.push_back(sp.format == ops::QuantFormat::Q8 ? ops::repack_gguf_q8_0(raw, r, sp.dim)
+                                                                           : ops::repack_gguf_blocks(sp.format, raw, r, sp.dim));
+                           qt.push_back(ops::add_quant_weight(g, fmt::format("t{}", r0), sp.format, r, sp.dim, gs));
+                           parts.push_back({qt.back().q, qt.back().scales});
+                           r0 += r;
+                         }
+                         type = ops::embedding_type(sp.format);
+                       }
+                       const uint32_t gs = sp.block_bytes == 0 ? 32 : ops::has_block_d(sp.format) ? 256 : 32;
+                       std::vector<ops::EmbeddingPart> more(parts.begin() + 1, parts.end());
+                       TensorId out = ops::add_embedding(g, {.name = "emb", .type = type, .ids = ids, .table = parts[0].table,
+                                                             .scales = parts[0].scales, .gs = gs, .more = more});
+                       mark_output(g, out);
+                       build(g);
+                       for (const auto& [t, w] : words) write_tensor<uint32_t>(g, t, w);
+                       for (size_t i = 0; i < qt.size(); ++i) ops::write_quant_weight(g, qt[i], qw[i]);
+                       run_sequence(g, ids, out, want, sp.vocab, sp.dim);
+                       EXPECT_EQ(active_dispatches(g), sp.rows.size());  // a kernel per part
+                     }});
+  }
   return cases;
 }
 

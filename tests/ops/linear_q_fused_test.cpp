@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <span>
 #include <tuple>
 
 #include "ops/linear_q/linear_q.h"
@@ -280,27 +281,35 @@ std::vector<OpCase> fused_cases() {
 WGRT_OP_CASES(LinearQFused, fused_cases);
 
 // q6k (GGUF Q6_K blocks kept as blocks): the gemv, plain and as the output head (norm, last row,
-// argmax), against f32 math on the reference's reading of the blocks.
-void run_q6k(uint32_t n, uint32_t k, bool head, int int8) {
+// argmax), against f32 math on the reference's reading of the blocks. `split`: the weight's
+// rows as several tensors (a matrix past the storage binding limit, as the loader splits it),
+// each repacked on its own.
+void run_q6k(uint32_t n, uint32_t k, bool head, int int8, std::vector<uint32_t> split = {}) {
+  if (split.empty()) split = {n};
   Graph g(device());
   const uint32_t max_m = head ? 9 : 1;
   TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
-  TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32, .shape = {n, ops::quant_row_words(QuantFormat::Q6K, k)}});
-  TensorId sc = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {n, k / 256}});
+  std::vector<ops::QuantTensors> parts;
+  for (uint32_t r : split) parts.push_back(ops::add_quant_weight(g, fmt::format("w{}", parts.size()), QuantFormat::Q6K,
+                                                                 r, k, 256));
   std::optional<TensorId> norm, am;
   if (head) {
     norm = add_weight(g, {.name = "norm", .shape = {k}});
     am = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
   }
-  TensorId y = ops::add_linear_q(g, {.name = "y", .format = QuantFormat::Q6K, .gs = 256, .x = x, .q = q, .scales = sc,
-                                     .norm = norm, .last_row = head, .argmax_out = am, .gemv_int8 = int8});
+  ops::LinearQDesc d{.name = "y", .format = QuantFormat::Q6K, .gs = 256, .x = x, .q = parts[0].q,
+                     .scales = parts[0].scales, .norm = norm, .last_row = head, .argmax_out = am, .gemv_int8 = int8};
+  for (size_t i = 1; i < parts.size(); ++i) d.more.push_back({QuantFormat::Q6K, 256, parts[i].q, parts[i].scales});
+  TensorId y = ops::add_linear_q(g, d);
   mark_output(g, y);
   if (am) mark_output(g, *am);
   build(g);
   std::vector<uint8_t> blocks = test::random_q6_k_blocks(size_t(n) * k / 256, n + k);
-  ops::QuantWeight w = ops::repack_gguf_q6_k(blocks, n, k);
-  write_tensor<uint32_t>(g, q, w.q);
-  write_tensor<uint32_t>(g, sc, w.scales);
+  const size_t row_bytes = k / 256 * 210;
+  for (size_t i = 0, r0 = 0; i < parts.size(); r0 += split[i++])
+    ops::write_quant_weight(g, parts[i],
+                            ops::repack_gguf_q6_k(std::span(blocks).subspan(r0 * row_bytes, split[i] * row_bytes),
+                                                  split[i], k));
   const std::vector<float> wd = ref::dequant_gguf_q6_k(blocks, size_t(n) * k);
   std::vector<float> nv;
   if (norm) {
@@ -329,6 +338,9 @@ void run_q6k(uint32_t n, uint32_t k, bool head, int int8) {
 TEST(LinearQ6K, GemvMatchesTheBlocks) { run_q6k(131, 512, false, 0); }
 TEST(LinearQ6K, GemvWithInt8ActivationsMatchesTheBlocks) { run_q6k(131, 512, false, 1); }
 TEST(LinearQ6K, OutputHeadMatchesTheBlocks) { run_q6k(4099, 768, true, -1); }
+// The output head of a vocabulary split by rows: each part's argmax partials follow the last's.
+TEST(LinearQ6K, OutputHeadSplitByRowsMatchesTheBlocks) { run_q6k(4099, 768, true, -1, {2048, 1024, 1027}); }
+TEST(LinearQ6K, GemvSplitByRowsMatchesTheBlocks) { run_q6k(131, 512, false, 1, {64, 67}); }
 // Several weights of different formats sharing one output (q|k in Q4_K, v in Q6_K, as a Q4_K_M
 // file stores them): with the norm, a bias and a residual, on every route, against f32 math on
 // the weights' rows one after the other.
@@ -402,7 +414,7 @@ TEST(LinearQParts, Q4_1Q5_0Q5_1WithIq4XsAndResidual) {
 TEST(LinearQParts, Q2KQ3KWithQ4KAndResidual) {
   run_parts({QuantFormat::Q2K, QuantFormat::Q3K, QuantFormat::Q4K}, true);
 }
-TEST(LinearQParts, RejectsSwigluAndLastRow) {
+TEST(LinearQParts, RejectsSwigluAndUnalignedArgmax) {
   Graph g(device());
   TensorId x = add_input(g, {.name = "x", .max_shape = {4, 256}, .dynamic_dims = 1});
   ops::QuantTensors a = ops::add_quant_weight(g, "a", QuantFormat::Q4K, 32, 256, 32);
@@ -411,6 +423,18 @@ TEST(LinearQParts, RejectsSwigluAndLastRow) {
                      .swiglu = true};
   d.more.push_back({QuantFormat::Q6K, 256, b.q, b.scales});
   EXPECT_THROW(ops::add_linear_q(g, d), std::invalid_argument);
+  // The argmax epilogue needs every part but the last in whole 16-row workgroups.
+  ops::QuantTensors c = ops::add_quant_weight(g, "c", QuantFormat::Q4K, 40, 256, 32);
+  TensorId am = add_weight(g, {.name = "am", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
+  ops::LinearQDesc h{.name = "h", .format = QuantFormat::Q4K, .gs = 32, .x = x, .q = c.q, .scales = c.scales,
+                     .last_row = true, .argmax_out = am};
+  h.more.push_back({QuantFormat::Q4K, 32, a.q, a.scales});
+  try {
+    ops::add_linear_q(g, h);
+    ADD_FAILURE() << "a 40-row first part took the argmax epilogue";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiple of 16"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LinearQFusedShapes, InterleavesGateUpRows) {

@@ -12,6 +12,8 @@
 //            activation to its group's int8 grid (ref::int8_act_error_bound: |dx| <= absmax/254).
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include <cmath>
 
 #include "ops/linear/linear.h"
@@ -182,27 +184,48 @@ std::vector<OpCase> linear_q_cases() {
 WGRT_OP_CASES(LinearQ, linear_q_cases);
 
 // f16 weights on the f32 linear's routes: exact products of f16-rounded weights, so the f32
-// tolerance applies.
+// tolerance applies. Split cases: the weight's rows as several tensors (a matrix past the
+// storage binding limit, as the loader splits it), f16 and f32, a kernel per part.
 std::vector<OpCase> linear_f16_cases() {
   std::vector<OpCase> cases;
-  for (auto [k, n, bias] : {std::tuple{96u, 131u, true}, {448u, 37u, false}, {2u, 7u, true}}) {
-    cases.push_back({fmt::format("f16_k{}_n{}{}", k, n, bias ? "_bias" : ""), [=] {
+  struct Case {
+    uint32_t k, n;
+    bool bias, f16;
+    std::vector<uint32_t> split;  // rows per tensor; empty: one
+  };
+  for (const Case& c : {Case{96, 131, true, true, {}}, {448, 37, false, true, {}}, {2, 7, true, true, {}},
+                        Case{96, 131, true, true, {48, 48, 35}}, {64, 37, false, false, {16, 21}}}) {
+    cases.push_back({fmt::format("{}_k{}_n{}{}{}", c.f16 ? "f16" : "f32", c.k, c.n, c.bias ? "_bias" : "",
+                                 c.split.empty() ? "" : fmt::format("_split{}", c.split.size())),
+                     [c] {
+                       const auto [k, n, bias, f16, split0] = c;
+                       const std::vector<uint32_t> split = split0.empty() ? std::vector<uint32_t>{n} : split0;
                        Graph g(device());
                        const uint32_t max_m = 37;
                        TensorId x = add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
-                       TensorId w = add_weight(g, {.name = "w", .dtype = DType::F16, .shape = {n, k}});
+                       std::vector<TensorId> parts;
+                       for (uint32_t r : split)
+                         parts.push_back(add_weight(g, {.name = fmt::format("w{}", parts.size()),
+                                                        .dtype = f16 ? DType::F16 : DType::F32, .shape = {r, k}}));
                        std::optional<TensorId> b;
                        if (bias) b = add_weight(g, {.name = "b", .shape = {n}});
-                       TensorId y = ops::add_linear(g, {.name = "y", .x = x, .w = w, .bias = b});
+                       TensorId y = ops::add_linear(g, {.name = "y", .x = x, .w = parts[0],
+                                                        .more = std::vector<TensorId>(parts.begin() + 1, parts.end()),
+                                                        .bias = b});
                        NodeId node = find_node(g, "y");
                        mark_output(g, y);
                        build(g);
                        auto wf = random_floats(size_t(n) * k, 5, -2.f, 2.f);
-                       auto words = ops::pack_f16(wf);
-                       write_tensor<uint32_t>(g, w, words);
                        std::vector<float> wr(wf.size());
+                       for (size_t i = 0, r0 = 0; i < parts.size(); r0 += split[i++]) {
+                         std::vector<float> rows(wf.begin() + r0 * k, wf.begin() + (r0 + split[i]) * k);
+                         std::vector<uint32_t> words(rows.size());
+                         if (f16) words = ops::pack_f16(rows);
+                         else std::memcpy(words.data(), rows.data(), rows.size() * 4);
+                         write_tensor<uint32_t>(g, parts[i], words);
+                       }
                        for (size_t i = 0; i < wr.size(); ++i)
-                         wr[i] = ref::half_to_float(uint16_t(words[i / 2] >> (16 * (i % 2))));
+                         wr[i] = f16 ? ref::half_to_float(ops::f32_to_f16(wf[i])) : wf[i];
                        std::vector<float> bv;
                        if (bias) {
                          bv = random_floats(n, 6);

@@ -1,10 +1,17 @@
 // Embedding lookup: out[t, d] = table[ids[t], d] as f32; ids >= vocab give zeros.
 // One thread per output value; one entry point per table type.
+// A table split by rows (past the storage binding limit) runs one kernel per part, in order:
+// each writes the tokens whose rows it holds, the first also zeros for every other token (the
+// later parts overwrite theirs).
 struct Params {
   n_tokens: u32,
   dim: u32,
-  vocab: u32,
+  vocab: u32,  // this part's rows
   gs: u32,
+  row0: u32,   // the part's first row of the whole table
+  first: u32,  // 1 for the first part
+  _pad0: u32,
+  _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> ids: array<u32>;
@@ -36,7 +43,8 @@ fn emb_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = tf32[id * p.dim + i % p.dim]; }
   out[i] = v;
@@ -47,7 +55,8 @@ fn emb_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = half_at(id * p.dim + i % p.dim); }
   out[i] = v;
@@ -58,7 +67,8 @@ fn emb_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
           @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   let d = i % p.dim;
   var v = 0.0;
   if (id < p.vocab) {
@@ -74,7 +84,8 @@ fn emb_q4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
           @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   let d = i % p.dim;
   var v = 0.0;
   if (id < p.vocab) {
@@ -95,7 +106,8 @@ fn emb_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   let d = i % p.dim;
   var v = 0.0;
   if (id < p.vocab) {
@@ -133,7 +145,8 @@ fn emb_q4k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = kq_value(id, i % p.dim, false); }
   out[i] = v;
@@ -144,7 +157,8 @@ fn emb_q5k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = kq_value(id, i % p.dim, true); }
   out[i] = v;
@@ -170,7 +184,8 @@ fn emb_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
             @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = legacy_value(id, i % p.dim, false, true); }
   out[i] = v;
@@ -181,7 +196,8 @@ fn emb_q5_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
             @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, false); }
   out[i] = v;
@@ -192,7 +208,8 @@ fn emb_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
             @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, true); }
   out[i] = v;
@@ -208,7 +225,8 @@ fn emb_iq4_xs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
               @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   let d = i % p.dim;
   var v = 0.0;
   if (id < p.vocab) {
@@ -246,7 +264,8 @@ fn emb_q2k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = q23_value(id, i % p.dim, false); }
   out[i] = v;
@@ -257,7 +276,8 @@ fn emb_q3k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
            @builtin(local_invocation_index) lid: u32) {
   let i = out_index(wid, nwg, lid);
   if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim];
+  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
+  if (id >= p.vocab && p.first == 0u) { return; }
   var v = 0.0;
   if (id < p.vocab) { v = q23_value(id, i % p.dim, true); }
   out[i] = v;

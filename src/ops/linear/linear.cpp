@@ -10,7 +10,11 @@ namespace {
 constexpr ParamField kFields[] = {{"m", offsetof(LinearParams, m)},
                                   {"n", offsetof(LinearParams, n)},
                                   {"k", offsetof(LinearParams, k)},
-                                  {"has_bias", offsetof(LinearParams, has_bias)}};
+                                  {"has_bias", offsetof(LinearParams, has_bias)},
+                                  {"y_off", offsetof(LinearParams, y_off)},
+                                  {"ld", offsetof(LinearParams, ld)},
+                                  {"_pad0", offsetof(LinearParams, _pad0)},
+                                  {"_pad1", offsetof(LinearParams, _pad1)}};
 constexpr uint32_t kGemvRows = 4;  // linear.wgsl ROWS
 constexpr uint32_t kTile = 64;     // linear.wgsl TILE
 }  // namespace
@@ -21,15 +25,22 @@ graph::Shape infer_linear(const LinearInferCtx& c) {
   if (c.x.rank != 2 || c.w.rank != 2 || c.x[1] != c.w[1])
     throw std::invalid_argument(fmt::format("linear: x {} and w {} do not agree on K",
                                             graph::to_string(c.x), graph::to_string(c.w)));
-  return graph::Shape{c.x[0], c.w[0]};
+  return graph::Shape{c.x[0], c.n ? c.n : c.w[0]};
 }
 
 void plan_linear(const LinearPlanCtx& c, graph::Plan& plan) {
-  plan.params[0].set(LinearParams{c.m, c.n, c.k, c.has_bias ? 1u : 0u});
-  if (c.gemv)
-    plan.grids[0] = grid_1d(ceil_div(c.n, kGemvRows), c.max_groups_per_dim);
-  else
-    plan.grids[0] = {uint32_t(ceil_div(c.n, kTile)), uint32_t(ceil_div(c.m, kTile)), 1};
+  uint32_t ld = 0;
+  for (uint32_t r : c.rows) ld += r;
+  uint32_t y_off = 0;
+  for (size_t i = 0; i < c.rows.size(); ++i) {
+    const uint32_t n = c.rows[i];
+    plan.params[i].set(LinearParams{c.m, n, c.k, c.has_bias ? 1u : 0u, y_off, ld, 0, 0});
+    if (c.gemv)
+      plan.grids[i] = grid_1d(ceil_div(n, kGemvRows), c.max_groups_per_dim);
+    else
+      plan.grids[i] = {uint32_t(ceil_div(n, kTile)), uint32_t(ceil_div(c.m, kTile)), 1};
+    y_off += n;
+  }
 }
 
 graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
@@ -41,24 +52,39 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
   if (f16 && w.max_shape.rank == 2 && w.max_shape[1] % 2 != 0)
     throw std::invalid_argument(fmt::format("{}: f16 weights need an even K (whole u32 rows), not {}",
                                             d.name, w.max_shape[1]));
-  graph::Shape out_shape = infer_linear({x.max_shape, w.max_shape});
-  if (d.bias && graph::tensor_info(g, *d.bias).max_shape != graph::Shape{w.max_shape[0]})
-    throw std::invalid_argument(fmt::format("{}: bias must have shape [{}]", d.name, w.max_shape[0]));
+  std::vector<graph::TensorId> parts = {d.w};
+  parts.insert(parts.end(), d.more.begin(), d.more.end());
+  std::vector<uint32_t> rows;
+  for (graph::TensorId t : parts) {
+    const graph::Tensor& wt = graph::tensor_info(g, t);
+    if (wt.dtype != w.dtype || wt.max_shape.rank != 2 || wt.max_shape[1] != w.max_shape[1])
+      throw std::invalid_argument(fmt::format("{}: weight part '{}' must be [rows, {}] {} like the first", d.name,
+                                              wt.name, w.max_shape[1], graph::dtype_name(w.dtype)));
+    rows.push_back(wt.max_shape[0]);
+  }
+  uint32_t n = 0;
+  for (uint32_t r : rows) n += r;
+  graph::Shape out_shape = infer_linear({x.max_shape, w.max_shape, n});
+  if (d.bias && graph::tensor_info(g, *d.bias).max_shape != graph::Shape{n})
+    throw std::invalid_argument(fmt::format("{}: bias must have shape [{}]", d.name, n));
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
   graph::TensorId bias = d.bias.value_or(d.w);  // bound but unread when there is none
 
-  auto kernel = [&](const char* entry) {
-    return graph::KernelSpec{gpu::make_key("linear", entry, {{"F16", f16 ? 1.0 : 0.0}}),
-                             {graph::Binding::of(0, d.x), graph::Binding::of(1, d.w),
-                              graph::Binding::of(2, bias), graph::Binding::of(3, y),
-                              graph::Binding::params(4)}};
+  auto kernels = [&](const char* entry) {
+    std::vector<graph::KernelSpec> ks;
+    for (graph::TensorId wp : parts)
+      ks.push_back({gpu::make_key("linear", entry, {{"F16", f16 ? 1.0 : 0.0}}),
+                    {graph::Binding::of(0, d.x), graph::Binding::of(1, wp), graph::Binding::of(2, bias),
+                     graph::Binding::of(3, y), graph::Binding::params(4)}});
+    return ks;
   };
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
-  routes.routes.push_back({kLinearGemv, "gemv", 1, 1, {kernel("gemv")}});
-  if (x.max_shape[0] >= 2) routes.routes.push_back({kLinearTiled, "tiled", 2, x.max_shape[0], {kernel("tiled")}});
+  routes.routes.push_back({kLinearGemv, "gemv", 1, 1, kernels("gemv")});
+  if (x.max_shape[0] >= 2) routes.routes.push_back({kLinearTiled, "tiled", 2, x.max_shape[0], kernels("tiled")});
 
   bool has_bias = d.bias.has_value();
-  std::vector<graph::TensorId> inputs = {d.x, d.w};
+  std::vector<graph::TensorId> inputs = parts;
+  inputs.insert(inputs.begin(), d.x);
   if (has_bias) inputs.push_back(*d.bias);
   graph::add_node(g, graph::Node{
       .name = d.name,
@@ -67,10 +93,10 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d) {
       .outputs = {y},
       .dynamic = true,
       .routes = std::move(routes),
-      .infer = [](const graph::InferArgs& a) { a.out[0] = infer_linear({a.in[0], a.in[1]}); },
+      .infer = [n](const graph::InferArgs& a) { a.out[0] = infer_linear({a.in[0], a.in[1], n}); },
       .plan =
-          [has_bias](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_linear({a.in[0][0], a.in[1][0], a.in[0][1], has_bias, a.route_is(kLinearGemv),
+          [has_bias, rows](const graph::PlanArgs& a, graph::Plan& p) {
+            plan_linear({a.in[0][0], a.in[0][1], rows, has_bias, a.route_is(kLinearGemv),
                          a.caps->limits.maxComputeWorkgroupsPerDimension},
                         p);
           },

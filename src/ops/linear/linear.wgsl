@@ -5,9 +5,13 @@ override F16: bool = false;
 
 struct Params {
   m: u32,
-  n: u32,
+  n: u32,         // this weight's rows
   k: u32,
   has_bias: u32,
+  y_off: u32,     // the weight's first column of y (and of bias): a weight split by rows
+  ld: u32,        // y's row length
+  _pad0: u32,
+  _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -59,8 +63,8 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   if (t == 0u && n < p.n) {
     var v = partial[lid];
-    if (p.has_bias != 0u) { v += bias[n]; }
-    y[n] = v;
+    if (p.has_bias != 0u) { v += bias[p.y_off + n]; }
+    y[p.y_off + n] = v;
   }
 }
 
@@ -115,8 +119,8 @@ fn tiled(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) li
       let gn = n0 + lid3.x * 4u + j;
       if (gn >= p.n) { continue; }
       var v = acc[i][j];
-      if (p.has_bias != 0u) { v += bias[gn]; }
-      y[gm * p.n + gn] = v;
+      if (p.has_bias != 0u) { v += bias[p.y_off + gn]; }
+      y[gm * p.ld + p.y_off + gn] = v;
     }
   }
 }

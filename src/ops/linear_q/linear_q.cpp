@@ -281,8 +281,13 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       throw std::invalid_argument(fmt::format("{}: weights of group sizes {} and {} cannot share one output "
                                               "(hint: fuse weights with equal group sizes)", d.name, act_gs,
                                               act_group(wp)));
-  if (parts.size() > 1 && (d.swiglu || d.last_row))
-    throw std::invalid_argument(fmt::format("{}: several weights take no swiglu or last_row", d.name));
+  if (parts.size() > 1 && d.swiglu)
+    throw std::invalid_argument(fmt::format("{}: several weights take no swiglu", d.name));
+  if (d.argmax_out)  // each part's argmax partials follow the earlier parts' (a workgroup per 16 rows)
+    for (size_t i = 0; i + 1 < part_plans.size(); ++i)
+      if (part_plans[i].n % kLinearQGemvRows != 0)
+        throw std::invalid_argument(fmt::format("{}: with argmax, every weight but the last has a multiple of {} "
+                                                "rows, not {}", d.name, kLinearQGemvRows, part_plans[i].n));
   if (d.bias) check_f32(g, *d.bias, {n}, "bias", d.name);
   if (d.norm) check_f32(g, *d.norm, {k}, "norm weight", d.name);
   if (d.swiglu && (n % 32 != 0 || d.residual || d.argmax_out))

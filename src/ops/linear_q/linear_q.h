@@ -75,7 +75,7 @@ struct LinearQDesc {
   bool swiglu = false;                  // y = silu(gate) * up over interleaved row pairs: [M, N/2]
   bool last_row = false;                // y = the last live row's projection, [1, N]
   std::optional<graph::TensorId> argmax_out;  // [1] u32 (State or Intermediate); needs last_row
-  std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu/last_row
+  std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu
   std::optional<RopeQkv> rope;          // y = rotated q of q|k|v, k and v to the caches; no swiglu/last_row/residual
   uint32_t gemv_lanes = 0;              // gemv lanes along K: 8, 16, 32, 64; 0: the device's (linear_q.cpp)
   int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off, -1 the device's (linear_q.cpp)

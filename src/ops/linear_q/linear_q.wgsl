@@ -569,9 +569,9 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
       let n = n0 + r;
       if (n < p.n) {
         let v = gv_finish(acc[r], 0u, n);
-        y[n] = v;
+        y[p.y_off + n] = v;
         let key = gv_key(v);
-        if (key > best.x || best.y == 0xffffffffu) { best = vec2<u32>(key, n); }
+        if (key > best.x || best.y == 0xffffffffu) { best = vec2<u32>(key, p.y_off + n); }
       }
     }
     gv_best[lid / GV_TK] = best;
@@ -584,7 +584,9 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
       let b = gv_best[s];
       if (b.y != 0xffffffffu && (b.x > best.x || best.y == 0xffffffffu)) { best = b; }
     }
-    let wg = gv_wg(wid, nwg);  // p.m is 1: the output head's one row
+    // p.m is 1: the output head's one row. A weight split by rows: this part's partials follow
+    // the earlier parts' (their rows are whole workgroups of GV_ROWS).
+    let wg = p.y_off / GV_ROWS + gv_wg(wid, nwg);
     part[2u * wg] = best.x;
     part[2u * wg + 1u] = best.y;
   }
