@@ -70,6 +70,22 @@ fn decode_heads(wid: vec3<u32>, tok: u32) -> DecodeHeads {
   return DecodeHeads(g, tok * p.n_heads + g * GROUP + first, min(HPW, GROUP - first));
 }
 
+// A decode workgroup's work: its query heads, and keys k_begin .. k_end of its chunk (chunk
+// wid.x; empty past the token's keys) at cache rows row0 + key of its KV head's region.
+struct DecodeWork {
+  heads: DecodeHeads,
+  k_begin: u32,
+  k_end: u32,
+  row0: u32,
+}
+fn decode_work(wid: vec3<u32>) -> DecodeWork {
+  let tok = decode_token(wid);
+  let span = decode_span(tok);
+  let heads = decode_heads(wid, tok);
+  let k_begin = wid.x * p.chunk_blocks * KB;
+  return DecodeWork(heads, k_begin, min(k_begin + p.chunk_blocks * KB, span.y), heads.g * p.n_ctx + span.x);
+}
+
 // The smallest power of two >= n (n >= 1).
 fn pow2_ceil(n: u32) -> u32 { return 1u << (32u - countLeadingZeros(n - 1u)); }
 
@@ -120,14 +136,12 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
   let NVL = WG / R;                    // key lanes in the P*V phase
   let KPL = (KB + NVL - 1u) / NVL;     // and keys per lane
   let c = wid.x;
-  let tok = decode_token(wid);
-  let span = decode_span(tok);
-  let hd = decode_heads(wid, tok);
-  let g = hd.g;
+  let dw = decode_work(wid);
+  let hd = dw.heads;
   let head0 = hd.head0;
-  let k_begin = c * p.chunk_blocks * KB;
-  let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
-  let row0 = g * p.n_ctx + span.x;
+  let k_begin = dw.k_begin;
+  let k_end = dw.k_end;
+  let row0 = dw.row0;
 
   for (var i = t; i < HPW * D4; i += WG) {
     var v = vec4<f32>(0.0);  // heads past the group's end score zeros and are not written
@@ -286,14 +300,12 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   let NKG = DWG / DKL;       // key groups
   let TURN = NKG * DKPI;     // keys per workgroup turn
   let c = wid.x;
-  let tok = decode_token(wid);
-  let span = decode_span(tok);
-  let hd = decode_heads(wid, tok);
-  let g = hd.g;
+  let dw = decode_work(wid);
+  let hd = dw.heads;
   let head0 = hd.head0;
-  let k_begin = c * p.chunk_blocks * KB;
-  let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
-  let row0 = g * p.n_ctx + span.x;
+  let k_begin = dw.k_begin;
+  let k_end = dw.k_end;
+  let row0 = dw.row0;
   let kg = t / DKL;
   let li = t % DKL;
 

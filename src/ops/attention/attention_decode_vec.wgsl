@@ -145,14 +145,30 @@ fn vx_merge(mask: u32) {
   }
 }
 
-fn vx_k(key: u32, k_end: u32, row0: u32, w: u32, on: bool) -> vec4<u32> {
-  if (on && key < k_end) { return k_cache[(row0 + key) * row_words() + w]; }
-  return vec4<u32>(0u);
+// One key group's K and V words of a turn: keys key0 .. key0 + 3 (zeros past k_end).
+struct VxTurn {
+  k0: vec4<u32>,
+  k1: vec4<u32>,
+  k2: vec4<u32>,
+  k3: vec4<u32>,
+  v0: vec4<u32>,
+  v1: vec4<u32>,
+  v2: vec4<u32>,
+  v3: vec4<u32>,
 }
 
-fn vx_v(key: u32, k_end: u32, row0: u32, w: u32, on: bool) -> vec4<u32> {
-  if (on && key < k_end) { return v_cache[(row0 + key) * row_words() + w]; }
-  return vec4<u32>(0u);
+fn vx_word(cache_k: bool, key: u32, dw: DecodeWork, w: u32, on: bool) -> vec4<u32> {
+  if (!on || key >= dw.k_end) { return vec4<u32>(0u); }
+  let at = (dw.row0 + key) * row_words() + w;
+  if (cache_k) { return k_cache[at]; }
+  return v_cache[at];
+}
+
+fn vx_load(key0: u32, dw: DecodeWork, w: u32, on: bool) -> VxTurn {
+  return VxTurn(vx_word(true, key0, dw, w, on), vx_word(true, key0 + 1u, dw, w, on),
+                vx_word(true, key0 + 2u, dw, w, on), vx_word(true, key0 + 3u, dw, w, on),
+                vx_word(false, key0, dw, w, on), vx_word(false, key0 + 1u, dw, w, on),
+                vx_word(false, key0 + 2u, dw, w, on), vx_word(false, key0 + 3u, dw, w, on));
 }
 
 @compute @workgroup_size(VWG)
@@ -160,20 +176,14 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   let R = row_words();
   let E = select(4u, 8u, F16);  // elements per word
   let TURN = (VWG / VKL) * VKEYS;  // keys per workgroup turn
-  let c = wid.x;
-  let tok = decode_token(wid);
-  let span = decode_span(tok);
-  let hd = decode_heads(wid, tok);
-  let g = hd.g;
-  let head0 = hd.head0;
-  let k_begin = c * p.chunk_blocks * KB;
-  let k_end = min(k_begin + p.chunk_blocks * KB, span.y);  // a chunk past the token's keys is empty
-  let row0 = g * p.n_ctx + span.x;
+  let dw = decode_work(wid);
+  let k_end = dw.k_end;
+  let head0 = dw.heads.head0;
   let kg = t / VKL;
   let w = t % VKL;
   let on = R == VKL || w < R;  // lanes past the row's words hold zeros
 
-  if (on) { vx_load_q(head0, hd.n, w); }
+  if (on) { vx_load_q(head0, dw.heads.n, w); }
   vm = vec4<f32>(NEG);
   vl = vec4<f32>(0.0);
   va0 = vec4<f32>(0.0);
@@ -185,35 +195,21 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   va6 = vec4<f32>(0.0);
   va7 = vec4<f32>(0.0);
 
-  var key0 = k_begin + kg * VKEYS;
-  var k0 = vx_k(key0, k_end, row0, w, on);
-  var k1 = vx_k(key0 + 1u, k_end, row0, w, on);
-  var k2 = vx_k(key0 + 2u, k_end, row0, w, on);
-  var k3 = vx_k(key0 + 3u, k_end, row0, w, on);
-  var v0 = vx_v(key0, k_end, row0, w, on);
-  var v1 = vx_v(key0 + 1u, k_end, row0, w, on);
-  var v2 = vx_v(key0 + 2u, k_end, row0, w, on);
-  var v3 = vx_v(key0 + 3u, k_end, row0, w, on);
-  for (var b0 = k_begin; b0 < k_end; b0 += TURN) {
+  var key0 = dw.k_begin + kg * VKEYS;
+  var cur = vx_load(key0, dw, w, on);
+  for (var b0 = dw.k_begin; b0 < k_end; b0 += TURN) {
     // The next turn's words first: their loads overlap this turn's arithmetic.
     let next = key0 + TURN;
-    let n0 = vx_k(next, k_end, row0, w, on);
-    let n1 = vx_k(next + 1u, k_end, row0, w, on);
-    let n2 = vx_k(next + 2u, k_end, row0, w, on);
-    let n3 = vx_k(next + 3u, k_end, row0, w, on);
-    let m0 = vx_v(next, k_end, row0, w, on);
-    let m1 = vx_v(next + 1u, k_end, row0, w, on);
-    let m2 = vx_v(next + 2u, k_end, row0, w, on);
-    let m3 = vx_v(next + 3u, k_end, row0, w, on);
+    let nxt = vx_load(next, dw, w, on);
 
     let ok0 = key0 < k_end;
     let ok1 = key0 + 1u < k_end;
     let ok2 = key0 + 2u < k_end;
     let ok3 = key0 + 3u < k_end;
-    let s0 = select(vec4<f32>(NEG), vx_score(k0), ok0);
-    let s1 = select(vec4<f32>(NEG), vx_score(k1), ok1);
-    let s2 = select(vec4<f32>(NEG), vx_score(k2), ok2);
-    let s3 = select(vec4<f32>(NEG), vx_score(k3), ok3);
+    let s0 = select(vec4<f32>(NEG), vx_score(cur.k0), ok0);
+    let s1 = select(vec4<f32>(NEG), vx_score(cur.k1), ok1);
+    let s2 = select(vec4<f32>(NEG), vx_score(cur.k2), ok2);
+    let s3 = select(vec4<f32>(NEG), vx_score(cur.k3), ok3);
     let mx = max(vm, max(max(s0, s1), max(s2, s3)));
     let alpha = exp(vm - mx);
     let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
@@ -223,20 +219,12 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     vm = mx;
     vl = vl * alpha + ((p0 + p1) + (p2 + p3));
     vx_scale(alpha);
-    vx_add(p0, v0);
-    vx_add(p1, v1);
-    vx_add(p2, v2);
-    vx_add(p3, v3);
-
+    vx_add(p0, cur.v0);
+    vx_add(p1, cur.v1);
+    vx_add(p2, cur.v2);
+    vx_add(p3, cur.v3);
     key0 = next;
-    k0 = n0;
-    k1 = n1;
-    k2 = n2;
-    k3 = n3;
-    v0 = m0;
-    v1 = m1;
-    v2 = m2;
-    v3 = m3;
+    cur = nxt;
   }
 
   // Merge the key groups: inside each subgroup by shuffles, then across subgroups.
@@ -261,7 +249,7 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   }
   workgroupBarrier();
   let NS = VWG / SG;
-  for (var i = t; i < hd.n * HEAD_DIM; i += VWG) {
+  for (var i = t; i < dw.heads.n * HEAD_DIM; i += VWG) {
     let h = i / HEAD_DIM;
     let d = i % HEAD_DIM;
     var big = NEG;
@@ -277,9 +265,9 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     if (p.n_chunks == 1u) {
       out[head * HEAD_DIM + d] = o / sum;
     } else {
-      split[(head * p.n_chunks + c) * HEAD_DIM + d] = o;
+      split[(head * p.n_chunks + wid.x) * HEAD_DIM + d] = o;
       if (d == 0u) {
-        let mi = p.ml_offset + (head * p.n_chunks + c) * 2u;
+        let mi = p.ml_offset + (head * p.n_chunks + wid.x) * 2u;
         split[mi] = big;
         split[mi + 1u] = sum;
       }
