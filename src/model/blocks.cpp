@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ops/attention/attention.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/kv_cache/kv_cache.h"
@@ -12,6 +14,10 @@
 #include "ops/slice/slice.h"
 
 namespace wgrt::model {
+
+// A layer's caches split into at most this many tensors of KV heads: the attention node's routes
+// have a kernel per part and the merge (graph::kMaxDispatches).
+constexpr uint32_t kMaxCacheParts = 5;
 
 std::string wname(uint32_t layer, const char* what) { return fmt::format("blk.{}.{}", layer, what); }
 std::string tname(const char* what, uint32_t layer) { return fmt::format("{}.{}", what, layer); }
@@ -27,9 +33,44 @@ graph::TensorId residual(BuildContext& b, graph::TensorId x, graph::TensorId y, 
 
 namespace {
 
+// A layer's K and V caches: one tensor each, or past the storage binding limit tensors of
+// consecutive KV heads (the kernels that write and read them take the parts).
+struct LayerCaches {
+  graph::TensorId k, v;
+  std::vector<ops::KvCachePart> more;
+};
+
+LayerCaches add_layer_caches(BuildContext& b, uint32_t l) {
+  const ModelConfig& c = b.c;
+  const graph::DType dt = b.o.f16_kv ? graph::DType::F16 : graph::DType::F32;
+  // A region of n_ctx positions per sequence.
+  const uint32_t rows = b.o.n_ctx * b.o.n_seqs;
+  const uint64_t device = graph::device_caps(b.g).limits.maxStorageBufferBindingSize;
+  const uint64_t head_bytes = graph::dtype_bytes(dt, {1, rows, c.head_dim});
+  const uint64_t budget = b.o.max_cache_bytes ? std::min(device, b.o.max_cache_bytes) : device;
+  const uint32_t per = uint32_t(std::min<uint64_t>(c.n_kv_heads, budget / head_bytes));
+  if (per == 0 || ops::ceil_div(c.n_kv_heads, per) > kMaxCacheParts)
+    throw std::invalid_argument(fmt::format(
+        "the KV cache of one layer takes {} bytes ({} KV heads of {} positions x {}), past {} storage bindings of {} "
+        "bytes (hint: a smaller context or fewer parallel sequences)", head_bytes * c.n_kv_heads, c.n_kv_heads, rows,
+        c.head_dim, kMaxCacheParts, budget));
+  LayerCaches caches;
+  for (uint32_t h0 = 0; h0 < c.n_kv_heads; h0 += per) {
+    const uint32_t heads = std::min(per, c.n_kv_heads - h0);
+    auto name = [&](const char* what) {
+      return per == c.n_kv_heads ? tname(what, l) : fmt::format("{}.{}.heads{}", what, l, h0);
+    };
+    const graph::TensorId k = ops::add_kv_cache(b.g, name("k_cache"), dt, heads, rows, c.head_dim);
+    const graph::TensorId v = ops::add_kv_cache(b.g, name("v_cache"), dt, heads, rows, c.head_dim);
+    if (h0 == 0) caches.k = k, caches.v = v;
+    else caches.more.push_back({k, v});
+  }
+  return caches;
+}
+
 // Unfused attention core, from the normalized input h: separate projections, RoPE, cache write.
 graph::TensorId attention_unfused(BuildContext& b, uint32_t l, graph::TensorId h, const AttentionVariant& v,
-                                  graph::TensorId k_cache, graph::TensorId v_cache) {
+                                  const LayerCaches& caches) {
   const ModelConfig& c = b.c;
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   auto bias = [&](const char* name) { return v.qkv_bias ? wname(l, name) : std::string(); };
@@ -52,8 +93,8 @@ graph::TensorId attention_unfused(BuildContext& b, uint32_t l, graph::TensorId h
                           .head_dim = c.head_dim, .layout = layout, .rows = b.rows});
   k = ops::add_rope(b.g, {.name = tname("attn_k_rope", l), .x = k, .freqs = b.rope_freqs, .pos = b.pos,
                           .head_dim = c.head_dim, .layout = layout, .rows = b.rows});
-  ops::add_kv_write(b.g, {.name = tname("kv_write", l), .k = k, .v = vv, .k_cache = k_cache, .v_cache = v_cache,
-                          .pos = b.pos, .rows = b.rows});
+  ops::add_kv_write(b.g, {.name = tname("kv_write", l), .k = k, .v = vv, .k_cache = caches.k, .v_cache = caches.v,
+                          .more = caches.more, .pos = b.pos, .rows = b.rows});
   return q;
 }
 
@@ -62,17 +103,13 @@ graph::TensorId attention_unfused(BuildContext& b, uint32_t l, graph::TensorId h
 graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, const AttentionVariant& v) {
   const ModelConfig& c = b.c;
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  const graph::DType cache_type = b.o.f16_kv ? graph::DType::F16 : graph::DType::F32;
-  // A region of n_ctx positions per sequence.
-  const uint32_t cache_rows = b.o.n_ctx * b.o.n_seqs;
-  graph::TensorId k_cache = ops::add_kv_cache(b.g, tname("k_cache", l), cache_type, c.n_kv_heads, cache_rows, c.head_dim);
-  graph::TensorId v_cache = ops::add_kv_cache(b.g, tname("v_cache", l), cache_type, c.n_kv_heads, cache_rows, c.head_dim);
+  const LayerCaches caches = add_layer_caches(b, l);
   graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "attn_norm.weight"), c.dim);
 
   // Fused: attn_norm inside the q|k|v projection, RoPE of q and k and the cache write after it
-  // (in the gemv's epilogue at decode).
+  // (in the gemv's epilogue at decode). Caches split by heads take the unfused cache write.
   std::optional<LinearWeight> wqkv;
-  if (!v.qk_norm && c.head_dim % 4 == 0) {
+  if (!v.qk_norm && c.head_dim % 4 == 0 && caches.more.empty()) {
     std::vector<std::string> biases;
     if (v.qkv_bias) biases = {wname(l, "attn_q.bias"), wname(l, "attn_k.bias"), wname(l, "attn_v.bias")};
     wqkv = load_linear_fused(b.g, b.loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"),
@@ -84,17 +121,18 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
     const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
                             .head_dim = c.head_dim,
                             .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
-                            .k_cache = k_cache, .v_cache = v_cache, .rows = b.rows};
+                            .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
     q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
                                 .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,
                                 .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8});
   } else {
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("attn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
-    q = attention_unfused(b, l, h, v, k_cache, v_cache);
+    q = attention_unfused(b, l, h, v, caches);
   }
   // With several sequences, a step of up to one token per sequence takes flash-decoding.
-  graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = k_cache,
-                                                  .v_cache = v_cache, .pos = b.pos, .n_heads = c.n_heads,
+  graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = caches.k,
+                                                  .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
+                                                  .n_heads = c.n_heads,
                                                   .rows = b.rows, .decode_max_tokens = b.rows ? b.o.n_seqs : 1});
   // The output projection adds the residual in its epilogue.
   LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim,

@@ -89,12 +89,6 @@ uint32_t k_words(const LinearWeight& w) { return ops::quant_row_words(w.format, 
 // route has at most graph::kMaxDispatches (linear_q's gemm route: norm, quantize_act, the parts).
 constexpr uint32_t kMaxWeightParts = 5;
 
-// The most bytes one weight tensor may take on this graph's device.
-uint64_t tensor_budget(const graph::Graph& g, const LoadOptions& o) {
-  const uint64_t device = graph::device_caps(g).limits.maxStorageBufferBindingSize;
-  return o.max_tensor_bytes ? std::min(device, o.max_tensor_bytes) : device;
-}
-
 // The bytes of the largest tensor that `rows` rows of the weight take on the GPU.
 uint64_t rows_bytes(const LinearWeight& lw, uint32_t rows) {
   switch (lw.kind) {
@@ -168,6 +162,11 @@ void add_weight_rows(graph::Graph& g, Loader& l, LinearWeight& lw, const std::st
 }
 
 }  // namespace
+
+uint64_t tensor_budget(const graph::Graph& g, const LoadOptions& o) {
+  const uint64_t device = graph::device_caps(g).limits.maxStorageBufferBindingSize;
+  return o.max_tensor_bytes ? std::min(device, o.max_tensor_bytes) : device;
+}
 
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,
                          const std::string& bias_name) {

@@ -68,6 +68,10 @@ struct Loader {
 // allow_unused): a file with parts the architecture lacks would otherwise run without them.
 void check_every_tensor_used(const Loader& l);
 
+// The most bytes one tensor (a weight, a KV cache part) may take on this graph's device: its
+// storage binding limit, or LoadOptions::max_tensor_bytes where lower.
+uint64_t tensor_budget(const graph::Graph& g, const LoadOptions& o);
+
 // Declares the tensors of weight `name` ([n, k] row-major; GGUF dims {k, n}) and queues its
 // upload. `bias_name`, when the model has it, becomes a [n] f32 bias.
 LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, uint32_t k,

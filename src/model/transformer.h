@@ -41,6 +41,9 @@ struct BuildOptions {
   uint32_t top_k = 64;       // candidates the GPU hands the sampler
   int gemv_int8 = -1;        // the decode gemvs' activations: 1 int8, 0 f32, -1 the device's (ops::gemv_takes_int8)
   uint32_t n_seqs = 1;       // sequences a step may mix, each with n_ctx positions of KV cache
+  // The most bytes one layer's K (or V) cache tensor may take: 0 is the device's storage binding
+  // limit; a cache past it is split into tensors of KV heads. Tests set it low.
+  uint64_t max_cache_bytes = 0;
   LoadOptions load;
 };
 

@@ -56,6 +56,7 @@ struct E2eCase {
   bool qk_norm = false;
   uint32_t n_heads = 4, n_kv_heads = 2;  // GQA 2; e.g. 7 over 1, as Qwen2.5-0.5B/7B's groups
   uint64_t max_tensor_bytes = 0;  // LoadOptions: weights past it split by rows (0: the device's limit)
+  uint64_t max_cache_bytes = 0;   // BuildOptions: KV caches past it split by heads (0: the device's limit)
 };
 
 Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
@@ -83,8 +84,7 @@ Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
   return f;
 }
 
-llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits, bool f16_kv = false,
-                     uint64_t max_tensor_bytes = 0) {
+llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits, const E2eCase& c) {
   llm::Session s;
   s.dev = &test::device();
   s.model = std::move(f.file);
@@ -93,8 +93,9 @@ llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits, bool f16_k
   o.n_ctx = 64;
   o.max_batch = max_batch;
   o.all_logits = all_logits;
-  o.f16_kv = f16_kv;
-  o.load.max_tensor_bytes = max_tensor_bytes;
+  o.f16_kv = c.f16_kv;
+  o.load.max_tensor_bytes = c.max_tensor_bytes;
+  o.max_cache_bytes = c.max_cache_bytes;
   s.mg = build_model(*s.dev, s.model, o);
   return s;
 }
@@ -140,7 +141,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   std::vector<float> want = ref::transformer_forward(f.ref_config, f.ref_weights, prompt);
   ref::TransformerConfig rc = f.ref_config;
   ref::Weights rw = f.ref_weights;
-  llm::Session one = session(f, 64, true, c.f16_kv, c.max_tensor_bytes);
+  llm::Session one = session(f, 64, true, c);
   if (c.max_tensor_bytes) {  // split: no weight tensor past the limit, the vocabulary in several
     uint32_t parts = 0;
     for (uint32_t i = 0; i < graph::tensor_count(*one.mg.graph); ++i) {
@@ -152,12 +153,22 @@ TEST_P(ModelEndToEnd, MatchesReference) {
     }
     EXPECT_GE(parts, 3u);
   }
+  if (c.max_cache_bytes) {  // the caches in parts of whole KV heads, none past the limit
+    uint32_t parts = 0;
+    for (uint32_t i = 0; i < graph::tensor_count(*one.mg.graph); ++i) {
+      const graph::Tensor& t = graph::tensor_info(*one.mg.graph, graph::TensorId{i});
+      if (!t.name.starts_with("k_cache.0")) continue;
+      EXPECT_LE(t.bytes, c.max_cache_bytes) << t.name;
+      ++parts;
+    }
+    EXPECT_EQ(parts, c.f16_kv ? 2u : 4u);
+  }
   std::vector<float> got;
   llm::eval(one, prompt, [&](size_t, size_t) { got = llm::read_logits(one); });
   expect_logits_close(got, want, V, c.tol, "one-pass prefill");
 
   Fixture f2 = make_fixture(c, vocab);
-  llm::Session chunked = session(f2, 3, true, c.f16_kv, c.max_tensor_bytes);
+  llm::Session chunked = session(f2, 3, true, c);
   std::vector<float> rows;
   llm::eval(chunked, prompt, [&](size_t, size_t) {
     auto part = llm::read_logits(chunked);
@@ -167,7 +178,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
 
   // 2. Prefill 5 tokens, then decode one at a time: the same logits as all at once.
   Fixture f3 = make_fixture(c, vocab);
-  llm::Session inc = session(f3, 64, true, c.f16_kv, c.max_tensor_bytes);
+  llm::Session inc = session(f3, 64, true, c);
   std::vector<float> inc_rows;
   llm::eval(inc, std::span(prompt).first(5), [&](size_t, size_t) { inc_rows = llm::read_logits(inc); });
   for (size_t i = 5; i < prompt.size(); ++i) {
@@ -180,7 +191,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   // 3. 32 greedy steps on the GPU (argmax kernel, last-row graph), checked by one reference
   // pass over prompt + generated tokens: each GPU token is the reference's best there.
   Fixture f4 = make_fixture(c, vocab);
-  llm::Session gen = session(f4, 64, false, c.f16_kv, c.max_tensor_bytes);
+  llm::Session gen = session(f4, 64, false, c);
   std::vector<int32_t> seq = prompt;
   llm::eval(gen, prompt);
   for (int step = 0; step < 32; ++step) {
@@ -202,7 +213,7 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   // 4. The same greedy steps pipelined: each step embeds the previous argmax on the GPU and is
   // submitted before that token is read back. Same kernels and values: the same tokens.
   Fixture f5 = make_fixture(c, vocab);
-  llm::Session pipe = session(f5, 64, false, c.f16_kv, c.max_tensor_bytes);
+  llm::Session pipe = session(f5, 64, false, c);
   llm::eval(pipe, prompt, {}, llm::Readout::Argmax);
   graph::Snapshot step = pipe.last;
   std::vector<int32_t> piped = prompt;
@@ -294,7 +305,15 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{.arch = Arch::Llama, .type = GgmlType::Q8_0, .tol = 3e-2f,
                                                    .embd = GgmlType::Q6_K, .max_tensor_bytes = 2 << 20},
                                            E2eCase{.arch = Arch::Llama, .type = GgmlType::F16, .tol = 2e-3f,
-                                                   .tied = true, .max_tensor_bytes = 4 << 20}),
+                                                   .tied = true, .max_tensor_bytes = 4 << 20},
+                                           // KV caches past a (lowered) binding limit, split by heads: 4 KV
+                                           // heads of 64 positions in 16 KiB tensors of one head (f32) and of
+                                           // two (f16), the unfused cache write and attention over the parts.
+                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::Q8_0, .tol = 3e-2f,
+                                                   .n_heads = 8, .n_kv_heads = 4, .max_cache_bytes = 16 << 10},
+                                           E2eCase{.arch = Arch::Qwen2, .type = GgmlType::Q4_0, .tol = 3e-2f,
+                                                   .f16_kv = true, .n_heads = 8, .n_kv_heads = 4,
+                                                   .max_cache_bytes = 16 << 10}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) {
                            return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
                                   (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +
@@ -304,7 +323,8 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                   (i.param.qk_norm ? "_qk_norm" : "") +
                                   (i.param.n_heads != 4 ? "_gqa" + std::to_string(i.param.n_heads / i.param.n_kv_heads)
                                                         : "") +
-                                  (i.param.max_tensor_bytes ? "_split" : "");
+                                  (i.param.max_tensor_bytes ? "_split" : "") +
+                                  (i.param.max_cache_bytes ? "_cache_split" : "");
                          });
 
 }  // namespace

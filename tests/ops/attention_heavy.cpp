@@ -22,8 +22,8 @@ OpCase heavy_case(uint32_t hd, uint32_t n_tokens, uint32_t ctx, bool f16) {
             const size_t cache_n = size_t(c.n_kv_heads) * ctx * hd;
             auto kc = as_stored(random_floats(cache_n, 11, -1.f, 1.f), f16);
             auto vc = as_stored(random_floats(cache_n, 12, -1.f, 1.f), f16);
-            write_tensor<uint32_t>(g, a.kc, pack_cache(kc, f16));
-            write_tensor<uint32_t>(g, a.vc, pack_cache(vc, f16));
+            write_cache(g, a.kcs, pack_cache(kc, f16));
+            write_cache(g, a.vcs, pack_cache(vc, f16));
             for (uint32_t n : {n_tokens, 1u}) {
               const uint32_t pos = ctx - n, w = c.n_heads() * hd;
               auto q = random_floats(size_t(n) * w, 13 + n, -4.f, 4.f);

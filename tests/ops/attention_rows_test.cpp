@@ -32,8 +32,8 @@ void run_rows(const AttnConfig& c, const std::vector<std::vector<Run>>& steps) {
   // Random starting contents: rows no step writes must keep them (attention never reads them).
   auto kc = as_stored(random_floats(cache_n, 11, -1.f, 1.f), c.f16);
   auto vc = as_stored(random_floats(cache_n, 12, -1.f, 1.f), c.f16);
-  write_tensor<uint32_t>(g, a.kc, pack_cache(kc, c.f16));
-  write_tensor<uint32_t>(g, a.vc, pack_cache(vc, c.f16));
+  write_cache(g, a.kcs, pack_cache(kc, c.f16));
+  write_cache(g, a.vcs, pack_cache(vc, c.f16));
   const uint32_t kv_w = c.n_kv_heads * c.head_dim, q_w = c.n_heads() * c.head_dim;
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   std::vector<uint32_t> len(kSeqs, 0);
@@ -75,8 +75,8 @@ void run_rows(const AttnConfig& c, const std::vector<std::vector<Run>>& steps) {
       }
     }
     const float rtol = c.f16 ? 1e-3f : 0.f;  // pack2x16float may round either way
-    EXPECT_TRUE(all_close(unpack_cache(read_output<uint32_t>(g, a.kc), cache_n, c.f16), kc, 0, rtol)) << what;
-    EXPECT_TRUE(all_close(unpack_cache(read_output<uint32_t>(g, a.vc), cache_n, c.f16), vc, 0, rtol)) << what;
+    EXPECT_TRUE(all_close(unpack_cache(read_cache(g, a.kcs), cache_n, c.f16), kc, 0, rtol)) << what;
+    EXPECT_TRUE(all_close(unpack_cache(read_cache(g, a.vcs), cache_n, c.f16), vc, 0, rtol)) << what;
     for (auto [s, n_s] : runs) len[s] += n_s;
     ++step;
   };
@@ -133,6 +133,12 @@ std::vector<OpCase> rows_cases() {
   add(64, 8, true, K::best, /*default_limits=*/true);  // WebGPU's default limits
   add(128, 4, false, K::best, false, /*max_chunks=*/1);  // one chunk: the kernel writes every token's output
   add(64, 4, true, K::vec, false, /*max_chunks=*/1);
+  // Caches split by KV heads (two parts of one head): both routes, every decode kernel.
+  for (K k : {K::best, K::vec, K::split}) {
+    AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .group = 2, .n_ctx = kSeqs * kRegion, .max_tokens = 48,
+                 .f16 = true, .decode = k, .rows = true, .decode_max_tokens = 4, .cache_parts = {1, 1}};
+    cases.push_back({fmt::format("hd64_gqa2_f16{}_parts2", decode_suffix(k)), [c] { run_rows(c, mixed_steps()); }});
+  }
   return cases;
 }
 
@@ -175,8 +181,8 @@ TEST(AttentionRowsBuild, BadTableStaysInTheCache) {
     Graph& g = *a.g;
     const size_t cache_n = size_t(c.n_kv_heads) * c.n_ctx * c.head_dim;
     auto kc = random_floats(cache_n, 21, -1.f, 1.f), vc = random_floats(cache_n, 22, -1.f, 1.f);
-    write_tensor<uint32_t>(g, a.kc, pack_cache(kc, false));
-    write_tensor<uint32_t>(g, a.vc, pack_cache(vc, false));
+    write_cache(g, a.kcs, pack_cache(kc, false));
+    write_cache(g, a.vcs, pack_cache(vc, false));
     const uint32_t kv_w = c.n_kv_heads * c.head_dim, q_w = c.n_heads() * c.head_dim;
     auto q = random_floats(size_t(n) * q_w, 23, -1.f, 1.f);
     auto k = random_floats(size_t(n) * kv_w, 24, -1.f, 1.f);
@@ -189,7 +195,7 @@ TEST(AttentionRowsBuild, BadTableStaysInTheCache) {
                       {a.table, table.data(), table.size() * 4}};
     auto got = run_step(g, shapes, sym, in, a.out);
     EXPECT_TRUE(all_close(got, std::vector<float>(got.size(), 0.5f), 1e-6f, 0)) << n << " tokens";
-    auto vgot = unpack_cache(read_output<uint32_t>(g, a.vc), cache_n, false);
+    auto vgot = unpack_cache(read_cache(g, a.vcs), cache_n, false);
     for (uint32_t h = 0; h < c.n_kv_heads; ++h)
       for (size_t i = size_t(h * c.n_ctx + c.n_ctx - 1) * c.head_dim; i < size_t(h + 1) * c.n_ctx * c.head_dim; ++i)
         vc[i] = 0.5f;

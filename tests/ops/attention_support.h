@@ -2,9 +2,12 @@
 // [kv write ->] attention over f32/f16 caches, with a CPU mirror of the caches.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "graph/graph.h"
@@ -29,13 +32,15 @@ struct AttnConfig {
   ops::DecodeKernel decode = ops::DecodeKernel::best;  // AttentionDesc::decode_kernel
   bool rows = false;            // a KvRows table (input "rows") and max_keys for both nodes
   uint32_t decode_max_tokens = 1;  // AttentionDesc::decode_max_tokens (rows)
+  std::vector<uint32_t> cache_parts;  // KV heads per cache tensor (a cache split by heads); empty: one
   uint32_t n_heads() const { return n_kv_heads * group; }
   ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
 };
 
 struct AttnGraph {
   std::unique_ptr<graph::Graph> g;
-  graph::TensorId q, k, v, kc, vc, out;
+  graph::TensorId q, k, v, kc, vc, out;  // kc, vc: the caches' first parts
+  std::vector<graph::TensorId> kcs, vcs;  // every part, in head order
   graph::SymbolId pos;
   graph::NodeId write, attn;
   graph::TensorId table;     // rows only: u32 [max_tokens, 2]
@@ -66,29 +71,36 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) 
     a.max_keys = add_symbol(g, {.name = "max_keys", .lo = 1, .hi = int64_t(c.n_ctx) + 64});
     rows = ops::KvRows{.table = a.table, .max_keys = a.max_keys};
   }
-  a.kc = ops::add_kv_cache(g, "k_cache", dt, c.n_kv_heads, c.n_ctx, c.head_dim);
-  a.vc = ops::add_kv_cache(g, "v_cache", dt, c.n_kv_heads, c.n_ctx, c.head_dim);
+  std::vector<ops::KvCachePart> more;
+  for (uint32_t heads : c.cache_parts.empty() ? std::vector<uint32_t>{c.n_kv_heads} : c.cache_parts) {
+    a.kcs.push_back(ops::add_kv_cache(g, fmt::format("k_cache.{}", a.kcs.size()), dt, heads, c.n_ctx, c.head_dim));
+    a.vcs.push_back(ops::add_kv_cache(g, fmt::format("v_cache.{}", a.vcs.size()), dt, heads, c.n_ctx, c.head_dim));
+    if (a.kcs.size() > 1) more.push_back({a.kcs.back(), a.vcs.back()});
+  }
+  a.kc = a.kcs[0];
+  a.vc = a.vcs[0];
   if (c.with_write) {
     Shape kv{c.max_tokens, c.n_kv_heads * c.head_dim};
     a.k = add_input(g, {.name = "k", .max_shape = kv, .dynamic_dims = 1});
     a.v = add_input(g, {.name = "v", .max_shape = kv, .dynamic_dims = 1});
     a.write = ops::add_kv_write(g, {.name = "kv_write", .k = a.k, .v = a.v, .k_cache = a.kc,
-                                    .v_cache = a.vc, .pos = a.pos, .rows = rows});
+                                    .v_cache = a.vc, .more = more, .pos = a.pos, .rows = rows});
   }
   if (c.with_attention) {
     a.q = add_input(g, {.name = "q", .max_shape = {c.max_tokens, c.n_heads() * c.head_dim},
                         .dynamic_dims = 1});
     a.out = ops::add_attention(g, {.name = "attn", .q = a.q, .k_cache = a.kc, .v_cache = a.vc,
-                                   .pos = a.pos, .n_heads = c.n_heads(),
+                                   .more_caches = more, .pos = a.pos, .n_heads = c.n_heads(),
                                    .decode_max_chunks = c.max_chunks, .decode_kernel = c.decode,
                                    .rows = rows, .decode_max_tokens = c.decode_max_tokens});
     a.attn = find_node(g, "attn");
     mark_output(g, a.out);
   }
-  if (caches_out) {
-    mark_output(g, a.kc);
-    mark_output(g, a.vc);
-  }
+  if (caches_out)
+    for (size_t i = 0; i < a.kcs.size(); ++i) {
+      mark_output(g, a.kcs[i]);
+      mark_output(g, a.vcs[i]);
+    }
   build(g);
   return a;
 }
@@ -122,6 +134,24 @@ inline std::vector<float> as_stored(std::vector<float> v, bool f16) {
   if (f16)
     for (auto& x : v) x = ref::round_f16(x);
   return v;
+}
+
+// A whole cache's words (pack_cache) into its parts (consecutive KV heads), and back.
+inline void write_cache(graph::Graph& g, const std::vector<graph::TensorId>& parts, const std::vector<uint32_t>& words) {
+  size_t at = 0;
+  for (graph::TensorId t : parts) {
+    const size_t n = graph::tensor_info(g, t).bytes / 4;
+    graph::write_tensor<uint32_t>(g, t, std::span<const uint32_t>(words).subspan(at, n));
+    at += n;
+  }
+}
+inline std::vector<uint32_t> read_cache(graph::Graph& g, const std::vector<graph::TensorId>& parts) {
+  std::vector<uint32_t> all;
+  for (graph::TensorId t : parts) {
+    std::vector<uint32_t> w = graph::read_output<uint32_t>(g, t);
+    all.insert(all.end(), w.begin(), w.end());
+  }
+  return all;
 }
 
 }  // namespace wgrt::test

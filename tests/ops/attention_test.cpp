@@ -30,8 +30,8 @@ void check_single(const AttnConfig& c, uint32_t n_tokens, uint32_t ctx, uint32_t
     for (size_t i = size_t(h * c.n_ctx + ctx) * c.head_dim; i < size_t(h + 1) * c.n_ctx * c.head_dim; ++i)
       kc[i] = vc[i] = std::numeric_limits<float>::quiet_NaN();
   auto kw = pack_cache(kc, c.f16), vw = pack_cache(vc, c.f16);
-  write_tensor<uint32_t>(g, a.kc, kw);
-  write_tensor<uint32_t>(g, a.vc, vw);
+  write_cache(g, a.kcs, kw);
+  write_cache(g, a.vcs, vw);
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
 
   // The case's shape, then a decode step at the last position on the same graph.
@@ -106,6 +106,24 @@ std::vector<OpCase> attention_cases() {
   add(64, 4, 1, 1031, true, 1, false, ops::DecodeKernel::vec);
   add(64, 8, 1, 1031, true, 0, true, ops::DecodeKernel::vec);
   add(32, 4, 1, 1031, false, 0, true, ops::DecodeKernel::vec);
+  // Caches split by KV heads (a cache past the storage binding limit): a decode or prefill kernel
+  // per part writing its heads' columns, one merge; every decode kernel, both routes, f16/f32.
+  auto add_parts = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, bool f16, std::vector<uint32_t> parts,
+                       ops::DecodeKernel decode, uint32_t max_chunks = 0) {
+    uint32_t n_kv = 0;
+    for (uint32_t h : parts) n_kv += h;
+    AttnConfig c{.head_dim = hd, .n_kv_heads = n_kv, .group = group, .n_ctx = 137, .max_tokens = n_tokens,
+                 .f16 = f16, .with_write = false, .max_chunks = max_chunks, .decode = decode, .cache_parts = parts};
+    cases.push_back({fmt::format("hd{}_gqa{}_t{}_{}_parts{}{}{}", hd, group, n_tokens, f16 ? "f16" : "f32",
+                                 parts.size(), decode_suffix(decode), max_chunks ? "_split1" : ""),
+                     [=] { check_single(c, n_tokens, 131, hd + group + n_tokens); }});
+  };
+  add_parts(64, 2, 1, true, {2, 1}, ops::DecodeKernel::best);
+  add_parts(64, 4, 37, false, {1, 1, 1}, ops::DecodeKernel::best);
+  add_parts(64, 2, 1, true, {1, 2}, ops::DecodeKernel::vec);
+  add_parts(64, 2, 1, true, {1, 2}, ops::DecodeKernel::vec, 1);
+  add_parts(128, 4, 1, false, {2, 1}, ops::DecodeKernel::split);
+  add_parts(40, 7, 7, true, {1, 1}, ops::DecodeKernel::best);
   // Groups that no power of two divides (Qwen2.5: 7 and 6; Qwen2.5-14B, Qwen3-14B: 5): the last
   // decode workgroup of a KV head takes fewer heads, prefill tiles leave rows past whole tokens
   // idle. Every decode kernel, both routes, f16 and f32, default limits.
@@ -156,7 +174,8 @@ void run_sequence(const AttnConfig& c) {
       splits.push_back(chunks);
       // decode_vec and decode_sg write a single chunk's output themselves: the merge is not dispatched.
       const bool sg = c.decode != ops::DecodeKernel::split && gpu::subgroup_lanes(device_caps(g)) >= 4;
-      EXPECT_EQ(active_plan(g, a.attn).grids[1] == (Grid{0, 0, 0}), sg && chunks == 1) << "pos " << pos;
+      const size_t merge = std::max<size_t>(c.cache_parts.size(), 1);  // after a kernel per cache part
+      EXPECT_EQ(active_plan(g, a.attn).grids[merge] == (Grid{0, 0, 0}), sg && chunks == 1) << "pos " << pos;
     }
     pos += n;
     ++step;
@@ -198,6 +217,14 @@ TEST(AttentionSequence, F16Hd64Gqa7) {
 TEST(AttentionSequence, F16Hd64Gqa6DecodeVec) {
   run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 6, .n_ctx = 131, .max_tokens = 64, .f16 = true,
                 .decode = ops::DecodeKernel::vec});
+}
+TEST(AttentionSequence, F16Hd64Gqa2CacheParts) {
+  run_sequence({.head_dim = 64, .n_kv_heads = 3, .group = 2, .n_ctx = 131, .max_tokens = 64, .f16 = true,
+                .cache_parts = {1, 2}});
+}
+TEST(AttentionSequence, F32Hd64Gqa4CachePartsNoSubgroups) {
+  run_sequence({.head_dim = 64, .n_kv_heads = 2, .group = 4, .n_ctx = 131, .max_tokens = 64,
+                .decode = ops::DecodeKernel::split, .cache_parts = {1, 1}});
 }
 TEST(AttentionSequence, F32Hd128Gqa1SmallSplit) {
   run_sequence({.head_dim = 128, .n_kv_heads = 2, .group = 1, .n_ctx = 131, .max_tokens = 64,

@@ -19,8 +19,8 @@ void check_writes(const AttnConfig& c) {
   // Start from random contents: rows not written must keep them.
   auto kc = as_stored(random_floats(cache_n, 7, -3.f, 3.f), c.f16);
   auto vc = as_stored(random_floats(cache_n, 8, -3.f, 3.f), c.f16);
-  write_tensor<uint32_t>(g, a.kc, pack_cache(kc, c.f16));
-  write_tensor<uint32_t>(g, a.vc, pack_cache(vc, c.f16));
+  write_cache(g, a.kcs, pack_cache(kc, c.f16));
+  write_cache(g, a.vcs, pack_cache(vc, c.f16));
   const uint32_t w = c.n_kv_heads * c.head_dim;
   uint32_t pos = 0, step = 0;
 
@@ -33,8 +33,8 @@ void check_writes(const AttnConfig& c) {
     write_tensor<float>(g, a.k, k);
     write_tensor<float>(g, a.v, v);
     execute(g);
-    auto got_k = unpack_cache(read_output<uint32_t>(g, a.kc), cache_n, c.f16);
-    auto got_v = unpack_cache(read_output<uint32_t>(g, a.vc), cache_n, c.f16);
+    auto got_k = unpack_cache(read_cache(g, a.kcs), cache_n, c.f16);
+    auto got_v = unpack_cache(read_cache(g, a.vcs), cache_n, c.f16);
     ref::kv_write(kc, c.kv(), as_stored(k, c.f16), n, pos);
     ref::kv_write(vc, c.kv(), as_stored(v, c.f16), n, pos);
     // pack2x16float may round either way (WGSL leaves it to the implementation): one f16 ulp.
@@ -70,6 +70,16 @@ std::vector<OpCase> kv_cache_cases() {
         cases.push_back({fmt::format("{}_hd{}_kv{}", f16 ? "f16" : "f32", hd, n_kv),
                          [c] { check_writes(c); }});
       }
+  // Caches split by KV heads: a kernel per part, each taking its heads' columns of k and v.
+  for (bool f16 : {false, true})
+    for (std::vector<uint32_t> parts : {std::vector<uint32_t>{1, 2}, {2, 1, 2}}) {
+      uint32_t n_kv = 0;
+      for (uint32_t h : parts) n_kv += h;
+      AttnConfig c{.head_dim = 64, .n_kv_heads = n_kv, .n_ctx = 131, .max_tokens = 64, .f16 = f16,
+                   .with_attention = false, .cache_parts = parts};
+      cases.push_back({fmt::format("{}_hd64_kv{}_parts{}", f16 ? "f16" : "f32", n_kv, parts.size()),
+                       [c] { check_writes(c); }});
+    }
   return cases;
 }
 

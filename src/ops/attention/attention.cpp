@@ -18,7 +18,7 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(AttentionParams, n_token
                                   {"chunk_blocks", offsetof(AttentionParams, chunk_blocks)},
                                   {"ml_offset", offsetof(AttentionParams, ml_offset)},
                                   {"scale", offsetof(AttentionParams, scale)},
-                                  {"_pad0", offsetof(AttentionParams, _pad0)},
+                                  {"kv_off", offsetof(AttentionParams, kv_off)},
                                   {"_pad1", offsetof(AttentionParams, _pad1)},
                                   {"_pad2", offsetof(AttentionParams, _pad2)}};
 constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
@@ -198,47 +198,59 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
     throw std::out_of_range(fmt::format(
         "attention: {} tokens at pos {} need keys past the context of {}", c.n_tokens, c.pos, c.n_ctx));
   }
+  uint32_t n_kv = 0;
+  for (uint32_t h : c.part_heads) n_kv += h;
   AttentionParams p{};
   p.n_tokens = c.n_tokens;
   p.n_heads = c.n_heads;
-  p.n_kv_heads = c.n_kv_heads;
   p.pos = c.rows ? 0u : uint32_t(c.pos);
   p.n_ctx = c.n_ctx;
   p.scale = c.scale;
-  const uint32_t group = c.n_heads / c.n_kv_heads;
+  const uint32_t group = c.n_heads / n_kv;
+  const size_t parts = c.part_heads.size();
+  DecodeSplit s{};
   if (c.decode) {
     // The longest context of the step (rows: max_keys) sets the split; each token's own keys end
     // at or before it.
-    DecodeSplit s = decode_split(c.rows ? uint32_t(c.pos) : uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
+    s = decode_split(c.rows ? uint32_t(c.pos) : uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
     p.n_chunks = s.n_chunks;
     p.chunk_blocks = s.chunk_blocks;
     p.ml_offset = ml_offset(c.n_heads * c.decode_tokens, c.max_chunks, c.head_dim);
-    plan.params[0].set(p);
-    plan.params[1].set(p);
-    const uint32_t tokens = c.rows ? c.n_tokens : 1;
-    plan.grids[0] = {s.n_chunks, c.n_kv_heads * uint32_t(ceil_div(group, c.decode_heads)), tokens};
+  }
+  const uint32_t tokens = c.rows && c.decode ? c.n_tokens : 1;
+  // A decode or prefill kernel per cache part, over that part's KV heads.
+  for (size_t i = 0; i < parts; ++i) {
+    p.n_kv_heads = c.part_heads[i];
+    plan.params[i].set(p);
+    plan.grids[i] = c.decode ? graph::Grid{s.n_chunks, c.part_heads[i] * uint32_t(ceil_div(group, c.decode_heads)),
+                                           tokens}
+                             : graph::Grid{uint32_t(ceil_div(c.n_tokens, c.prefill_rows / group)), c.part_heads[i], 1};
+    p.kv_off += c.part_heads[i];
+  }
+  if (c.decode) {
+    p.kv_off = 0;
+    p.n_kv_heads = n_kv;
+    plan.params[parts].set(p);
     // decode_vec and decode_sg write a single chunk's output themselves: no merge (chunk 0 holds
     // every token's first key, so no token's only chunk is empty).
-    plan.grids[1] =
+    plan.grids[parts] =
         c.decode_merges_itself && s.n_chunks == 1 ? graph::Grid{0, 0, 0} : graph::Grid{c.n_heads, tokens, 1};
-  } else {
-    plan.params[0].set(p);
-    uint32_t tokens_per_tile = c.prefill_rows / group;
-    plan.grids[0] = {uint32_t(ceil_div(c.n_tokens, tokens_per_tile)), c.n_kv_heads, 1};
   }
 }
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   const graph::Tensor& q = graph::tensor_info(g, d.q);
   const graph::Tensor& kc = graph::tensor_info(g, d.k_cache);
-  const graph::Tensor& vc = graph::tensor_info(g, d.v_cache);
   if (q.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: attention takes f32 q", d.name));
-  if (kc.dtype != vc.dtype || kc.max_shape != vc.max_shape ||
-      (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16))
-    throw std::invalid_argument(fmt::format("{}: k and v caches must share one shape and dtype (f32 or f16)", d.name));
+  const std::vector<uint32_t> part_heads = kv_part_heads(g, d.name, d.k_cache, d.v_cache, d.more_caches);
+  if (part_heads.size() + 1 > size_t(graph::kMaxDispatches))
+    throw std::invalid_argument(fmt::format("{}: {} cache parts, past the {} a route's kernels allow", d.name,
+                                            part_heads.size(), graph::kMaxDispatches - 1));
   graph::Shape out_shape = infer_attention({q.max_shape, kc.max_shape, d.n_heads});
-  const uint32_t n_kv = kc.max_shape[0], n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
+  uint32_t n_kv = 0;
+  for (uint32_t h : part_heads) n_kv += h;
+  const uint32_t n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
   const uint32_t max_tokens = q.max_shape[0];  // copied: add_tensor below may add tensors
   const bool rows = d.rows.has_value();
   if (rows) {
@@ -299,31 +311,38 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   };
   prefill_consts.push_back({"ROWS", double(var.prefill_rows)});
   prefill_consts.push_back({"BK", double(var.prefill_keys)});
+  // A decode (or prefill) kernel per cache part, each over its KV heads; one merge for all.
+  std::vector<KvCachePart> parts = {{d.k_cache, d.v_cache}};
+  parts.insert(parts.end(), d.more_caches.begin(), d.more_caches.end());
+  std::vector<graph::KernelSpec> decode_kernels, prefill_kernels;
+  for (const KvCachePart& part : parts) {
+    decode_kernels.push_back(
+        merges_itself ? graph::KernelSpec{key(decode_kernel_name(var.decode_kernel), decode_consts),
+                                          {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
+                                           graph::Binding::of(2, part.v), graph::Binding::of(3, out),
+                                           graph::Binding::of(4, scratch), graph::Binding::params(5),
+                                           graph::Binding::of(6, table)}}
+                      : graph::KernelSpec{key("decode_split", decode_consts),
+                                          {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
+                                           graph::Binding::of(2, part.v), graph::Binding::of(4, scratch),
+                                           graph::Binding::params(5), graph::Binding::of(6, table)}});
+    prefill_kernels.push_back({key("prefill", prefill_consts),
+                               {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
+                                graph::Binding::of(2, part.v), graph::Binding::of(3, out), graph::Binding::params(5),
+                                graph::Binding::of(6, table)}});
+  }
+  decode_kernels.push_back({key("decode_reduce", consts),
+                            {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)},
+                            /*optional=*/merges_itself});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
-  routes.routes.push_back(
-      {kAttentionDecode, "flash_decode", 1, decode_tokens,
-       {merges_itself
-            ? graph::KernelSpec{key(decode_kernel_name(var.decode_kernel), decode_consts),
-                                {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
-                                 graph::Binding::of(2, d.v_cache), graph::Binding::of(3, out),
-                                 graph::Binding::of(4, scratch), graph::Binding::params(5),
-                                 graph::Binding::of(6, table)}}
-            : graph::KernelSpec{key("decode_split", decode_consts),
-                                {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache),
-                                 graph::Binding::of(2, d.v_cache), graph::Binding::of(4, scratch),
-                                 graph::Binding::params(5), graph::Binding::of(6, table)}},
-        {key("decode_reduce", consts),
-         {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)},
-         /*optional=*/merges_itself}}});
+  routes.routes.push_back({kAttentionDecode, "flash_decode", 1, decode_tokens, std::move(decode_kernels)});
   if (max_tokens > decode_tokens)
-    routes.routes.push_back(
-        {kAttentionPrefill, "prefill", decode_tokens + 1, max_tokens,
-         {{key("prefill", prefill_consts),
-           {graph::Binding::of(0, d.q), graph::Binding::of(1, d.k_cache), graph::Binding::of(2, d.v_cache),
-            graph::Binding::of(3, out), graph::Binding::params(5), graph::Binding::of(6, table)}}}});
+    routes.routes.push_back({kAttentionPrefill, "prefill", decode_tokens + 1, max_tokens, std::move(prefill_kernels)});
 
   const uint32_t n_heads = d.n_heads;
-  std::vector<graph::TensorId> inputs = {d.q, d.k_cache, d.v_cache};
+  std::vector<graph::TensorId> inputs = {d.q};
+  for (const KvCachePart& part : parts) inputs.insert(inputs.end(), {part.k, part.v});
+  const size_t table_input = inputs.size();
   if (rows) inputs.push_back(d.rows->table);
   const std::string name = d.name;
   const graph::SymbolId sym = rows ? d.rows->max_keys : d.pos;
@@ -335,13 +354,13 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       .dynamic = true,
       .routes = std::move(routes),
       .infer =
-          [n_heads, rows, name](const graph::InferArgs& a) {
+          [n_heads, rows, name, table_input](const graph::InferArgs& a) {
             a.out[0] = infer_attention({a.in[0], a.in[1], n_heads});
-            if (rows) check_kv_rows_live(name, a.in[3], a.in[0][0]);
+            if (rows) check_kv_rows_live(name, a.in[table_input], a.in[0][0]);
           },
       .plan =
           [=](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_attention({a.in[0][0], n_heads, n_kv, head_dim, n_ctx, a.sym[sym], scale, max_chunks,
+            plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], scale, max_chunks,
                             a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows,
                             merges_itself, rows, decode_tokens},
                            p);

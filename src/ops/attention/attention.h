@@ -38,6 +38,8 @@
 #pragma once
 
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "graph/graph.h"
 #include "ops/common.h"
@@ -56,6 +58,7 @@ struct AttentionDesc {
   graph::TensorId q;        // [n_tokens, n_heads * head_dim] f32
   graph::TensorId k_cache;  // [n_kv_heads, n_ctx, head_dim] F32 or F16 (State)
   graph::TensorId v_cache;
+  std::vector<KvCachePart> more_caches;  // the caches' further KV heads (a cache split by heads), in order
   graph::SymbolId pos;      // absolute position of q's first token
   uint32_t n_heads = 0;
   std::optional<float> scale;     // default 1 / sqrt(head_dim)
@@ -108,10 +111,11 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
 
 struct AttentionParams {
-  uint32_t n_tokens, n_heads, n_kv_heads, pos;
+  uint32_t n_tokens, n_heads, n_kv_heads, pos;  // n_heads: all parts'; n_kv_heads: this part's
   uint32_t n_ctx, n_chunks, chunk_blocks, ml_offset;
   float scale;
-  uint32_t _pad0, _pad1, _pad2;
+  uint32_t kv_off;  // the cache part's first KV head
+  uint32_t _pad1, _pad2;
 };
 static_assert(sizeof(AttentionParams) == 48);
 extern const ParamLayout kAttentionLayout;
@@ -126,7 +130,9 @@ graph::Shape infer_attention(const AttentionInferCtx& c);
 // [1, decode_max_tokens] and past it).
 inline constexpr graph::RouteId kAttentionDecode{1}, kAttentionPrefill{2};
 struct AttentionPlanCtx {
-  uint32_t n_tokens, n_heads, n_kv_heads, head_dim, n_ctx;
+  uint32_t n_tokens, n_heads;
+  std::span<const uint32_t> part_heads;  // each cache part's KV heads: a decode / prefill kernel each
+  uint32_t head_dim, n_ctx;
   int64_t pos;  // with rows: the max_keys symbol's value
   float scale;
   uint32_t max_chunks;  // the split cap

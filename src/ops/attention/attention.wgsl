@@ -15,7 +15,7 @@ struct Params {
   chunk_blocks: u32,
   ml_offset: u32,
   scale: f32,
-  _pad0: u32,
+  kv_off: u32,  // the cache part's first KV head (a cache split by heads: a kernel per part)
   _pad1: u32,
   _pad2: u32,
 }
@@ -59,7 +59,7 @@ fn decode_span(token: u32) -> vec2<u32> {
 // The decode kernels' query heads: a workgroup takes HPW consecutive heads of KV head g's GROUP;
 // the last workgroup of a group takes fewer where HPW does not divide GROUP (GQA 5, 6, 7).
 struct DecodeHeads {
-  g: u32,      // KV head
+  g: u32,      // KV head of the cache part (its rows start at g * n_ctx)
   head0: u32,  // first query row (token * n_heads + head)
   n: u32,      // heads taken, 1..HPW
 }
@@ -67,7 +67,7 @@ fn decode_heads(wid: vec3<u32>, tok: u32) -> DecodeHeads {
   let per = (GROUP + HPW - 1u) / HPW;  // workgroups per KV head
   let g = wid.y / per;
   let first = (wid.y % per) * HPW;
-  return DecodeHeads(g, tok * p.n_heads + g * GROUP + first, min(HPW, GROUP - first));
+  return DecodeHeads(g, tok * p.n_heads + (p.kv_off + g) * GROUP + first, min(HPW, GROUP - first));
 }
 
 // A decode workgroup's work: its query heads, and keys k_begin .. k_end of its chunk (chunk
@@ -483,7 +483,8 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
 }
 
 // ---- prefill: a workgroup per (tile of ROWS (token, head) rows, KV head) -----------------
-// Row r is token tok0 + r / GROUP and query head g * GROUP + r % GROUP, so one K/V tile in
+// Row r is token tok0 + r / GROUP and query head (kv_off + g) * GROUP + r % GROUP, g the KV head
+// of the cache part (grid y), so one K/V tile in
 // workgroup memory serves all query heads of the group. Tiles of BK keys up to the causal
 // limit of the tile's last token; an online softmax per row. Thread t serves row t % ROWS;
 // its column group t / ROWS (of NG = WG / ROWS) takes KPT keys of a tile for the scores and
@@ -519,7 +520,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let d4 = i % D4;
     let tok = tok0 + r / GROUP;
     var v = vec4<f32>(0.0);
-    if (tok < p.n_tokens && r < tpt * GROUP) { v = q[(tok * p.n_heads + g * GROUP + r % GROUP) * D4 + d4] * p.scale; }
+    if (tok < p.n_tokens && r < tpt * GROUP) { v = q[(tok * p.n_heads + (p.kv_off + g) * GROUP + r % GROUP) * D4 + d4] * p.scale; }
     pq[r * QST + d4] = v;
   }
   let r = t % ROWS;
@@ -618,7 +619,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let inv = palpha[r];
     for (var v = 0u; v < OV && grp * OV + v < D4; v++) {
       let o = acc[v] * inv;
-      let b = ((tok * p.n_heads + g * GROUP + r % GROUP) * D4 + grp * OV + v) * 4u;
+      let b = ((tok * p.n_heads + (p.kv_off + g) * GROUP + r % GROUP) * D4 + grp * OV + v) * 4u;
       out[b] = o.x;
       out[b + 1u] = o.y;
       out[b + 2u] = o.z;

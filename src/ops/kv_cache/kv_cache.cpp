@@ -12,9 +12,9 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(KvCacheParams, n_tokens)
                                   {"head_dim", offsetof(KvCacheParams, head_dim)},
                                   {"pos", offsetof(KvCacheParams, pos)},
                                   {"n_ctx", offsetof(KvCacheParams, n_ctx)},
-                                  {"_pad0", offsetof(KvCacheParams, _pad0)},
-                                  {"_pad1", offsetof(KvCacheParams, _pad1)},
-                                  {"_pad2", offsetof(KvCacheParams, _pad2)}};
+                                  {"head_off", offsetof(KvCacheParams, head_off)},
+                                  {"row_heads", offsetof(KvCacheParams, row_heads)},
+                                  {"_pad0", offsetof(KvCacheParams, _pad0)}};
 constexpr uint32_t kWorkgroup = 256;  // kv_cache.wgsl WG
 }  // namespace
 
@@ -29,7 +29,8 @@ graph::TensorId add_kv_cache(graph::Graph& g, const std::string& name, graph::DT
 }
 
 void infer_kv_write(const KvWriteInferCtx& c) {
-  if (c.k.rank != 2 || c.k != c.v || c.cache.rank != 3 || c.k[1] != c.cache[0] * c.cache[2])
+  const uint32_t heads = c.n_kv_heads ? c.n_kv_heads : (c.cache.rank == 3 ? c.cache[0] : 0);
+  if (c.k.rank != 2 || c.k != c.v || c.cache.rank != 3 || c.k[1] != heads * c.cache[2])
     throw std::invalid_argument(fmt::format(
         "kv write: k {} and v {} must both be [n_tokens, n_kv_heads * head_dim] for a cache {}",
         graph::to_string(c.k), graph::to_string(c.v), graph::to_string(c.cache)));
@@ -69,26 +70,54 @@ void plan_kv_write(const KvWritePlanCtx& c, graph::Plan& plan) {
         "kv write: {} tokens at pos {} go past the context of {} (hint: the cache holds "
         "positions 0..{}; start a new sequence or build with a larger n_ctx)",
         c.n_tokens, c.pos, c.n_ctx, c.n_ctx - 1));
-  plan.params[0].set(KvCacheParams{c.n_tokens, c.n_kv_heads, c.head_dim, c.rows ? 0u : uint32_t(c.pos), c.n_ctx,
-                                   0, 0, 0});
-  uint64_t words = uint64_t(c.n_tokens) * c.n_kv_heads * (c.f16 ? c.head_dim / 2 : c.head_dim);
-  plan.grids[0] = grid_1d(ceil_div(words, kWorkgroup), c.max_groups_per_dim);
+  uint32_t row_heads = 0;
+  for (uint32_t h : c.part_heads) row_heads += h;
+  uint32_t head_off = 0;
+  for (size_t i = 0; i < c.part_heads.size(); ++i) {
+    const uint32_t heads = c.part_heads[i];
+    plan.params[i].set(KvCacheParams{c.n_tokens, heads, c.head_dim, c.rows ? 0u : uint32_t(c.pos), c.n_ctx, head_off,
+                                     row_heads, 0});
+    uint64_t words = uint64_t(c.n_tokens) * heads * (c.f16 ? c.head_dim / 2 : c.head_dim);
+    plan.grids[i] = grid_1d(ceil_div(words, kWorkgroup), c.max_groups_per_dim);
+    head_off += heads;
+  }
+}
+
+// The KV heads of each cache part (k and v alike), checking the parts agree with the first.
+std::vector<uint32_t> kv_part_heads(const graph::Graph& g, const std::string& name, graph::TensorId k_cache,
+                                    graph::TensorId v_cache, const std::vector<KvCachePart>& more) {
+  const graph::Tensor& first = graph::tensor_info(g, k_cache);
+  std::vector<uint32_t> heads;
+  std::vector<KvCachePart> parts = {{k_cache, v_cache}};
+  parts.insert(parts.end(), more.begin(), more.end());
+  for (const KvCachePart& part : parts) {
+    const graph::Tensor& kc = graph::tensor_info(g, part.k);
+    const graph::Tensor& vc = graph::tensor_info(g, part.v);
+    if (kc.role != graph::TensorRole::State || vc.role != graph::TensorRole::State)
+      throw std::invalid_argument(fmt::format("{}: the caches must be State tensors (add_kv_cache)", name));
+    if (kc.dtype != vc.dtype || kc.max_shape != vc.max_shape || kc.dtype != first.dtype ||
+        (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16) || kc.max_shape.rank != 3 ||
+        kc.max_shape[1] != first.max_shape[1] || kc.max_shape[2] != first.max_shape[2])
+      throw std::invalid_argument(fmt::format("{}: k and v caches ('{}', '{}') must share one dtype (f32 or f16) and "
+                                              "the first part's [heads, {}, {}]", name, kc.name, vc.name,
+                                              first.max_shape.rank == 3 ? first.max_shape[1] : 0,
+                                              first.max_shape.rank == 3 ? first.max_shape[2] : 0));
+    heads.push_back(kc.max_shape[0]);
+  }
+  return heads;
 }
 
 graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
   const graph::Tensor& k = graph::tensor_info(g, d.k);
   const graph::Tensor& v = graph::tensor_info(g, d.v);
-  const graph::Tensor& kc = graph::tensor_info(g, d.k_cache);
-  const graph::Tensor& vc = graph::tensor_info(g, d.v_cache);
   if (k.dtype != graph::DType::F32 || v.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: kv write takes f32 k and v", d.name));
-  if (kc.role != graph::TensorRole::State || vc.role != graph::TensorRole::State)
-    throw std::invalid_argument(fmt::format("{}: the caches must be State tensors (add_kv_cache)", d.name));
-  if (kc.dtype != vc.dtype || kc.max_shape != vc.max_shape ||
-      (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16))
-    throw std::invalid_argument(fmt::format("{}: k and v caches must share one shape and dtype (f32 or f16)", d.name));
-  infer_kv_write({k.max_shape, v.max_shape, kc.max_shape});
-  const uint32_t n_kv = kc.max_shape[0], n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
+  const std::vector<uint32_t> part_heads = kv_part_heads(g, d.name, d.k_cache, d.v_cache, d.more);
+  const graph::Tensor& kc = graph::tensor_info(g, d.k_cache);
+  uint32_t n_kv = 0;
+  for (uint32_t h : part_heads) n_kv += h;
+  infer_kv_write({k.max_shape, v.max_shape, kc.max_shape, n_kv});
+  const uint32_t n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
   const bool f16 = kc.dtype == graph::DType::F16;
   if (f16 && head_dim % 2 != 0)
     throw std::invalid_argument(fmt::format("{}: an f16 cache needs an even head_dim", d.name));
@@ -99,10 +128,18 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
   const uint32_t max_tokens = k.max_shape[0];
   std::vector<gpu::OverrideConstant> consts = {{"F16", f16 ? 1.0 : 0.0}};
   if (rows) consts.push_back({"TABLE", 1.0});
-  graph::KernelSpec kernel{
-      gpu::make_key("kv_cache", "main", std::move(consts)),
-      {graph::Binding::of(0, d.k), graph::Binding::of(1, d.v), graph::Binding::of(2, d.k_cache),
-       graph::Binding::of(3, d.v_cache), graph::Binding::params(4), graph::Binding::of(5, kv_rows_binding(d.rows, d.k))}};
+  std::vector<KvCachePart> parts = {{d.k_cache, d.v_cache}};
+  parts.insert(parts.end(), d.more.begin(), d.more.end());
+  std::vector<graph::KernelSpec> kernels;  // a kernel per cache part
+  std::vector<graph::TensorId> outputs;
+  for (const KvCachePart& part : parts) {
+    kernels.push_back({gpu::make_key("kv_cache", "main", consts),
+                       {graph::Binding::of(0, d.k), graph::Binding::of(1, d.v), graph::Binding::of(2, part.k),
+                        graph::Binding::of(3, part.v), graph::Binding::params(4),
+                        graph::Binding::of(5, kv_rows_binding(d.rows, d.k))}});
+    outputs.push_back(part.k);
+    outputs.push_back(part.v);
+  }
   std::vector<graph::TensorId> inputs = {d.k, d.v};
   if (rows) inputs.push_back(d.rows->table);
   const std::string name = d.name;
@@ -110,18 +147,18 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
       .name = d.name,
       .op = "kv_write",
       .inputs = inputs,
-      .outputs = {d.k_cache, d.v_cache},
+      .outputs = outputs,
       .dynamic = true,
-      .routes = graph::single_route(graph::RouteKey::of_dim(d.k, 0), 1, max_tokens, {kernel}),
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.k, 0), 1, max_tokens, kernels),
       .infer =
-          [name, rows](const graph::InferArgs& a) {
-            infer_kv_write({a.in[0], a.in[1], a.out[0]});
+          [name, rows, n_kv](const graph::InferArgs& a) {
+            infer_kv_write({a.in[0], a.in[1], a.out[0], n_kv});
             if (rows) check_kv_rows_live(name, a.in[2], a.in[0][0]);
           },
       .plan =
-          [sym = rows ? d.rows->max_keys : d.pos, rows, f16, n_kv, n_ctx, head_dim](const graph::PlanArgs& a,
-                                                                                   graph::Plan& p) {
-            plan_kv_write({a.in[0][0], n_kv, head_dim, n_ctx, a.sym[sym], f16,
+          [sym = rows ? d.rows->max_keys : d.pos, rows, f16, part_heads, n_ctx, head_dim](const graph::PlanArgs& a,
+                                                                                         graph::Plan& p) {
+            plan_kv_write({a.in[0][0], part_heads, head_dim, n_ctx, a.sym[sym], f16,
                            a.caps->limits.maxComputeWorkgroupsPerDimension, rows},
                           p);
           },

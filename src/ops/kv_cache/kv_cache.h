@@ -3,12 +3,16 @@
 // KvCacheDesc::rows, row i goes to cache row b_i + p_i of the table (KvRows below).
 //
 // Cache layout: a graph State tensor of fixed shape [n_kv_heads, n_ctx, head_dim], so one KV
-// head's keys are contiguous (attention streams them per head). dtype F32, or F16 packed two
+// head's keys are contiguous (attention streams them per head). A cache past the device's
+// storage binding limit is several tensors of consecutive KV heads (KvCachePart), each a
+// binding of its own: kv_write and attention run a kernel per part. dtype F32, or F16 packed two
 // per u32 with pack2x16float (element d of a row is half d % 2 of word d / 2): half the bytes
 // for decode, which is bound by reading the cache. Writing past n_ctx is rejected by plan.
 #pragma once
 
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "graph/graph.h"
 #include "ops/common.h"
@@ -28,12 +32,19 @@ struct KvRows {
   graph::SymbolId max_keys;  // max over the step's tokens of p_i + 1: attention's split, checked <= n_ctx
 };
 
+// Further KV heads of a layer's caches: k and v [heads, n_ctx, head_dim], the same n_ctx,
+// head_dim and dtype as the first part's.
+struct KvCachePart {
+  graph::TensorId k, v;
+};
+
 struct KvCacheDesc {
   std::string name;  // node name, e.g. "kv_write.3"
   graph::TensorId k;  // [n_tokens, n_kv_heads * head_dim] f32, n_tokens may vary
   graph::TensorId v;  // same shape as k
   graph::TensorId k_cache;  // State [n_kv_heads, n_ctx, head_dim], F32 or F16
   graph::TensorId v_cache;  // same shape and dtype as k_cache
+  std::vector<KvCachePart> more;  // the caches' further KV heads, in order
   graph::SymbolId pos;      // first position written (without rows)
   std::optional<KvRows> rows;  // per-token positions and regions instead of pos
 };
@@ -43,6 +54,12 @@ graph::TensorId add_kv_cache(graph::Graph& g, const std::string& name, graph::DT
                              uint32_t n_kv_heads, uint32_t n_ctx, uint32_t head_dim);
 
 graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d);
+
+// The KV heads of each part of a layer's caches ((k_cache, v_cache) then `more`), checking that
+// the parts are State tensors sharing the first's dtype, n_ctx and head_dim (std::invalid_argument
+// naming `name`).
+std::vector<uint32_t> kv_part_heads(const graph::Graph& g, const std::string& name, graph::TensorId k_cache,
+                                    graph::TensorId v_cache, const std::vector<KvCachePart>& more);
 
 // KvRows helpers for the ops that take rows (kv_write, rope, rope_qkv, linear_q, attention).
 // The kernels read the table through the WGSL part kv_rows.wgsl under the override TABLE; the
@@ -61,19 +78,22 @@ void check_kv_rows_live(const std::string& name, const graph::Shape& table, uint
 void check_max_keys(const std::string& name, int64_t max_keys, uint32_t n_ctx);
 
 struct KvCacheParams {
-  uint32_t n_tokens, n_kv_heads, head_dim, pos;
-  uint32_t n_ctx, _pad0, _pad1, _pad2;
+  uint32_t n_tokens, n_kv_heads, head_dim, pos;  // n_kv_heads: this part's
+  uint32_t n_ctx, head_off, row_heads, _pad0;    // the part's first KV head; KV heads per k/v row
 };
 static_assert(sizeof(KvCacheParams) == 32);
 extern const ParamLayout kKvCacheLayout;
 
 struct KvWriteInferCtx {
   graph::Shape k, v, cache;
+  uint32_t n_kv_heads = 0;  // all parts' (0: the cache's)
 };
 void infer_kv_write(const KvWriteInferCtx& c);
 
 struct KvWritePlanCtx {
-  uint32_t n_tokens, n_kv_heads, head_dim, n_ctx;
+  uint32_t n_tokens;
+  std::span<const uint32_t> part_heads;  // each cache part's KV heads: a kernel each
+  uint32_t head_dim, n_ctx;
   int64_t pos;  // with rows: the max_keys symbol's value
   bool f16;
   uint32_t max_groups_per_dim;

@@ -1,6 +1,7 @@
-// KV-cache write: rows of k and v [n_tokens, n_kv_heads * head_dim] (f32) into caches
+// KV-cache write: rows of k and v [n_tokens, row_heads * head_dim] (f32) into caches
 // [n_kv_heads, n_ctx, head_dim] at positions pos + token, or (TABLE) at rows b_i + p_i of
 // KvRows::table. One thread per cache word: an f32, or (F16) two halves packed with pack2x16float.
+// A cache part holds KV heads head_off .. head_off + n_kv_heads - 1 of the rows.
 //! use kv_rows
 struct Params {
   n_tokens: u32,
@@ -8,9 +9,9 @@ struct Params {
   head_dim: u32,
   pos: u32,
   n_ctx: u32,
+  head_off: u32,
+  row_heads: u32,
   _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
 }
 
 override F16: bool = false;
@@ -35,7 +36,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let w = i % row_words;
   let head = (i / row_words) % p.n_kv_heads;
   let token = i / (row_words * p.n_kv_heads);
-  let src = (token * p.n_kv_heads + head) * p.head_dim + w * per;
+  let src = (token * p.row_heads + p.head_off + head) * p.head_dim + w * per;
   var row = p.pos + token;
   if (TABLE) { row = kv_dst(token, p.n_ctx); }
   let dst = (head * p.n_ctx + row) * row_words + w;
