@@ -34,7 +34,11 @@
 // as before and read nothing more.
 // head_dim (any multiple of 8 in 16..256), the GQA ratio (1 to 8) and the cache dtype are
 // override constants; so are the tile sizes, picked at build as the fastest variant that fits
-// the device's workgroup memory (attention_variants).
+// the device's workgroup memory (attention_variants). A GQA group no power of two divides (3,
+// 5, 6, 7) leaves the last decode workgroup of a KV head fewer heads and prefill tile rows past
+// whole tokens idle. Caches split by KV heads (AttentionDesc::more_caches: a cache past the
+// storage binding limit) run the decode or prefill kernel once per part, each over its heads
+// (params kv_off), and one decode_reduce for all.
 #pragma once
 
 #include <optional>
