@@ -32,7 +32,8 @@ std::pair<std::vector<WgslField>, uint32_t> parse_params(std::string_view source
   std::smatch m;
   EXPECT_TRUE(std::regex_search(src, m, std::regex(R"(struct\s+Params\s*\{([^}]*)\})")))
       << "no `struct Params` in the kernel";
-  std::string body = m[1];
+  // Comments may hold anything (colons included): drop them before reading `name: type`.
+  const std::string body = std::regex_replace(std::string(m[1]), std::regex(R"(//[^\n]*)"), "");
   std::vector<WgslField> fields;
   uint32_t offset = 0, align_max = 16;
   std::regex field_re(R"((\w+)\s*:\s*([\w<>]+)\s*,?)");
