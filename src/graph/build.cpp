@@ -154,7 +154,7 @@ void check_routes(const GraphState& g) {
                                                 node.name, r.name, r.kernels.size(), kMaxDispatches));
       for (const KernelSpec& k : r.kernels)
         for (const Binding& b : k.bindings)
-          if (!b.uniform)
+          if (b.is_tensor())
             check_tensor_id(g, b.tensor, fmt::format("node '{}' route '{}' kernel '{}' binding {}",
                                                      node.name, r.name, k.pipeline.kernel, b.slot));
     }
@@ -191,6 +191,9 @@ void allocate(GraphState& g) {
                              ? gpu::create_buffer(dev, uint64_t(g.uniform_stride) * kMaxDispatches,
                                                   gpu::kUniformUsage, node.name + " params")
                              : gpu::Buffer{});
+  g.symbol_block = graph_uses_symbol_block(g)
+                       ? gpu::create_buffer(dev, kSymbolBlockBytes, gpu::kUniformUsage, "symbols")
+                       : gpu::Buffer{};
 }
 
 void compile(GraphState& g) {
@@ -240,6 +243,10 @@ gpu::BindGroup make_bind_group(const GraphState& g, size_t n, size_t r, size_t k
       entries.push_back({b.slot, g.uniforms[n].get(), uint64_t(g.uniform_stride) * k, kParamBytes});
       continue;
     }
+    if (b.symbols) {
+      entries.push_back({b.slot, g.symbol_block.get(), 0, kSymbolBlockBytes});
+      continue;
+    }
     WGPUBuffer buffer = g.buffers[g.memory.buffer_of[b.tensor.v]].get();
     for (const BufferOverride& o : overrides)
       if (o.tensor == b.tensor) buffer = o.buffer;
@@ -248,6 +255,15 @@ gpu::BindGroup make_bind_group(const GraphState& g, size_t n, size_t r, size_t k
   }
   return gpu::create_bind_group(*g.dev, pipeline.layout.get(), entries,
                                 fmt::format("{}/{}/{}", node.name, route.name, spec.pipeline.kernel));
+}
+
+bool graph_uses_symbol_block(const GraphState& g) {
+  for (const Node& node : g.nodes)
+    for (const Route& r : node.routes.routes)
+      for (const KernelSpec& k : r.kernels)
+        for (const Binding& b : k.bindings)
+          if (b.symbols) return true;
+  return false;
 }
 
 bool node_uses_params(const Node& node) {
@@ -293,6 +309,12 @@ SymbolId add_symbol(Graph& graph, const SymbolDesc& d) {
     throw std::invalid_argument(fmt::format("symbol '{}': empty range [{}, {}]", d.name, d.lo, d.hi));
   for (const auto& s : g.symbols)
     if (s.name == d.name) throw std::invalid_argument(fmt::format("symbol '{}' declared twice", d.name));
+  if (g.symbols.size() >= kMaxSymbols)
+    throw std::invalid_argument(fmt::format("symbol '{}': a graph has at most {} symbols (the symbol block)", d.name,
+                                            kMaxSymbols));
+  if (d.lo < 0 || d.hi > int64_t(UINT32_MAX))
+    throw std::invalid_argument(fmt::format("symbol '{}': range [{}, {}] is outside [0, 2^32) (kernels read it as u32)",
+                                            d.name, d.lo, d.hi));
   g.symbols.push_back(Symbol{d.name, d.lo, d.hi});
   return SymbolId{uint32_t(g.symbols.size() - 1)};
 }
@@ -333,6 +355,7 @@ namespace {
 void unbuild(GraphState& g) {
   g.compiled.clear();
   g.uniforms.clear();
+  g.symbol_block = gpu::Buffer{};
   g.staging.clear();
   g.buffers.clear();
   g.readback = {};

@@ -94,6 +94,12 @@ struct SymbolDesc {
 constexpr int kMaxDispatches = 7;     // kernels per route (linear_q of q|k|v in three formats: norm, 2 act quantizations, 3 gemm, rope_qkv)
 constexpr size_t kParamBytes = 256;   // one uniform block per dispatch
 constexpr size_t kMaxNodeTensors = 16;  // inputs, and outputs, per node
+// The symbol block: one uniform buffer holding every symbol's live value as a u32 (symbol i at
+// word i; WGSL part graph_symbols.wgsl), written once per update that changes a symbol. Values a
+// step changes (pos) live there, so the nodes that read them keep their uniform blocks
+// unchanged from one decode step to the next (Binding::symbol_block).
+constexpr size_t kMaxSymbols = 16;
+constexpr size_t kSymbolBlockBytes = kMaxSymbols * 4;
 
 struct Grid {
   uint32_t x = 1, y = 1, z = 1;

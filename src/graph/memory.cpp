@@ -34,7 +34,7 @@ std::vector<Lifetime> find_lifetimes(const GraphState& g) {
     for (const Route& r : node.routes.routes)
       for (const KernelSpec& k : r.kernels)
         for (const Binding& b : k.bindings)
-          if (!b.uniform) touch(b.tensor, n);
+          if (b.is_tensor()) touch(b.tensor, n);
   }
   return life;
 }
@@ -164,6 +164,7 @@ MemoryPlan plan_memory(const GraphState& g, const MemoryBudget& budget) {
   p.uniform_stride = uint32_t(gpu::align_up(kParamBytes, budget.min_uniform_alignment));
   for (const Node& node : g.nodes)
     if (node_uses_params(node)) p.uniform_bytes += uint64_t(p.uniform_stride) * kMaxDispatches;
+  if (graph_uses_symbol_block(g)) p.uniform_bytes += kSymbolBlockBytes;
 
   if (budget.device_memory != 0 && p.total() > budget.device_memory)
     throw std::invalid_argument(fmt::format(

@@ -34,10 +34,13 @@ struct RouteKey {
 struct Binding {
   uint32_t slot = 0;
   TensorId tensor;
-  bool uniform = false;
+  bool uniform = false;  // the node's uniform block for this kernel (its plan's params)
+  bool symbols = false;  // the graph's symbol block: every symbol's live value (graph.h)
 
-  static Binding of(uint32_t slot, TensorId t) { return {slot, t, false}; }
-  static Binding params(uint32_t slot) { return {slot, {}, true}; }
+  static Binding of(uint32_t slot, TensorId t) { return {slot, t, false, false}; }
+  static Binding params(uint32_t slot) { return {slot, {}, true, false}; }
+  static Binding symbol_block(uint32_t slot) { return {slot, {}, false, true}; }
+  bool is_tensor() const { return !uniform && !symbols; }
 };
 
 struct KernelSpec {

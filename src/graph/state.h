@@ -55,6 +55,7 @@ struct GraphState {
   MemoryPlan memory;                  // which buffer hosts each tensor, and the sizes
   std::vector<gpu::Buffer> buffers;   // per physical buffer of the plan (memory.buffers)
   std::vector<gpu::Buffer> uniforms;  // per node: kMaxDispatches slots
+  gpu::Buffer symbol_block;           // kSymbolBlockBytes; null when no kernel binds it
   std::vector<std::array<gpu::Buffer, kReadbackSlots>> staging;  // per output (outputs order)
   std::array<ReadbackSlot, kReadbackSlots> readback;
   Snapshot last;  // of the latest execute
@@ -77,6 +78,8 @@ MemoryPlan plan_memory(const GraphState& g, const MemoryBudget& budget);
 
 // Whether any route of the node binds its uniform block (it then gets a uniform buffer).
 bool node_uses_params(const Node& node);
+// Whether any kernel of the graph binds the symbol block.
+bool graph_uses_symbol_block(const GraphState& g);
 
 // The bind group of kernel `k` of route `r` of node `n` for `pipeline`, a tensor named in
 // `overrides` bound to the override's buffer instead of its own (build: none).

@@ -125,6 +125,12 @@ void propagate_and_commit(GraphState& g) {
 
   // Commit: nothing below throws.
   const bool first = !g.planned;
+  if (g.symbol_block && (first || st.symbols != g.live.symbols)) {
+    std::array<uint32_t, kMaxSymbols> values{};
+    for (size_t i = 0; i < st.symbols.size(); ++i) values[i] = uint32_t(st.symbols[i]);  // [0, 2^32): add_symbol
+    wgpuQueueWriteBuffer(g.dev->queue.get(), g.symbol_block.get(), 0, values.data(), kSymbolBlockBytes);
+    ++g.stats.uniform_uploads;
+  }
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (!g.uniforms[n]) continue;
     const Plan& next = st.nodes[n].plan;

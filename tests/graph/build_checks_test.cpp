@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gpu/handles.h"
+#include "gpu/pipeline.h"
 #include "support/throws.h"
 #include "graph/check.h"
 #include "graph/graph.h"
@@ -56,6 +57,28 @@ void add_pair_node(Graph& g, const std::string& name, TensorId a, TensorId b, st
             plan.grids[0] = ops::grid_1d(ops::ceil_div(params.n, 256), 65535);
           },
   });
+}
+
+// Symbols live as u32 words of the symbol block (graph_symbols.wgsl): a graph holds at most
+// kMaxSymbols, each within [0, 2^32), and the WGSL struct is exactly the block's size.
+TEST(GraphSymbols, TheBlockHoldsEverySymbolAsAU32) {
+  Graph g(test::device());
+  for (size_t i = 0; i < kMaxSymbols; ++i) add_symbol(g, {.name = "s" + std::to_string(i), .lo = 0, .hi = 1});
+  std::string msg = message_of<std::invalid_argument>([&] { add_symbol(g, {.name = "one_more", .lo = 0, .hi = 1}); });
+  EXPECT_THAT(msg, ::testing::HasSubstr("'one_more'"));
+  EXPECT_THAT(msg, ::testing::HasSubstr("at most 16 symbols"));
+
+  Graph h(test::device());
+  msg = message_of<std::invalid_argument>([&] { add_symbol(h, {.name = "neg", .lo = -1, .hi = 4}); });
+  EXPECT_THAT(msg, ::testing::HasSubstr("'neg'"));
+  EXPECT_THAT(msg, ::testing::HasSubstr("outside [0, 2^32)"));
+  msg = message_of<std::invalid_argument>([&] { add_symbol(h, {.name = "big", .lo = 0, .hi = int64_t(1) << 32}); });
+  EXPECT_THAT(msg, ::testing::HasSubstr("'big'"));
+
+  const std::string wgsl(gpu::kernel_source("graph_symbols"));
+  const std::string decl = "array<vec4<u32>, " + std::to_string(kSymbolBlockBytes / 16) + ">";
+  EXPECT_NE(wgsl.find(decl), std::string::npos) << "graph_symbols.wgsl does not declare " << decl;
+  EXPECT_EQ(kSymbolBlockBytes, kMaxSymbols * 4);
 }
 
 TEST(GraphInfer, AForgottenOutputIsAnErrorNamingNodeAndOutput) {

@@ -226,6 +226,48 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   EXPECT_EQ(pipe.n_past, seq.size());
 }
 
+// A decode step's values live in the graph's symbol block: a step that moves pos alone writes
+// that block and no node's uniform block, except an attention node's when its chunk count
+// changes (every key block).
+TEST(ModelDecode, StepWritesTheSymbolBlockNotEveryNode) {
+  if (!std::filesystem::exists(kVocab)) GTEST_SKIP() << "vocab test data absent: run tools/setup-test-data.sh";
+  GgufFile vocab = open_gguf(kVocab);
+  const E2eCase c{Arch::Llama, GgmlType::Q8_0, 3e-2f};
+  Fixture f = make_fixture(c, vocab);
+  llm::Session s = session(f, 8, false, c);
+  graph::Graph& g = *s.mg.graph;
+  const std::vector<int32_t> prompt = {1, 450, 4996, 17354};
+  llm::eval(s, prompt, {}, llm::Readout::Argmax);
+  llm::read_argmax(s);
+  ASSERT_TRUE(llm::can_feed(s));
+  llm::read_argmax(s, llm::submit_fed_step(s));  // the first decode step switches the routes
+  auto plans = [&] {
+    std::vector<graph::Plan> p;
+    for (uint32_t n = 0; n < graph::node_count(g); ++n) p.push_back(graph::active_plan(g, graph::NodeId{n}));
+    return p;
+  };
+  int steps_with_one_write = 0;
+  const int kSteps = 24;
+  for (int i = 0; i < kSteps; ++i) {
+    const std::vector<graph::Plan> before = plans();
+    const int64_t uploads = graph::stats(g).uniform_uploads;
+    llm::read_argmax(s, llm::submit_fed_step(s));
+    const std::vector<graph::Plan> after = plans();
+    int64_t changed_blocks = 0;
+    for (uint32_t n = 0; n < graph::node_count(g); ++n) {
+      for (size_t j = 0; j < before[n].params.size(); ++j) changed_blocks += before[n].params[j] != after[n].params[j];
+      if (before[n] != after[n]) {
+        EXPECT_EQ(graph::node_info(g, graph::NodeId{n}).op, "attention")
+            << graph::pass_label(g, graph::NodeId{n}) << " re-planned for a step that moved pos alone";
+      }
+    }
+    EXPECT_EQ(graph::stats(g).uniform_uploads - uploads, 1 + changed_blocks) << "step " << i;
+    steps_with_one_write += changed_blocks == 0;
+  }
+  EXPECT_EQ(s.n_past, prompt.size() + 1 + kSteps);
+  EXPECT_GE(steps_with_one_write, kSteps / 2) << "attention re-planned on most steps";
+}
+
 // A tensor no builder reads is an error naming it (the run would silently lack it), and a
 // warning with allow_unused.
 TEST(ModelTensors, UnreadTensorIsAnErrorNamingIt) {

@@ -12,7 +12,7 @@ namespace {
 constexpr ParamField kFields[] = {{"n_tokens", offsetof(AttentionParams, n_tokens)},
                                   {"n_heads", offsetof(AttentionParams, n_heads)},
                                   {"n_kv_heads", offsetof(AttentionParams, n_kv_heads)},
-                                  {"pos", offsetof(AttentionParams, pos)},
+                                  {"pos_sym", offsetof(AttentionParams, pos_sym)},
                                   {"n_ctx", offsetof(AttentionParams, n_ctx)},
                                   {"n_chunks", offsetof(AttentionParams, n_chunks)},
                                   {"chunk_blocks", offsetof(AttentionParams, chunk_blocks)},
@@ -203,7 +203,7 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
   AttentionParams p{};
   p.n_tokens = c.n_tokens;
   p.n_heads = c.n_heads;
-  p.pos = c.rows ? 0u : uint32_t(c.pos);
+  p.pos_sym = c.pos_sym;
   p.n_ctx = c.n_ctx;
   p.scale = c.scale;
   const uint32_t group = c.n_heads / n_kv;
@@ -321,15 +321,16 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
                                           {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
                                            graph::Binding::of(2, part.v), graph::Binding::of(3, out),
                                            graph::Binding::of(4, scratch), graph::Binding::params(5),
-                                           graph::Binding::of(6, table)}}
+                                           graph::Binding::of(6, table), graph::Binding::symbol_block(7)}}
                       : graph::KernelSpec{key("decode_split", decode_consts),
                                           {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
                                            graph::Binding::of(2, part.v), graph::Binding::of(4, scratch),
-                                           graph::Binding::params(5), graph::Binding::of(6, table)}});
+                                           graph::Binding::params(5), graph::Binding::of(6, table),
+                                           graph::Binding::symbol_block(7)}});
     prefill_kernels.push_back({key("prefill", prefill_consts),
                                {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
                                 graph::Binding::of(2, part.v), graph::Binding::of(3, out), graph::Binding::params(5),
-                                graph::Binding::of(6, table)}});
+                                graph::Binding::of(6, table), graph::Binding::symbol_block(7)}});
   }
   decode_kernels.push_back({key("decode_reduce", consts),
                             {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)},
@@ -360,7 +361,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
           },
       .plan =
           [=](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], scale, max_chunks,
+            plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], sym.v, scale, max_chunks,
                             a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows,
                             merges_itself, rows, decode_tokens},
                            p);

@@ -115,7 +115,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
 
 struct AttentionParams {
-  uint32_t n_tokens, n_heads, n_kv_heads, pos;  // n_heads: all parts'; n_kv_heads: this part's
+  uint32_t n_tokens, n_heads, n_kv_heads, pos_sym;  // n_heads: all parts'; n_kv_heads: this part's; pos's symbol
   uint32_t n_ctx, n_chunks, chunk_blocks, ml_offset;
   float scale;
   uint32_t kv_off;  // the cache part's first KV head
@@ -137,7 +137,8 @@ struct AttentionPlanCtx {
   uint32_t n_tokens, n_heads;
   std::span<const uint32_t> part_heads;  // each cache part's KV heads: a decode / prefill kernel each
   uint32_t head_dim, n_ctx;
-  int64_t pos;  // with rows: the max_keys symbol's value
+  int64_t pos;  // with rows: the max_keys symbol's value (checked; kernels read pos from the symbol block)
+  uint32_t pos_sym;  // that symbol
   float scale;
   uint32_t max_chunks;  // the split cap
   bool decode;  // the active route: flash_decode (else prefill)

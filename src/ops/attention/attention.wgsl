@@ -4,12 +4,13 @@
 // b_i .. b_i + p_i of kv_rows (clamped into the cache: kv_rows.wgsl); the decode kernels take a
 // token per grid z, their partials a region per token (query row token * n_heads + head).
 //! use kv_rows
+//! use graph_symbols
 //! use attention_decode_vec
 struct Params {
   n_tokens: u32,
   n_heads: u32,
   n_kv_heads: u32,
-  pos: u32,
+  pos_sym: u32,  // the symbol block's index of pos (the first query's position)
   n_ctx: u32,
   n_chunks: u32,
   chunk_blocks: u32,
@@ -32,6 +33,7 @@ override TABLE: bool = false;   // per-token positions and regions from kv_rows 
 @group(0) @binding(4) var<storage, read_write> split: array<f32>;  // decode partials
 @group(0) @binding(5) var<uniform> p: Params;
 @group(0) @binding(6) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
+@group(0) @binding(7) var<uniform> symbols: Symbols;
 
 const WG: u32 = 256u;
 const MAX_GROUP: u32 = 8u;
@@ -53,7 +55,7 @@ fn word_vec4s() -> u32 { return select(1u, 2u, F16); }
 fn decode_token(wid: vec3<u32>) -> u32 { return select(0u, wid.z, TABLE); }
 fn decode_span(token: u32) -> vec2<u32> {
   if (TABLE) { return kv_span(token, p.n_ctx); }
-  return vec2<u32>(0u, p.pos + 1u);
+  return vec2<u32>(0u, symbol(p.pos_sym) + 1u);
 }
 
 // The decode kernels' query heads: a workgroup takes HPW consecutive heads of KV head g's GROUP;
@@ -527,7 +529,8 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let grp = t / ROWS;  // scores: keys grp * KPT ..; output: vec4s grp * OV ..
   let PST = BK + 1u;   // padded row stride of pp (banks)
   let my_tok = min(tok0 + r / GROUP, p.n_tokens - 1u);
-  var limit = p.pos + my_tok;  // last key row r sees (TABLE: within its region)
+  let pos = symbol(p.pos_sym);
+  var limit = pos + my_tok;  // last key row r sees (TABLE: within its region)
   if (TABLE) { limit = kv_span(my_tok, p.n_ctx).y - 1u; }
   var m_run = NEG;  // threads t < ROWS: row t's running max and sum
   var l_run = 0.0;
@@ -536,7 +539,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   var run0 = tok0;  // the run's first token
   loop {
     var run_end = last_tok + 1u;  // one past the run's last token
-    var kv_len = p.pos + last_tok + 1u;
+    var kv_len = pos + last_tok + 1u;
     var row0 = g * p.n_ctx;
     var in_run = true;
     if (TABLE) {

@@ -10,7 +10,7 @@ namespace {
 constexpr ParamField kFields[] = {{"n_tokens", offsetof(KvCacheParams, n_tokens)},
                                   {"n_kv_heads", offsetof(KvCacheParams, n_kv_heads)},
                                   {"head_dim", offsetof(KvCacheParams, head_dim)},
-                                  {"pos", offsetof(KvCacheParams, pos)},
+                                  {"pos_sym", offsetof(KvCacheParams, pos_sym)},
                                   {"n_ctx", offsetof(KvCacheParams, n_ctx)},
                                   {"head_off", offsetof(KvCacheParams, head_off)},
                                   {"row_heads", offsetof(KvCacheParams, row_heads)},
@@ -75,7 +75,7 @@ void plan_kv_write(const KvWritePlanCtx& c, graph::Plan& plan) {
   uint32_t head_off = 0;
   for (size_t i = 0; i < c.part_heads.size(); ++i) {
     const uint32_t heads = c.part_heads[i];
-    plan.params[i].set(KvCacheParams{c.n_tokens, heads, c.head_dim, c.rows ? 0u : uint32_t(c.pos), c.n_ctx, head_off,
+    plan.params[i].set(KvCacheParams{c.n_tokens, heads, c.head_dim, c.pos_sym, c.n_ctx, head_off,
                                      row_heads, 0});
     uint64_t words = uint64_t(c.n_tokens) * heads * (c.f16 ? c.head_dim / 2 : c.head_dim);
     plan.grids[i] = grid_1d(ceil_div(words, kWorkgroup), c.max_groups_per_dim);
@@ -136,7 +136,7 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
     kernels.push_back({gpu::make_key("kv_cache", "main", consts),
                        {graph::Binding::of(0, d.k), graph::Binding::of(1, d.v), graph::Binding::of(2, part.k),
                         graph::Binding::of(3, part.v), graph::Binding::params(4),
-                        graph::Binding::of(5, kv_rows_binding(d.rows, d.k))}});
+                        graph::Binding::of(5, kv_rows_binding(d.rows, d.k)), graph::Binding::symbol_block(6)}});
     outputs.push_back(part.k);
     outputs.push_back(part.v);
   }
@@ -158,7 +158,7 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
       .plan =
           [sym = rows ? d.rows->max_keys : d.pos, rows, f16, part_heads, n_ctx, head_dim](const graph::PlanArgs& a,
                                                                                          graph::Plan& p) {
-            plan_kv_write({a.in[0][0], part_heads, head_dim, n_ctx, a.sym[sym], f16,
+            plan_kv_write({a.in[0][0], part_heads, head_dim, n_ctx, a.sym[sym], sym.v, f16,
                            a.caps->limits.maxComputeWorkgroupsPerDimension, rows},
                           p);
           },

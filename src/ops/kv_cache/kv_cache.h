@@ -78,7 +78,7 @@ void check_kv_rows_live(const std::string& name, const graph::Shape& table, uint
 void check_max_keys(const std::string& name, int64_t max_keys, uint32_t n_ctx);
 
 struct KvCacheParams {
-  uint32_t n_tokens, n_kv_heads, head_dim, pos;  // n_kv_heads: this part's
+  uint32_t n_tokens, n_kv_heads, head_dim, pos_sym;  // n_kv_heads: this part's; pos_sym: pos's symbol block index
   uint32_t n_ctx, head_off, row_heads, _pad0;    // the part's first KV head; KV heads per k/v row
 };
 static_assert(sizeof(KvCacheParams) == 32);
@@ -94,7 +94,8 @@ struct KvWritePlanCtx {
   uint32_t n_tokens;
   std::span<const uint32_t> part_heads;  // each cache part's KV heads: a kernel each
   uint32_t head_dim, n_ctx;
-  int64_t pos;  // with rows: the max_keys symbol's value
+  int64_t pos;  // with rows: the max_keys symbol's value (checked; kernels read pos from the symbol block)
+  uint32_t pos_sym;  // that symbol
   bool f16;
   uint32_t max_groups_per_dim;
   bool rows = false;

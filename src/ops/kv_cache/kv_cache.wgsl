@@ -3,11 +3,12 @@
 // KvRows::table. One thread per cache word: an f32, or (F16) two halves packed with pack2x16float.
 // A cache part holds KV heads head_off .. head_off + n_kv_heads - 1 of the rows.
 //! use kv_rows
+//! use graph_symbols
 struct Params {
   n_tokens: u32,
   n_kv_heads: u32,
   head_dim: u32,
-  pos: u32,
+  pos_sym: u32,  // the symbol block's index of pos
   n_ctx: u32,
   head_off: u32,
   row_heads: u32,
@@ -23,6 +24,7 @@ override TABLE: bool = false;  // rows from kv_rows (else pos + token)
 @group(0) @binding(3) var<storage, read_write> v_cache: array<u32>;
 @group(0) @binding(4) var<uniform> p: Params;
 @group(0) @binding(5) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
+@group(0) @binding(6) var<uniform> symbols: Symbols;
 
 const WG: u32 = 256u;
 
@@ -37,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let head = (i / row_words) % p.n_kv_heads;
   let token = i / (row_words * p.n_kv_heads);
   let src = (token * p.row_heads + p.head_off + head) * p.head_dim + w * per;
-  var row = p.pos + token;
+  var row = symbol(p.pos_sym) + token;
   if (TABLE) { row = kv_dst(token, p.n_ctx); }
   let dst = (head * p.n_ctx + row) * row_words + w;
   if (F16) {

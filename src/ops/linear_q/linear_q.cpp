@@ -18,7 +18,7 @@ constexpr ParamField kFields[] = {
     {"k", offsetof(LinearQParams, k)},       {"gs", offsetof(LinearQParams, gs)},
     {"has_bias", offsetof(LinearQParams, has_bias)}, {"x_row", offsetof(LinearQParams, x_row)},
     {"eps", offsetof(LinearQParams, eps)},   {"y_off", offsetof(LinearQParams, y_off)},
-    {"ld", offsetof(LinearQParams, ld)},     {"pos", offsetof(LinearQParams, pos)},
+    {"ld", offsetof(LinearQParams, ld)},     {"pos_sym", offsetof(LinearQParams, pos_sym)},
     {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"pad0", offsetof(LinearQParams, pad0)}};
 constexpr uint32_t kWg = 256;  // linear_q.wgsl WG
 constexpr uint32_t kRpt = 4;   // linear_q.wgsl RPT
@@ -72,7 +72,7 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
   if (c.rope) check_rope_positions(c.name, *c.rope, c.rope_caches, c.m, c.pos);
   auto part_params = [&](const LinearQPartPlan& pp) {
     return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? c.m - 1 : 0u, c.eps,
-                         pp.y_off, c.n, uint32_t(c.pos), c.rope_caches.n_ctx, 0};
+                         pp.y_off, c.n, c.rope ? rope_qkv_symbol(*c.rope).v : 0u, c.rope_caches.n_ctx, 0};
   };
   for (size_t j = 0; j < steps.size(); ++j) {
     const LinearQPartPlan& pp = c.parts.at(steps[j].part);
@@ -386,7 +386,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                 Binding::of(3, bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nw)};
       if (gemv_rope)
         b.insert(b.end(), {Binding::of(12, d.rope->freqs), Binding::of(13, d.rope->k_cache),
-                           Binding::of(14, d.rope->v_cache)});
+                           Binding::of(14, d.rope->v_cache), Binding::symbol_block(15)});
       else if (!d.swiglu)
         b.push_back(Binding::of(9, res));  // gemv_swiglu and gemv_rope add no residual
       if (partial) b.push_back(Binding::of(11, *partial));

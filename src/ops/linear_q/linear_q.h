@@ -106,7 +106,7 @@ struct LinearQParams {
   float eps;
   uint32_t y_off;  // the weight's first column of y (and of bias, residual)
   uint32_t ld;     // y's (and the residual's) row length
-  uint32_t pos;    // gemv_rope: the token's position
+  uint32_t pos_sym;  // gemv_rope: the symbol block's index of pos (the first token's position)
   uint32_t n_ctx;  // gemv_rope: positions per cache head
   uint32_t pad0;
 };

@@ -1,6 +1,7 @@
 // Quantized linear, q4gsw, q8 and the K-quants (ops/quant/quant.h has the layouts; linear_q.h
 // the routes): y[m, n] = sum_k x[m, k] * value(n, k) + bias[n].
 //! use rope_turn
+//! use graph_symbols
 //! use linear_q_kquant_rows
 //! use linear_q_matrix
 struct Params {
@@ -13,7 +14,7 @@ struct Params {
   eps: f32,    // of the fused RMS norm
   y_off: u32,  // this weight's first column of y (bias, residual): several weights share y
   ld: u32,     // y's and the residual's row length
-  pos: u32,    // the token's position (gemv_rope)
+  pos_sym: u32,  // the symbol block's index of pos (gemv_rope)
   n_ctx: u32,  // positions per cache head (gemv_rope)
   pad0: u32,
 }
@@ -596,7 +597,8 @@ fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
 // columns from y_off). Lane 0 of a row set holds 4 consecutive columns of one head, i.e. two
 // rotation pairs (2j, 2j + 1) of the normal layout: it turns the q and k ones (rope_turn.wgsl)
 // and writes q to y [m, q columns], k and v to the caches [n_kv_heads, n_ctx, head_dim] at
-// p.pos + m for x's row m. Neox pairs (j, j + n_rot / 2) span row sets: their gemv writes q|k|v, then rope_qkv.
+// pos + m for x's row m (pos from the graph's symbol block). Neox pairs (j, j + n_rot / 2) span
+// row sets: their gemv writes q|k|v, then rope_qkv.
 override ROPE_HD: u32 = 64u;      // head_dim, a multiple of 4
 override ROPE_NROT: u32 = 64u;    // rotated dims per head, a multiple of 4
 override ROPE_Q: u32 = 0u;        // q columns (n_heads * head_dim)
@@ -606,6 +608,7 @@ override ROPE_F16: bool = false;  // the caches hold f16 pairs
 @group(0) @binding(12) var<storage, read> rope_freqs: array<u32>;  // [n_rot / 2][hi, lo]
 @group(0) @binding(13) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(14) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(15) var<uniform> symbols: Symbols;
 
 // Pair (e, e + 1) of a head turned at `pos`; past n_rot it passes through.
 fn rope_pair(v: vec2<f32>, e: u32, pos: u32) -> vec2<f32> {
@@ -633,12 +636,12 @@ fn rope_store(to_k: bool, col: u32, v: vec4<f32>, pos: u32) {
 fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
-  let m = gv_m(wid, nwg);  // the token at p.pos + m
+  let m = gv_m(wid, nwg);  // the token at pos + m
   let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
   let acc = gv_reduce(gv_dots(gv_clamp(rows), m, lid % GV_TK, lid), lid);
   if (lid % GV_TK != 0u || n0 >= p.n) { return; }
   let c = p.y_off + n0;  // the q|k|v column of row n0 (weights have whole heads: n0 + 3 < p.n)
-  let pos = p.pos + m;
+  let pos = symbol(p.pos_sym) + m;
   var v = vec4<f32>(finish(acc.x, n0), finish(acc.y, n0 + 1u), finish(acc.z, n0 + 2u), finish(acc.w, n0 + 3u));
   if (c < ROPE_Q + ROPE_KV) {
     let e = c % ROPE_HD;

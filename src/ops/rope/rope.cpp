@@ -13,7 +13,7 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(RopeParams, n_tokens)},
                                   {"n_heads", offsetof(RopeParams, n_heads)},
                                   {"head_dim", offsetof(RopeParams, head_dim)},
                                   {"n_rot", offsetof(RopeParams, n_rot)},
-                                  {"pos", offsetof(RopeParams, pos)},
+                                  {"pos_sym", offsetof(RopeParams, pos_sym)},
                                   {"neox", offsetof(RopeParams, neox)},
                                   {"n_kv_heads", offsetof(RopeParams, n_kv_heads)},
                                   {"n_ctx", offsetof(RopeParams, n_ctx)}};
@@ -94,7 +94,7 @@ void plan_rope(const RopePlanCtx& c, graph::Plan& plan) {
   if (!c.rows && (c.pos < 0 || c.pos + int64_t(p.n_tokens) > int64_t(UINT32_MAX)))
     throw std::invalid_argument(fmt::format("rope: positions {}..{} are outside [0, 2^32)", c.pos,
                                             c.pos + p.n_tokens - 1));
-  p.pos = c.rows ? 0u : uint32_t(c.pos);
+  p.pos_sym = c.pos_sym;
   p.neox = c.layout == RopeLayout::Neox ? 1u : 0u;
   plan.params[0].set(p);
   uint64_t pairs = uint64_t(p.n_tokens) * p.n_heads * (p.head_dim / 2);  // a thread per pair
@@ -127,7 +127,7 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
                                                          : std::vector<gpu::OverrideConstant>{}),
                       {graph::Binding::of(0, d.x), graph::Binding::of(1, d.freqs),
                        graph::Binding::of(2, y), graph::Binding::params(3),
-                       graph::Binding::of(6, kv_rows_binding(d.rows, d.x))}};
+                       graph::Binding::of(6, kv_rows_binding(d.rows, d.x)), graph::Binding::symbol_block(7)}};
   uint32_t head_dim = d.head_dim;
   RopeLayout layout = d.layout;
   graph::SymbolId pos = d.pos;
@@ -148,7 +148,7 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
           },
       .plan =
           [=](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_rope({a.in[0], head_dim, n_rot, rows ? 0 : a.sym[pos], layout,
+            plan_rope({a.in[0], head_dim, n_rot, rows ? 0 : a.sym[pos], pos.v, layout,
                        a.caps->limits.maxComputeWorkgroupsPerDimension, rows},
                       p);
           },
@@ -188,7 +188,7 @@ graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, grap
   return {gpu::make_key("rope", "rope_qkv", std::move(consts)),
           {graph::Binding::of(0, qkv), graph::Binding::of(1, r.freqs), graph::Binding::of(2, q),
            graph::Binding::params(3), graph::Binding::of(4, r.k_cache), graph::Binding::of(5, r.v_cache),
-           graph::Binding::of(6, kv_rows_binding(r.rows, r.freqs))}};
+           graph::Binding::of(6, kv_rows_binding(r.rows, r.freqs)), graph::Binding::symbol_block(7)}};
 }
 
 void check_rope_positions(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n,
@@ -206,8 +206,8 @@ void check_rope_positions(const std::string& name, const RopeQkv& r, const RopeQ
 void plan_rope_qkv(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n, int64_t pos,
                    uint32_t max_groups_per_dim, graph::ParamBlock& params, graph::Grid& grid) {
   check_rope_positions(name, r, c, n, pos);
-  params.set(RopeParams{n, r.n_heads, r.head_dim, c.n_rot, r.rows ? 0u : uint32_t(pos), r.layout == RopeLayout::Neox ? 1u : 0u,
-                        r.n_kv_heads, c.n_ctx});
+  params.set(RopeParams{n, r.n_heads, r.head_dim, c.n_rot, rope_qkv_symbol(r).v,
+                        r.layout == RopeLayout::Neox ? 1u : 0u, r.n_kv_heads, c.n_ctx});
   const uint64_t threads = uint64_t(n) * (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 4);
   grid = grid_1d(ceil_div(threads, kWorkgroup), max_groups_per_dim);
 }

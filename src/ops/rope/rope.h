@@ -112,7 +112,7 @@ struct RopeParams {
   uint32_t n_heads;
   uint32_t head_dim;
   uint32_t n_rot;
-  uint32_t pos;
+  uint32_t pos_sym;  // the graph's symbol block index of pos (its value is read there)
   uint32_t neox;  // 1: pairs (j, j + n_rot / 2)
   uint32_t n_kv_heads;  // rope_qkv
   uint32_t n_ctx;       // rope_qkv: positions per cache head
@@ -129,7 +129,8 @@ graph::Shape infer_rope(const RopeInferCtx& c);
 struct RopePlanCtx {
   graph::Shape x;
   uint32_t head_dim, n_rot;
-  int64_t pos;
+  int64_t pos;       // checked here; the kernel reads it from the symbol block
+  uint32_t pos_sym;  // its symbol
   RopeLayout layout;
   uint32_t max_groups_per_dim;
   bool rows = false;  // positions from the table: pos unused

@@ -1,13 +1,15 @@
 // Rotary position embedding, a thread per (token, head, pair); the rotation is rope_turn.wgsl's.
-// Token i turns at pos + i, or (TABLE) at p_i of KvRows::table (kv_rows.wgsl).
+// Token i turns at pos + i (pos the graph symbol p.pos_sym names), or (TABLE) at p_i of
+// KvRows::table (kv_rows.wgsl).
 //! use rope_turn
 //! use kv_rows
+//! use graph_symbols
 struct Params {
   n_tokens: u32,
   n_heads: u32,
   head_dim: u32,
   n_rot: u32,
-  pos: u32,
+  pos_sym: u32,  // the symbol block's index of pos
   neox: u32,
   n_kv_heads: u32,
   n_ctx: u32,
@@ -21,6 +23,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> v_cache: array<u32>;
 
 @group(0) @binding(6) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
+@group(0) @binding(7) var<uniform> symbols: Symbols;
 
 override F16: bool = false;  // rope_qkv: the caches hold f16 pairs
 override TABLE: bool = false;  // positions (and rope_qkv's cache rows) from kv_rows
@@ -56,7 +59,7 @@ fn rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     i1 = i0 + half_rot;
   }
 
-  var position = p.pos + token;
+  var position = symbol(p.pos_sym) + token;
   if (TABLE) { position = kv_pos(token); }
   let r = rotate(x[i0], x[i1], position, j);
   y[i0] = r.x;
@@ -100,7 +103,7 @@ fn rope_qkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
   let u = t % quads;
   let head = (t / quads) % heads;  // q heads, then k, then v
   let token = t / (quads * heads);
-  var position = p.pos + token;
+  var position = symbol(p.pos_sym) + token;
   var row = position;  // the cache row k and v go to
   if (TABLE) {
     position = kv_pos(token);
