@@ -60,6 +60,7 @@ void add_cpu(StepProfile& p, const graph::Graph& g, const CpuMark& m, uint32_t s
   p.submit_s = double(now.submit_ns - m.stats.submit_ns) * 1e-9 / n;
   p.wait_s = double(now.wait_ns - m.stats.wait_ns) * 1e-9 / n;
   p.readback_s = double(now.readback_ns - m.stats.readback_ns) * 1e-9 / n;
+  p.uniform_writes = double(now.uniform_uploads - m.stats.uniform_uploads) / n;
 }
 
 // Runs `one_step(profiler)` `steps` times with a profiler and sums the GPU time per kernel.
@@ -183,8 +184,9 @@ void print_profile(std::FILE* out, const StepProfile& p, const std::optional<gpu
                   "({:.1f} tok/s)\n",
              p.profiled_gpu_s * 1e3, p.real_s * 1e3, p.tokens / std::max(p.real_s, 1e-12));
   fmt::print(out, "CPU per step: update {:.1f} us, encode {:.1f} us, submit {:.1f} us, wait {:.1f} us, read-back "
-                  "{:.1f} us\n",
-             p.update_s * 1e6, p.encode_s * 1e6, p.submit_s * 1e6, p.wait_s * 1e6, p.readback_s * 1e6);
+                  "{:.1f} us; uniform writes {:.1f}\n",
+             p.update_s * 1e6, p.encode_s * 1e6, p.submit_s * 1e6, p.wait_s * 1e6, p.readback_s * 1e6,
+             p.uniform_writes);
   if (peaks)
     fmt::print(out, "peaks ({}, {}): read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s, dependent dispatch {:.2f} us GPU\n",
                peaks->adapter, peaks->date, peaks->read_gbps, peaks->fma_gflops, peaks->dispatch_gpu_us);

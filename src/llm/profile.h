@@ -34,6 +34,7 @@ struct StepProfile {
   double profiled_gpu_s = 0; // per step: the kernels' sum, a pass each
   double real_s = 0;         // per step, unprofiled wall time
   double update_s = 0, encode_s = 0, submit_s = 0, wait_s = 0, readback_s = 0;  // per step
+  double uniform_writes = 0;  // per step: queue writes of uniform blocks (the symbol block included)
   std::vector<KernelProfile> kernels;  // slowest first
 };
 

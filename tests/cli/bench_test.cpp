@@ -247,6 +247,9 @@ TEST(CliBench, ProfileReportsKernelsAndSteps) {
   // epilogue, attention, o, gate|up, down; the attention merge is skipped while the context is
   // one chunk), the embedding, the head's two (2 layers: 13); at 16, still 13.
   EXPECT_NE(r.err.find("dispatches per token: 13.0"), std::string::npos) << r.err;
+  // A decode step moves pos alone: one write, the graph's symbol block, while no attention
+  // node's chunk count changes (decode at 16: keys 17..20, one key block).
+  EXPECT_NE(r.err.find("; uniform writes 1.0\n"), std::string::npos) << r.err;
 }
 
 // --parallel: after the single-sequence rows, tg rows of several sequences on the batched
