@@ -65,25 +65,27 @@ graph::RouteId linear_q_route(uint32_t m) {
   return m <= 7 ? kLinearQSmallM : kLinearQGemm;
 }
 
-void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, graph::Plan& plan) {
+void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<const LinearQStep> steps,
+                   graph::Plan& plan) {
+  const uint32_t m = live.m;
   // last_row: the gemv reads x's last live row and writes one output row.
-  const uint32_t out_m = c.last_row ? 1 : c.m;
-  const uint32_t maxg = c.max_groups_per_dim;
-  if (c.rope) check_rope_positions(c.name, *c.rope, c.rope_caches, c.m, c.pos);
+  const uint32_t out_m = c.last_row ? 1 : m;
+  const uint32_t maxg = live.max_groups_per_dim;
+  if (c.rope) check_rope_positions(c.name, *c.rope, c.rope_caches, m, live.pos);
   auto part_params = [&](const LinearQPartPlan& pp) {
-    return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? c.m - 1 : 0u, c.eps,
+    return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? m - 1 : 0u, c.eps,
                          pp.y_off, c.n, c.rope ? rope_qkv_symbol(*c.rope).v : 0u, c.rope_caches.n_ctx, 0};
   };
   for (size_t j = 0; j < steps.size(); ++j) {
     const LinearQPartPlan& pp = c.parts.at(steps[j].part);
     switch (steps[j].kind) {
       case LinearQStep::Norm:  // rms_norm into the node's normalized-x scratch
-        plan.params[j].set(RmsNormParams{c.m, c.k, c.eps, 0});
-        plan.grids[j] = grid_1d(c.m, maxg);
+        plan.params[j].set(RmsNormParams{m, c.k, c.eps, 0});
+        plan.grids[j] = grid_1d(m, maxg);
         break;
       case LinearQStep::QuantizeAct:
         plan.params[j].set(part_params(pp));
-        plan.grids[j] = grid_1d(ceil_div(uint64_t(c.m) * (c.k / c.gs), 64), maxg);
+        plan.grids[j] = grid_1d(ceil_div(uint64_t(m) * (c.k / c.gs), 64), maxg);
         break;
       case LinearQStep::Gemv: {
         plan.params[j].set(part_params(pp));
@@ -102,14 +104,14 @@ void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, 
         break;
       case LinearQStep::Gemm:
         plan.params[j].set(part_params(pp));
-        plan.grids[j] = {uint32_t(ceil_div(pp.n, kLinearQGemmBN)), uint32_t(ceil_div(c.m, kLinearQGemmBM)), 1};
+        plan.grids[j] = {uint32_t(ceil_div(pp.n, kLinearQGemmBN)), uint32_t(ceil_div(m, kLinearQGemmBM)), 1};
         break;
       case LinearQStep::SiluMul:
-        plan.params[j].set(SiluMulParams{c.m, c.n / 2, kSiluBlocked, 0});
-        plan.grids[j] = grid_1d(ceil_div(uint64_t(c.m) * (c.n / 2), kSiluWg), maxg);
+        plan.params[j].set(SiluMulParams{m, c.n / 2, kSiluBlocked, 0});
+        plan.grids[j] = grid_1d(ceil_div(uint64_t(m) * (c.n / 2), kSiluWg), maxg);
         break;
       case LinearQStep::RopeQkv:
-        plan_rope_qkv(c.name, *c.rope, c.rope_caches, c.m, c.pos, maxg, plan.params[j], plan.grids[j]);
+        plan_rope_qkv(c.name, *c.rope, c.rope_caches, m, live.pos, maxg, plan.params[j], plan.grids[j]);
         break;
     }
   }
@@ -472,8 +474,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   if (d.rope) inputs.push_back(d.rope->freqs);
   const bool rope_rows = d.rope && d.rope->rows;
   if (rope_rows) inputs.push_back(d.rope->rows->table);  // the last input (infer checks its rows)
-  const LinearQPlanCtx base{.m = 0, .n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(),
-                            .max_groups_per_dim = 0, .norm = d.norm.has_value(), .eps = d.eps,
+  const LinearQPlanCtx base{.n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(),
+                            .norm = d.norm.has_value(), .eps = d.eps,
                             .swiglu = d.swiglu, .last_row = d.last_row, .parts = part_plans, .name = d.name,
                             .rope = d.rope, .rope_caches = rope_caches.value_or(RopeQkvCaches{})};
   uint64_t weight_bytes = 0;
@@ -507,12 +509,11 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
           },
       .plan =
           [base, route_steps](const graph::PlanArgs& a, graph::Plan& p) {
-            LinearQPlanCtx c = base;
-            c.m = a.in[0][0];
-            c.max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension;
-            if (c.rope) c.pos = a.sym[rope_qkv_symbol(*c.rope)];
+            const LinearQLive live{.m = a.in[0][0],
+                                   .max_groups_per_dim = a.caps->limits.maxComputeWorkgroupsPerDimension,
+                                   .pos = base.rope ? a.sym[rope_qkv_symbol(*base.rope)] : 0};
             for (const auto& [id, steps] : route_steps)
-              if (a.route_is(id)) plan_linear_q(c, steps, p);
+              if (a.route_is(id)) plan_linear_q(base, live, steps, p);
           },
       .cost =
           [base, n_out, weight_bytes, has_res = d.residual.has_value()](const graph::PlanArgs& a) {

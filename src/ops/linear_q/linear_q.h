@@ -134,21 +134,26 @@ struct LinearQStep {
 struct LinearQPartPlan {
   uint32_t n, y_off;  // the weight's rows and first column of y
 };
+// The node's constants, built once; a plan call adds the live values (LinearQLive).
 struct LinearQPlanCtx {
-  uint32_t m, n, k, gs;  // n: all weights' rows; gs: the activation groups (32 for the K-quants)
+  uint32_t n, k, gs;  // n: all weights' rows; gs: the activation groups (32 for the K-quants)
   bool has_bias;
-  uint32_t max_groups_per_dim;
   bool norm = false;
   float eps = 0;
   bool swiglu = false;
   bool last_row = false;
   std::vector<LinearQPartPlan> parts;
   std::string name;                  // the node's (errors)
-  std::optional<ops::RopeQkv> rope;  // and its caches; pos is the symbol's live value
+  std::optional<ops::RopeQkv> rope;  // and its caches
   RopeQkvCaches rope_caches;
-  int64_t pos = 0;  // rope_qkv_symbol's value: pos, or with rope->rows max_keys
 };
-void plan_linear_q(const LinearQPlanCtx& c, std::span<const LinearQStep> steps, graph::Plan& plan);
+struct LinearQLive {
+  uint32_t m;  // live rows of x
+  uint32_t max_groups_per_dim;
+  int64_t pos = 0;  // with rope: rope_qkv_symbol's value (pos, or with rope->rows max_keys)
+};
+void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<const LinearQStep> steps,
+                   graph::Plan& plan);
 
 // Rows [N, ...] of a fused gate|up weight, from gate and up rows [ff, ...] (row_words u32 per
 // row): blocks of 16 gate rows then the 16 matching up rows. ff must be a multiple of 16.
