@@ -33,67 +33,65 @@ fn scale_at(i: u32) -> f32 {
   return select(h.x, h.y, (i & 1u) == 1u);
 }
 
-// Index of this thread's output value, or p.n_tokens * p.dim when past the end.
-fn out_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-  return min((wid.x + wid.y * nwg.x) * WG + lid, p.n_tokens * p.dim);
+// What a thread writes: output value i (dimension d of token i / dim) from row `row` of this
+// part's table. A token whose id is outside the part (below row0 it wraps past vocab) reads
+// row 0 of it and writes 0 (inside false), in the first part only (write false in the others).
+struct Slot {
+  i: u32,
+  d: u32,
+  row: u32,
+  inside: bool,
+  write: bool,
 }
+
+fn slot(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> Slot {
+  let i = (wid.x + wid.y * nwg.x) * WG + lid;
+  if (i >= p.n_tokens * p.dim) { return Slot(0u, 0u, 0u, false, false); }
+  let id = ids[i / p.dim] - p.row0;
+  let inside = id < p.vocab;
+  return Slot(i, i % p.dim, select(0u, id, inside), inside, inside || p.first != 0u);
+}
+
+fn store(s: Slot, v: f32) { out[s.i] = select(0.0, v, s.inside); }
 
 @compute @workgroup_size(WG)
 fn emb_f32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = tf32[id * p.dim + i % p.dim]; }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, tf32[s.row * p.dim + s.d]); }
 }
 
 @compute @workgroup_size(WG)
 fn emb_f16(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = half_at(id * p.dim + i % p.dim); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, half_at(s.row * p.dim + s.d)); }
+}
+
+fn q8_value(id: u32, d: u32) -> f32 {
+  let e = id * p.dim + d;
+  let q = unpack4xI8(tw[e / 4u])[e % 4u];
+  return f32(q) * scale_at(id * (p.dim / p.gs) + d / p.gs);
 }
 
 @compute @workgroup_size(WG)
 fn emb_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  let d = i % p.dim;
-  var v = 0.0;
-  if (id < p.vocab) {
-    let e = id * p.dim + d;
-    let q = unpack4xI8(tw[e / 4u])[e % 4u];
-    v = f32(q) * scale_at(id * (p.dim / p.gs) + d / p.gs);
-  }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, q8_value(s.row, s.d)); }
+}
+
+fn q4_value(id: u32, d: u32) -> f32 {
+  let e = id * p.dim + d;
+  let q = i32((tw[e / 8u] >> (4u * (e % 8u))) & 15u) - 8;
+  return f32(q) * scale_at(id * (p.dim / p.gs) + d / p.gs);
 }
 
 @compute @workgroup_size(WG)
 fn emb_q4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  let d = i % p.dim;
-  var v = 0.0;
-  if (id < p.vocab) {
-    let e = id * p.dim + d;
-    let q = i32((tw[e / 8u] >> (4u * (e % 8u))) & 15u) - 8;
-    v = f32(q) * scale_at(id * (p.dim / p.gs) + d / p.gs);
-  }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, q4_value(s.row, s.d)); }
 }
 
 // q6k (quant.h): 52 words per 256 values, d per block in sc. Element e = 128 h + 32 t + l of
@@ -101,28 +99,24 @@ fn emb_q4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
 // value = d * scales[8 h + 2 t + l / 16] * (q - 32) (ggml's Q6_K).
 fn byte_at(word: u32, byte: u32) -> u32 { return (tw[word + byte / 4u] >> (8u * (byte % 4u))) & 0xFFu; }
 
+fn q6k_value(id: u32, d: u32) -> f32 {
+  let block = id * (p.dim / 256u) + d / 256u;
+  let w0 = block * 52u;
+  let e = d % 256u;
+  let h = e / 128u;
+  let t = (e / 32u) % 4u;
+  let l = e % 32u;
+  let ql = (byte_at(w0, 64u * h + 32u * (t % 2u) + l) >> (4u * (t / 2u))) & 15u;
+  let qh = (byte_at(w0 + 32u, 32u * h + l) >> (2u * t)) & 3u;
+  let s = f32(bitcast<i32>(byte_at(w0 + 48u, 8u * h + 2u * t + l / 16u) << 24u) >> 24u);
+  return scale_at(block) * s * f32(i32(ql | (qh << 4u)) - 32);
+}
+
 @compute @workgroup_size(WG)
 fn emb_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  let d = i % p.dim;
-  var v = 0.0;
-  if (id < p.vocab) {
-    let block = id * (p.dim / 256u) + d / 256u;
-    let w0 = block * 52u;
-    let e = d % 256u;
-    let h = e / 128u;
-    let t = (e / 32u) % 4u;
-    let l = e % 32u;
-    let ql = (byte_at(w0, 64u * h + 32u * (t % 2u) + l) >> (4u * (t / 2u))) & 15u;
-    let qh = (byte_at(w0 + 32u, 32u * h + l) >> (2u * t)) & 3u;
-    let s = f32(bitcast<i32>(byte_at(w0 + 48u, 8u * h + 2u * t + l / 16u) << 24u) >> 24u);
-    v = scale_at(block) * s * f32(i32(ql | (qh << 4u)) - 32);
-  }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, q6k_value(s.row, s.d)); }
 }
 
 // q4k / q5k (quant.h): nibble words, q5k's fifth bits after them in each row, and per block
@@ -143,25 +137,15 @@ fn kq_value(id: u32, d: u32, q5: bool) -> f32 {
 @compute @workgroup_size(WG)
 fn emb_q4k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = kq_value(id, i % p.dim, false); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, kq_value(s.row, s.d, false)); }
 }
 
 @compute @workgroup_size(WG)
 fn emb_q5k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = kq_value(id, i % p.dim, true); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, kq_value(s.row, s.d, true)); }
 }
 
 // q4_1 / q5_0 / q5_1 (quant.h): nibble words, then (q5_x) the fifth-bit words, padded to a
@@ -182,37 +166,22 @@ fn legacy_value(id: u32, d: u32, five: bool, dm: bool) -> f32 {
 @compute @workgroup_size(WG)
 fn emb_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = legacy_value(id, i % p.dim, false, true); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, legacy_value(s.row, s.d, false, true)); }
 }
 
 @compute @workgroup_size(WG)
 fn emb_q5_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, false); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, legacy_value(s.row, s.d, true, false)); }
 }
 
 @compute @workgroup_size(WG)
 fn emb_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = legacy_value(id, i % p.dim, true, true); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, legacy_value(s.row, s.d, true, true)); }
 }
 
 // iq4_xs (quant.h): nibble words indexing the grid, per block two words: f16 d | scales_h << 16
@@ -220,25 +189,21 @@ fn emb_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 const IQ4_GRID = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
                                 1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
 
+fn iq4_xs_value(id: u32, d: u32) -> f32 {
+  let q = (tw[id * (p.dim / 8u) + d / 8u] >> (4u * (d % 8u))) & 15u;
+  let b = id * (p.dim / 256u) + d / 256u;
+  let j = (d % 256u) / 32u;
+  let w0 = sc[2u * b];
+  let ls = ((sc[2u * b + 1u] >> (4u * j)) & 15u) | (((w0 >> (16u + 2u * j)) & 3u) << 4u);
+  var grid = IQ4_GRID;
+  return unpack2x16float(w0).x * f32(i32(ls) - 32) * grid[q];
+}
+
 @compute @workgroup_size(WG)
 fn emb_iq4_xs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  let d = i % p.dim;
-  var v = 0.0;
-  if (id < p.vocab) {
-    let q = (tw[id * (p.dim / 8u) + d / 8u] >> (4u * (d % 8u))) & 15u;
-    let b = id * (p.dim / 256u) + d / 256u;
-    let j = (d % 256u) / 32u;
-    let w0 = sc[2u * b];
-    let ls = ((sc[2u * b + 1u] >> (4u * j)) & 15u) | (((w0 >> (16u + 2u * j)) & 3u) << 4u);
-    var grid = IQ4_GRID;
-    v = unpack2x16float(w0).x * f32(i32(ls) - 32) * grid[q];
-  }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, iq4_xs_value(s.row, s.d)); }
 }
 
 // q2k / q3k (quant.h): element e of a block is byte e % 4, bits 2 ((e % 16) / 4) of plane word
@@ -262,23 +227,13 @@ fn q23_value(id: u32, d: u32, q3: bool) -> f32 {
 @compute @workgroup_size(WG)
 fn emb_q2k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = q23_value(id, i % p.dim, false); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, q23_value(s.row, s.d, false)); }
 }
 
 @compute @workgroup_size(WG)
 fn emb_q3k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let i = out_index(wid, nwg, lid);
-  if (i >= p.n_tokens * p.dim) { return; }
-  let id = ids[i / p.dim] - p.row0;  // past the part's rows (wrapping below row0): not this part's
-  if (id >= p.vocab && p.first == 0u) { return; }
-  var v = 0.0;
-  if (id < p.vocab) { v = q23_value(id, i % p.dim, true); }
-  out[i] = v;
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, q23_value(s.row, s.d, true)); }
 }
