@@ -108,19 +108,24 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
 
   // Fused: attn_norm inside the q|k|v projection, RoPE of q and k and the cache write after it
   // (in the gemv's epilogue at decode). Caches split by heads take the unfused cache write.
+  // Neox RoPE pairs (j, j + head_dim / 2) are made adjacent in the q and k rows at load, so the
+  // fused node turns them in the normal layout (and the gemv can: its lanes hold 4 adjacent
+  // columns); q·k, the only reader of either, is unchanged.
   std::optional<LinearWeight> wqkv;
   if (!v.qk_norm && c.head_dim % 4 == 0 && caches.more.empty()) {
     std::vector<std::string> biases;
     if (v.qkv_bias) biases = {wname(l, "attn_q.bias"), wname(l, "attn_k.bias"), wname(l, "attn_v.bias")};
+    std::vector<std::vector<uint32_t>> orders;
+    if (c.rope_neox)
+      orders = {neox_pairs_adjacent(c.n_heads, c.head_dim), neox_pairs_adjacent(c.n_kv_heads, c.head_dim), {}};
     wqkv = load_linear_fused(b.g, b.loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"),
                                              wname(l, "attn_v.weight")},
-                             {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows, biases);
+                             {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows, biases, orders);
   }
   graph::TensorId q;
   if (wqkv) {
     const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
-                            .head_dim = c.head_dim,
-                            .layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
+                            .head_dim = c.head_dim, .layout = ops::RopeLayout::Normal,
                             .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
     q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
                                 .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,

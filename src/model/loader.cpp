@@ -206,15 +206,32 @@ std::vector<uint32_t> pack_halves(const std::vector<uint32_t>& v) {
 // The fused matrix's rows in the file's own blocks (a row is whole blocks), so one
 // repack makes the fused layout: parts in turn (Rows) or (gate, up) blocks of 16 rows (SwiGlu).
 std::vector<uint8_t> fuse_blocks(const std::vector<const WeightView*>& parts, const std::vector<uint32_t>& rows,
-                                 FuseLayout layout) {
+                                 FuseLayout layout, const std::vector<std::vector<uint32_t>>& orders) {
   const size_t row_bytes = parts[0]->n_bytes / rows[0];
   std::vector<uint8_t> out;
   if (layout == FuseLayout::SwiGlu) {
     for (uint32_t r0 = 0; r0 < rows[0]; r0 += 16)
       for (const WeightView* p : parts) out.insert(out.end(), p->data + r0 * row_bytes, p->data + (r0 + 16) * row_bytes);
-  } else {
-    for (const WeightView* p : parts) out.insert(out.end(), p->data, p->data + p->n_bytes);
+    return out;
   }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const uint8_t* data = parts[i]->data;
+    if (orders[i].empty()) {
+      out.insert(out.end(), data, data + parts[i]->n_bytes);
+      continue;
+    }
+    for (uint32_t r : orders[i]) out.insert(out.end(), data + r * row_bytes, data + (r + 1) * row_bytes);
+  }
+  return out;
+}
+
+// `v`'s rows of `width` values in `order` (empty: as they are).
+template <class T>
+std::vector<T> reorder_rows(std::vector<T> v, const std::vector<uint32_t>& order, size_t width) {
+  if (order.empty()) return v;
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (uint32_t r : order) out.insert(out.end(), v.begin() + r * width, v.begin() + (r + 1) * width);
   return out;
 }
 
@@ -226,20 +243,22 @@ namespace {
 // blocks (SwiGlu); the write is queued.
 ops::QuantTensors add_fused(graph::Graph& g, Loader& l, const std::string& name,
                             const std::vector<const WeightView*>& parts, const std::vector<uint32_t>& rows,
-                            FuseLayout layout, const LinearWeight& lw) {
+                            FuseLayout layout, const std::vector<std::vector<uint32_t>>& orders,
+                            const LinearWeight& lw) {
   const ops::QuantTensors t = ops::add_quant_weight(g, name, lw.format, lw.n, lw.k, lw.gs);
   l.gpu_bytes += ops::quant_bytes(lw.format, lw.n, lw.k, lw.gs);
-  l.writes.push_back([parts, rows, layout, lw, t](graph::Graph& gg) {
+  l.writes.push_back([parts, rows, layout, orders, lw, t](graph::Graph& gg) {
     if (ops::from_gguf_blocks(lw.format)) {
-      ops::write_quant_weight(gg, t, ops::repack_gguf_blocks(lw.format, fuse_blocks(parts, rows, layout), lw.n, lw.k));
+      ops::write_quant_weight(
+          gg, t, ops::repack_gguf_blocks(lw.format, fuse_blocks(parts, rows, layout, orders), lw.n, lw.k));
       return;
     }
     const uint32_t qw = k_words(lw), sw = lw.k / lw.gs;
     std::vector<std::vector<uint32_t>> q, sc;
     for (size_t i = 0; i < parts.size(); ++i) {
       ops::QuantWeight w = to_quant(*parts[i], lw.format, rows[i], lw.k, lw.gs);
-      q.push_back(std::move(w.q));
-      sc.push_back(unpack_halves(w.scales, size_t(rows[i]) * sw));
+      q.push_back(reorder_rows(std::move(w.q), orders[i], qw));
+      sc.push_back(reorder_rows(unpack_halves(w.scales, size_t(rows[i]) * sw), orders[i], sw));
     }
     ops::QuantWeight out{.format = lw.format, .n = lw.n, .k = lw.k, .gs = lw.gs};
     std::vector<uint32_t> halves;
@@ -262,13 +281,20 @@ ops::QuantTensors add_fused(graph::Graph& g, Loader& l, const std::string& name,
 
 std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
                                               const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
-                                              const std::vector<std::string>& bias_names) {
+                                              const std::vector<std::string>& bias_names,
+                                              const std::vector<std::vector<uint32_t>>& row_orders) {
+  std::vector<std::vector<uint32_t>> orders = row_orders;
+  orders.resize(names.size());
+  for (size_t i = 0; i < names.size(); ++i)
+    if (!orders[i].empty() && (layout != FuseLayout::Rows || orders[i].size() != rows[i]))
+      throw std::logic_error(fmt::format("{}: a row order of {} for {} rows", names[i], orders[i].size(), rows[i]));
   // Every part quantized; consecutive parts of one format and group size make one weight.
   struct Group {
     ops::QuantFormat format;
     uint32_t gs;
     std::vector<const WeightView*> parts;
     std::vector<uint32_t> rows;
+    std::vector<std::vector<uint32_t>> orders;
   };
   std::vector<Group> groups;
   uint32_t n = 0;
@@ -277,9 +303,10 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
     ops::QuantFormat f{};
     uint32_t gs = 0;
     if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
-    if (groups.empty() || groups.back().format != f || groups.back().gs != gs) groups.push_back({f, gs, {}, {}});
+    if (groups.empty() || groups.back().format != f || groups.back().gs != gs) groups.push_back({f, gs, {}, {}, {}});
     groups.back().parts.push_back(&w);
     groups.back().rows.push_back(rows[i]);
+    groups.back().orders.push_back(orders[i]);
     n += rows[i];
   }
   if (layout == FuseLayout::SwiGlu &&
@@ -305,7 +332,7 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
     LinearWeight part{.kind = LinearWeight::Kind::Quant, .n = 0, .k = k, .format = gr.format, .gs = gr.gs};
     for (uint32_t r : gr.rows) part.n += r;
     const ops::QuantTensors t =
-        add_fused(g, l, gi == 0 ? name : fmt::format("{}.{}", name, gi), gr.parts, gr.rows, layout, part);
+        add_fused(g, l, gi == 0 ? name : fmt::format("{}.{}", name, gi), gr.parts, gr.rows, layout, gr.orders, part);
     if (gi == 0) {
       lw.q = t;
       lw.format = gr.format;
@@ -321,9 +348,9 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
     for (size_t i = 0; i < bias_names.size(); ++i) bparts.push_back(&take(l, bias_names[i], {rows[i]}));
     graph::TensorId t = graph::add_weight(g, {.name = name + ".bias", .dtype = graph::DType::F32, .shape = {n}});
     l.gpu_bytes += uint64_t(n) * 4;
-    l.writes.push_back([bparts, layout, t, rows](graph::Graph& gg) {
+    l.writes.push_back([bparts, layout, t, rows, orders](graph::Graph& gg) {
       std::vector<std::vector<float>> v;
-      for (const WeightView* b : bparts) v.push_back(weight_to_f32(*b));
+      for (size_t i = 0; i < bparts.size(); ++i) v.push_back(reorder_rows(weight_to_f32(*bparts[i]), orders[i], 1));
       std::vector<float> all;
       if (layout == FuseLayout::SwiGlu) {
         std::vector<uint32_t> a(v[0].size()), b(v[1].size());
@@ -344,6 +371,17 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
         throw ModelError(fmt::format("{}: some but not all of the fused projection's parts have biases", b));
   }
   return lw;
+}
+
+std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim) {
+  std::vector<uint32_t> order(size_t(n_heads) * head_dim);
+  const uint32_t half = head_dim / 2;
+  for (uint32_t h = 0; h < n_heads; ++h)
+    for (uint32_t j = 0; j < half; ++j) {
+      order[h * head_dim + 2 * j] = h * head_dim + j;
+      order[h * head_dim + 2 * j + 1] = h * head_dim + j + half;
+    }
+  return order;
 }
 
 graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n) {

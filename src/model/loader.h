@@ -84,10 +84,20 @@ LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, ui
 // fits one binding; Rows parts of different formats become one weight per run of equal format
 // (LinearWeight::more), SwiGlu needs one format; otherwise nullopt, and the caller loads the
 // parts one by one.
+// `row_orders` (Rows only): per part, empty or the file row each of its rows takes (a
+// permutation of its rows; neox_pairs_adjacent), the bias the same way.
 enum class FuseLayout : uint8_t { Rows, SwiGlu };
 std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
                                               const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
-                                              const std::vector<std::string>& bias_names = {});
+                                              const std::vector<std::string>& bias_names = {},
+                                              const std::vector<std::vector<uint32_t>>& row_orders = {});
+
+// The row order that makes a q or k projection's neox RoPE pairs (j, j + head_dim / 2 of each
+// head) adjacent: row h * head_dim + 2j takes file row h * head_dim + j, row 2j + 1 takes
+// j + head_dim / 2. Both projections in it, q·k is unchanged and RoPE turns them in the normal
+// layout (pairs (2j, 2j + 1), angle j): the K cache then holds each head in that order, which
+// only attention's q·k reads.
+std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim);
 
 // A vector [n] as f32 (norm weights, biases).
 graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n);

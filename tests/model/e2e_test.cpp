@@ -268,6 +268,30 @@ TEST(ModelDecode, StepWritesTheSymbolBlockNotEveryNode) {
   EXPECT_GE(steps_with_one_write, kSteps / 2) << "attention re-planned on most steps";
 }
 
+// A neox-RoPE model (qwen2) loads its q and k rows with each pair adjacent, so the q|k|v gemv
+// turns RoPE and writes the caches in its epilogue at decode, as llama's does (no rope_qkv
+// dispatch); ModelEndToEnd's qwen2 cases check the logits against the CPU reference.
+TEST(ModelDecode, NeoxModelsTurnRopeInTheGemv) {
+  if (!std::filesystem::exists(kVocab)) GTEST_SKIP() << "vocab test data absent: run tools/setup-test-data.sh";
+  if (test::device().caps.limits.maxStorageBuffersPerShaderStage < 9)
+    GTEST_SKIP() << "gemv_rope binds 9 storage buffers (rope_qkv follows the gemv here)";
+  GgufFile vocab = open_gguf(kVocab);
+  const E2eCase c{.arch = Arch::Qwen2, .type = GgmlType::Q8_0, .tol = 3e-2f, .qkv_bias = true};
+  Fixture f = make_fixture(c, vocab);
+  ASSERT_TRUE(f.file.config.rope_neox);
+  llm::Session s = session(f, 8, false, c);
+  graph::Graph& g = *s.mg.graph;
+  llm::eval(s, std::vector<int32_t>{1, 450, 4996}, {}, llm::Readout::Argmax);
+  llm::read_argmax(s, llm::submit_fed_step(s));
+  for (uint32_t l = 0; l < 2; ++l) {
+    const graph::NodeId n = graph::find_node(g, "attn_qkv_rope." + std::to_string(l));
+    std::vector<std::string> entries;
+    for (const graph::KernelSpec& k : graph::active_route_info(g, n).kernels) entries.push_back(k.pipeline.entry);
+    EXPECT_THAT(entries, ::testing::Contains("gemv_rope")) << graph::pass_label(g, n);
+    EXPECT_THAT(entries, ::testing::Not(::testing::Contains("rope_qkv"))) << graph::pass_label(g, n);
+  }
+}
+
 // A tensor no builder reads is an error naming it (the run would silently lack it), and a
 // warning with allow_unused.
 TEST(ModelTensors, UnreadTensorIsAnErrorNamingIt) {
