@@ -7,10 +7,13 @@
 #   peer/ggml-vocab-llama-bpe.gguf.xz the llama3 vocabulary the model files copy
 # and checks the whole stays under the 64 MiB a device call carries.
 #
-#   bench/peers/pack.sh [BUILD_DIR]   # default build; into .carry-peers/ (or $WGRT_CARRY)
+#   bench/peers/pack.sh [BUILD_DIR] [PROGRAM...]   # default build; into .carry-peers/ (or $WGRT_CARRY)
+# PROGRAM: more executables of BUILD_DIR to carry beside wgrt and wgrt_make_model (e.g.
+# bench/wgrt_lab_attention for pending-h200.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-build}
+shift || true
 cd "$root"
 carry=${WGRT_CARRY:-$root/.carry-peers}
 vocab="$root/.deps/llama-vocab/models/ggml-vocab-llama-bpe.gguf"
@@ -26,7 +29,7 @@ if [ ! -f "$tarball" ] || [ -n "$(find "$lib" -newer "$tarball" -print -quit)" ]
 fi
 [ -f "$carry/peer/ggml-vocab-llama-bpe.gguf.xz" ] || xz -T2 -6 -c "$vocab" >"$carry/peer/ggml-vocab-llama-bpe.gguf.xz"
 # Last, so its MANIFEST lists the peer's files too.
-WGRT_CARRY="$carry" bash tools/device-pack.sh "$build" wgrt wgrt_make_model
+WGRT_CARRY="$carry" bash tools/device-pack.sh "$build" wgrt wgrt_make_model "$@"
 
 bytes=$(du -sb "$carry" | cut -f1)
 tree=$(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)
