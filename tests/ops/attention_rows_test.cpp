@@ -133,8 +133,9 @@ std::vector<OpCase> rows_cases() {
   add(64, 8, true, K::best, /*default_limits=*/true);  // WebGPU's default limits
   add(128, 4, false, K::best, false, /*max_chunks=*/1);  // one chunk: the kernel writes every token's output
   add(64, 4, true, K::vec, false, /*max_chunks=*/1);
+  add(64, 4, true, K::sg);  // decode_sg where `best` takes decode_vec
   // Caches split by KV heads (two parts of one head): both routes, every decode kernel.
-  for (K k : {K::best, K::vec, K::split}) {
+  for (K k : {K::best, K::vec, K::sg, K::split}) {
     AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .group = 2, .n_ctx = kSeqs * kRegion, .max_tokens = 48,
                  .f16 = true, .decode = k, .rows = true, .decode_max_tokens = 4, .cache_parts = {1, 1}};
     cases.push_back({fmt::format("hd64_gqa2_f16{}_parts2", decode_suffix(k)), [c] { run_rows(c, mixed_steps()); }});

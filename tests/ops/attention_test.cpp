@@ -91,8 +91,8 @@ std::vector<OpCase> attention_cases() {
   add(256, 8, 7, 131, false, 0, true);
   add(256, 2, 37, 131, true, 0, true);
   add(80, 8, 3, 131, true, 0, true);
-  // decode_split, the decode kernel of devices without subgroups (the cases above take decode_sg
-  // wherever the device has them).
+  // decode_split, the decode kernel of devices without subgroups (the cases above take decode_vec
+  // or decode_sg wherever the device has them).
   for (uint32_t hd : {64u, 80u, 128u, 256u})
     for (uint32_t group : {1u, 4u, 8u})
       add(hd, group, 1, hd == 80 ? 1031 : 131, hd != 256, 0, false, ops::DecodeKernel::split);
@@ -106,6 +106,12 @@ std::vector<OpCase> attention_cases() {
   add(64, 4, 1, 1031, true, 1, false, ops::DecodeKernel::vec);
   add(64, 8, 1, 1031, true, 0, true, ops::DecodeKernel::vec);
   add(32, 4, 1, 1031, false, 0, true, ops::DecodeKernel::vec);
+  // decode_sg, which `best` takes for groups past 4 or rows wider than the lanes, forced on the
+  // shapes decode_vec takes first: GQA 1/4, f16 and f32, several chunks and one.
+  for (uint32_t hd : {64u, 128u})
+    for (uint32_t group : {1u, 4u})
+      add(hd, group, 1, hd == 64 ? 1031 : 131, group == 4, 0, false, ops::DecodeKernel::sg);
+  add(64, 4, 1, 1031, true, 1, false, ops::DecodeKernel::sg);
   // Caches split by KV heads (a cache past the storage binding limit): a decode or prefill kernel
   // per part writing its heads' columns, one merge; every decode kernel, both routes, f16/f32.
   auto add_parts = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, bool f16, std::vector<uint32_t> parts,
@@ -290,7 +296,13 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
             EXPECT_LT(vv.vec.lanes / 2, words);
             EXPECT_EQ(vv.vec.threads % sg, 0u);
           }
-          EXPECT_NE(sv.decode_kernel, ops::DecodeKernel::vec);
+          // best: decode_vec first where a workgroup holds the whole group (up to 4 heads).
+          if (words <= sg && group <= 4) {
+            EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::vec);
+            sv = ops::attention_variants(small, "attn", hd, group, f16, sg, ops::DecodeKernel::sg);
+          } else if (words <= sg) {
+            EXPECT_NE(sv.decode_kernel, ops::DecodeKernel::vec) << "decode_sg first for groups past 4";
+          }
           if (sv.decode_kernel != ops::DecodeKernel::sg) {
             uint32_t lanes = 1;
             while (lanes * 2 <= std::min(words, sg)) lanes *= 2;
@@ -305,6 +317,9 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
         }
   for (uint32_t hd : {64u, 128u}) {
     ops::AttentionVariants sv = ops::attention_variants(large, "attn", hd, 4, true, 32);
+    EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::vec);
+    EXPECT_EQ(ops::attention_variants(large, "attn", hd, 8, true, 32).decode_kernel, ops::DecodeKernel::sg);
+    sv = ops::attention_variants(large, "attn", hd, 4, true, 32, ops::DecodeKernel::sg);
     EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::sg);
     EXPECT_EQ(sv.decode_heads, 4u);
     EXPECT_EQ(sv.sg.row_words, 1u);

@@ -88,10 +88,12 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   // decode_split: a block of 64 keys unless a row has more than 32 words, so that every P*V
   // lane (WG / row_words of them) holds at most MAX_KPL keys of a block.
   const uint32_t split_block = wg / row_words >= kAttnKeyBlock / max_kpl ? kAttnKeyBlock : kAttnKeyBlock / 2;
-  // Candidates fastest first: decode_sg with all of the group's heads (K/V read once per group)
-  // down to one, then decode_split likewise. decode_vec (up to 4 of the group's heads, K/V read
-  // once per 4 query heads) only when asked for: it is correct on every shape it takes (tests, the
-  // H200 included) but its speed against decode_sg is not measured yet (docs/PERFORMANCE.md).
+  // Candidates fastest first. decode_vec (up to 4 of the group's heads per workgroup, a lane per
+  // row word) where its workgroup holds the whole group: on the H200 it beat decode_sg by 5-30%
+  // in the lab (GQA 4, head dim 64 and 128) and by 4% / 11% in tg128 at depth 0 / 4096
+  // (docs/PERFORMANCE.md). Then decode_sg with all of the group's heads (K/V read once per group)
+  // down to one; decode_vec for larger groups (K/V read once per 4 heads, not measured against
+  // decode_sg there); decode_split likewise.
   struct Decode {
     DecodeKernel kernel;
     DecodeSgShape sg;
@@ -102,7 +104,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   std::vector<WorkgroupFootprint> footprint;
   want = decode_kernel_wanted(want);
   const bool any = want == DecodeKernel::best;
-  if (sg_lanes >= 4 && want == DecodeKernel::vec) {
+  auto add_vec = [&] {
     uint32_t lanes = 1;
     while (lanes < row_words) lanes *= 2;
     // Fewer subgroups per workgroup need less workgroup memory for the merge.
@@ -114,7 +116,9 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
       decode.push_back({DecodeKernel::vec, {}, {lanes, threads}, hpw});
       footprint.push_back({wg_var_bytes(subgroups * 2 * 16) + wg_var_bytes(subgroups * head_dim * 16), threads});
     }
-  }
+  };
+  const bool vec_first = want == DecodeKernel::vec || group <= kVecHeads;
+  if (sg_lanes >= 4 && (any || want == DecodeKernel::vec) && vec_first) add_vec();
   if (sg_lanes >= 4 && (any || want == DecodeKernel::sg)) {
     uint32_t lanes = 1;
     while (lanes * 2 <= std::min(row_words, sg_lanes)) lanes *= 2;
@@ -131,6 +135,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
       }
     }
   }
+  if (sg_lanes >= 4 && any && !vec_first) add_vec();
   if (any || want == DecodeKernel::split) {
     for (uint32_t hpw : heads_per_workgroup(group)) {
       decode.push_back({DecodeKernel::split, {}, {}, hpw});
@@ -167,7 +172,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     if (t.rows < group || ceil_div(d4, columns) > 4 || ceil_div(t.keys, columns) > 4) continue;
     tiles.push_back(t);
     prefill.push_back({wg_var_bytes(uint64_t(t.rows) * (d4 + 1) * 16) + wg_var_bytes(uint64_t(t.keys) * d4 * 16) +
-                           wg_var_bytes(uint64_t(t.rows) * (t.keys + 1) * 4) + wg_var_bytes(t.rows * 4),
+                           wg_var_bytes(uint64_t(t.rows) * (t.keys + 1) * 4) + 2 * wg_var_bytes(wg * 4),
                        wg});
   }
   size_t pi = pick_variant(limits, name + ": attention prefill", prefill);

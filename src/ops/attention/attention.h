@@ -14,9 +14,10 @@
 //             On a device with subgroups, `decode_sg`: key groups of lanes, each with its own
 //             online softmax, merged by shuffles at the end (one barrier in all); a context of
 //             one chunk is written normalized and the plan skips decode_reduce (one dispatch).
-//             `decode_vec` (asked for by DecodeKernel::vec) is the same with a lane per row word
-//             (rows that fit one subgroup), up to 4 query heads as vec4 components, every lane
-//             value a named register and the next turn's K/V loaded ahead. Elsewhere
+//             `decode_vec`, taken first where its workgroup holds the whole group (GQA up to
+//             4) and a row fits one subgroup, is the same with a lane per row word, up to 4 query
+//             heads as vec4 components, every lane value a named register and the next turn's
+//             K/V loaded ahead. Elsewhere
 //             `decode_split`: an online softmax over blocks of 64 keys (32 for f32 rows past
 //             128) through workgroup memory. plan picks the chunk count from the live context.
 //   [2, max]  prefill: `prefill` tiles up to 32 rows (tokens x the group's query heads)
@@ -51,8 +52,9 @@
 
 namespace wgrt::ops {
 
-// The flash-decoding kernels; `best` takes decode_sg, else decode_split, whichever fits the device
-// (its subgroups, workgroup memory and invocations) first; vec only when asked for.
+// The flash-decoding kernels; `best` takes decode_vec (groups up to 4 heads), decode_sg, decode_vec
+// (larger groups), else decode_split, whichever fits the device (its subgroups, workgroup memory
+// and invocations) first.
 // WGRT_DECODE_KERNEL=vec|sg|split forces one (to measure).
 enum class DecodeKernel : uint8_t { best, vec, sg, split };
 const char* decode_kernel_name(DecodeKernel k);  // the entry point: "decode_vec", ...; "best"
