@@ -501,7 +501,8 @@ override BK: u32 = 32u;    // keys per tile
 var<workgroup> pq: array<vec4<f32>, ROWS * (HEAD_DIM / 4u + 1u)>;  // [ROWS][HEAD_DIM/4 + 1]
 var<workgroup> pkv: array<vec4<f32>, BK * HEAD_DIM / 4u>;           // [BK][HEAD_DIM/4]: K, then V
 var<workgroup> pp: array<f32, ROWS * (BK + 1u)>;                    // [ROWS][BK + 1] scores, then p
-var<workgroup> palpha: array<f32, ROWS>;
+var<workgroup> pmax: array<f32, WG>;  // [NG][ROWS]: each thread's max over its keys of the tile
+var<workgroup> psum: array<f32, WG>;  // [NG][ROWS]: each thread's sum of its keys' exps
 
 @compute @workgroup_size(WG)
 fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -532,7 +533,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   let pos = symbol(p.pos_sym);
   var limit = pos + my_tok;  // last key row r sees (TABLE: within its region)
   if (TABLE) { limit = kv_span(my_tok, p.n_ctx).y - 1u; }
-  var m_run = NEG;  // threads t < ROWS: row t's running max and sum
+  var m_run = NEG;  // row r's running max and sum (every thread of the row holds them)
   var l_run = 0.0;
   var acc: array<vec4<f32>, 4>;
 
@@ -572,9 +573,15 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
           if (BK % NG == 0u || grp * KPT + u < BK) { s[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
         }
       }
+      // The online softmax, spread over the NG threads of each row: each takes the max of its own
+      // keys' scores (still in registers), the row's max comes from the NG partials, each writes
+      // its keys' exps and their sum; every thread of a row keeps the row's (max, sum) itself.
+      let n_valid = select(0u, min(BK, limit + 1u - k0), limit >= k0 && in_run);
+      var bm = NEG;
       for (var u = 0u; u < KPT; u++) {
-        if (BK % NG == 0u || grp * KPT + u < BK) { pp[r * PST + grp * KPT + u] = s[u]; }
+        if (grp * KPT + u < n_valid) { bm = max(bm, s[u]); }
       }
+      pmax[t] = bm;
       workgroupBarrier();
       for (var i = t; i < BK * R; i += WG) {
         let j = i / R;
@@ -584,24 +591,25 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         let f = unpack_word(word);
         for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
       }
-      if (t < ROWS) {
-        let n_valid = select(0u, min(BK, limit + 1u - k0), limit >= k0 && in_run);
-        var bm = NEG;
-        for (var j = 0u; j < n_valid; j++) { bm = max(bm, pp[r * PST + j]); }
-        let m_new = max(m_run, bm);
-        let a = exp(m_run - m_new);
-        var sum = 0.0;
-        for (var j = 0u; j < BK; j++) {
-          let e = select(0.0, exp(pp[r * PST + j] - m_new), j < n_valid);
+      var m_tile = NEG;
+      for (var i = 0u; i < NG; i++) { m_tile = max(m_tile, pmax[i * ROWS + r]); }
+      let m_new = max(m_run, m_tile);
+      let a = exp(m_run - m_new);
+      var part = 0.0;
+      for (var u = 0u; u < KPT; u++) {
+        let j = grp * KPT + u;
+        if (BK % NG == 0u || j < BK) {
+          let e = select(0.0, exp(s[u] - m_new), j < n_valid);
           pp[r * PST + j] = e;
-          sum += e;
+          part += e;
         }
-        l_run = l_run * a + sum;
-        m_run = m_new;
-        palpha[r] = a;
       }
+      psum[t] = part;
+      m_run = m_new;
       workgroupBarrier();
-      let a = palpha[r];
+      var sum = 0.0;
+      for (var i = 0u; i < NG; i++) { sum += psum[i * ROWS + r]; }
+      l_run = l_run * a + sum;
       for (var v = 0u; v < OV; v++) { acc[v] *= a; }
       for (var j = 0u; j < BK; j++) {
         let pj = pp[r * PST + j];
@@ -614,12 +622,9 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     run0 = run_end;
     if (run0 > last_tok) { break; }
   }
-  workgroupBarrier();
-  if (t < ROWS) { palpha[t] = 1.0 / l_run; }
-  workgroupBarrier();
   let tok = tok0 + r / GROUP;
   if (tok < p.n_tokens && r < tpt * GROUP) {  // rows past the tile's whole tokens idle (GQA 3, 5, 6, 7)
-    let inv = palpha[r];
+    let inv = 1.0 / l_run;
     for (var v = 0u; v < OV && grp * OV + v < D4; v++) {
       let o = acc[v] * inv;
       let b = ((tok * p.n_heads + (p.kv_off + g) * GROUP + r % GROUP) * D4 + grp * OV + v) * 4u;
