@@ -60,9 +60,18 @@ Sample time_pass(Timer& timer, std::string_view label, const RecordPass& record)
 struct TimeOptions {
   int warmup = 2;
   int repeats = 10;
+  double spin_s = 1.0;  // seconds of back-to-back passes before the warm-up (spin_up)
 };
 
-// Medians over `repeats` passes after `warmup` untimed ones. `seconds` is the GPU time where
+// Keeps the GPU busy with `record` for `seconds` (passes submitted back to back, ~20 ms per
+// submit) so that its clocks leave idle before a timing: the H200 idles at 345 MHz and reaches
+// its 1980 MHz only after about a second of steady work, and drops back within a second of idle
+// (nvidia-smi, bench/peers/profile-h200.sh's clocks.csv). A lab that builds and fills a graph
+// between rows would otherwise time every kernel at a fraction of its speed.
+void spin_up(Timer& timer, double seconds, const RecordPass& record);
+void add_spin_flag(CLI::App& app, TimeOptions& opts);  // --spin-s
+
+// Medians over `repeats` passes after spin_up and `warmup` untimed passes. `seconds` is the GPU time where
 // the device has timestamps, else the wall time.
 struct Timing {
   double seconds = 0;       // median of the chosen clock

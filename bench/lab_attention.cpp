@@ -199,6 +199,7 @@ int main(int argc, char** argv) {
   CLI::App app{"wgrt_lab_attention: flash-decoding and prefill attention timings"};
   app.add_option("--peaks", opts.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
   app.add_option("--repeats", opts.time.repeats, "timed passes per measurement (median)");
+  lab::add_spin_flag(app, opts.time);
   app.add_option("--inner", opts.inner, "prefill calls per timed pass");
   app.add_option("--max-chunks", opts.max_chunks, "comma list of flash-decoding split caps (0: the op's default)")
       ->delimiter(',');

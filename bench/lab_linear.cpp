@@ -61,6 +61,7 @@ double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector
                            const Options& o, const std::string& label) {
   gpu::Device& dev = graph::device(g);
   std::vector<double> samples;
+  lab::spin_up(timer, o.time.spin_s, [&](WGPUComputePassEncoder pass) { graph::encode(g, pass); });
   for (int rep = 0; rep < o.time.warmup + o.time.repeats; ++rep) {
     std::vector<gpu::Buffer> fresh;
     std::vector<graph::BufferOverride> outs;
@@ -209,6 +210,7 @@ int run(int argc, char** argv) {
   app.add_option("--rotate-mb", o.rotate_mb, "weights per pass, MB, to defeat the cache");
   app.add_option("--max-copies", o.max_copies, "most layer copies per pass");
   app.add_option("--repeats", o.time.repeats, "timed passes (median)");
+  lab::add_spin_flag(app, o.time);
   app.add_option("--indep-init", o.indep_init, "fresh outputs of the indep timing: write or lazy")
       ->check(CLI::IsMember({"write", "lazy"}));
   CLI11_PARSE(app, argc, argv);

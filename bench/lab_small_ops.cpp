@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
   app.add_option("--peaks", opts.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
   app.add_option("--repeats", opts.time.repeats, "timed passes per case (median reported)")
       ->check(CLI::Range(1, 10000));
+  lab::add_spin_flag(app, opts.time);
   app.add_option("--warmup", opts.time.warmup, "untimed passes before each case")->check(CLI::Range(0, 1000));
   app.add_option("--inner", opts.inner, "calls of the op per timed pass")->check(CLI::Range(1, 10000));
   lab::add_device_flags(app, opts.device);

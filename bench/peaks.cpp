@@ -378,6 +378,7 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--repeats", opts.time.repeats, "timed runs per measurement (median reported)")
       ->check(CLI::Range(1, 10000));
+  lab::add_spin_flag(app, opts.time);
   app.add_option("--warmup", opts.time.warmup, "untimed runs before each measurement")
       ->check(CLI::Range(0, 1000));
   app.add_option("--dispatches", opts.dispatches, "trivial dispatches in the timed pass")
