@@ -7,10 +7,11 @@
 //              [--no-warmup] [--threads N]
 //
 // As in wgrt bench: random token ids; each depth's KV is prefilled once (untimed) and every
-// repetition first drops the cache past the depth; a warm-up repetition per test unless
-// --no-warmup; pp = the prompt decoded in batches of -b then a synchronize; tg = n_gen
-// single-token decodes, each synchronized (its next token is random: reading llama.cpp's
-// logits back to pick an argmax would add host work wgrt does on the GPU).
+// repetition first drops the cache past the depth; warm-up runs per test adding up to a
+// second (at least one, as wgrt bench) unless --no-warmup; pp = the prompt decoded in batches
+// of -b then a synchronize; tg = n_gen single-token decodes, each synchronized (its next token
+// is random: reading llama.cpp's logits back to pick an argmax would add host work wgrt does on
+// the GPU).
 // Built by bench/peers/setup.sh with g++ against the release's llama.h; not part of wgrt.
 #include <unistd.h>
 
@@ -349,9 +350,15 @@ int run(const Flags& f) {
       return time_repetition(p, t, prompt, gen, f.batch);
     };
     const std::string time = utc_now(), name = test_name(t);
-    if (f.warmup) {
-      std::fprintf(stderr, "peer_bench: [%zu/%zu] %s: warm-up\n", i + 1, tests.size(), name.c_str());
-      (void)once();
+    if (f.warmup) {  // as wgrt bench: runs adding up to a second (the GPU's clocks leave idle), at least one
+      uint64_t warm_ns = 0;
+      int runs = 0;
+      do {
+        warm_ns += once();
+        ++runs;
+      } while (double(warm_ns) < 1e9);
+      std::fprintf(stderr, "peer_bench: [%zu/%zu] %s: warm-up (%d runs, %.2f s)\n", i + 1, tests.size(),
+                   name.c_str(), runs, double(warm_ns) * 1e-9);
     }
     std::vector<uint64_t> ns;
     for (uint32_t r = 0; r < f.reps; ++r) {

@@ -45,6 +45,10 @@ struct BenchFlags {
 };
 
 constexpr uint32_t kProfileSteps = 32;  // decode steps per profile (+ 2 warm-up)
+// The warm-up repeats a test until its runs add up to this long: a GPU leaves its idle clocks
+// only after about a second of steady work (the H200: 345 to 1980 MHz, bench/peers/profile-h200.sh's
+// clocks.csv), and one 35 ms pp512 left the first timed repetition at a fraction of the speed.
+constexpr double kWarmupSeconds = 1.0;
 
 struct Test {
   uint32_t n_prompt = 0, n_gen = 0, depth = 0;
@@ -272,8 +276,14 @@ void run_tests(llm::Session& s, const BenchFlags& f, const std::vector<Test>& te
     };
     Result r{t, utc_now(), {}};
     if (!f.no_warmup) {
-      fmt::print(stderr, "wgrt bench: [{}/{}] {}: warm-up\n", i + 1, n_tests, name);
-      (void)once();
+      uint64_t warm_ns = 0;
+      int runs = 0;
+      do {
+        warm_ns += once();
+        ++runs;
+      } while (double(warm_ns) < kWarmupSeconds * 1e9);
+      fmt::print(stderr, "wgrt bench: [{}/{}] {}: warm-up ({} runs, {:.2f} s)\n", i + 1, n_tests, name, runs,
+                 double(warm_ns) * 1e-9);
     }
     for (uint32_t rep = 0; rep < f.reps; ++rep) {
       r.samples_ns.push_back(once());
@@ -466,7 +476,7 @@ Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
       ->check(CLI::Range(1u, 1u << 21));
   cmd->add_option("-o,--output", f->output, "rows as md, json, jsonl or csv")
       ->check(CLI::IsMember({"md", "json", "jsonl", "csv"}))->capture_default_str();
-  cmd->add_flag("--no-warmup", f->no_warmup, "skip the untimed run of each test before its repetitions");
+  cmd->add_flag("--no-warmup", f->no_warmup, "skip the untimed runs of each test before its repetitions (at least one, for 1 s)");
   cmd->add_option("--quantize", f->quantize, "weights on the GPU: q4gsw, q8, none, or auto (GGUF: as stored; "
                                              "Hugging Face: q4gsw)")
       ->check(CLI::IsMember({"auto", "q4gsw", "q8", "none"}));
