@@ -52,9 +52,12 @@ void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, cons
     return;
   }
   const uint32_t want = has_block_d(f) ? 256 : is_k_quant(f) ? 32 : 0;
-  if (want && (gs != want || k % 256 != 0 || n == 0))
-    throw std::invalid_argument(fmt::format("{}: a {} weight [{}, {}] takes group size {} (not {}) and K a "
-                                            "positive multiple of 256", what, quant_format_name(f), n, k, want, gs));
+  if (want && gs != want)
+    throw std::invalid_argument(fmt::format("{}: a {} weight takes group size {} (not {})", what,
+                                            quant_format_name(f), want, gs));
+  if (want && (k == 0 || k % 256 != 0 || n == 0))
+    throw std::invalid_argument(fmt::format("{}: a {} weight [{}, {}] needs N > 0 and K a positive multiple of 256 "
+                                            "(its super-blocks)", what, quant_format_name(f), n, k));
   if (!want) check_quant_shape(n, k, gs, what);
 }
 
