@@ -38,6 +38,15 @@ uint32_t decode_sg_block() {
   return kAttnKeyBlock;
 }
 
+// WGRT_PREFILL_QREG=0 has prefill read q from workgroup memory in the score phase even where
+// a row fits the registers (to measure).
+bool prefill_q_in_registers() {
+  const char* env = std::getenv("WGRT_PREFILL_QREG");
+  if (!env || std::string(env) == "1") return true;
+  if (std::string(env) == "0") return false;
+  throw std::invalid_argument(fmt::format("WGRT_PREFILL_QREG='{}' (hint: 0 or 1)", env));
+}
+
 // WGRT_DECODE_KERNEL=vec|sg|split narrows `best` to one kernel (to measure).
 DecodeKernel decode_kernel_wanted(DecodeKernel want) {
   const char* env = std::getenv("WGRT_DECODE_KERNEL");
@@ -316,6 +325,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   };
   prefill_consts.push_back({"ROWS", double(var.prefill_rows)});
   prefill_consts.push_back({"BK", double(var.prefill_keys)});
+  if (!prefill_q_in_registers()) prefill_consts.push_back({"Q_IN_REGS", 0.0});
   // A decode (or prefill) kernel per cache part, each over its KV heads; one merge for all.
   std::vector<KvCachePart> parts = {{d.k_cache, d.v_cache}};
   parts.insert(parts.end(), d.more_caches.begin(), d.more_caches.end());

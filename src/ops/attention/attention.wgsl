@@ -504,6 +504,16 @@ var<workgroup> pp: array<f32, ROWS * (BK + 1u)>;                    // [ROWS][BK
 var<workgroup> pmax: array<f32, WG>;  // [NG][ROWS]: each thread's max over its keys of the tile
 var<workgroup> psum: array<f32, WG>;  // [NG][ROWS]: each thread's sum of its keys' exps
 
+const QREG: u32 = 16u;  // q's vec4s per row held in registers in the score phase
+override Q_IN_REGS: bool = true;  // hold q in registers where it fits (WGRT_PREFILL_QREG=0: read pq)
+
+// Keys grp * KPT + u of the tile against q's vec4 d4 of the thread's row.
+fn prefill_scores(s: ptr<function, array<f32, 4>>, qv: vec4<f32>, d4: u32, grp: u32, KPT: u32, NG: u32, D4: u32) {
+  for (var u = 0u; u < KPT; u++) {
+    if (BK % NG == 0u || grp * KPT + u < BK) { (*s)[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
+  }
+}
+
 @compute @workgroup_size(WG)
 fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let R = row_words();
@@ -528,6 +538,11 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
   }
   let r = t % ROWS;
   let grp = t / ROWS;  // scores: keys grp * KPT ..; output: vec4s grp * OV ..
+  workgroupBarrier();
+  var qr: array<vec4<f32>, QREG>;  // row r of q, where it fits (D4 <= QREG)
+  if (Q_IN_REGS && D4 <= QREG) {
+    for (var d4 = 0u; d4 < D4; d4++) { qr[d4] = pq[r * QST + d4]; }
+  }
   let PST = BK + 1u;   // padded row stride of pp (banks)
   let my_tok = min(tok0 + r / GROUP, p.n_tokens - 1u);
   let pos = symbol(p.pos_sym);
@@ -567,11 +582,11 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       var s = array<f32, 4>(0.0, 0.0, 0.0, 0.0);  // explicit, as `part` above
       // Guards of the form `X % Y == 0u || ...` fold away after override substitution where the
       // shape divides evenly (the 64/128 fast paths), keeping the loops' trip counts constant.
-      for (var d4 = 0u; d4 < D4; d4++) {
-        let qv = pq[r * QST + d4];
-        for (var u = 0u; u < KPT; u++) {
-          if (BK % NG == 0u || grp * KPT + u < BK) { s[u] += dot(qv, pkv[(grp * KPT + u) * D4 + d4]); }
-        }
+      // Rows of up to 16 vec4s (head_dim <= 64) read q from registers, longer ones from pq.
+      if (Q_IN_REGS && D4 <= QREG) {
+        for (var d4 = 0u; d4 < D4; d4++) { prefill_scores(&s, qr[d4], d4, grp, KPT, NG, D4); }
+      } else {
+        for (var d4 = 0u; d4 < D4; d4++) { prefill_scores(&s, pq[r * QST + d4], d4, grp, KPT, NG, D4); }
       }
       // The online softmax, spread over the NG threads of each row: each takes the max of its own
       // keys' scores (still in registers), the row's max comes from the NG partials, each writes
