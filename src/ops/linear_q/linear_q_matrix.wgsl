@@ -214,20 +214,115 @@ fn q6_to_i8(v: u32) -> u32 {
   return t | ((t & 0x20202020u) * 6u);
 }
 
-// The B tile (the weight) of step k0: 8 words of int8 quadruples per column.
-fn gemm_load_b(n0: u32, k0: u32, lid: u32) {
+// The global words of one K step, loaded a step ahead (gemm_fetch, issued before the current
+// step's dot products so that their latency overlaps them) and decoded into workgroup memory at
+// the top of the next step (gemm_store).
+struct GemmStep {
+  xw: array<u32, 2>,  // the thread's two words of the x tile
+  bw: array<u32, 8>,  // its weight words, raw: [2e] and [2e + 1] per load e (see gemm_fetch)
+  s: f32,             // lid < BM: the row's activation scale; BM <= lid < BM + BN: the column's
+  mn: f32,            // AFFINE: the group's min; q2k: dmin
+  k6: u32,            // q6k, q3k, q2k: the two sub-block scales of the step, bytes 0 and 1
+}
+
+// Loads e of the B tile (the weight) of step k0: per column 4 words of nibble pairs (4/5 bits,
+// 2 loads per thread: the word, and for 5 bits the column's fifth-bit word) or 8 words (6, <= 3
+// and 8 bits, 4 loads per thread: q6k's ql and qh, q2k/q3k's plane word and q3k's high bits).
+fn b_column(lid: u32, e: u32) -> u32 { return (lid + WG * e) / select(8u, 4u, BITS == 4u || BITS == 5u); }
+fn b_word(lid: u32, e: u32) -> u32 { return (lid + WG * e) % select(8u, 4u, BITS == 4u || BITS == 5u); }
+
+fn gemm_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> GemmStep {
+  var st: GemmStep;
+  let k4 = p.k / 4u;
+  for (var e = 0u; e < 2u; e++) {
+    let idx = lid + WG * e;
+    let mm = idx / 8u;
+    st.xw[e] = 0u;
+    if (m0 + mm < p.m) { st.xw[e] = xq[(m0 + mm) * k4 + k0 / 4u + idx % 8u]; }
+  }
   let rw = q_row_words();
-  if (BITS == 4u || BITS == 5u) {
-    for (var e = 0u; e < 2u; e++) {
-      let idx = lid + WG * e;
-      let nn = idx / 4u;
-      let w = idx % 4u;
-      var v = select(0x88888888u, 0u, AFFINE);  // zeros
-      var hb = 0u;
-      if (n0 + nn < p.n) {
-        v = qw[(n0 + nn) * rw + k0 / 8u + w];
-        if (BITS == 5u) { hb = qw[(n0 + nn) * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
+  let loads = select(4u, 2u, BITS == 4u || BITS == 5u);
+  for (var e = 0u; e < loads; e++) {
+    let n = n0 + b_column(lid, e);
+    let w = b_word(lid, e);
+    var lo = 0u;
+    var hi = 0u;
+    if (BITS == 4u || BITS == 5u) {
+      lo = select(0x88888888u, 0u, AFFINE);  // zeros
+      if (n < p.n) {
+        lo = qw[n * rw + k0 / 8u + w];
+        if (BITS == 5u) { hi = qw[n * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
       }
+    } else if (n < p.n) {
+      if (BITS == 6u) {
+        // Chunk c of the row: block c / 8, half h, quarter t (quant.h's Q6K, as in the gemv).
+        let c = k0 / 32u;
+        let base = n * rw + (c / 8u) * Q6K_WORDS;
+        lo = qw[base + 16u * ((c / 4u) % 2u) + 8u * ((c % 4u) % 2u) + w];
+        hi = qw[base + 32u + 8u * ((c / 4u) % 2u) + w];
+      } else if (BITS <= 3u) {
+        // The step's 32 values are plane words wq, wq + 1 of block k0 / 256; word w of the step
+        // is plane w % 4 of word wq + w / 4 (values 4w .. 4w + 3).
+        let base = n * rw + (k0 / 256u) * q23_block_words();
+        let pw = (k0 % 256u) / 16u + w / 4u;
+        lo = qw[base + pw];
+        if (BITS == 3u) { hi = qw[base + 16u + pw / 2u]; }
+      } else {
+        lo = qw[n * rw + k0 / 4u + w];
+      }
+    }
+    st.bw[2u * e] = lo;
+    st.bw[2u * e + 1u] = hi;
+  }
+  st.s = 0.0;
+  st.mn = 0.0;
+  st.k6 = 0u;
+  if (lid < BM) {
+    if (m0 + lid < p.m) { st.s = xs[(m0 + lid) * (p.k / p.gs) + k0 / p.gs]; }
+  } else if (lid < BM + BN) {
+    let n = n0 + lid - BM;
+    if (n < p.n) {
+      if (BITS == 6u) {
+        let c = k0 / 32u;
+        st.s = scale_at(n * (p.k / 256u) + c / 8u);
+        let j = 8u * ((c / 4u) % 2u) + 2u * (c % 4u);  // the scale of the chunk's first 16 values
+        st.k6 = qw[n * q_row_words() + (c / 8u) * Q6K_WORDS + 48u + j / 4u] >> (8u * (j % 4u));
+      } else if (BITS <= 3u) {
+        // The step's two sub-blocks' scale bytes (q2k scale | min << 4, q3k int8) in bytes 0, 1.
+        let blk = n * (p.k / 256u) + k0 / 256u;
+        let j = (k0 % 256u) / 16u;
+        st.k6 = qw[n * q_row_words() + (k0 / 256u) * q23_block_words() + select(16u, 24u, BITS == 3u) + j / 4u] >>
+                (8u * (j % 4u));
+        if (BITS == 3u) {
+          st.s = scale_at(blk);
+        } else {
+          let dm = unpack2x16float(sc[blk]);
+          st.s = dm.x;
+          st.mn = dm.y;
+        }
+      } else {
+        let f = gv_affine(n, k0);
+        st.s = f.x;
+        st.mn = f.y;
+      }
+    }
+  }
+  return st;
+}
+
+// Step k0's words (fetched by gemm_fetch) into as_, bs_ (int8 quadruples) and the scales.
+fn gemm_store(st: GemmStep, n0: u32, k0: u32, lid: u32) {
+  for (var e = 0u; e < 2u; e++) {
+    let idx = lid + WG * e;
+    as_[(idx % 8u) * BM + idx / 8u] = st.xw[e];
+  }
+  let loads = select(4u, 2u, BITS == 4u || BITS == 5u);
+  for (var e = 0u; e < loads; e++) {
+    let nn = b_column(lid, e);
+    let w = b_word(lid, e);
+    let v = st.bw[2u * e];
+    let h = st.bw[2u * e + 1u];
+    if (BITS == 4u || BITS == 5u) {
       var lo = v & 0x0F0F0F0Fu;
       var hi = (v >> 4u) & 0x0F0F0F0Fu;
       if (NL) {
@@ -238,94 +333,36 @@ fn gemm_load_b(n0: u32, k0: u32, lid: u32) {
         hi = q4_to_i8(hi);
       }
       if (BITS == 5u) {
-        lo |= spread5(hb & 0x55u);
-        hi |= spread5((hb >> 1u) & 0x55u);
+        lo |= spread5(h & 0x55u);
+        hi |= spread5((h >> 1u) & 0x55u);
       }
       bs_[(2u * w) * BN + nn] = lo;
       bs_[(2u * w + 1u) * BN + nn] = hi;
-    }
-  } else if (BITS == 6u) {
-    // Chunk c of the row: block c / 8, half h, quarter t (quant.h's Q6K, as in the gemv).
-    let c = k0 / 32u;
-    let h = (c / 4u) % 2u;
-    let t = c % 4u;
-    for (var e = 0u; e < 4u; e++) {
-      let idx = lid + WG * e;
-      let nn = idx / 8u;
-      let w = idx % 8u;
-      var v = 0u;
-      if (n0 + nn < p.n) {
-        let base = (n0 + nn) * rw + (c / 8u) * Q6K_WORDS;
-        let ql = qw[base + 16u * h + 8u * (t % 2u) + w];
-        let qh = qw[base + 32u + 8u * h + w];
-        v = q6_to_i8(((ql >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((qh >> (2u * t)) & 0x03030303u) << 4u));
-      }
-      bs_[w * BN + nn] = v;
-    }
-  } else if (BITS <= 3u) {
-    // The step's 32 values are plane words wq, wq + 1 of block k0 / 256; word w of the step is
-    // plane w % 4 of word wq + w / 4 (values 4w .. 4w + 3). q3k: signed q - 4 (q6k-like).
-    let blk = k0 / 256u;
-    let wq = (k0 % 256u) / 16u;
-    for (var e = 0u; e < 4u; e++) {
-      let idx = lid + WG * e;
-      let nn = idx / 8u;
-      let w = idx % 8u;
-      var v = 0u;
-      if (n0 + nn < p.n) {
-        let base = (n0 + nn) * rw + blk * q23_block_words();
-        let pw = wq + w / 4u;
-        let s = w % 4u;
-        v = (qw[base + pw] >> (2u * s)) & 0x03030303u;
-        if (BITS == 3u) { v = q3_to_i8(v | (((qw[base + 16u + pw / 2u] >> (4u * (pw % 2u) + s)) & 0x01010101u) << 2u)); }
-      }
-      bs_[w * BN + nn] = v;
-    }
-  } else {
-    for (var e = 0u; e < 4u; e++) {
-      let idx = lid + WG * e;
-      let nn = idx / 8u;
-      let w = idx % 8u;
-      var v = 0u;
-      if (n0 + nn < p.n) { v = qw[(n0 + nn) * rw + k0 / 4u + w]; }
-      bs_[w * BN + nn] = v;
-    }
-  }
-}
-
-// Column nn's scales for step k0 (threads BM .. BM + BN).
-fn gemm_load_scales(n: u32, nn: u32, k0: u32) {
-  var s = 0.0;
-  var mn = 0.0;
-  var k6 = 0u;
-  if (n < p.n) {
-    if (BITS == 6u) {
-      let c = k0 / 32u;
-      s = scale_at(n * (p.k / 256u) + c / 8u);
-      let j = 8u * ((c / 4u) % 2u) + 2u * (c % 4u);  // the scale of the chunk's first 16 values
-      k6 = qw[n * q_row_words() + (c / 8u) * Q6K_WORDS + 48u + j / 4u] >> (8u * (j % 4u));
-    } else if (BITS <= 3u) {
-      // The step's two sub-blocks' scale bytes (q2k scale | min << 4, q3k int8) in bytes 0, 1.
-      let blk = n * (p.k / 256u) + k0 / 256u;
-      let j = (k0 % 256u) / 16u;
-      k6 = qw[n * q_row_words() + (k0 / 256u) * q23_block_words() + select(16u, 24u, BITS == 3u) + j / 4u] >>
-           (8u * (j % 4u));
-      if (BITS == 3u) {
-        s = scale_at(blk);
-      } else {
-        let dm = unpack2x16float(sc[blk]);
-        s = dm.x;
-        mn = dm.y;
-      }
     } else {
-      let f = gv_affine(n, k0);
-      s = f.x;
-      mn = f.y;
+      var q = 0u;
+      if (n0 + nn < p.n) {
+        if (BITS == 6u) {
+          let t = (k0 / 32u) % 4u;
+          q = q6_to_i8(((v >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((h >> (2u * t)) & 0x03030303u) << 4u));
+        } else if (BITS <= 3u) {
+          let pw = (k0 % 256u) / 16u + w / 4u;
+          let s2 = w % 4u;
+          q = (v >> (2u * s2)) & 0x03030303u;
+          if (BITS == 3u) { q = q3_to_i8(q | (((h >> (4u * (pw % 2u) + s2)) & 0x01010101u) << 2u)); }
+        } else {
+          q = v;
+        }
+      }
+      bs_[w * BN + nn] = q;
     }
   }
-  sw[nn] = s;
-  smin[nn] = mn;
-  sk6[nn] = k6;
+  if (lid < BM) {
+    sx[lid] = st.s;
+  } else if (lid < BM + BN) {
+    sw[lid - BM] = st.s;
+    smin[lid - BM] = st.mn;
+    sk6[lid - BM] = st.k6;
+  }
 }
 
 // Word kw of the step: the thread's 4 x 8 integer dots (AFFINE: and its rows' activation sums).
@@ -349,30 +386,14 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let n0 = wid.x * BN;
   let tn = lid % 16u;
   let tm = lid / 16u;
-  let groups = p.k / p.gs;
-  let k4 = p.k / 4u;
   var acci: array<array<i32, 8>, 4>;
   var accf: array<array<f32, 8>, 4>;
   var xsum: array<i32, 4>;  // AFFINE: the activations' integer sums of the group
+  var st = gemm_fetch(m0, n0, 0u, lid);
   for (var k0 = 0u; k0 < p.k; k0 += 32u) {
-    let g = k0 / p.gs;
-    for (var e = 0u; e < 2u; e++) {
-      let idx = lid + WG * e;
-      let mm = idx / 8u;
-      let kw = idx % 8u;
-      var v = 0u;
-      if (m0 + mm < p.m) { v = xq[(m0 + mm) * k4 + k0 / 4u + kw]; }
-      as_[kw * BM + mm] = v;
-    }
-    gemm_load_b(n0, k0, lid);
-    if (lid < BM) {
-      var s = 0.0;
-      if (m0 + lid < p.m) { s = xs[(m0 + lid) * groups + g]; }
-      sx[lid] = s;
-    } else if (lid < BM + BN) {
-      gemm_load_scales(n0 + lid - BM, lid - BM, k0);
-    }
+    gemm_store(st, n0, k0, lid);
     workgroupBarrier();
+    if (k0 + 32u < p.k) { st = gemm_fetch(m0, n0, k0 + 32u, lid); }
     if (BITS == 6u || BITS <= 3u) {
       // Two halves of 16 values, each weighted by its column's int8 scale (q2k: its 4-bit
       // scale, and its 4-bit min times the half's activation sums xh, taken off in f32).
