@@ -11,12 +11,8 @@
 # Environment: OUT (results; the device tool sets it), PEER_WORK (model files), PEER_SMALL=1
 # (the tiny llama shape for both parts and short tests, to check the script on lavapipe).
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$root"
-export WGRT_CARRY=${WGRT_CARRY:-$root/.carry-peers}
-out=${OUT:-/tmp/wgrt-pending-out}
-work=${PEER_WORK:-/tmp/wgrt-peers}
-mkdir -p "$out" "$work"
+default_out=/tmp/wgrt-pending-out
+source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh"
 if [ -n "${PEER_SMALL:-}" ]; then
   llama=tiny qwen=tiny tg=(-p 0 -n 8 -d 0,32 -r 2) lab=(--head-dims 64 --contexts 64,256 --max-chunks 0,8)
   export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}
@@ -24,11 +20,6 @@ else
   llama=llama-3.2-1b qwen=qwen2.5-0.5b tg=(-p 0 -n 128 -d 0,4096 -r 3)
   lab=(--head-dims 64,128 --contexts 128,1024,4096,8192 --max-chunks 0,64,128)
 fi
-source tools/device-env.sh >/dev/null || exit 1
-peer=/tmp/wgrt-peer
-mkdir -p "$peer"
-xz -dc "$WGRT_CARRY/peer/llama.tar.xz" | tar -xf - -C "$peer" || exit 1
-xz -dc "$WGRT_CARRY/peer/ggml-vocab-llama-bpe.gguf.xz" >"$work/vocab.gguf" || exit 1
 {
   head -1 "$WGRT_CARRY/MANIFEST"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv

@@ -7,35 +7,26 @@
 #   layer shapes (q4, q4k, q6k). Prints the rows; the logs land in $OUT/prefill.tar.xz.
 # Environment: OUT, PEER_WORK (model files), PEER_SMALL=1 (the tiny shape, to check on lavapipe).
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$root"
-export WGRT_CARRY=${WGRT_CARRY:-$root/.carry-peers}
-out=${OUT:-/tmp/wgrt-prefill-out}
-work=${PEER_WORK:-/tmp/wgrt-peers}
+default_out=/tmp/wgrt-prefill-out
+source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh"
 res=$(mktemp -d)
-mkdir -p "$out" "$work"
 if [ -n "${PEER_SMALL:-}" ]; then
   preset=tiny tests=(-p 32 -n 0 -d 0 -r 2) shapes=256x256
   export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}
 else
   preset=llama-3.2-1b tests=(-p 512 -n 0 -d 0 -r 3) shapes=2048x3072,2048x2048,2048x16384,8192x2048
 fi
-source tools/device-env.sh >/dev/null || exit 1
-peers=/tmp/wgrt-peer
-mkdir -p "$peers"
-xz -dc "$WGRT_CARRY/peer/llama.tar.xz" | tar -xf - -C "$peers" || exit 1
-xz -dc "$WGRT_CARRY/peer/ggml-vocab-llama-bpe.gguf.xz" >"$work/vocab.gguf" || exit 1
 peaks=()
 [ -f bench/peaks-h200.json ] && [ -z "${PEER_SMALL:-}" ] && peaks=(--peaks bench/peaks-h200.json)
 
 wgrt_make_model --preset "$preset" --type f16 --vocab-from "$work/vocab.gguf" -o "$work/f16.gguf" >/dev/null 2>&1 || exit 1
 for type in q4_0 q4_k_m; do
-  "$peers/peer_quantize" "$work/f16.gguf" "$work/$type.gguf" "$type" >/dev/null 2>&1 || exit 1
+  "$peer/peer_quantize" "$work/f16.gguf" "$work/$type.gguf" "$type" >/dev/null 2>&1 || exit 1
   for round in 1 2; do
     echo "== $type, round $round: wgrt, then llama.cpp without matrix cores"
     wgrt bench -m "$work/$type.gguf" "${tests[@]}" --profile -o md 2>"$res/wgrt-$type-$round.log" |
       grep '^| ' | grep -v -e '---' -e '^| model'
-    env GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_COOPMAT2=1 "$peers/peer_bench" -m "$work/$type.gguf" \
+    env GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_COOPMAT2=1 "$peer/peer_bench" -m "$work/$type.gguf" \
       "${tests[@]}" -o jsonl 2>"$res/peer-$type-$round.log" | tee "$res/peer-$type-$round.jsonl" |
       sed -E 's/.*"model_type": "([^"]*)".*"n_prompt": ([0-9]+).*"avg_ts": ([0-9.]+), "stddev_ts": ([0-9.]+).*/| \1 | peer no coopmat | pp\2 | \3 ± \4 |/'
   done

@@ -12,13 +12,9 @@
 # Environment: OUT, PEER_WORK (model files), PROFILE_TYPES (default "q4_0 q4_k_m"), PROFILE_FORMATS
 # (the lab's, default q4,q4k,q6k), PEER_SMALL=1 (the tiny shape, to check on lavapipe).
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$root"
-export WGRT_CARRY=${WGRT_CARRY:-$root/.carry-peers}
-out=${OUT:-/tmp/wgrt-profile-out}
-work=${PEER_WORK:-/tmp/wgrt-peers}
+default_out=/tmp/wgrt-profile-out
+source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh"
 res=$(mktemp -d)
-mkdir -p "$out" "$work"
 if [ -n "${PEER_SMALL:-}" ]; then
   preset=tiny tests=(-p 32 -n 4 -d 0,64 -r 1) shapes=256x256 attn=(--head-dims 64 --contexts 256)
   export GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0}
@@ -26,11 +22,6 @@ else
   preset=llama-3.2-1b tests=(-p 512 -n 32 -d 0,4096 -r 3) attn=(--head-dims 64,128 --contexts 512,4096)
   shapes=2048x3072,2048x2048,2048x16384,8192x2048,2048x128256
 fi
-source tools/device-env.sh >/dev/null || exit 1
-peers=/tmp/wgrt-peer
-mkdir -p "$peers"
-xz -dc "$WGRT_CARRY/peer/llama.tar.xz" | tar -xf - -C "$peers" || exit 1
-xz -dc "$WGRT_CARRY/peer/ggml-vocab-llama-bpe.gguf.xz" >"$work/vocab.gguf" || exit 1
 clock_pid=
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu --format=csv -lms 100 \
@@ -44,7 +35,7 @@ mark() { echo "== $* ($(date +%T.%N | cut -c1-12))" | tee -a "$res/marks.txt"; }
 mark "1. wgrt bench --profile"
 wgrt_make_model --preset "$preset" --type f16 --vocab-from "$work/vocab.gguf" -o "$work/f16.gguf" >/dev/null 2>&1 || exit 1
 for type in ${PROFILE_TYPES:-q4_0 q4_k_m}; do
-  "$peers/peer_quantize" "$work/f16.gguf" "$work/$type.gguf" "$type" >/dev/null 2>&1 || exit 1
+  "$peer/peer_quantize" "$work/f16.gguf" "$work/$type.gguf" "$type" >/dev/null 2>&1 || exit 1
   mark "bench $type"
   wgrt bench -m "$work/$type.gguf" "${tests[@]}" --profile -o md >"$res/bench-$type.md" 2>"$res/bench-$type.log"
   grep '^| ' "$res/bench-$type.md" | grep -v -- '---'

@@ -21,13 +21,9 @@
 #   PEER_SMALL=1   the tiny shape and tests -p 32 -n 8 -d 0,64 -r 2, to check the script on
 #                  lavapipe (also set VK_DRIVER_FILES to lavapipe's ICD there)
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$root"
-export WGRT_CARRY=${WGRT_CARRY:-$root/.carry-peers}
-out=${OUT:-/tmp/wgrt-peers-out}
-work=${PEER_WORK:-/tmp/wgrt-peers}
+default_out=/tmp/wgrt-peers-out
+source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh"
 budget=${PEER_BUDGET_S:-540}
-mkdir -p "$out" "$work"
 : >"$out/steps.tsv"
 : >"$out/files.tsv"
 start=$SECONDS
@@ -63,17 +59,6 @@ step() {
   return "$rc"
 }
 
-unxz_to() {  # unxz_to FILE.xz DEST: xz, or Python's lzma where xz is missing
-  if command -v xz >/dev/null; then xz -dc "$1" >"$2"
-  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],"wb"))' "$1" "$2"
-  fi
-}
-
-source tools/device-env.sh || exit 1
-peer=/tmp/wgrt-peer
-mkdir -p "$peer"
-unxz_to "$WGRT_CARRY/peer/llama.tar.xz" "$work/llama.tar" && tar -xf "$work/llama.tar" -C "$peer" && rm -f "$work/llama.tar" || exit 1
-unxz_to "$WGRT_CARRY/peer/ggml-vocab-llama-bpe.gguf.xz" "$work/vocab.gguf" || exit 1
 {
   head -1 "$WGRT_CARRY/MANIFEST"
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu --format=csv

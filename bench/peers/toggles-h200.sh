@@ -5,19 +5,10 @@
 #   OUT (results), PEER_WORK (model files), PRESET (default llama-3.2-1b), TYPE (default q4_0),
 #   TOGGLE_SETS (default: none, each toggle alone, all three), PROFILE_DEPTHS (default 0,4096)
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$root"
-export WGRT_CARRY=${WGRT_CARRY:-$root/.carry-peers}
-out=${OUT:-/tmp/wgrt-toggles-out}
-work=${PEER_WORK:-/tmp/wgrt-peers}
+default_out=/tmp/wgrt-toggles-out
+source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh"
 preset=${PRESET:-llama-3.2-1b}
 type=${TYPE:-q4_0}
-mkdir -p "$out" "$work"
-source tools/device-env.sh >/dev/null || exit 1
-peer=/tmp/wgrt-peer
-mkdir -p "$peer"
-xz -dc "$WGRT_CARRY/peer/llama.tar.xz" | tar -xf - -C "$peer" || exit 1
-xz -dc "$WGRT_CARRY/peer/ggml-vocab-llama-bpe.gguf.xz" >"$work/vocab.gguf" || exit 1
 wgrt_make_model --preset "$preset" --type f16 --vocab-from "$work/vocab.gguf" -o "$work/f16.gguf" >/dev/null 2>&1 || exit 1
 "$peer/peer_quantize" "$work/f16.gguf" "$work/m.gguf" "$type" >/dev/null 2>&1 || exit 1
 rm -f "$work/f16.gguf"

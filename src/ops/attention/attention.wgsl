@@ -514,10 +514,25 @@ fn prefill_scores(s: ptr<function, array<f32, 4>>, qv: vec4<f32>, d4: u32, grp: 
   }
 }
 
-@compute @workgroup_size(WG)
-fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+// Cache rows row0 + k0 .. + BK of K (or V) into pkv as f32, zeros past kv_len.
+fn prefill_load_tile(v: bool, t: u32, row0: u32, k0: u32, kv_len: u32) {
   let R = row_words();
   let E4 = word_vec4s();
+  let D4 = HEAD_DIM / 4u;
+  for (var i = t; i < BK * R; i += WG) {
+    let j = i / R;
+    let w = i % R;
+    var word = vec4<u32>(0u);
+    if (k0 + j < kv_len) {
+      if (v) { word = v_cache[(row0 + k0 + j) * R + w]; } else { word = k_cache[(row0 + k0 + j) * R + w]; }
+    }
+    let f = unpack_word(word);
+    for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let D4 = HEAD_DIM / 4u;
   let QST = D4 + 1u;
   let NG = WG / ROWS;
@@ -570,14 +585,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
 
     for (var k0 = 0u; k0 < kv_len; k0 += BK) {
       workgroupBarrier();
-      for (var i = t; i < BK * R; i += WG) {
-        let j = i / R;
-        let w = i % R;
-        var word = vec4<u32>(0u);
-        if (k0 + j < kv_len) { word = k_cache[(row0 + k0 + j) * R + w]; }
-        let f = unpack_word(word);
-        for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
-      }
+      prefill_load_tile(false, t, row0, k0, kv_len);
       workgroupBarrier();
       var s = array<f32, 4>(0.0, 0.0, 0.0, 0.0);  // explicit, as `part` above
       // Guards of the form `X % Y == 0u || ...` fold away after override substitution where the
@@ -598,14 +606,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       }
       pmax[t] = bm;
       workgroupBarrier();
-      for (var i = t; i < BK * R; i += WG) {
-        let j = i / R;
-        let w = i % R;
-        var word = vec4<u32>(0u);
-        if (k0 + j < kv_len) { word = v_cache[(row0 + k0 + j) * R + w]; }
-        let f = unpack_word(word);
-        for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }
-      }
+      prefill_load_tile(true, t, row0, k0, kv_len);
       var m_tile = NEG;
       for (var i = 0u; i < NG; i++) { m_tile = max(m_tile, pmax[i * ROWS + r]); }
       let m_new = max(m_run, m_tile);
