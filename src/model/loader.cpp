@@ -203,6 +203,17 @@ std::vector<uint32_t> pack_halves(const std::vector<uint32_t>& v) {
   return words;
 }
 
+// Rows 0 .. n_rows - 1 of `data` (rows of `width` elements) appended to `out` in `order` (empty:
+// as they are).
+template <class T>
+void append_rows(std::vector<T>& out, const T* data, size_t n_rows, size_t width, const std::vector<uint32_t>& order) {
+  if (order.empty()) {
+    out.insert(out.end(), data, data + n_rows * width);
+    return;
+  }
+  for (uint32_t r : order) out.insert(out.end(), data + size_t(r) * width, data + (size_t(r) + 1) * width);
+}
+
 // The fused matrix's rows in the file's own blocks (a row is whole blocks), so one
 // repack makes the fused layout: parts in turn (Rows) or (gate, up) blocks of 16 rows (SwiGlu).
 std::vector<uint8_t> fuse_blocks(const std::vector<const WeightView*>& parts, const std::vector<uint32_t>& rows,
@@ -214,14 +225,7 @@ std::vector<uint8_t> fuse_blocks(const std::vector<const WeightView*>& parts, co
       for (const WeightView* p : parts) out.insert(out.end(), p->data + r0 * row_bytes, p->data + (r0 + 16) * row_bytes);
     return out;
   }
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const uint8_t* data = parts[i]->data;
-    if (orders[i].empty()) {
-      out.insert(out.end(), data, data + parts[i]->n_bytes);
-      continue;
-    }
-    for (uint32_t r : orders[i]) out.insert(out.end(), data + r * row_bytes, data + (r + 1) * row_bytes);
-  }
+  for (size_t i = 0; i < parts.size(); ++i) append_rows(out, parts[i]->data, rows[i], row_bytes, orders[i]);
   return out;
 }
 
@@ -231,7 +235,7 @@ std::vector<T> reorder_rows(std::vector<T> v, const std::vector<uint32_t>& order
   if (order.empty()) return v;
   std::vector<T> out;
   out.reserve(v.size());
-  for (uint32_t r : order) out.insert(out.end(), v.begin() + r * width, v.begin() + (r + 1) * width);
+  append_rows(out, v.data(), v.size() / width, width, order);
   return out;
 }
 
