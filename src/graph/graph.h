@@ -91,7 +91,8 @@ struct SymbolDesc {
 };
 
 // ---- nodes -------------------------------------------------------------------------------
-constexpr int kMaxDispatches = 7;     // kernels per route (linear_q of q|k|v in three formats: norm, 2 act quantizations, 3 gemm, rope_qkv)
+constexpr int kMaxDispatches = 10;    // kernels per route (linear_q of q|k|v in three formats: norm, 2 act quantizations,
+                                      // 3 gemm and their split-K combines, rope_qkv)
 constexpr size_t kParamBytes = 256;   // one uniform block per dispatch
 constexpr size_t kMaxNodeTensors = 16;  // inputs, and outputs, per node
 // The symbol block: one uniform buffer holding every symbol's live value as a u32 (symbol i at

@@ -86,7 +86,8 @@ ops::QuantWeight to_quant(const WeightView& w, ops::QuantFormat fmt, uint32_t n,
 uint32_t k_words(const LinearWeight& w) { return ops::quant_row_words(w.format, w.k); }
 
 // A weight splits into at most this many tensors: each is a kernel of its op's routes, and a
-// route has at most graph::kMaxDispatches (linear_q's gemm route: norm, quantize_act, the parts).
+// route has at most graph::kMaxDispatches (linear_q's gemm route: norm, quantize_act, the parts;
+// parts this many take no split K, linear_q.cpp).
 constexpr uint32_t kMaxWeightParts = 5;
 
 // The bytes of the largest tensor that `rows` rows of the weight take on the GPU.

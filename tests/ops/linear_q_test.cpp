@@ -12,6 +12,7 @@
 //            activation to its group's int8 grid (ref::int8_act_error_bound: |dx| <= absmax/254).
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <cmath>
@@ -129,6 +130,8 @@ std::vector<OpCase> linear_q_cases() {
       {1, 96, 32, 4099, false}, {3, 96, 32, 131, true},  {7, 448, 64, 97, false},
       {37, 640, 128, 37, true}, {37, 96, 32, 1, false},  {1, 640, 128, 7, true},
       {8, 448, 64, 131, false}, {37, 448, 64, 4099, true},
+      // Split K (N <= 1024): 4 slices of 288 (the last 224), 5 of 256 at gs 128, 8 of 256.
+      {37, 1088, 32, 100, true}, {64, 1280, 128, 36, false}, {20, 2048, 64, 1024, true},
   };
   for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
     for (const Shape4& s : shapes) {
@@ -182,6 +185,20 @@ std::vector<OpCase> linear_q_cases() {
 }
 
 WGRT_OP_CASES(LinearQ, linear_q_cases);
+
+// Split K's slices: whole activation groups, at most 8 slices of at least 256 values, only
+// where the tiles number fewer than the target; one slice (k) elsewhere.
+TEST(LinearQSplit, KSlices) {
+  if (std::getenv("WGRT_GEMM_SPLIT_WGS")) GTEST_SKIP() << "WGRT_GEMM_SPLIT_WGS set";
+  EXPECT_EQ(ops::gemm_kslice(37, 100, 1088, 32), 288u);   // 1 tile: 4 slices (k / 256)
+  EXPECT_EQ(ops::gemm_kslice(64, 36, 1280, 128), 256u);   // 5 slices of 2 groups
+  EXPECT_EQ(ops::gemm_kslice(20, 1024, 2048, 64), 256u);  // 8 tiles: 8 slices
+  EXPECT_EQ(ops::gemm_kslice(512, 512, 2048, 32), 256u);  // 32 tiles: 8 slices
+  EXPECT_EQ(ops::gemm_kslice(512, 1024, 4096, 32), 1024u);  // 64 tiles: 4 slices
+  EXPECT_EQ(ops::gemm_kslice(512, 2048, 2048, 32), 1024u);  // 128 tiles: 2 slices
+  EXPECT_EQ(ops::gemm_kslice(4096, 1024, 4096, 32), 4096u);  // 512 tiles: one
+  EXPECT_EQ(ops::gemm_kslice(37, 100, 384, 32), 384u);     // K under 2 x 256: one
+}
 
 // f16 weights on the f32 linear's routes: exact products of f16-rounded weights, so the f32
 // tolerance applies. Split cases: the weight's rows as several tensors (a matrix past the

@@ -19,7 +19,7 @@ constexpr ParamField kFields[] = {
     {"has_bias", offsetof(LinearQParams, has_bias)}, {"x_row", offsetof(LinearQParams, x_row)},
     {"eps", offsetof(LinearQParams, eps)},   {"y_off", offsetof(LinearQParams, y_off)},
     {"ld", offsetof(LinearQParams, ld)},     {"pos_sym", offsetof(LinearQParams, pos_sym)},
-    {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"pad0", offsetof(LinearQParams, pad0)}};
+    {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"kslice", offsetof(LinearQParams, kslice)}};
 constexpr uint32_t kWg = 256;  // linear_q.wgsl WG
 constexpr uint32_t kRpt = 4;   // linear_q.wgsl RPT
 constexpr uint32_t kSmallK = 32;  // linear_q.wgsl SK
@@ -49,16 +49,40 @@ std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std
   return out;
 }
 
-uint32_t gemv_max_rows() {
-  if (const char* env = std::getenv("WGRT_GEMV_MAX_M")) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(env, &end, 10);
-    if (*env == '\0' || *end != '\0' || v < 1 || v > kLinearQGemvMaxRows)
-      throw std::invalid_argument(fmt::format("WGRT_GEMV_MAX_M='{}' (hint: 1 to {})", env, kLinearQGemvMaxRows));
-    return uint32_t(v);
-  }
-  return kLinearQGemvMaxRows;
+namespace {
+// An environment variable's count in [lo, hi] (to measure), or `fallback` where it is unset.
+uint32_t env_count(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback) {
+  const char* env = std::getenv(name);
+  if (!env) return fallback;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(env, &end, 10);
+  if (*env == '\0' || *end != '\0' || v < lo || v > hi)
+    throw std::invalid_argument(fmt::format("{}='{}' (hint: {} to {})", name, env, lo, hi));
+  return uint32_t(v);
 }
+}  // namespace
+
+uint32_t gemv_max_rows() { return env_count("WGRT_GEMV_MAX_M", 1, kLinearQGemvMaxRows, kLinearQGemvMaxRows); }
+
+uint32_t gemm_split_max_n() { return env_count("WGRT_GEMM_SPLIT_N", 0, 65536, 4096); }
+
+uint32_t gemm_kslice(uint32_t m, uint32_t n, uint32_t k, uint32_t gs) {
+  static const uint32_t target = env_count("WGRT_GEMM_SPLIT_WGS", 1, 1u << 20, kLinearQSplitTarget);
+  const uint64_t tiles = ceil_div(n, kLinearQGemmBN) * ceil_div(m, kLinearQGemmBM);
+  const uint64_t slices = std::min<uint64_t>({kLinearQSplitMax, ceil_div(target, tiles), k / kLinearQSplitMinK});
+  if (slices <= 1) return k;
+  return uint32_t(ceil_div(ceil_div(k, slices), gs) * gs);  // whole activation groups
+}
+
+namespace {
+// The rows of split K's scratch [slices * M, N] for up to max_m rows of x: the most slices times
+// rows that any live row count in the gemm route takes.
+uint32_t split_scratch_rows(uint32_t max_m, uint32_t n, uint32_t k, uint32_t gs) {
+  uint64_t rows = 0;
+  for (uint32_t m = 1; m <= max_m; ++m) rows = std::max<uint64_t>(rows, ceil_div(k, gemm_kslice(m, n, k, gs)) * m);
+  return uint32_t(rows);
+}
+}  // namespace
 
 graph::RouteId linear_q_route(uint32_t m) {
   if (m <= gemv_max_rows()) return kLinearQGemv;
@@ -74,7 +98,12 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
   if (c.rope) check_rope_positions(c.name, *c.rope, c.rope_caches, m, live.pos);
   auto part_params = [&](const LinearQPartPlan& pp) {
     return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? m - 1 : 0u, c.eps,
-                         pp.y_off, c.n, c.rope ? rope_qkv_symbol(*c.rope).v : 0u, c.rope_caches.n_ctx, 0};
+                         pp.y_off, c.n, c.rope ? rope_qkv_symbol(*c.rope).v : 0u, c.rope_caches.n_ctx, c.k};
+  };
+  auto gemm_params = [&](const LinearQPartPlan& pp) {  // a split weight's slices of K
+    LinearQParams params = part_params(pp);
+    if (pp.split) params.kslice = gemm_kslice(m, pp.n, c.k, c.gs);
+    return params;
   };
   for (size_t j = 0; j < steps.size(); ++j) {
     const LinearQPartPlan& pp = c.parts.at(steps[j].part);
@@ -102,9 +131,16 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
         plan.params[j].set(part_params(pp));
         plan.grids[j] = grid_1d(ceil_div(pp.n, kRpt * (kWg / kSmallK)), maxg);
         break;
-      case LinearQStep::Gemm:
-        plan.params[j].set(part_params(pp));
-        plan.grids[j] = {uint32_t(ceil_div(pp.n, kLinearQGemmBN)), uint32_t(ceil_div(m, kLinearQGemmBM)), 1};
+      case LinearQStep::Gemm: {
+        const LinearQParams params = gemm_params(pp);
+        plan.params[j].set(params);
+        plan.grids[j] = {uint32_t(ceil_div(pp.n, kLinearQGemmBN)), uint32_t(ceil_div(m, kLinearQGemmBM)),
+                         uint32_t(ceil_div(c.k, params.kslice))};
+        break;
+      }
+      case LinearQStep::GemmCombine:
+        plan.params[j].set(gemm_params(pp));
+        plan.grids[j] = grid_1d(ceil_div(uint64_t(m) * pp.n / 4, 64), maxg);
         break;
       case LinearQStep::SiluMul:
         plan.params[j].set(SiluMulParams{m, c.n / 2, kSiluBlocked, 0});
@@ -229,7 +265,7 @@ bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<co
   return true;
 }
 
-enum class Scratch : uint8_t { Partial, Normed, GateUp, Qkv, Xq, Xs };
+enum class Scratch : uint8_t { Partial, Normed, GateUp, Qkv, Xq, Xs, Split };
 
 void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
                const std::string& name) {
@@ -323,7 +359,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const gpu::DeviceCaps& caps = graph::device_caps(g);
   const double sg = double(gpu::subgroup_lanes(caps));
   const bool gemv_rope = d.rope && gemv_turns_rope(caps, *d.rope, part_plans);
-  auto key = [&](const LinearQPart& wp, const char* entry, bool norm) {
+  auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool split = false) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
                                                 {"SCALES", kernel_scales(wp.format)},
@@ -340,6 +376,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                    {"ROPE_Q", double(d.rope->n_heads * d.rope->head_dim)},
                                    {"ROPE_KV", double(d.rope->n_kv_heads * d.rope->head_dim)},
                                    {"ROPE_F16", rope_caches->f16 ? 1.0 : 0.0}});
+    } else if (std::string_view(entry) == "gemm") {
+      extra.push_back({"SPLIT", split ? 1.0 : 0.0});
     } else if (std::string_view(entry) == "small_m") {
       extra.push_back({"SG", sg});
       extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG
@@ -413,6 +451,16 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                            : d.rope ? *qkv : y;
     // int8 activations, one copy per layout the weights need (q4/q5 nibble order or natural).
     std::optional<graph::TensorId> xq[2], xs[2];
+    // Split K: the weights of few rows (gemm_split_max_n) sum slices of K into one scratch
+    // [slices][M][N], shared by the weights one after the other. Up to 3 weights (q|k|v in three
+    // formats: 10 kernels with norm, act quantizations, combines and rope, graph::kMaxDispatches).
+    std::optional<graph::TensorId> split_sums;
+    uint64_t split_words = 0;
+    for (LinearQPartPlan& pp : part_plans) {
+      pp.split = parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 && k >= 2 * kLinearQSplitMinK;
+      if (pp.split) split_words = std::max<uint64_t>(split_words, uint64_t(split_scratch_rows(max_m, pp.n, k, act_gs)) * pp.n);
+    }
+    if (split_words) split_sums = scratch(Scratch::Split, ".split", graph::DType::F32, {uint32_t(split_words)});
     auto permuted = [](const LinearQPart& wp) { return kernel_bits(wp.format) == 4 || kernel_bits(wp.format) == 5; };
     auto matrix_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, bool small) {
       std::vector<graph::KernelSpec> ks;
@@ -440,11 +488,18 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       for (uint32_t i = 0; i < parts.size(); ++i) {
         if (uses_gemm(parts[i])) {
           const int layout = permuted(parts[i]) ? 1 : 0;
-          ks.push_back({key(parts[i], "gemm", false),
+          const bool split = part_plans[i].split;
+          ks.push_back({key(parts[i], "gemm", false, split),
                         {Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales), Binding::of(3, bias),
-                         Binding::of(4, ymat), Binding::params(5), Binding::of(6, *xq[layout]),
+                         Binding::of(4, split ? *split_sums : ymat), Binding::params(5), Binding::of(6, *xq[layout]),
                          Binding::of(7, *xs[layout]), Binding::of(9, res)}});
           steps.push_back({LinearQStep::Gemm, i});
+          if (split) {
+            ks.push_back({key(parts[i], "gemm_combine", false),
+                          {Binding::of(0, *split_sums), Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5),
+                           Binding::of(9, res)}});
+            steps.push_back({LinearQStep::GemmCombine, i});
+          }
         } else {
           ks.push_back({key(parts[i], "small_m", false),
                         {Binding::of(0, xin), Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales),
@@ -499,6 +554,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
               graph::Shape& out = a.out[1 + i];
               switch (scratch_kind[i]) {
                 case Scratch::Partial: break;  // fixed: a pair per gemv workgroup
+                case Scratch::Split: break;    // fixed: the most slices of the most rows
                 case Scratch::Normed: out = graph::Shape{m, base.k}; break;
                 case Scratch::GateUp:
                 case Scratch::Qkv: out = graph::Shape{m, base.n}; break;

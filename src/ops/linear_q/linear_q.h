@@ -18,7 +18,9 @@
 //                       only where G < 7
 //   [G+1, max] gemm     (from 8 where G < 7) `quantize_act` turns each x row into int8 with one f32 scale per (row,
 //                       group of gs; 32 for the K-quants), then `gemm` multiplies int8 x int8
-//                       with dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32
+//                       with dot4I8Packed (64 x 128 tile per workgroup), scaling per group in f32;
+//                       weights of few rows split K over up to 8 workgroups and `gemm_combine`
+//                       adds the slices (gemm_split_max_n, gemm_kslice)
 // Several weights (LinearQDesc::more) share one output: one kernel per weight in every route,
 // each writing its columns (y_off, ld), the norm and the int8 activations done once.
 // Fusions (LinearQDesc), spelled out by the builders:
@@ -108,7 +110,7 @@ struct LinearQParams {
   uint32_t ld;     // y's (and the residual's) row length
   uint32_t pos_sym;  // gemv_rope: the symbol block's index of pos (the first token's position)
   uint32_t n_ctx;  // gemv_rope: positions per cache head
-  uint32_t pad0;
+  uint32_t kslice;  // gemm: K values per workgroup z (split K), k where it is not split
 };
 static_assert(sizeof(LinearQParams) == 48);
 extern const ParamLayout kLinearQLayout;
@@ -128,11 +130,12 @@ uint32_t gemv_max_rows();
 graph::RouteId linear_q_route(uint32_t m);
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {
-  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, SiluMul, RopeQkv } kind;
+  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, GemmCombine, SiluMul, RopeQkv } kind;
   uint32_t part;  // the weight it reads
 };
 struct LinearQPartPlan {
   uint32_t n, y_off;  // the weight's rows and first column of y
+  bool split = false;  // its gemm splits K (gemm_split_max_n) and gemm_combine finishes it
 };
 // The node's constants, built once; a plan call adds the live values (LinearQLive).
 struct LinearQPlanCtx {
@@ -163,6 +166,15 @@ std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std
 // Kernel tiles (linear_q.wgsl).
 constexpr uint32_t kLinearQGemvRows = 16;  // rows per gemv workgroup (GV_ROWS)
 constexpr uint32_t kLinearQGemmBM = 64, kLinearQGemmBN = 128;
+// Split K: weights of at most gemm_split_max_n() rows (4096, or WGRT_GEMM_SPLIT_N=0..65536; 0
+// turns it off) split K where their tiles number fewer than kLinearQSplitTarget workgroups
+// (about two per SM on a 132-SM GPU; WGRT_GEMM_SPLIT_WGS overrides): at most
+// kLinearQSplitMax slices of at least kLinearQSplitMinK values. H200, M = 512 (lab, chain):
+// 2048x512 2.7x, 4096x1024 2x, 2048x2048 1.08x faster than one slice (docs/PERFORMANCE.md).
+constexpr uint32_t kLinearQSplitMax = 8, kLinearQSplitMinK = 256, kLinearQSplitTarget = 256;
+uint32_t gemm_split_max_n();
+// The K values per slice for m live rows of a split weight of n rows (k where one slice serves).
+uint32_t gemm_kslice(uint32_t m, uint32_t n, uint32_t k, uint32_t gs);
 constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m workgroup (x 32 threads)
 
 }  // namespace wgrt::ops

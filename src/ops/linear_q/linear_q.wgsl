@@ -16,7 +16,7 @@ struct Params {
   ld: u32,     // y's and the residual's row length
   pos_sym: u32,  // the symbol block's index of pos (gemv_rope)
   n_ctx: u32,  // positions per cache head (gemv_rope)
-  pad0: u32,
+  kslice: u32,  // gemm: the K values per workgroup z (split K; k where it is not split)
 }
 
 override BITS: u32 = 4u;  // 2: q2k, 3: q3k, 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k, 8: q8

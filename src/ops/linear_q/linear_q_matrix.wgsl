@@ -176,20 +176,41 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 // ---- int8 x int4/int5/int6/int8 GEMM (gemm route, second kernel) -------------------------
-// 64 x 128 outputs per workgroup, 4 x 8 per thread (rows tm + 16i, columns tn + 16j), K in
-// steps of 32. Integer sums per group, then one f32 multiply-add by both scales. The K-quants
-// flush every 32 values: the AFFINE formats (unsigned q, value = a q - b) subtract b times the integer sum
-// of the activations; q6k (q - 32 signed, an int8 scale per 16 values) and q3k (q - 4 signed,
-// likewise) weight the two halves' integer sums by their scales before the flush by d; q2k
-// weights them by its 4-bit scales and takes dmin * min * sum(x) off each half.
+// 64 x 128 outputs per workgroup, 4 x 8 per thread: rows 4 tm + i, columns 4 tn + c and
+// BN / 2 + 4 tn + c, so that a thread's fragments of a K word are one vec4 of as_ and two of
+// bs_ (3 workgroup loads for 32 dot products; a quarter-warp's 8 threads read 8 consecutive
+// vec4s, no bank conflicts). K in steps of 32. Integer sums per group, then one f32
+// multiply-add by both scales. The K-quants flush every 32 values: the AFFINE formats
+// (unsigned q, value = a q - b) subtract b times the integer sum of the activations; q6k (q - 32
+// signed, an int8 scale per 16 values) and q3k (q - 4 signed, likewise) weight the two halves'
+// integer sums by their scales before the flush by d; q2k weights them by its 4-bit scales and
+// takes dmin * min * sum(x) off each half.
+// Split K (SPLIT, where few column tiles leave SMs idle): workgroup z sums K values
+// [z * kslice, (z + 1) * kslice) and writes its raw sums to y as [slices][M][N];
+// gemm_combine adds the slices and finishes the outputs.
+override SPLIT: bool = false;
 const BM: u32 = 64u;
 const BN: u32 = 128u;
-var<workgroup> as_: array<u32, 512>;   // [8 words][BM]
-var<workgroup> bs_: array<u32, 1024>;  // [8 words][BN], signed int8 quadruples
-var<workgroup> sx: array<f32, BM>;
-var<workgroup> sw: array<f32, BN>;
-var<workgroup> smin: array<f32, BN>;   // AFFINE: the group's min; q2k: dmin
-var<workgroup> sk6: array<u32, BN>;    // q6k, q3k, q2k: the two sub-block scales of the step, bytes 0 and 1
+var<workgroup> as_: array<vec4<u32>, 128>;  // [8 words][BM / 4]
+var<workgroup> bs_: array<vec4<u32>, 256>;  // [8 words][BN / 4], signed int8 quadruples
+var<workgroup> sx: array<vec4<f32>, 16>;    // [BM / 4]
+var<workgroup> sw: array<vec4<f32>, 32>;    // [BN / 4]
+var<workgroup> smin: array<vec4<f32>, 32>;  // AFFINE: the group's min; q2k: dmin
+var<workgroup> sk6: array<vec4<u32>, 32>;   // q6k, q3k, q2k: the two sub-block scales of the step, bytes 0 and 1
+
+// The integer sums of q4, q5 and q8 weights stay within +-2^22 per group (at most 128 * 127 *
+// 256): they start at the bits of the f32 1.5 * 2^23 and are read back as
+// bitcast<f32>(sum) - 1.5 * 2^23, which is exact: a float add instead of the int-to-float
+// conversion (a quarter-rate instruction on NVIDIA). q6k, q3k and q2k scale their sums by int8
+// scales first (past 2^22): they convert.
+const I2F_BIAS: i32 = 0x4B400000;
+fn acc_start() -> i32 { return select(I2F_BIAS, 0, BITS == 6u || BITS <= 3u); }
+fn acc_value(a: i32) -> f32 {
+  if (BITS == 6u || BITS <= 3u) { return f32(a); }
+  return bitcast<f32>(a) - 12582912.0;
+}
+// The thread's column j (< 8) of the tile.
+fn gemm_col(tn: u32, j: u32) -> u32 { return (j / 4u) * (BN / 2u) + 4u * tn + j % 4u; }
 
 // Stored nibbles (q + 8, one per byte) to signed bytes q: flip bit 3, then sign-extend it.
 fn q4_to_i8(v: u32) -> u32 {
@@ -314,7 +335,8 @@ fn gemm_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> GemmStep {
 fn gemm_store(st: GemmStep, n0: u32, k0: u32, lid: u32) {
   for (var e = 0u; e < 2u; e++) {
     let idx = lid + WG * e;
-    as_[(idx % 8u) * BM + idx / 8u] = st.xw[e];
+    let a = (idx % 8u) * BM + idx / 8u;  // word idx % 8 of row idx / 8
+    as_[a / 4u][a % 4u] = st.xw[e];
   }
   let loads = select(4u, 2u, BITS == 4u || BITS == 5u);
   for (var e = 0u; e < loads; e++) {
@@ -336,8 +358,8 @@ fn gemm_store(st: GemmStep, n0: u32, k0: u32, lid: u32) {
         lo |= spread5(h & 0x55u);
         hi |= spread5((h >> 1u) & 0x55u);
       }
-      bs_[(2u * w) * BN + nn] = lo;
-      bs_[(2u * w + 1u) * BN + nn] = hi;
+      bs_[((2u * w) * BN + nn) / 4u][nn % 4u] = lo;
+      bs_[((2u * w + 1u) * BN + nn) / 4u][nn % 4u] = hi;
     } else {
       var q = 0u;
       if (n0 + nn < p.n) {
@@ -353,25 +375,26 @@ fn gemm_store(st: GemmStep, n0: u32, k0: u32, lid: u32) {
           q = v;
         }
       }
-      bs_[w * BN + nn] = q;
+      bs_[(w * BN + nn) / 4u][nn % 4u] = q;
     }
   }
   if (lid < BM) {
-    sx[lid] = st.s;
+    sx[lid / 4u][lid % 4u] = st.s;
   } else if (lid < BM + BN) {
-    sw[lid - BM] = st.s;
-    smin[lid - BM] = st.mn;
-    sk6[lid - BM] = st.k6;
+    let c = lid - BM;
+    sw[c / 4u][c % 4u] = st.s;
+    smin[c / 4u][c % 4u] = st.mn;
+    sk6[c / 4u][c % 4u] = st.k6;
   }
 }
 
 // Word kw of the step: the thread's 4 x 8 integer dots (AFFINE: and its rows' activation sums).
 fn gemm_word(kw: u32, tm: u32, tn: u32, acc: ptr<function, array<array<i32, 8>, 4>>,
              xsum: ptr<function, array<i32, 4>>) {
-  var a: array<u32, 4>;
-  var b: array<u32, 8>;
-  for (var i = 0u; i < 4u; i++) { a[i] = as_[kw * BM + tm + 16u * i]; }
-  for (var j = 0u; j < 8u; j++) { b[j] = bs_[kw * BN + tn + 16u * j]; }
+  let a = as_[kw * (BM / 4u) + tm];
+  let b0 = bs_[kw * (BN / 4u) + tn];
+  let b1 = bs_[kw * (BN / 4u) + BN / 8u + tn];
+  let b = array<u32, 8>(b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
   for (var i = 0u; i < 4u; i++) {
     for (var j = 0u; j < 8u; j++) { (*acc)[i][j] += dot4I8Packed(a[i], b[j]); }
     if (AFFINE || BITS == 2u) { (*xsum)[i] += dot4I8Packed(a[i], 0x01010101u); }
@@ -380,39 +403,51 @@ fn gemm_word(kw: u32, tm: u32, tn: u32, acc: ptr<function, array<array<i32, 8>, 
 
 fn i8_at(w: u32, byte: u32) -> i32 { return (bitcast<i32>(w << (24u - 8u * byte))) >> 24u; }
 
+// The thread's 8 columns' values of a [BN / 4] vec4 array (sw, smin).
+fn cols8(v0: vec4<f32>, v1: vec4<f32>) -> array<f32, 8> {
+  return array<f32, 8>(v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w);
+}
+
 @compute @workgroup_size(WG)
 fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
   let tn = lid % 16u;
   let tm = lid / 16u;
+  let k_begin = wid.z * p.kslice;
+  let k_end = min(p.k, k_begin + p.kslice);
   var acci: array<array<i32, 8>, 4>;
   var accf: array<array<f32, 8>, 4>;
   var xsum: array<i32, 4>;  // AFFINE: the activations' integer sums of the group
-  var st = gemm_fetch(m0, n0, 0u, lid);
-  for (var k0 = 0u; k0 < p.k; k0 += 32u) {
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 8u; j++) { acci[i][j] = acc_start(); }
+  }
+  var st = gemm_fetch(m0, n0, k_begin, lid);
+  for (var k0 = k_begin; k0 < k_end; k0 += 32u) {
     gemm_store(st, n0, k0, lid);
     workgroupBarrier();
-    if (k0 + 32u < p.k) { st = gemm_fetch(m0, n0, k0 + 32u, lid); }
+    if (k0 + 32u < k_end) { st = gemm_fetch(m0, n0, k0 + 32u, lid); }
     if (BITS == 6u || BITS <= 3u) {
       // Two halves of 16 values, each weighted by its column's int8 scale (q2k: its 4-bit
       // scale, and its 4-bit min times the half's activation sums xh, taken off in f32).
       // (part is zeroed explicitly: a declaration inside the loop was not re-zeroed on lavapipe.)
       var part: array<array<i32, 8>, 4>;
       var xh: array<i32, 4>;
+      let sk = array<u32, 8>(sk6[tn].x, sk6[tn].y, sk6[tn].z, sk6[tn].w, sk6[BN / 8u + tn].x,
+                             sk6[BN / 8u + tn].y, sk6[BN / 8u + tn].z, sk6[BN / 8u + tn].w);
       for (var hf = 0u; hf < 2u; hf++) {
         for (var i = 0u; i < 4u; i++) {
           for (var j = 0u; j < 8u; j++) { part[i][j] = 0; }
           xh[i] = 0;
         }
         for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) { gemm_word(kw, tm, tn, &part, &xh); }
+        let mins = cols8(smin[tn], smin[BN / 8u + tn]);
         for (var j = 0u; j < 8u; j++) {
-          let sk = sk6[tn + 16u * j];
-          let s6 = select(i8_at(sk, hf), i32((sk >> (8u * hf)) & 15u), BITS == 2u);
+          let s6 = select(i8_at(sk[j], hf), i32((sk[j] >> (8u * hf)) & 15u), BITS == 2u);
           for (var i = 0u; i < 4u; i++) { acci[i][j] += part[i][j] * s6; }
           if (BITS == 2u) {
-            let mn = f32((sk >> (8u * hf + 4u)) & 15u) * smin[tn + 16u * j];
-            for (var i = 0u; i < 4u; i++) { accf[i][j] -= sx[tm + 16u * i] * mn * f32(xh[i]); }
+            let mn = f32((sk[j] >> (8u * hf + 4u)) & 15u) * mins[j];
+            for (var i = 0u; i < 4u; i++) { accf[i][j] -= sx[tm][i] * mn * f32(xh[i]); }
           }
         }
       }
@@ -420,16 +455,17 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       for (var kw = 0u; kw < 8u; kw++) { gemm_word(kw, tm, tn, &acci, &xsum); }
     }
     if ((k0 + 32u) % p.gs == 0u) {
+      let sxv = sx[tm];
+      let swv = cols8(sw[tn], sw[BN / 8u + tn]);
+      let mins = cols8(smin[tn], smin[BN / 8u + tn]);
       for (var i = 0u; i < 4u; i++) {
-        let s = sx[tm + 16u * i];
         for (var j = 0u; j < 8u; j++) {
-          let n = tn + 16u * j;
           if (AFFINE) {
-            accf[i][j] += s * fma(f32(acci[i][j]), sw[n], -f32(xsum[i]) * smin[n]);
+            accf[i][j] += sxv[i] * fma(acc_value(acci[i][j]), swv[j], -f32(xsum[i]) * mins[j]);
           } else {
-            accf[i][j] = fma(f32(acci[i][j]), s * sw[n], accf[i][j]);
+            accf[i][j] = fma(acc_value(acci[i][j]), sxv[i] * swv[j], accf[i][j]);
           }
-          acci[i][j] = 0;
+          acci[i][j] = acc_start();
         }
         xsum[i] = 0;
       }
@@ -437,11 +473,33 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
   }
   for (var i = 0u; i < 4u; i++) {
-    let m = m0 + tm + 16u * i;
+    let m = m0 + 4u * tm + i;
     if (m >= p.m) { continue; }
     for (var j = 0u; j < 8u; j++) {
-      let n = n0 + tn + 16u * j;
-      if (n < p.n) { y[m * p.ld + p.y_off + n] = finish_mn(accf[i][j], m, n); }
+      let n = n0 + gemm_col(tn, j);
+      if (n >= p.n) { continue; }
+      if (SPLIT) {
+        y[(wid.z * p.m + m) * p.n + n] = accf[i][j];
+      } else {
+        y[m * p.ld + p.y_off + n] = finish_mn(accf[i][j], m, n);
+      }
     }
   }
+}
+
+// ---- split K's sums (gemm route, after a SPLIT gemm) -------------------------------------
+// One thread per 4 outputs: the slices' sums of (m, n .. n + 3), read from x4 (the gemm's
+// [slices][M][N] scratch; N a multiple of 4), finished into y.
+@compute @workgroup_size(64)
+fn gemm_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + wid.y * nwg.x) * 64u + lid;
+  let n4 = p.n / 4u;
+  if (i >= p.m * n4) { return; }
+  let slices = (p.k + p.kslice - 1u) / p.kslice;
+  var v = vec4<f32>(0.0);
+  for (var s = 0u; s < slices; s++) { v += x4[s * p.m * n4 + i]; }
+  let m = i / n4;
+  let n = 4u * (i % n4);
+  for (var c = 0u; c < 4u; c++) { y[m * p.ld + p.y_off + n + c] = finish_mn(v[c], m, n + c); }
 }
