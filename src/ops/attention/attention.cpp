@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -45,6 +46,16 @@ bool prefill_q_in_registers() {
   if (!env || std::string(env) == "1") return true;
   if (std::string(env) == "0") return false;
   throw std::invalid_argument(fmt::format("WGRT_PREFILL_QREG='{}' (hint: 0 or 1)", env));
+}
+
+// WGRT_PREFILL_TILE=ROWSxKEYS (e.g. 32x16) narrows prefill's tiles to one (to measure); 0x0: any.
+std::pair<uint32_t, uint32_t> prefill_tile_wanted() {
+  const char* env = std::getenv("WGRT_PREFILL_TILE");
+  unsigned rows = 0, keys = 0;
+  char tail = 0;
+  if (env && std::sscanf(env, "%ux%u%c", &rows, &keys, &tail) != 2)
+    throw std::invalid_argument(fmt::format("WGRT_PREFILL_TILE='{}' (hint: ROWSxKEYS, e.g. 32x16)", env));
+  return {rows, keys};
 }
 
 // WGRT_DECODE_KERNEL=vec|sg|split narrows `best` to one kernel (to measure).
@@ -176,9 +187,11 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   };
   std::vector<Tile> tiles;
   std::vector<WorkgroupFootprint> prefill;
+  const auto [want_rows, want_keys] = prefill_tile_wanted();
   for (Tile t : {Tile{32, 32}, {32, 16}, {16, 16}, {16, 8}, {8, 16}, {8, 8}, {8, 4}}) {
     const uint32_t columns = wg / t.rows;
     if (t.rows < group || ceil_div(d4, columns) > 4 || ceil_div(t.keys, columns) > 4) continue;
+    if (want_rows && (t.rows != want_rows || t.keys != want_keys)) continue;
     tiles.push_back(t);
     prefill.push_back({wg_var_bytes(uint64_t(t.rows) * (d4 + 1) * 16) + wg_var_bytes(uint64_t(t.keys) * d4 * 16) +
                            wg_var_bytes(uint64_t(t.rows) * (t.keys + 1) * 4) + 2 * wg_var_bytes(wg * 4),

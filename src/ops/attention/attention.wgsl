@@ -504,7 +504,7 @@ var<workgroup> pp: array<f32, ROWS * (BK + 1u)>;                    // [ROWS][BK
 var<workgroup> pmax: array<f32, WG>;  // [NG][ROWS]: each thread's max over its keys of the tile
 var<workgroup> psum: array<f32, WG>;  // [NG][ROWS]: each thread's sum of its keys' exps
 
-const QREG: u32 = 16u;  // q's vec4s per row held in registers in the score phase
+const QREG: u32 = 32u;  // q's vec4s per row held in registers in the score phase (head_dim <= 128)
 override Q_IN_REGS: bool = true;  // hold q in registers where it fits (WGRT_PREFILL_QREG=0: read pq)
 
 // Keys grp * KPT + u of the tile against q's vec4 d4 of the thread's row.
@@ -590,7 +590,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       var s = array<f32, 4>(0.0, 0.0, 0.0, 0.0);  // explicit, as `part` above
       // Guards of the form `X % Y == 0u || ...` fold away after override substitution where the
       // shape divides evenly (the 64/128 fast paths), keeping the loops' trip counts constant.
-      // Rows of up to 16 vec4s (head_dim <= 64) read q from registers, longer ones from pq.
+      // Rows of up to QREG vec4s read q from registers, longer ones from pq.
       if (Q_IN_REGS && D4 <= QREG) {
         for (var d4 = 0u; d4 < D4; d4++) { prefill_scores(&s, qr[d4], d4, grp, KPT, NG, D4); }
       } else {
