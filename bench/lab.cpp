@@ -45,14 +45,14 @@ Timer create_timer(gpu::Device& dev) {
   return t;
 }
 
-Sample time_pass(Timer& timer, std::string_view label, const RecordPass& record) {
-  gpu::Device& dev = *timer.dev;
-  gpu::Profiler* prof = timer.prof ? &*timer.prof : nullptr;
-  using clock = std::chrono::steady_clock;
-  auto t0 = clock::now();
+namespace {
+// `passes` compute passes of `record` in one command buffer, submitted; prof (when given) times
+// the first.
+void submit_passes(gpu::Device& dev, gpu::Profiler* prof, std::string_view label, int passes,
+                   const RecordPass& record) {
   auto enc = gpu::CommandEncoder::adopt(wgpuDeviceCreateCommandEncoder(dev.get(), nullptr));
-  {
-    gpu::ComputePass pass = gpu::begin_compute_pass(enc.get(), prof, label);
+  for (int i = 0; i < passes; ++i) {
+    gpu::ComputePass pass = gpu::begin_compute_pass(enc.get(), i == 0 ? prof : nullptr, label);
     record(pass.get());
     wgpuComputePassEncoderEnd(pass.get());
   }
@@ -60,6 +60,15 @@ Sample time_pass(Timer& timer, std::string_view label, const RecordPass& record)
   auto cmd = gpu::CommandBuffer::adopt(wgpuCommandEncoderFinish(enc.get(), nullptr));
   WGPUCommandBuffer raw = cmd.get();
   wgpuQueueSubmit(dev.queue.get(), 1, &raw);
+}
+}  // namespace
+
+Sample time_pass(Timer& timer, std::string_view label, const RecordPass& record) {
+  gpu::Device& dev = *timer.dev;
+  gpu::Profiler* prof = timer.prof ? &*timer.prof : nullptr;
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  submit_passes(dev, prof, label, 1, record);
   Sample s;
   if (prof) {
     // Mapping the timestamps waits for the whole command buffer.
@@ -89,15 +98,7 @@ void spin_up(Timer& timer, double seconds, const RecordPass& record) {
   int passes = 1;
   while (std::chrono::duration<double>(clock::now() - t0).count() < seconds) {
     const auto s0 = clock::now();
-    auto enc = gpu::CommandEncoder::adopt(wgpuDeviceCreateCommandEncoder(dev.get(), nullptr));
-    for (int i = 0; i < passes; ++i) {
-      gpu::ComputePass pass = gpu::begin_compute_pass(enc.get(), nullptr, "spin");
-      record(pass.get());
-      wgpuComputePassEncoderEnd(pass.get());
-    }
-    auto cmd = gpu::CommandBuffer::adopt(wgpuCommandEncoderFinish(enc.get(), nullptr));
-    WGPUCommandBuffer raw = cmd.get();
-    wgpuQueueSubmit(dev.queue.get(), 1, &raw);
+    submit_passes(dev, nullptr, "spin", passes, record);
     gpu::wait_idle(dev);
     if (std::chrono::duration<double>(clock::now() - s0).count() < 0.02 && passes < 4096) passes *= 2;
   }

@@ -20,7 +20,10 @@
 //          and zero-filled by a queue write before the pass; Dawn tracks usage per buffer and
 //          needs no compute-to-compute barrier for them), so dispatches may overlap: the
 //          kernels' throughput. --indep-init lazy leaves the new outputs to Dawn's lazy clear.
-// GB/s and % read BW are given for both. Before a row is timed, its results are checked: copy
+// GB/s and % read BW are given for both; GFLOP/s and % FMA peak from the faster of the two (the
+// gemm's split K writes and reads a scratch that indep binds fresh, and there its pass ran up to
+// 5x longer on the H200 than the chain's, which reuses the graph's buffers as a model does).
+// Before a row is timed, its results are checked: copy
 // 0's output for 64 columns spread over N against f32 math on the dequantized weight (see
 // check_columns); the "check" column says ok or where it failed.
 #include <fmt/format.h>
@@ -166,7 +169,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
     double per_call = t.seconds / copies, indep_call = indep_s / copies;
     double bytes = double(wbytes) + 4.0 * m * (double(k) + n);
     double gbps = bytes / per_call / 1e9, indep_gbps = bytes / indep_call / 1e9;
-    double gflops = 2.0 * m * double(n) * k / indep_call / 1e9;
+    double gflops = 2.0 * m * double(n) * k / std::min(indep_call, per_call) / 1e9;
     table.rows.push_back({ops::quant_format_name(f), xname, std::to_string(m), std::to_string(k),
                           std::to_string(n), route, std::to_string(copies),
                           fmt::format("{:.2f}", indep_call * 1e6), fmt::format("{:.0f}", indep_gbps),
