@@ -198,17 +198,13 @@ var<workgroup> sw: array<vec4<f32>, 32>;    // [BN / 4]
 var<workgroup> smin: array<vec4<f32>, 32>;  // AFFINE: the group's min; q2k: dmin
 var<workgroup> sk6: array<vec4<u32>, 32>;   // q6k, q3k, q2k: the two sub-block scales of the step, bytes 0 and 1
 
-// The integer sums of q4, q5 and q8 weights stay within +-2^22 per group (at most 128 * 127 *
-// 256): they start at the bits of the f32 1.5 * 2^23 and are read back as
-// bitcast<f32>(sum) - 1.5 * 2^23, which is exact: a float add instead of the int-to-float
-// conversion (a quarter-rate instruction on NVIDIA). q6k, q3k and q2k scale their sums by int8
-// scales first (past 2^22): they convert.
+// The integer sums of a group (q4, q5, q8: at most 128 * 127 * 256) or a half group (q6k, q3k,
+// q2k, before their sub-block scales: at most 16 * 127 * 32) stay within +-2^22: they start at
+// the bits of the f32 1.5 * 2^23 and are read back as bitcast<f32>(sum) - 1.5 * 2^23, which is
+// exact: a float add instead of the int-to-float conversion (a quarter-rate instruction on
+// NVIDIA).
 const I2F_BIAS: i32 = 0x4B400000;
-fn acc_start() -> i32 { return select(I2F_BIAS, 0, BITS == 6u || BITS <= 3u); }
-fn acc_value(a: i32) -> f32 {
-  if (BITS == 6u || BITS <= 3u) { return f32(a); }
-  return bitcast<f32>(a) - 12582912.0;
-}
+fn acc_value(a: i32) -> f32 { return bitcast<f32>(a) - 12582912.0; }
 // The thread's column j (< 8) of the tile.
 fn gemm_col(tn: u32, j: u32) -> u32 { return (j / 4u) * (BN / 2u) + 4u * tn + j % 4u; }
 
@@ -420,7 +416,7 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var accf: array<array<f32, 8>, 4>;
   var xsum: array<i32, 4>;  // AFFINE: the activations' integer sums of the group
   for (var i = 0u; i < 4u; i++) {
-    for (var j = 0u; j < 8u; j++) { acci[i][j] = acc_start(); }
+    for (var j = 0u; j < 8u; j++) { acci[i][j] = I2F_BIAS; }
   }
   var st = gemm_fetch(m0, n0, k_begin, lid);
   for (var k0 = k_begin; k0 < k_end; k0 += 32u) {
@@ -428,33 +424,36 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
     if (k0 + 32u < k_end) { st = gemm_fetch(m0, n0, k0 + 32u, lid); }
     if (BITS == 6u || BITS <= 3u) {
-      // Two halves of 16 values, each weighted by its column's int8 scale (q2k: its 4-bit
-      // scale, and its 4-bit min times the half's activation sums xh, taken off in f32).
-      // (part is zeroed explicitly: a declaration inside the loop was not re-zeroed on lavapipe.)
+      // Two halves of 16 values, each weighted in f32 by d times its column's int8 scale (q2k:
+      // its 4-bit scale, and its 4-bit min times the half's activation sums xh taken off).
+      // (part is reset explicitly: a declaration inside the loop was not re-zeroed on lavapipe.)
       var part: array<array<i32, 8>, 4>;
       var xh: array<i32, 4>;
       let sk = array<u32, 8>(sk6[tn].x, sk6[tn].y, sk6[tn].z, sk6[tn].w, sk6[BN / 8u + tn].x,
                              sk6[BN / 8u + tn].y, sk6[BN / 8u + tn].z, sk6[BN / 8u + tn].w);
+      let sxv = sx[tm];
+      let swv = cols8(sw[tn], sw[BN / 8u + tn]);
+      let mins = cols8(smin[tn], smin[BN / 8u + tn]);
       for (var hf = 0u; hf < 2u; hf++) {
         for (var i = 0u; i < 4u; i++) {
-          for (var j = 0u; j < 8u; j++) { part[i][j] = 0; }
+          for (var j = 0u; j < 8u; j++) { part[i][j] = I2F_BIAS; }
           xh[i] = 0;
         }
         for (var kw = 4u * hf; kw < 4u * hf + 4u; kw++) { gemm_word(kw, tm, tn, &part, &xh); }
-        let mins = cols8(smin[tn], smin[BN / 8u + tn]);
         for (var j = 0u; j < 8u; j++) {
           let s6 = select(i8_at(sk[j], hf), i32((sk[j] >> (8u * hf)) & 15u), BITS == 2u);
-          for (var i = 0u; i < 4u; i++) { acci[i][j] += part[i][j] * s6; }
+          let w = swv[j] * f32(s6);
+          for (var i = 0u; i < 4u; i++) { accf[i][j] = fma(acc_value(part[i][j]), sxv[i] * w, accf[i][j]); }
           if (BITS == 2u) {
             let mn = f32((sk[j] >> (8u * hf + 4u)) & 15u) * mins[j];
-            for (var i = 0u; i < 4u; i++) { accf[i][j] -= sx[tm][i] * mn * f32(xh[i]); }
+            for (var i = 0u; i < 4u; i++) { accf[i][j] -= sxv[i] * mn * f32(xh[i]); }
           }
         }
       }
     } else {
       for (var kw = 0u; kw < 8u; kw++) { gemm_word(kw, tm, tn, &acci, &xsum); }
     }
-    if ((k0 + 32u) % p.gs == 0u) {
+    if (BITS != 6u && BITS > 3u && (k0 + 32u) % p.gs == 0u) {  // q6k, q3k, q2k took theirs per half
       let sxv = sx[tm];
       let swv = cols8(sw[tn], sw[BN / 8u + tn]);
       let mins = cols8(smin[tn], smin[BN / 8u + tn]);
@@ -465,7 +464,7 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
           } else {
             accf[i][j] = fma(acc_value(acci[i][j]), sxv[i] * swv[j], accf[i][j]);
           }
-          acci[i][j] = acc_start();
+          acci[i][j] = I2F_BIAS;
         }
         xsum[i] = 0;
       }
