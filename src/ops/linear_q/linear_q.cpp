@@ -458,7 +458,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     uint64_t split_words = 0;
     for (LinearQPartPlan& pp : part_plans) {
       pp.split = parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 && k >= 2 * kLinearQSplitMinK;
-      if (pp.split) split_words = std::max<uint64_t>(split_words, uint64_t(split_scratch_rows(max_m, pp.n, k, act_gs)) * pp.n);
+      if (pp.split)
+        split_words = std::max<uint64_t>(split_words, uint64_t(split_scratch_rows(max_m, pp.n, k, act_gs)) * pp.n);
     }
     if (split_words) split_sums = scratch(Scratch::Split, ".split", graph::DType::F32, {uint32_t(split_words)});
     auto permuted = [](const LinearQPart& wp) { return kernel_bits(wp.format) == 4 || kernel_bits(wp.format) == 5; };
