@@ -182,9 +182,9 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 // vec4s, no bank conflicts). K in steps of 32. Integer sums per group, then one f32
 // multiply-add by both scales. The K-quants flush every 32 values: the AFFINE formats
 // (unsigned q, value = a q - b) subtract b times the integer sum of the activations; q6k (q - 32
-// signed, an int8 scale per 16 values) and q3k (q - 4 signed, likewise) weight the two halves'
-// integer sums by their scales before the flush by d; q2k weights them by its 4-bit scales and
-// takes dmin * min * sum(x) off each half.
+// signed, an int8 scale per 16 values) and q3k (q - 4 signed, likewise) weight each half's
+// integer sums in f32 by d times its scale; q2k by d times its 4-bit scale, and takes
+// dmin * min * sum(x) off each half.
 // Split K (SPLIT, where few column tiles leave SMs idle): workgroup z sums K values
 // [z * kslice, (z + 1) * kslice) and writes its raw sums to y as [slices][M][N];
 // gemm_combine adds the slices and finishes the outputs.
