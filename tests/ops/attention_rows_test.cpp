@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "attention_support.h"
@@ -134,6 +135,15 @@ std::vector<OpCase> rows_cases() {
   add(128, 4, false, K::best, false, /*max_chunks=*/1);  // one chunk: the kernel writes every token's output
   add(64, 4, true, K::vec, false, /*max_chunks=*/1);
   add(64, 4, true, K::sg);  // decode_sg where `best` takes decode_vec
+  // Each prefill kernel where `best` takes the other (on lavapipe: prefill_sg from head dim 128).
+  using P = ops::PrefillKernel;
+  for (auto [hd, group, f16, pk] : {std::tuple{64u, 1u, true, P::sg}, {128u, 4u, false, P::tile},
+                                    {40u, 8u, true, P::sg}, {128u, 8u, true, P::tile}}) {
+    AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group, .n_ctx = kSeqs * kRegion,
+                 .max_tokens = 48, .f16 = f16, .prefill = pk, .rows = true, .decode_max_tokens = 4};
+    cases.push_back({fmt::format("hd{}_gqa{}_{}{}", hd, group, f16 ? "f16" : "f32", prefill_suffix(c.prefill)),
+                     [c] { run_rows(c, mixed_steps()); }});
+  }
   // Caches split by KV heads (two parts of one head): both routes, every decode kernel.
   for (K k : {K::best, K::vec, K::sg, K::split}) {
     AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .group = 2, .n_ctx = kSeqs * kRegion, .max_tokens = 48,

@@ -30,6 +30,7 @@ struct AttnConfig {
   uint32_t max_chunks = 0;  // AttentionDesc::decode_max_chunks
   bool default_limits = false;  // build on default_limits_device()
   ops::DecodeKernel decode = ops::DecodeKernel::best;  // AttentionDesc::decode_kernel
+  ops::PrefillKernel prefill = ops::PrefillKernel::best;  // AttentionDesc::prefill_kernel
   bool rows = false;            // a KvRows table (input "rows") and max_keys for both nodes
   uint32_t decode_max_tokens = 1;  // AttentionDesc::decode_max_tokens (rows)
   std::vector<uint32_t> cache_parts;  // KV heads per cache tensor (a cache split by heads); empty: one
@@ -54,6 +55,16 @@ inline const char* decode_suffix(ops::DecodeKernel k) {
     case ops::DecodeKernel::sg: return "_sg";
     case ops::DecodeKernel::split: return "_no_subgroups";
     case ops::DecodeKernel::best: break;
+  }
+  return "";
+}
+
+// A case name's suffix for a forced prefill kernel ("" for best).
+inline const char* prefill_suffix(ops::PrefillKernel k) {
+  switch (k) {
+    case ops::PrefillKernel::sg: return "_prefill_sg";
+    case ops::PrefillKernel::tile: return "_prefill_tile";
+    case ops::PrefillKernel::best: break;
   }
   return "";
 }
@@ -92,7 +103,8 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) 
     a.out = ops::add_attention(g, {.name = "attn", .q = a.q, .k_cache = a.kc, .v_cache = a.vc,
                                    .more_caches = more, .pos = a.pos, .n_heads = c.n_heads(),
                                    .decode_max_chunks = c.max_chunks, .decode_kernel = c.decode,
-                                   .rows = rows, .decode_max_tokens = c.decode_max_tokens});
+                                   .prefill_kernel = c.prefill, .rows = rows,
+                                   .decode_max_tokens = c.decode_max_tokens});
     a.attn = find_node(g, "attn");
     mark_output(g, a.out);
   }

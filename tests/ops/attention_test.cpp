@@ -53,13 +53,16 @@ std::vector<OpCase> attention_cases() {
   std::vector<OpCase> cases;
   auto add = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, uint32_t ctx, bool f16,
                  uint32_t max_chunks = 0, bool default_limits = false,
-                 ops::DecodeKernel decode = ops::DecodeKernel::best) {
-    std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}{}{}", hd, group, n_tokens, ctx,
+                 ops::DecodeKernel decode = ops::DecodeKernel::best,
+                 ops::PrefillKernel prefill = ops::PrefillKernel::best) {
+    std::string name = fmt::format("hd{}_gqa{}_t{}_ctx{}_{}{}{}{}{}", hd, group, n_tokens, ctx,
                                    f16 ? "f16" : "f32", max_chunks ? fmt::format("_split{}", max_chunks) : "",
-                                   default_limits ? "_default_limits" : "", decode_suffix(decode));
+                                   default_limits ? "_default_limits" : "", decode_suffix(decode),
+                                   prefill_suffix(prefill));
     AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group,
                  .n_ctx = ctx + 6, .max_tokens = n_tokens, .f16 = f16, .with_write = false,
-                 .max_chunks = max_chunks, .default_limits = default_limits, .decode = decode};
+                 .max_chunks = max_chunks, .default_limits = default_limits, .decode = decode,
+                 .prefill = prefill};
     cases.push_back({name, [=] { check_single(c, n_tokens, ctx, hd + group * 7 + n_tokens); }});
   };
   for (uint32_t hd : {64u, 128u})
@@ -112,6 +115,22 @@ std::vector<OpCase> attention_cases() {
     for (uint32_t group : {1u, 4u})
       add(hd, group, 1, hd == 64 ? 1031 : 131, group == 4, 0, false, ops::DecodeKernel::sg);
   add(64, 4, 1, 1031, true, 1, false, ops::DecodeKernel::sg);
+  // prefill (tiles), the prefill kernel below head dim 128 and of devices without subgroups (the
+  // cases above take prefill_sg from 128 where the device has them): the 64/128 fast paths and
+  // the generic head sizes, GQA 1/4/8 and an odd group, f16 and f32, default limits, a long context.
+  for (uint32_t hd : {24u, 64u, 80u, 128u})
+    for (uint32_t group : {1u, 4u, 7u})
+      add(hd, group, hd == 64 ? 37 : 7, 131, group != 4, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::tile);
+  add(128, 8, 37, 131, true, 0, true, ops::DecodeKernel::best, ops::PrefillKernel::tile);
+  add(64, 4, 37, 1031, false, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::tile);
+  // prefill_sg forced below head dim 128 (the tiles there by default) and where `best` takes it
+  // anyway: one vec4 per lane (16), three (80: lanes past the row), the 64 fast path, GQA 1/2/4/7/8,
+  // f16 and f32, default limits, a long context.
+  add(16, 2, 37, 131, true, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+  add(64, 1, 37, 131, true, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+  add(64, 7, 7, 1031, false, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+  add(80, 4, 7, 131, false, 0, true, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+  add(128, 8, 37, 1031, true, 0, true, ops::DecodeKernel::best, ops::PrefillKernel::sg);
   // Caches split by KV heads (a cache past the storage binding limit): a decode or prefill kernel
   // per part writing its heads' columns, one merge; every decode kernel, both routes, f16/f32.
   auto add_parts = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, bool f16, std::vector<uint32_t> parts,
@@ -328,7 +347,44 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
     EXPECT_EQ(sv.decode_heads, 4u);
     EXPECT_EQ(sv.vec.lanes, hd / 8);
   }
+  // prefill_sg from head dim 128 wherever a key group (up to 4 vec4s of a row per lane) fits the
+  // subgroup, and when asked for below; its f32 K/V tiles within the limits (32 keys at head dim
+  // 128 on 48 KiB, 16 on 16 KiB); tiles elsewhere.
+  for (uint32_t sg : {8u, 32u})
+    for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
+      for (const WGPULimits& l : {small, large}) {
+        SCOPED_TRACE(fmt::format("sg {} hd {} limit {}", sg, hd, l.maxComputeWorkgroupStorageSize));
+        ops::AttentionVariants pv = ops::attention_variants(l, "attn", hd, 4, true, sg);
+        uint32_t lanes = 1;
+        while (lanes * 4 < hd / 4) lanes *= 2;
+        if (lanes > sg || hd < 128) {
+          EXPECT_EQ(pv.prefill_kernel, ops::PrefillKernel::tile);
+          if (lanes > sg) continue;
+          pv = ops::attention_variants(l, "attn", hd, 4, true, sg, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+        }
+        EXPECT_EQ(pv.prefill_kernel, ops::PrefillKernel::sg);
+        EXPECT_LE(pv.prefill.storage_bytes, l.maxComputeWorkgroupStorageSize);
+        EXPECT_EQ(pv.psg.lanes, lanes);
+        EXPECT_GE(pv.psg.lanes * pv.psg.vec4s, hd / 4);
+        EXPECT_LE(pv.psg.vec4s, 4u);
+        EXPECT_EQ(pv.psg.threads % sg, 0u);
+        EXPECT_EQ(pv.prefill_rows, 4 * pv.psg.threads / lanes);
+        EXPECT_GE(pv.psg.keys, 4u);
+        EXPECT_GE(pv.psg.fetch * pv.psg.threads, pv.psg.keys * (hd / 8));  // f16 words of a tile
+        EXPECT_LE(pv.psg.fetch, 4u);
+      }
+  EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, true, 32).psg.keys, 32u);
+  EXPECT_EQ(ops::attention_variants(small, "attn", 128, 4, true, 32).psg.keys, 16u);
+  EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, true, 32, ops::DecodeKernel::best, ops::PrefillKernel::tile)
+                .prefill_kernel,
+            ops::PrefillKernel::tile);
   // A forced kernel that cannot run this shape is an error naming it.
+  try {
+    ops::attention_variants(large, "attn.0", 256, 4, true, 8, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+    ADD_FAILURE() << "prefill_sg cannot hold a 64-vec4 row in 8 lanes of 4 vec4s";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("prefill_sg"), std::string::npos) << e.what();
+  }
   try {
     ops::attention_variants(large, "attn.0", 256, 4, false, 8, ops::DecodeKernel::vec);
     ADD_FAILURE() << "decode_vec cannot hold a 64-word row in 8 lanes";

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,30 @@ DecodeKernel decode_kernel_wanted(DecodeKernel want) {
   throw std::invalid_argument(fmt::format("WGRT_DECODE_KERNEL='{}' (hint: vec, sg or split)", k));
 }
 
+// WGRT_PREFILL_KERNEL=sg|tile narrows `best` to one prefill kernel (to measure).
+PrefillKernel prefill_kernel_wanted(PrefillKernel want) {
+  const char* env = std::getenv("WGRT_PREFILL_KERNEL");
+  if (want != PrefillKernel::best || !env) return want;
+  const std::string k = env;
+  if (k == "sg") return PrefillKernel::sg;
+  if (k == "tile") return PrefillKernel::tile;
+  throw std::invalid_argument(fmt::format("WGRT_PREFILL_KERNEL='{}' (hint: sg or tile)", k));
+}
+
+// WGRT_PREFILL_SG=THREADSxKEYS (e.g. 128x16) sets prefill_sg's workgroup and tile keys (to
+// measure); unset: the defaults.
+std::pair<uint32_t, uint32_t> prefill_sg_wanted() {
+  const char* env = std::getenv("WGRT_PREFILL_SG");
+  unsigned threads = 0, keys = 0;
+  char tail = 0;
+  auto pow2 = [](unsigned x) { return x != 0 && (x & (x - 1)) == 0; };
+  if (env && (std::sscanf(env, "%ux%u%c", &threads, &keys, &tail) != 2 || threads > 1024 || !pow2(threads) ||
+              keys < 4 || keys > 64 || !pow2(keys)))
+    throw std::invalid_argument(fmt::format("WGRT_PREFILL_SG='{}' (hint: THREADSxKEYS, e.g. 128x16: powers of "
+                                            "two, up to 1024 threads, 4..64 keys)", env));
+  return {threads, keys};
+}
+
 // Query heads per decode workgroup to try, most first: the group spread evenly over 1, 2, 4, 8
 // workgroups (8: 8, 4, 2, 1; 7: 7, 4, 2, 1; 6: 6, 3, 2, 1).
 std::vector<uint32_t> heads_per_workgroup(uint32_t group) {
@@ -99,9 +124,19 @@ const char* decode_kernel_name(DecodeKernel k) {
   return "best";
 }
 
+const char* prefill_kernel_name(PrefillKernel k) {
+  switch (k) {
+    case PrefillKernel::sg: return "prefill_sg";
+    case PrefillKernel::tile: return "prefill";
+    case PrefillKernel::best: break;
+  }
+  return "best";
+}
+
 // Footprints from the WGSL declarations (attention.wgsl), each variable rounded to 16 bytes.
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
-                                     uint32_t group, bool f16, uint32_t sg_lanes, DecodeKernel want) {
+                                     uint32_t group, bool f16, uint32_t sg_lanes, DecodeKernel want,
+                                     PrefillKernel want_prefill) {
   constexpr uint32_t wg = 256, reduce_wg = 128, max_kpl = 8;  // attention.wgsl WG, RWG, MAX_KPL
   const uint32_t row_words = head_dim / (f16 ? 8 : 4), d4 = head_dim / 4;
   AttentionVariants v{};
@@ -180,8 +215,52 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4), reduce_wg};
   require_fits(limits, name + ": attention decode_reduce", v.reduce);
 
-  // prefill: more rows per tile share each K/V tile, more keys per tile mean fewer barriers.
-  // Thread columns (WG / rows of them) hold at most 4 keys and 4 output vec4s each.
+  // prefill_sg for head dims from 128 where a key group (a lane per up to 4 vec4s of a row) fits
+  // the subgroup: on the H200 (lab, 512 queries, f16) it took 2,247 µs against the tiles' 2,609 at
+  // head dim 128 and 4,608 keys, 256 against 211 at 512 keys, and lost at head dim 64 (1,345
+  // against 1,143); docs/PERFORMANCE.md. 32 key groups per workgroup (at most 256 threads: 128
+  // rows at head dim 128); tiles of as many keys (up to 32) as the workgroup storage holds for K
+  // and V in f32 and 4 words per thread load.
+  want_prefill = prefill_kernel_wanted(want_prefill);
+  uint32_t ps_lanes = 1;
+  while (ps_lanes * 4 < d4) ps_lanes *= 2;  // ceil(d4 / 4), a power of two
+  const bool sg_fits = sg_lanes >= 4 && ps_lanes <= sg_lanes;
+  if (want_prefill == PrefillKernel::sg && !sg_fits)
+    throw std::invalid_argument(fmt::format(
+        "{}: attention prefill: prefill_sg cannot run head_dim {} with {} subgroup lanes (hint: another "
+        "prefill kernel, or none forced: WGRT_PREFILL_KERNEL)",
+        name, head_dim, sg_lanes));
+  const bool sg_first = head_dim >= 128;  // below, the tiles measured faster (head dim 64)
+  if (sg_fits && (want_prefill == PrefillKernel::sg || (want_prefill == PrefillKernel::best && sg_first))) {
+    const auto [want_threads, want_keys] = prefill_sg_wanted();
+    const uint32_t threads = std::max(sg_lanes, want_threads ? want_threads : std::min(256u, 32 * ps_lanes));
+    std::vector<uint32_t> keys;
+    std::vector<WorkgroupFootprint> ps;
+    for (uint32_t k : {32u, 16u, 8u, 4u}) {
+      if ((want_keys && k != want_keys) || k * row_words > 4 * threads) continue;  // PNF <= 4
+      keys.push_back(k);
+      ps.push_back({2 * wg_var_bytes(uint64_t(k) * head_dim * 4), threads});
+    }
+    if (want_keys > 32 && want_keys * row_words <= 4 * threads) {
+      keys.push_back(want_keys);
+      ps.push_back({2 * wg_var_bytes(uint64_t(want_keys) * head_dim * 4), threads});
+    }
+    if (keys.empty())
+      throw std::invalid_argument(fmt::format("{}: attention prefill_sg: no tile of {} threads holds head_dim {} "
+                                              "(hint: WGRT_PREFILL_SG)", name, threads, head_dim));
+    const size_t pi = pick_variant(limits, name + ": attention prefill_sg", ps);
+    v.prefill_kernel = PrefillKernel::sg;
+    v.psg = {ps_lanes, uint32_t(ceil_div(d4, ps_lanes)), keys[pi], threads,
+             uint32_t(ceil_div(keys[pi] * row_words, threads))};
+    v.prefill_rows = 4 * threads / ps_lanes;
+    v.prefill_keys = keys[pi];
+    v.prefill = ps[pi];
+    return v;
+  }
+
+  // prefill (tiles): more rows per tile share each K/V tile, more keys per tile mean fewer
+  // barriers. Thread columns (WG / rows of them) hold at most 4 keys and 4 output vec4s each.
+  v.prefill_kernel = PrefillKernel::tile;
   struct Tile {
     uint32_t rows, keys;
   };
@@ -251,7 +330,9 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
     plan.params[i].set(p);
     plan.grids[i] = c.decode ? graph::Grid{s.n_chunks, c.part_heads[i] * uint32_t(ceil_div(group, c.decode_heads)),
                                            tokens}
-                             : graph::Grid{uint32_t(ceil_div(c.n_tokens, c.prefill_rows / group)), c.part_heads[i], 1};
+                 : c.prefill_by_rows
+                     ? graph::Grid{uint32_t(ceil_div(c.n_tokens * group, c.prefill_rows)), c.part_heads[i], 1}
+                     : graph::Grid{uint32_t(ceil_div(c.n_tokens, c.prefill_rows / group)), c.part_heads[i], 1};
     p.kv_off += c.part_heads[i];
   }
   if (c.decode) {
@@ -299,7 +380,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   const uint32_t group = d.n_heads / n_kv;
   const bool f16 = kc.dtype == graph::DType::F16;
   const AttentionVariants var = attention_variants(graph::device_caps(g).limits, d.name, head_dim, group, f16,
-                                                   gpu::subgroup_lanes(graph::device_caps(g)), d.decode_kernel);
+                                                   gpu::subgroup_lanes(graph::device_caps(g)), d.decode_kernel,
+                                                   d.prefill_kernel);
   const bool merges_itself = var.decode_kernel != DecodeKernel::split;
   max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, var.key_block)));
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
@@ -336,9 +418,19 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     k.sg_shim = true;
     return k;
   };
-  prefill_consts.push_back({"ROWS", double(var.prefill_rows)});
-  prefill_consts.push_back({"BK", double(var.prefill_keys)});
-  if (!prefill_q_in_registers()) prefill_consts.push_back({"Q_IN_REGS", 0.0});
+  const bool prefill_sg = var.prefill_kernel == PrefillKernel::sg;
+  if (prefill_sg) {
+    prefill_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
+    prefill_consts.push_back({"PL", double(var.psg.lanes)});
+    prefill_consts.push_back({"PV4", double(var.psg.vec4s)});
+    prefill_consts.push_back({"PBK", double(var.psg.keys)});
+    prefill_consts.push_back({"PWG", double(var.psg.threads)});
+    prefill_consts.push_back({"PNF", double(var.psg.fetch)});
+  } else {
+    prefill_consts.push_back({"ROWS", double(var.prefill_rows)});
+    prefill_consts.push_back({"BK", double(var.prefill_keys)});
+    if (!prefill_q_in_registers()) prefill_consts.push_back({"Q_IN_REGS", 0.0});
+  }
   // A decode (or prefill) kernel per cache part, each over its KV heads; one merge for all.
   std::vector<KvCachePart> parts = {{d.k_cache, d.v_cache}};
   parts.insert(parts.end(), d.more_caches.begin(), d.more_caches.end());
@@ -355,7 +447,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
                                            graph::Binding::of(2, part.v), graph::Binding::of(4, scratch),
                                            graph::Binding::params(5), graph::Binding::of(6, table),
                                            graph::Binding::symbol_block(7)}});
-    prefill_kernels.push_back({key("prefill", prefill_consts),
+    prefill_kernels.push_back({key(prefill_kernel_name(var.prefill_kernel), prefill_consts),
                                {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
                                 graph::Binding::of(2, part.v), graph::Binding::of(3, out), graph::Binding::params(5),
                                 graph::Binding::of(6, table), graph::Binding::symbol_block(7)}});
@@ -391,14 +483,15 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
           [=](const graph::PlanArgs& a, graph::Plan& p) {
             plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], sym.v, scale, max_chunks,
                             a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows,
-                            merges_itself, rows, decode_tokens},
+                            prefill_sg, merges_itself, rows, decode_tokens},
                            p);
           },
       .cost =
           [=](const graph::PlanArgs& a) {
             // Keys 0..pos + m - 1 of K and V, q in, out: the decode route reads every key once per
             // decode workgroup row (once per KV head unless the group is split); prefill (causal)
-            // about half of the m x keys score matrix. With rows, max_keys bounds every token's
+            // scores each of its m queries against the keys before the step and its own keys up to
+            // itself: m x before + m (m + 1) / 2 pairs. With rows, max_keys bounds every token's
             // keys: a decode token reads up to max_keys of its own region, a prefill tile the
             // region(s) of its tokens (counted as one of max_keys, the one-sequence case).
             const uint64_t m = a.in[0][0];
@@ -407,7 +500,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
             const uint64_t keys = !rows ? max_keys + m : decode ? m * max_keys : max_keys;
             const uint64_t reads = decode ? ceil_div(group, var.decode_heads) : 1;
             const uint64_t kv = 2 * reads * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
-            const double pairs = decode ? double(keys) : double(m) * double(keys) / 2;
+            const double before = !rows ? double(max_keys) : std::max(0.0, double(max_keys) - double(m));
+            const double pairs = decode ? double(keys) : double(m) * before + double(m) * double(m + 1) / 2;
             return graph::NodeCost{kv + 2 * m * n_heads * head_dim * 4, 4.0 * n_heads * head_dim * pairs};
           },
   });

@@ -20,9 +20,12 @@
 //             K/V loaded ahead. Elsewhere
 //             `decode_split`: an online softmax over blocks of 64 keys (32 for f32 rows past
 //             128) through workgroup memory. plan picks the chunk count from the live context.
-//   [2, max]  prefill: `prefill` tiles up to 32 rows (tokens x the group's query heads)
-//             against tiles of up to 32 keys in workgroup memory, online softmax, causal
-//             mask; a K/V tile is loaded once for all query heads of its group.
+//   [2, max]  prefill. On a device with subgroups, `prefill_sg`: key groups of lanes each own 4
+//             rows (tokens x the group's query heads) as vec4 components and a share of every
+//             row's elements, walk K/V tiles staged in workgroup memory as f32, sum each score by
+//             shuffles and keep the rows' online softmax in registers. Elsewhere `prefill`: tiles of up to 32 rows
+//             against tiles of up to 32 keys in workgroup memory, online softmax, causal mask;
+//             a K/V tile is loaded once for all query heads of its group.
 // With AttentionDesc::rows (a step of several sequences, KvRows in kv_cache.h) query i attends
 // cache rows b_i .. b_i + p_i of its own region (causal within its sequence) and the routes are
 //   [1, decode_max_tokens]               flash-decoding, each token on its own (grid z = token,
@@ -58,6 +61,10 @@ namespace wgrt::ops {
 // WGRT_DECODE_KERNEL=vec|sg|split forces one (to measure).
 enum class DecodeKernel : uint8_t { best, vec, sg, split };
 const char* decode_kernel_name(DecodeKernel k);  // the entry point: "decode_vec", ...; "best"
+// The prefill kernels: `best` takes prefill_sg where the device's subgroups hold its key groups,
+// else prefill (tiles). WGRT_PREFILL_KERNEL=sg|tile forces one (to measure).
+enum class PrefillKernel : uint8_t { best, sg, tile };
+const char* prefill_kernel_name(PrefillKernel k);  // the entry point: "prefill_sg", "prefill"; "best"
 
 struct AttentionDesc {
   std::string name;  // node and output name, e.g. "attn.3"
@@ -70,6 +77,7 @@ struct AttentionDesc {
   std::optional<float> scale;     // default 1 / sqrt(head_dim)
   uint32_t decode_max_chunks = 0;  // flash-decoding split cap, 1..kMaxDecodeChunks; 0: default
   DecodeKernel decode_kernel = DecodeKernel::best;  // the flash-decoding kernel (tests force each)
+  PrefillKernel prefill_kernel = PrefillKernel::best;  // likewise the prefill kernel
   // Per-token positions and cache regions (a step mixing sequences) instead of pos + i. With
   // rows, steps of 1 .. decode_max_tokens tokens take the flash-decoding route, each token on its
   // own (one decode token per sequence), longer steps the prefill route.
@@ -92,6 +100,13 @@ struct DecodeSgShape {
   uint32_t keys;        // DKPI: keys per key group and turn
   uint32_t threads;     // DWG
 };
+struct PrefillSgShape {
+  uint32_t lanes;    // PL: lanes per key group, a power of two <= the subgroup
+  uint32_t vec4s;    // PV4: vec4s of a row per lane (1..4)
+  uint32_t keys;     // PBK: keys per tile
+  uint32_t threads;  // PWG
+  uint32_t fetch;    // PNF: a tile's K (and V) words per thread, 1..4
+};
 struct DecodeVecShape {
   uint32_t lanes;    // VKL: lanes per key group, the row's words rounded up to a power of two
   uint32_t threads;  // VWG
@@ -102,17 +117,21 @@ struct AttentionVariants {
   DecodeVecShape vec;     // decode_vec's shape (decode_vec only)
   uint32_t decode_heads;  // HPW: query heads per decode workgroup, divides the group
   uint32_t key_block;     // KB: keys per decode block (the chunks are whole blocks)
-  uint32_t prefill_rows;  // ROWS: (token, head) rows per prefill tile
-  uint32_t prefill_keys;  // BK: keys per prefill tile
+  PrefillKernel prefill_kernel;  // sg or tile (never best)
+  PrefillSgShape psg;     // prefill_sg's shape (prefill_sg only)
+  uint32_t prefill_rows;  // (token, head) rows per prefill workgroup (tile: ROWS, whole tokens)
+  uint32_t prefill_keys;  // BK: keys per prefill tile (tile only)
   WorkgroupFootprint decode, reduce, prefill;
 };
 // The fastest variants of each kernel that fit `limits` for this shape; throws
 // std::invalid_argument naming `name`, the kernel and the limit when none does. `sg_lanes`:
 // the subgroup lanes kernels may shuffle across (gpu::subgroup_lanes; 1: none, decode_split).
-// `want` other than best restricts the decode kernel to that one (an error if it cannot run).
+// `want` other than best restricts the decode kernel to that one (an error if it cannot run);
+// `want_prefill` likewise the prefill kernel.
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
                                      uint32_t group, bool f16, uint32_t sg_lanes = 1,
-                                     DecodeKernel want = DecodeKernel::best);
+                                     DecodeKernel want = DecodeKernel::best,
+                                     PrefillKernel want_prefill = PrefillKernel::best);
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
 
@@ -145,6 +164,7 @@ struct AttentionPlanCtx {
   uint32_t max_chunks;  // the split cap
   bool decode;  // the active route: flash_decode (else prefill)
   uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
+  bool prefill_by_rows;  // prefill_sg: workgroups of prefill_rows rows (tile: of prefill_rows / group tokens)
   bool decode_merges_itself;  // decode_vec / decode_sg: one chunk is written normalized, no merge
   bool rows = false;              // AttentionDesc::rows
   uint32_t decode_tokens = 1;     // tokens the decode scratch holds (rows: decode_max_tokens)

@@ -6,6 +6,7 @@
 //! use kv_rows
 //! use graph_symbols
 //! use attention_decode_vec
+//! use attention_prefill_sg
 struct Params {
   n_tokens: u32,
   n_heads: u32,
@@ -38,6 +39,18 @@ override TABLE: bool = false;   // per-token positions and regions from kv_rows 
 const WG: u32 = 256u;
 const MAX_GROUP: u32 = 8u;
 const NEG: f32 = -3.4e38;
+
+// Up to four K and four V cache words of a thread (a turn of decode_vec, a tile share of prefill_sg).
+struct KvWords {
+  k0: vec4<u32>,
+  k1: vec4<u32>,
+  k2: vec4<u32>,
+  k3: vec4<u32>,
+  v0: vec4<u32>,
+  v1: vec4<u32>,
+  v2: vec4<u32>,
+  v3: vec4<u32>,
+}
 
 // Elements 0..3 and 4..7 of a cache word; an f32 word holds only the first four.
 fn unpack_word(w: vec4<u32>) -> array<vec4<f32>, 2> {
@@ -484,6 +497,23 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
   }
 }
 
+// A prefill workgroup's run of tokens from run0 up to last_tok: TABLE, the tokens with run0's
+// region (equal b_i); else all of them. One past its last token, its keys (the last token's:
+// positions increase within a sequence) and the cache row of its key 0 in KV head g's rows.
+struct PrefillRun {
+  end: u32,
+  kv_len: u32,
+  row0: u32,
+}
+fn prefill_run(run0: u32, last_tok: u32, g: u32, pos: u32) -> PrefillRun {
+  if (!TABLE) { return PrefillRun(last_tok + 1u, pos + last_tok + 1u, g * p.n_ctx); }
+  let b = kv_rows[2u * run0 + 1u];
+  var end = run0 + 1u;
+  while (end <= last_tok && kv_rows[2u * end + 1u] == b) { end++; }
+  let span = kv_span(end - 1u, p.n_ctx);
+  return PrefillRun(end, span.y, g * p.n_ctx + span.x);
+}
+
 // ---- prefill: a workgroup per (tile of ROWS (token, head) rows, KV head) -----------------
 // Row r is token tok0 + r / GROUP and query head (kv_off + g) * GROUP + r % GROUP, g the KV head
 // of the cache part (grid y), so one K/V tile in
@@ -569,19 +599,10 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
 
   var run0 = tok0;  // the run's first token
   loop {
-    var run_end = last_tok + 1u;  // one past the run's last token
-    var kv_len = pos + last_tok + 1u;
-    var row0 = g * p.n_ctx;
-    var in_run = true;
-    if (TABLE) {
-      let b = kv_rows[2u * run0 + 1u];
-      run_end = run0 + 1u;
-      while (run_end <= last_tok && kv_rows[2u * run_end + 1u] == b) { run_end++; }
-      let span = kv_span(run_end - 1u, p.n_ctx);  // positions increase within a sequence
-      kv_len = span.y;
-      row0 += span.x;
-      in_run = my_tok >= run0 && my_tok < run_end;
-    }
+    let run = prefill_run(run0, last_tok, g, pos);
+    let kv_len = run.kv_len;
+    let row0 = run.row0;
+    let in_run = !TABLE || (my_tok >= run0 && my_tok < run.end);
 
     for (var k0 = 0u; k0 < kv_len; k0 += BK) {
       workgroupBarrier();
@@ -634,8 +655,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         }
       }
     }
-    if (!TABLE) { break; }
-    run0 = run_end;
+    run0 = run.end;
     if (run0 > last_tok) { break; }
   }
   let tok = tok0 + r / GROUP;

@@ -145,18 +145,6 @@ fn vx_merge(mask: u32) {
   }
 }
 
-// One key group's K and V words of a turn: keys key0 .. key0 + 3 (zeros past k_end).
-struct VxTurn {
-  k0: vec4<u32>,
-  k1: vec4<u32>,
-  k2: vec4<u32>,
-  k3: vec4<u32>,
-  v0: vec4<u32>,
-  v1: vec4<u32>,
-  v2: vec4<u32>,
-  v3: vec4<u32>,
-}
-
 fn vx_word(cache_k: bool, key: u32, dw: DecodeWork, w: u32, on: bool) -> vec4<u32> {
   if (!on || key >= dw.k_end) { return vec4<u32>(0u); }
   let at = (dw.row0 + key) * row_words() + w;
@@ -164,8 +152,9 @@ fn vx_word(cache_k: bool, key: u32, dw: DecodeWork, w: u32, on: bool) -> vec4<u3
   return v_cache[at];
 }
 
-fn vx_load(key0: u32, dw: DecodeWork, w: u32, on: bool) -> VxTurn {
-  return VxTurn(vx_word(true, key0, dw, w, on), vx_word(true, key0 + 1u, dw, w, on),
+// One key group's K and V words of a turn: keys key0 .. key0 + 3 (zeros past k_end).
+fn vx_load(key0: u32, dw: DecodeWork, w: u32, on: bool) -> KvWords {
+  return KvWords(vx_word(true, key0, dw, w, on), vx_word(true, key0 + 1u, dw, w, on),
                 vx_word(true, key0 + 2u, dw, w, on), vx_word(true, key0 + 3u, dw, w, on),
                 vx_word(false, key0, dw, w, on), vx_word(false, key0 + 1u, dw, w, on),
                 vx_word(false, key0 + 2u, dw, w, on), vx_word(false, key0 + 3u, dw, w, on));
