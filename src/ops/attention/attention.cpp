@@ -236,14 +236,10 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     const uint32_t threads = std::max(sg_lanes, want_threads ? want_threads : std::min(256u, 32 * ps_lanes));
     std::vector<uint32_t> keys;
     std::vector<WorkgroupFootprint> ps;
-    for (uint32_t k : {32u, 16u, 8u, 4u}) {
-      if ((want_keys && k != want_keys) || k * row_words > 4 * threads) continue;  // PNF <= 4
+    for (uint32_t k : want_keys ? std::vector<uint32_t>{want_keys} : std::vector<uint32_t>{32, 16, 8, 4}) {
+      if (k * row_words > 4 * threads) continue;  // PNF <= 4
       keys.push_back(k);
       ps.push_back({2 * wg_var_bytes(uint64_t(k) * head_dim * 4), threads});
-    }
-    if (want_keys > 32 && want_keys * row_words <= 4 * threads) {
-      keys.push_back(want_keys);
-      ps.push_back({2 * wg_var_bytes(uint64_t(want_keys) * head_dim * 4), threads});
     }
     if (keys.empty())
       throw std::invalid_argument(fmt::format("{}: attention prefill_sg: no tile of {} threads holds head_dim {} "
@@ -253,7 +249,6 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     v.psg = {ps_lanes, uint32_t(ceil_div(d4, ps_lanes)), keys[pi], threads,
              uint32_t(ceil_div(keys[pi] * row_words, threads))};
     v.prefill_rows = 4 * threads / ps_lanes;
-    v.prefill_keys = keys[pi];
     v.prefill = ps[pi];
     return v;
   }

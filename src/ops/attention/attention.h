@@ -20,12 +20,13 @@
 //             K/V loaded ahead. Elsewhere
 //             `decode_split`: an online softmax over blocks of 64 keys (32 for f32 rows past
 //             128) through workgroup memory. plan picks the chunk count from the live context.
-//   [2, max]  prefill. On a device with subgroups, `prefill_sg`: key groups of lanes each own 4
-//             rows (tokens x the group's query heads) as vec4 components and a share of every
-//             row's elements, walk K/V tiles staged in workgroup memory as f32, sum each score by
-//             shuffles and keep the rows' online softmax in registers. Elsewhere `prefill`: tiles of up to 32 rows
-//             against tiles of up to 32 keys in workgroup memory, online softmax, causal mask;
-//             a K/V tile is loaded once for all query heads of its group.
+//   [2, max]  prefill. From head dim 128 on a device with subgroups, `prefill_sg`: key groups
+//             of lanes each own 4 rows (tokens x the group's query heads) as vec4 components and
+//             a share of every row's elements, walk K/V tiles staged in workgroup memory as f32,
+//             sum each score by shuffles and keep the rows' online softmax in registers.
+//             Elsewhere `prefill`: tiles of up to 32 rows against tiles of up to 32 keys in
+//             workgroup memory, online softmax, causal mask; a K/V tile is loaded once for all
+//             query heads of its group.
 // With AttentionDesc::rows (a step of several sequences, KvRows in kv_cache.h) query i attends
 // cache rows b_i .. b_i + p_i of its own region (causal within its sequence) and the routes are
 //   [1, decode_max_tokens]               flash-decoding, each token on its own (grid z = token,
@@ -61,8 +62,8 @@ namespace wgrt::ops {
 // WGRT_DECODE_KERNEL=vec|sg|split forces one (to measure).
 enum class DecodeKernel : uint8_t { best, vec, sg, split };
 const char* decode_kernel_name(DecodeKernel k);  // the entry point: "decode_vec", ...; "best"
-// The prefill kernels: `best` takes prefill_sg where the device's subgroups hold its key groups,
-// else prefill (tiles). WGRT_PREFILL_KERNEL=sg|tile forces one (to measure).
+// The prefill kernels: `best` takes prefill_sg from head dim 128 where the device's subgroups
+// hold its key groups, else prefill (tiles). WGRT_PREFILL_KERNEL=sg|tile forces one (to measure).
 enum class PrefillKernel : uint8_t { best, sg, tile };
 const char* prefill_kernel_name(PrefillKernel k);  // the entry point: "prefill_sg", "prefill"; "best"
 
