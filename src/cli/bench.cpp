@@ -452,6 +452,13 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
                graph::describe_memory(graph::memory_plan(*sb.mg.graph)));
     run_tests(sb, f, batched, single.size(), tests.size(),
               [&](const Result& r) { out.row(make_row(info, f, bo.n_ctx, r), r); });
+    if (f.profile) {
+      const std::optional<gpu::Peaks> peaks = llm::find_peaks(dev.caps, f.peaks);
+      for (uint32_t n : f.parallel)
+        if (n > 1)
+          for (uint32_t d : f.depth)
+            if (d + kProfileSteps + 1 <= bo.n_ctx) llm::print_profile(stderr, llm::profile_batched(sb, n, d, kProfileSteps), peaks);
+    }
   }
   out.finish();
   return 0;

@@ -58,10 +58,11 @@ void check_parts(const Session& s, std::span<const SeqPart> parts) {
 
 }  // namespace
 
-void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout) {
+void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler) {
   check_parts(s, parts);
   const model::ModelGraph& mg = s.mg;
   if (mg.n_seqs == 1) {
+    if (profiler) throw std::invalid_argument("eval_seqs: a profiled step needs a batched session");
     eval(s, parts[0].tokens, {}, readout);
     return;
   }
@@ -91,7 +92,7 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout) {
   graph::write_tensor(g, mg.kv_rows, rows.data(), rows.size() * sizeof(uint32_t));
   graph::write_tensor(g, mg.out_rows, out.data(), out.size() * sizeof(uint32_t));
   std::array<graph::TensorId, 4> buf;
-  s.last = graph::execute(g, {.read = readout_tensors(mg, readout, buf)});
+  s.last = graph::execute(g, {.read = readout_tensors(mg, readout, buf), .profiler = profiler});
   s.last_rows = out.size();
   for (const SeqPart& p : parts) s.seq_past[p.seq] += uint32_t(p.tokens.size());
 }

@@ -30,8 +30,8 @@ void reset_seq(Session& s, uint32_t seq);          // forget it (its region is o
 // sequence's position. The readout (s.last) has one row per part with `output`, in part order.
 // Throws std::invalid_argument, with nothing run, naming the part and what is wrong: an unknown
 // or repeated sequence, no tokens, too many tokens, a sequence past its context, an id outside
-// the vocabulary.
-void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout);
+// the vocabulary. `profiler`: a timestamp pair around each node (llm/profile.h).
+void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler = nullptr);
 
 // The readout rows' picks, row `row` of the latest step (read_argmax / read_top_k / pick_next
 // take the last row).

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "gpu/profiler.h"
+#include "llm/batch.h"
 
 namespace wgrt::llm {
 namespace {
@@ -164,6 +165,41 @@ StepProfile profile_prefill(Session& s, uint32_t tokens, uint32_t steps) {
     (void)read_argmax(s, s.last);
   });
   s.n_past = start;
+  return p;
+}
+
+StepProfile profile_batched(Session& s, uint32_t n, uint32_t pos, uint32_t steps) {
+  if (n == 0 || n > n_seqs(s) || n_seqs(s) == 1)
+    throw std::invalid_argument(fmt::format("--profile: {} sequences on a session of {} (hint: --parallel)", n, n_seqs(s)));
+  if (uint64_t(pos) + steps + 1 > s.mg.n_ctx)
+    throw std::invalid_argument(fmt::format("--profile: {} steps at position {} pass the context of {} per sequence",
+                                            steps + 1, pos, s.mg.n_ctx));
+  graph::Graph& g = *s.mg.graph;
+  const std::vector<uint32_t> saved = s.seq_past;
+  std::vector<int32_t> next(n);
+  for (uint32_t q = 0; q < n; ++q) next[q] = int32_t((q * 7919u + 11u) % s.mg.n_vocab);
+  std::vector<SeqPart> parts(n);
+  auto one_step = [&](gpu::Profiler* prof) {
+    for (uint32_t q = 0; q < n; ++q) parts[q] = {q, {&next[q], 1}, true};
+    eval_seqs(s, parts, Readout::Argmax, prof);
+    for (uint32_t q = 0; q < n; ++q) next[q] = read_argmax_row(s, q);
+  };
+  auto restart = [&] {
+    for (uint32_t q = 0; q < n; ++q) s.seq_past[q] = pos;
+  };
+  StepProfile p;
+  p.what = fmt::format("batched decode of {} sequences at position {}", n, pos);
+  p.tokens = n;
+  p.steps = steps;
+  restart();
+  one_step(nullptr);  // warm-up
+  restart();
+  const CpuMark m = mark(g);
+  for (uint32_t i = 0; i < steps; ++i) one_step(nullptr);
+  add_cpu(p, g, m, steps);
+  restart();
+  add_gpu(p, s, steps, one_step);
+  s.seq_past = saved;
   return p;
 }
 

@@ -44,6 +44,11 @@ StepProfile profile_decode(Session& s, uint32_t steps);
 // One prefill of `tokens` random ids at position n_past. Restores n_past afterwards.
 StepProfile profile_prefill(Session& s, uint32_t tokens, uint32_t steps);
 
+// Steps of one decode token for each of sequences 0 .. n - 1 of a batched session (BuildOptions::
+// n_seqs), each at position `pos`, fed their argmax read back as `wgrt serve` steps its slots.
+// Restores the sequences' positions afterwards.
+StepProfile profile_batched(Session& s, uint32_t n, uint32_t pos, uint32_t steps);
+
 // The report; ratios against `peaks` when given (read bandwidth, f32 FMA).
 void print_profile(std::FILE* out, const StepProfile& p, const std::optional<gpu::Peaks>& peaks);
 
