@@ -41,20 +41,26 @@ struct FusedCase {
 };
 
 graph::RouteId expected_route(const FusedCase& c, uint32_t m) {
-  return c.head ? ops::kLinearQGemv : ops::linear_q_route(m);
+  return c.head ? ops::kLinearQGemv : ops::linear_q_route(device().caps, c.n, m, c.gemv_int8);
 }
 
-// Whether the route takes int8 activations: the gemm, q6k's small_m route (its gemm too), and
-// the gemv where the device's choice or the case says so.
+// Whether the route takes int8 activations: the gemm, q6k's small_m route (its gemm too),
+// gemv_m, and the gemv (gemv_m's fallback for the formats it does not take) where the device's
+// choice or the case says so.
 bool int8_route(const FusedCase& c, uint32_t m) {
   const graph::RouteId r = expected_route(c, m);
-  if (r == ops::kLinearQGemv) return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
+  if (r == ops::kLinearQGemvM && ops::gemv_m_takes(c.format)) return true;
+  if (r == ops::kLinearQGemv || r == ops::kLinearQGemvM)
+    return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
   return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 
-// The activations' int8 groups: 32 in the gemv and for the K-quants, gs in the other gemms.
+// The activations' int8 groups: 32 in the gemv (and gemv_m's fallback) and for the K-quants,
+// gs in gemv_m and the gemms.
 uint32_t act_group(const FusedCase& c, uint32_t m) {
-  return ops::is_k_quant(c.format) || expected_route(c, m) == ops::kLinearQGemv ? 32 : c.gs;
+  const graph::RouteId r = expected_route(c, m);
+  const bool gemv = r == ops::kLinearQGemv || (r == ops::kLinearQGemvM && !ops::gemv_m_takes(c.format));
+  return ops::is_k_quant(c.format) || gemv ? 32 : c.gs;
 }
 
 // A weight from random GGUF blocks (K-quants, Q4_1, Q5_0, Q5_1), and the reference's reading

@@ -185,7 +185,7 @@ void run_rope_linear(const RopeLinCase& c) {
     }
     std::vector<float> got = run_step(g, s, sv, in, y);
     const Route& route = active_route_info(g, node);
-    ASSERT_EQ(route.id, ops::linear_q_route(m));
+    ASSERT_EQ(route.id, ops::linear_q_route(device().caps, n, m, c.gemv_int8));
     const bool fused = route.kernels[0].pipeline.entry == "gemv_rope";
     EXPECT_EQ(fused, route.id == ops::kLinearQGemv && !c.neox && !c.rows &&
                          device().caps.limits.maxStorageBuffersPerShaderStage >= 9);

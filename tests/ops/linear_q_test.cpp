@@ -38,8 +38,6 @@ std::vector<float> ref_dequant(const ops::QuantWeight& w) {
                                         : ref::dequant_q8(w.q, w.scales, w.n, w.k, w.gs);
 }
 
-graph::RouteId expected_route(uint32_t m) { return ops::linear_q_route(m); }
-
 struct QCase {
   QuantFormat format;
   uint32_t gs, k, n, max_m;
@@ -49,6 +47,8 @@ struct QCase {
   uint32_t gemv_lanes = 0;      // LinearQDesc::gemv_lanes (0: the device's choice)
   int gemv_int8 = -1;           // LinearQDesc::gemv_int8 (-1: the device's choice)
 };
+
+graph::RouteId expected_route(const QCase& c, uint32_t m) { return ops::linear_q_route(device().caps, c.n, m, c.gemv_int8); }
 
 void run_q_case(const QCase& c) {
   if (c.gemv_lanes && c.gemv_lanes < gpu::subgroup_lanes(device().caps))
@@ -82,16 +82,16 @@ void run_q_case(const QCase& c) {
     ShapeInput s{x, {m, c.k}};
     StepInput in{x, xv.data(), xv.size() * 4};
     auto got = run_step(g, {&s, 1}, {}, {&in, 1}, y);
-    ASSERT_EQ(active_route(g, node), expected_route(m));
+    ASSERT_EQ(active_route(g, node), expected_route(c, m));
     ASSERT_EQ(live_shape(g, y), (Shape{m, c.n}));
 
     std::vector<float> mass = ref::abs_dot(xv, wdeq, m, c.n, c.k);
     for (size_t i = 0; i < mass.size(); ++i) mass[i] += bv.empty() ? 0.f : std::fabs(bv[i % c.n]);
     std::vector<float> f32_want = ref::linear(xv, wdeq, bv, m, c.n, c.k);
-    const bool gemv = expected_route(m) == ops::kLinearQGemv;
-    const bool int8 = expected_route(m) == ops::kLinearQGemm ||
+    const bool gemv = expected_route(c, m) == ops::kLinearQGemv;
+    const bool int8 = expected_route(c, m) == ops::kLinearQGemm || expected_route(c, m) == ops::kLinearQGemvM ||
                       (gemv && ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8));
-    const uint32_t act_gs = gemv ? 32 : c.gs;  // the gemv quantizes x per 32 values
+    const uint32_t act_gs = gemv ? 32 : c.gs;  // the gemv quantizes x per 32 values, gemv_m and the gemm per gs
     if (!int8) {
       std::vector<float> bound(mass.size());
       for (size_t i = 0; i < mass.size(); ++i) bound[i] = 1e-5f * mass[i] + 1e-30f;
@@ -181,6 +181,13 @@ std::vector<OpCase> linear_q_cases() {
         cases.push_back({fmt::format("{}_gemv_lanes{}{}", fmt_name(f), lanes, int8 ? "_xi8" : ""),
                          [c] { run_q_case(c); }});
       }
+  // gemv_m: several rows of x over many chunks per lane, every lane count, up to 16 rows.
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
+    for (uint32_t lanes : {8u, 32u, 64u}) {
+      QCase c{f, 64, 4096 + 448, 45, 16, {16, 3, 9, 2}, true};
+      c.gemv_lanes = lanes;
+      cases.push_back({fmt::format("{}_gemv_m_lanes{}", fmt_name(f), lanes), [c] { run_q_case(c); }});
+    }
   return cases;
 }
 

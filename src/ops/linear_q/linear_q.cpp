@@ -64,6 +64,21 @@ uint32_t env_count(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback
 
 uint32_t gemv_max_rows() { return env_count("WGRT_GEMV_MAX_M", 1, kLinearQGemvMaxRows, kLinearQGemvMaxRows); }
 
+// gemv_m pays a fixed cost the gemv does not (rms_norm and quantize_act as dispatches of their
+// own, a workgroup per tile whatever the rows): on the H200 it lost to the gemv's workgroup per
+// row on every weight of up to 16,384 rows (2048 x 2048 at 8 rows: 15.7-18.4 us against 9.6,
+// docs/PERFORMANCE.md) and won on the vocabulary (q6k 2048 x 128256 at 8 rows in the 1B model:
+// 262 us against 439). On CPU drivers it won everywhere measured (lavapipe, the demo model, 4
+// sequences: 118 tok/s against 49).
+uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8) {
+  const uint32_t never = kLinearQGemvMaxRows + 1;
+  if (gemv_int8 == 0) return never;  // f32 activations asked for: gemv_m's are int8
+  const uint32_t fallback = caps.adapter.type == WGPUAdapterType_CPU || n > 16384 ? kLinearQGemvMFrom : never;
+  return env_count("WGRT_GEMV_M_FROM", 2, never, fallback);
+}
+
+bool gemv_m_takes(QuantFormat f) { return f != QuantFormat::Q2K && f != QuantFormat::Q3K && f != QuantFormat::IQ4XS; }
+
 uint32_t gemm_split_max_n() { return env_count("WGRT_GEMM_SPLIT_N", 0, 65536, 4096); }
 
 uint32_t gemm_kslice(uint32_t m, uint32_t n, uint32_t k, uint32_t gs) {
@@ -84,8 +99,8 @@ uint32_t split_scratch_rows(uint32_t max_m, uint32_t n, uint32_t k, uint32_t gs)
 }
 }  // namespace
 
-graph::RouteId linear_q_route(uint32_t m) {
-  if (m <= gemv_max_rows()) return kLinearQGemv;
+graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8) {
+  if (m <= gemv_max_rows()) return m < gemv_m_from(caps, n, gemv_int8) ? kLinearQGemv : kLinearQGemvM;
   return m <= 7 ? kLinearQSmallM : kLinearQGemm;
 }
 
@@ -121,6 +136,12 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
         const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;  // swiglu: a row set makes 2 outputs of 4 rows
         const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
         plan.grids[j] = grid_1d(tiles * out_m, maxg);  // a workgroup per tile and row of x
+        break;
+      }
+      case LinearQStep::GemvM: {  // a workgroup per tile, every row of x
+        plan.params[j].set(part_params(pp));
+        const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;
+        plan.grids[j] = grid_1d(ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows), maxg);
         break;
       }
       case LinearQStep::ArgmaxFinal:
@@ -366,9 +387,12 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                                 {"NL", wp.format == QuantFormat::IQ4XS ? 1.0 : 0.0},
                                                 {"RES", d.residual ? 1.0 : 0.0}};
     if (std::string_view(entry).starts_with("gemv")) {
+      if (std::string_view(entry).starts_with("gemv_m")) extra.push_back({"GM_M", double(gemv_max_rows())});
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
-      extra.push_back({"GV_TK", double(gemv_lanes(graph::device_caps(g), n, d.gemv_lanes, d.name))});
+      uint32_t lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name);
+      if (std::string_view(entry).starts_with("gemv_m")) lanes = std::min(lanes, 8 * gpu::subgroup_lanes(caps));  // GM_SUBS
+      extra.push_back({"GV_TK", double(lanes)});
       extra.push_back({"XI8", gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8) ? 1.0 : 0.0});
       if (std::string_view(entry) == "gemv_rope")
         extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
@@ -403,18 +427,34 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     route_steps.push_back({id, std::move(steps)});
   };
 
-  const uint32_t gemv_m = gemv_max_rows();  // the gemv route's rows: [1, gemv_m]
+  const uint32_t gemv_m = gemv_max_rows();  // the gemv routes' rows: [1, gemv_m]
+  const uint32_t m_from = gemv_m_from(caps, n, d.gemv_int8);  // gemv_m's first row count
+  const bool has_gemv_m = !d.last_row && max_m >= m_from && m_from <= gemv_m;
+  const bool has_matrix = !d.last_row && max_m > gemv_m;
   // rope outside the gemv: q|k|v lands in scratch, then rope_qkv writes y and the caches.
   std::optional<graph::TensorId> qkv;
-  if (d.rope && (!gemv_rope || max_m > gemv_m)) qkv = scratch(Scratch::Qkv, ".qkv", graph::DType::F32, {max_m, n});
+  if (d.rope && (!gemv_rope || has_gemv_m || has_matrix)) qkv = scratch(Scratch::Qkv, ".qkv", graph::DType::F32, {max_m, n});
   auto add_rope_step = [&](std::vector<graph::KernelSpec>& ks, std::vector<LinearQStep>& steps) {
     ks.push_back(rope_qkv_kernel(*d.rope, *rope_caches, *qkv, y));
     steps.push_back({LinearQStep::RopeQkv, 0});
   };
+  // The gemv kernel of part i over x (norm: fused) into yv (swiglu: y), the GemvM route's fallback.
+  auto gemv_kernel = [&](uint32_t i, graph::TensorId xv, bool norm, graph::TensorId yv, bool turn_rope,
+                         std::optional<graph::TensorId> partial) {
+    const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : turn_rope ? "gemv_rope" : "gemv";
+    std::vector<Binding> b = {Binding::of(0, xv), Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales),
+                              Binding::of(3, bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nw)};
+    if (turn_rope)
+      b.insert(b.end(), {Binding::of(12, d.rope->freqs), Binding::of(13, d.rope->k_cache),
+                         Binding::of(14, d.rope->v_cache), Binding::symbol_block(15)});
+    else if (!d.swiglu)
+      b.push_back(Binding::of(9, res));  // gemv_swiglu and gemv_rope add no residual
+    if (partial) b.push_back(Binding::of(11, *partial));
+    return graph::KernelSpec{key(parts[i], entry, norm), b};
+  };
 
   // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
   {
-    const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : gemv_rope ? "gemv_rope" : "gemv";
     const graph::TensorId yv = d.rope && !gemv_rope ? *qkv : y;
     std::vector<graph::KernelSpec> ks;
     std::vector<LinearQStep> steps;
@@ -422,15 +462,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (d.argmax_out)
       partial = scratch(Scratch::Partial, ".partial", graph::DType::U32, {uint32_t(ceil_div(n, kLinearQGemvRows)), 2});
     for (uint32_t i = 0; i < parts.size(); ++i) {
-      std::vector<Binding> b = {Binding::of(0, d.x), Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales),
-                                Binding::of(3, bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nw)};
-      if (gemv_rope)
-        b.insert(b.end(), {Binding::of(12, d.rope->freqs), Binding::of(13, d.rope->k_cache),
-                           Binding::of(14, d.rope->v_cache), Binding::symbol_block(15)});
-      else if (!d.swiglu)
-        b.push_back(Binding::of(9, res));  // gemv_swiglu and gemv_rope add no residual
-      if (partial) b.push_back(Binding::of(11, *partial));
-      ks.push_back({key(parts[i], entry, d.norm.has_value()), b});
+      ks.push_back(gemv_kernel(i, d.x, d.norm.has_value(), yv, gemv_rope, partial));
       steps.push_back({LinearQStep::Gemv, i});
     }
     if (partial) {
@@ -439,43 +471,28 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
     if (d.rope && !gemv_rope) add_rope_step(ks, steps);
-    add_route(kLinearQGemv, "gemv", 1, d.last_row ? max_m : std::min<int64_t>(gemv_m, max_m), std::move(ks),
-              std::move(steps));
+    const int64_t hi = d.last_row ? max_m : std::min<int64_t>(has_gemv_m ? m_from - 1 : gemv_m, max_m);
+    add_route(kLinearQGemv, "gemv", 1, hi, std::move(ks), std::move(steps));
   }
 
-  if (!d.last_row && max_m > gemv_m) {
-    // The other routes: [rms_norm] -> [quantize_act] -> a matrix kernel per weight -> [silu_mul].
+  if (has_gemv_m || has_matrix) {
+    // The other routes: [rms_norm] -> [quantize_act] -> a kernel per weight -> [silu_mul] -> [rope_qkv].
     graph::TensorId xin = d.x;
     if (d.norm) xin = scratch(Scratch::Normed, ".normed", graph::DType::F32, {max_m, k});
-    graph::TensorId ymat = d.swiglu ? scratch(Scratch::GateUp, ".gate_up", graph::DType::F32, {max_m, n})
-                           : d.rope ? *qkv : y;
     // int8 activations, one copy per layout the weights need (q4/q5 nibble order or natural).
     std::optional<graph::TensorId> xq[2], xs[2];
-    // Split K: the weights of few rows (gemm_split_max_n) sum slices of K into one scratch
-    // [slices][M][N], shared by the weights one after the other. Up to 3 weights (q|k|v in three
-    // formats: 10 kernels with norm, act quantizations, combines and rope, graph::kMaxDispatches).
-    std::optional<graph::TensorId> split_sums;
-    uint64_t split_words = 0;
-    for (LinearQPartPlan& pp : part_plans) {
-      pp.split = parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 && k >= 2 * kLinearQSplitMinK;
-      if (pp.split)
-        split_words = std::max<uint64_t>(split_words, uint64_t(split_scratch_rows(max_m, pp.n, k, act_gs)) * pp.n);
-    }
-    if (split_words) split_sums = scratch(Scratch::Split, ".split", graph::DType::F32, {uint32_t(split_words)});
     auto permuted = [](const LinearQPart& wp) { return kernel_bits(wp.format) == 4 || kernel_bits(wp.format) == 5; };
-    auto matrix_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, bool small) {
-      std::vector<graph::KernelSpec> ks;
-      std::vector<LinearQStep> steps;
+    auto layout_of = [&](uint32_t i) { return permuted(parts[i]) ? 1 : 0; };
+    // The norm and one quantize_act per layout that the parts `quantized(i)` read.
+    auto add_prologue = [&](std::vector<graph::KernelSpec>& ks, std::vector<LinearQStep>& steps, auto quantized) {
       if (d.norm) {
         ks.push_back({gpu::make_key("rms_norm", "rms_norm"),
                       {Binding::of(0, d.x), Binding::of(1, *d.norm), Binding::of(2, xin), Binding::params(3)}});
         steps.push_back({LinearQStep::Norm, 0});
       }
-      // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
-      auto uses_gemm = [&](const LinearQPart& wp) { return !small || wp.format == QuantFormat::Q6K; };
       for (int layout = 0; layout < 2; ++layout)
         for (uint32_t i = 0; i < parts.size(); ++i)
-          if (uses_gemm(parts[i]) && permuted(parts[i]) == (layout == 1)) {
+          if (quantized(i) && layout_of(i) == layout) {
             if (!xq[layout]) {
               xq[layout] = scratch(Scratch::Xq, layout ? ".xq4" : ".xq", graph::DType::U32, {max_m, k / 4});
               xs[layout] = scratch(Scratch::Xs, layout ? ".xs4" : ".xs", graph::DType::F32, {max_m, k / act_gs});
@@ -486,39 +503,86 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
             steps.push_back({LinearQStep::QuantizeAct, i});
             break;
           }
+    };
+
+    if (has_gemv_m) {
+      // gemv_m: a kernel per weight over the int8 x, all rows at once; swiglu inside.
+      const graph::TensorId yv = d.rope ? *qkv : y;
+      std::vector<graph::KernelSpec> ks;
+      std::vector<LinearQStep> steps;
+      auto takes = [&](uint32_t i) { return gemv_m_takes(parts[i].format); };
+      add_prologue(ks, steps, takes);
       for (uint32_t i = 0; i < parts.size(); ++i) {
-        if (uses_gemm(parts[i])) {
-          const int layout = permuted(parts[i]) ? 1 : 0;
-          const bool split = part_plans[i].split;
-          ks.push_back({key(parts[i], "gemm", false, split),
-                        {Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales), Binding::of(3, bias),
-                         Binding::of(4, split ? *split_sums : ymat), Binding::params(5), Binding::of(6, *xq[layout]),
-                         Binding::of(7, *xs[layout]), Binding::of(9, res)}});
-          steps.push_back({LinearQStep::Gemm, i});
-          if (split) {
-            ks.push_back({key(parts[i], "gemm_combine", false),
-                          {Binding::of(0, *split_sums), Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5),
-                           Binding::of(9, res)}});
-            steps.push_back({LinearQStep::GemmCombine, i});
-          }
-        } else {
-          ks.push_back({key(parts[i], "small_m", false),
-                        {Binding::of(0, xin), Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales),
-                         Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}});
-          steps.push_back({LinearQStep::SmallM, i});
+        if (!takes(i)) {
+          ks.push_back(gemv_kernel(i, xin, false, yv, false, std::nullopt));
+          steps.push_back({LinearQStep::Gemv, i});
+          continue;
         }
-      }
-      if (d.swiglu) {
-        ks.push_back({gpu::make_key("silu_mul", "silu_mul"),
-                      {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, y), Binding::params(3)}});
-        steps.push_back({LinearQStep::SiluMul, 0});
+        const int layout = layout_of(i);
+        std::vector<Binding> b = {Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales), Binding::of(3, bias),
+                                  Binding::of(4, yv), Binding::params(5), Binding::of(16, *xq[layout]),
+                                  Binding::of(7, *xs[layout])};
+        if (!d.swiglu) b.push_back(Binding::of(9, res));
+        ks.push_back({key(parts[i], d.swiglu ? "gemv_m_swiglu" : "gemv_m", false), b});
+        steps.push_back({LinearQStep::GemvM, i});
       }
       if (d.rope) add_rope_step(ks, steps);
-      add_route(id, name, lo, hi, std::move(ks), std::move(steps));
-    };
-    if (gemv_m < 7) matrix_route(kLinearQSmallM, "small_m", gemv_m + 1, std::min<int64_t>(7, max_m), true);
-    if (max_m >= 8 && max_m > gemv_m)
-      matrix_route(kLinearQGemm, "gemm", std::max<int64_t>(8, gemv_m + 1), max_m, false);
+      add_route(kLinearQGemvM, "gemv_m", m_from, std::min<int64_t>(gemv_m, max_m), std::move(ks), std::move(steps));
+    }
+
+    if (has_matrix) {
+      graph::TensorId ymat = d.swiglu ? scratch(Scratch::GateUp, ".gate_up", graph::DType::F32, {max_m, n})
+                             : d.rope ? *qkv : y;
+      // Split K: the weights of few rows (gemm_split_max_n) sum slices of K into one scratch
+      // [slices][M][N], shared by the weights one after the other. Up to 3 weights (q|k|v in three
+      // formats: 10 kernels with norm, act quantizations, combines and rope, graph::kMaxDispatches).
+      std::optional<graph::TensorId> split_sums;
+      uint64_t split_words = 0;
+      for (LinearQPartPlan& pp : part_plans) {
+        pp.split = parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 && k >= 2 * kLinearQSplitMinK;
+        if (pp.split)
+          split_words = std::max<uint64_t>(split_words, uint64_t(split_scratch_rows(max_m, pp.n, k, act_gs)) * pp.n);
+      }
+      if (split_words) split_sums = scratch(Scratch::Split, ".split", graph::DType::F32, {uint32_t(split_words)});
+      auto matrix_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, bool small) {
+        std::vector<graph::KernelSpec> ks;
+        std::vector<LinearQStep> steps;
+        // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
+        auto uses_gemm = [&](uint32_t i) { return !small || parts[i].format == QuantFormat::Q6K; };
+        add_prologue(ks, steps, uses_gemm);
+        for (uint32_t i = 0; i < parts.size(); ++i) {
+          if (uses_gemm(i)) {
+            const int layout = layout_of(i);
+            const bool split = part_plans[i].split;
+            ks.push_back({key(parts[i], "gemm", false, split),
+                          {Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales), Binding::of(3, bias),
+                           Binding::of(4, split ? *split_sums : ymat), Binding::params(5), Binding::of(6, *xq[layout]),
+                           Binding::of(7, *xs[layout]), Binding::of(9, res)}});
+            steps.push_back({LinearQStep::Gemm, i});
+            if (split) {
+              ks.push_back({key(parts[i], "gemm_combine", false),
+                            {Binding::of(0, *split_sums), Binding::of(3, bias), Binding::of(4, ymat),
+                             Binding::params(5), Binding::of(9, res)}});
+              steps.push_back({LinearQStep::GemmCombine, i});
+            }
+          } else {
+            ks.push_back({key(parts[i], "small_m", false),
+                          {Binding::of(0, xin), Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales),
+                           Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}});
+            steps.push_back({LinearQStep::SmallM, i});
+          }
+        }
+        if (d.swiglu) {
+          ks.push_back({gpu::make_key("silu_mul", "silu_mul"),
+                        {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, y), Binding::params(3)}});
+          steps.push_back({LinearQStep::SiluMul, 0});
+        }
+        if (d.rope) add_rope_step(ks, steps);
+        add_route(id, name, lo, hi, std::move(ks), std::move(steps));
+      };
+      if (gemv_m < 7) matrix_route(kLinearQSmallM, "small_m", gemv_m + 1, std::min<int64_t>(7, max_m), true);
+      if (max_m >= 8) matrix_route(kLinearQGemm, "gemm", std::max<int64_t>(8, gemv_m + 1), max_m, false);
+    }
   }
   if (d.argmax_out) outputs.push_back(*d.argmax_out);
   if (d.rope) outputs.insert(outputs.end(), {d.rope->k_cache, d.rope->v_cache});

@@ -4,15 +4,21 @@
 // Every format is value = scale * q - min per group of 32 (or 16: q2k, q3k, q6k), q a small integer:
 // the kernels take the integer dot and apply both factors once per group.
 // Routes on x's live rows (n_tokens):
-//   [1, G]    gemv      16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
+//   [1, F-1]  gemv      (every row count with last_row) 16 rows per workgroup, 4 row sets of 8-64 lanes along K reduced by
 //                       subgroup shuffles; vec4<u32> weight loads; x staged in workgroup memory
 //                       once per workgroup and turn (coalesced), each read serving 4 rows; on
 //                       GPUs x is quantized to int8 per 32 values as it is staged and the rows
 //                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations. Past
-//                       one row of x (G = gemv_max_rows(), 16 unless WGRT_GEMV_MAX_M says): a
-//                       workgroup per (16 weight rows, row of x), a tile's workgroups adjacent
-//                       in dispatch order (batched decode, short prompts; docs/PERFORMANCE.md
-//                       has what M rows cost)
+//                       one row of x: a workgroup per (16 weight rows, row of x), a tile's
+//                       workgroups adjacent in dispatch order
+//   [F, G]    gemv_m    (F = gemv_m_from(): 2 on CPU drivers and for weights past 16,384 rows,
+//                       else none; WGRT_GEMV_M_FROM sets it) x RMS-normalized by
+//                       rms_norm where `norm`, quantized to int8 once by `quantize_act`, then a
+//                       workgroup per 16 weight rows takes every live row of x: each weight
+//                       chunk is loaded and unpacked once and serves all rows (dot4I8Packed);
+//                       swiglu in its epilogue, rope by rope_qkv after. Formats gemv_m_takes();
+//                       the others' parts run the gemv kernel per (16 rows, row of x) on the
+//                       normalized x
 //   [G+1, 7]  small_m   f32 activations, one u32 word (8 or 4 values) per step for all live rows
 //                       (q6k has no small_m kernel: its weights take the gemm's kernels here);
 //                       only where G < 7
@@ -80,7 +86,7 @@ struct LinearQDesc {
   std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu
   std::optional<RopeQkv> rope;          // y = rotated q of q|k|v, k and v to the caches; no swiglu/last_row/residual
   uint32_t gemv_lanes = 0;              // gemv lanes along K: 8, 16, 32, 64; 0: the device's (linear_q.cpp)
-  int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off, -1 the device's (linear_q.cpp)
+  int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off (no gemv_m either), -1 the device's
 };
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
@@ -121,16 +127,23 @@ struct LinearQInferCtx {
 };
 graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
-// Route ids (graph/routes.h): gemv, small_m, gemm (the header's table says on which rows).
-inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3};
-// The rows of x the gemv serves: kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to measure);
-// read when a node is added. The route a node (not last_row) takes for m rows.
+// Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m (the header's table says on which rows).
+inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4};
+// The rows of x the gemv routes serve (G): kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to
+// measure); the first row count gemv_m takes (F) for a node of n weight rows on this device:
+// kLinearQGemvMFrom or none (linear_q.cpp says where), or WGRT_GEMV_M_FROM=2..17 (17: never);
+// never where LinearQDesc::gemv_int8 is 0 (gemv_m's activations are int8). Read when a node is
+// added. The route a node (not last_row) of n rows takes for m rows of x.
 constexpr uint32_t kLinearQGemvMaxRows = 16;
+constexpr uint32_t kLinearQGemvMFrom = 2;
 uint32_t gemv_max_rows();
-graph::RouteId linear_q_route(uint32_t m);
+uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8 = -1);
+graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8 = -1);
+// Whether gemv_m's kernel reads weights of format f (every format but q2k, q3k and iq4_xs).
+bool gemv_m_takes(QuantFormat f);
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {
-  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, ArgmaxFinal, SmallM, Gemm, GemmCombine, SiluMul, RopeQkv } kind;
+  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, GemvM, ArgmaxFinal, SmallM, Gemm, GemmCombine, SiluMul, RopeQkv } kind;
   uint32_t part;  // the weight it reads
 };
 struct LinearQPartPlan {

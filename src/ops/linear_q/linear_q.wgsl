@@ -4,6 +4,7 @@
 //! use graph_symbols
 //! use linear_q_kquant_rows
 //! use linear_q_matrix
+//! use linear_q_gemv_m
 struct Params {
   m: u32,
   n: u32,
