@@ -70,6 +70,8 @@ uint32_t gemv_max_rows() { return env_count("WGRT_GEMV_MAX_M", 1, kLinearQGemvMa
 // docs/PERFORMANCE.md) and won on the vocabulary (q6k 2048 x 128256 at 8 rows in the 1B model:
 // 262 us against 439). On CPU drivers it won everywhere measured (lavapipe, the demo model, 4
 // sequences: 118 tok/s against 49).
+uint32_t gemv_m_block() { return env_count("WGRT_GEMV_M_BLOCK", 1, kLinearQGemvMaxRows, kLinearQGemvMBlock); }
+
 uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8) {
   const uint32_t never = kLinearQGemvMaxRows + 1;
   if (gemv_int8 == 0) return never;  // f32 activations asked for: gemv_m's are int8
@@ -138,10 +140,11 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
         plan.grids[j] = grid_1d(tiles * out_m, maxg);  // a workgroup per tile and row of x
         break;
       }
-      case LinearQStep::GemvM: {  // a workgroup per tile, every row of x
+      case LinearQStep::GemvM: {  // a workgroup per tile and block of gemv_m_block() rows of x
         plan.params[j].set(part_params(pp));
         const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;
-        plan.grids[j] = grid_1d(ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows), maxg);
+        const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
+        plan.grids[j] = grid_1d(tiles * ceil_div(m, gemv_m_block()), maxg);
         break;
       }
       case LinearQStep::ArgmaxFinal:
@@ -387,7 +390,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                                 {"NL", wp.format == QuantFormat::IQ4XS ? 1.0 : 0.0},
                                                 {"RES", d.residual ? 1.0 : 0.0}};
     if (std::string_view(entry).starts_with("gemv")) {
-      if (std::string_view(entry).starts_with("gemv_m")) extra.push_back({"GM_M", double(gemv_max_rows())});
+      if (std::string_view(entry).starts_with("gemv_m")) extra.push_back({"GM_M", double(gemv_m_block())});
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
       uint32_t lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name);

@@ -14,8 +14,8 @@
 //   [F, G]    gemv_m    (F = gemv_m_from(): 2 on CPU drivers and for weights past 16,384 rows,
 //                       else none; WGRT_GEMV_M_FROM sets it) x RMS-normalized by
 //                       rms_norm where `norm`, quantized to int8 once by `quantize_act`, then a
-//                       workgroup per 16 weight rows takes every live row of x: each weight
-//                       chunk is loaded and unpacked once and serves all rows (dot4I8Packed);
+//                       workgroup per 16 weight rows takes up to gemv_m_block() rows of x: each
+//                       weight chunk is loaded and unpacked once and serves them all (dot4I8Packed);
 //                       swiglu in its epilogue, rope by rope_qkv after. Formats gemv_m_takes();
 //                       the others' parts run the gemv kernel per (16 rows, row of x) on the
 //                       normalized x
@@ -138,6 +138,10 @@ constexpr uint32_t kLinearQGemvMaxRows = 16;
 constexpr uint32_t kLinearQGemvMFrom = 2;
 uint32_t gemv_max_rows();
 uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8 = -1);
+// Rows of x per gemv_m workgroup (past them a tile's workgroups take blocks of rows):
+// kLinearQGemvMBlock, or WGRT_GEMV_M_BLOCK=1..16 (to measure).
+constexpr uint32_t kLinearQGemvMBlock = 8;
+uint32_t gemv_m_block();
 graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8 = -1);
 // Whether gemv_m's kernel reads weights of format f (every format but q2k, q3k and iq4_xs).
 bool gemv_m_takes(QuantFormat f);

@@ -9,9 +9,10 @@
 // row of x reads the chunk's 8 int8 words (16-byte loads, shared through L1 by the workgroups of
 // an SM) and takes 8 dot4I8Packed per weight row. No staging, no barriers in the K loop. The
 // accumulators are a private array indexed by constants only: the loops over x's rows run to
-// GM_M, an override the host sets per route (a constant at pipeline creation, so the driver
-// unrolls them and the array stays in registers); rows past the live p.m are skipped.
-override GM_M: u32 = 16u;  // rows of x the pipeline serves, at most 16 (gm_acc's length)
+// GM_M, an override (a constant at pipeline creation, so the driver unrolls them and the array
+// stays in registers): past GM_M rows of x the tile's workgroups take blocks of GM_M rows each
+// (adjacent in dispatch order, so all but the first find the tile's weights in L2).
+override GM_M: u32 = 16u;  // rows of x per workgroup, at most 16 (gm_acc's length)
 
 @group(0) @binding(16) var<storage, read> xq4: array<vec4<u32>>;  // int8 x [M, K / 32][2] (quantize_act)
 
@@ -71,7 +72,7 @@ fn gm_dot(w: GmRow, xa: vec4<u32>, xb: vec4<u32>, hs: vec2<f32>) -> f32 {
 }
 
 // The lane's share of K for weight rows r.x .. r.w against every live row of x, into gm_acc.
-fn gm_run(r: vec4<u32>, t: u32) {
+fn gm_run(r: vec4<u32>, t: u32, m0: u32, mb: u32) {
   let nchunks = p.k / 32u;
   let groups = p.k / p.gs;  // x's scales per row
   let ones = 0x01010101u;
@@ -83,8 +84,8 @@ fn gm_run(r: vec4<u32>, t: u32) {
     let w3 = gm_row(r.w, c);
     let g = (c * 32u) / p.gs;
     for (var m = 0u; m < GM_M; m++) {
-      if (m < p.m) {
-        let xi = 2u * (m * nchunks + c);
+      if (m < mb) {
+        let xi = 2u * ((m0 + m) * nchunks + c);
         let xa = xq4[xi];
         let xb = xq4[xi + 1u];
         var hs = vec2<f32>(0.0);
@@ -96,7 +97,7 @@ fn gm_run(r: vec4<u32>, t: u32) {
         }
         let d = vec4<f32>(gm_dot(w0, xa, xb, hs), gm_dot(w1, xa, xb, hs), gm_dot(w2, xa, xb, hs),
                           gm_dot(w3, xa, xb, hs));
-        gm_acc[m] = fma(d, vec4<f32>(xs[m * groups + g]), gm_acc[m]);
+        gm_acc[m] = fma(d, vec4<f32>(xs[(m0 + m) * groups + g]), gm_acc[m]);
       }
     }
   }
@@ -127,11 +128,11 @@ fn gm_scatter(v: vec4<f32>, t: u32) -> f32 {
   return s;
 }
 
-fn gm_reduce(lid: u32) {
+fn gm_reduce(lid: u32, mb: u32) {
   let st = lid / GV_TK;
   let t = lid % GV_TK;
   for (var m = 0u; m < GM_M; m++) {
-    if (m < p.m) {
+    if (m < mb) {
       if (SG >= 4u) {
         let l = min(SG, GV_TK);
         let s = gm_scatter(gm_acc[m], t);
@@ -154,7 +155,7 @@ fn gm_reduce(lid: u32) {
   workgroupBarrier();
 }
 
-// Row r of the set's 4 for x's row m, once gm_reduce is done.
+// Row r of the set's 4 for the block's row m of x, once gm_reduce is done.
 fn gm_sum(st: u32, m: u32, r: u32) -> f32 {
   let subs = select(max(GV_TK / SG, 1u), 1u, SG < 4u);
   var s = 0.0;
@@ -162,20 +163,26 @@ fn gm_sum(st: u32, m: u32, r: u32) -> f32 {
   return s;
 }
 
-fn gm_tile(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return gv_wg(wid, nwg) * GV_SETS; }
+// The workgroup's first row set (its tile's), first row of x and rows of x (at most GM_M).
+fn gm_blocks() -> u32 { return (p.m + GM_M - 1u) / GM_M; }
+fn gm_tile(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return (gv_wg(wid, nwg) / gm_blocks()) * GV_SETS; }
+fn gm_m0(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return (gv_wg(wid, nwg) % gm_blocks()) * GM_M; }
+fn gm_rows(m0: u32) -> u32 { return min(GM_M, p.m - m0); }
 
 // The workgroup's outputs (set, x row m, weight row r) spread over its threads.
 @compute @workgroup_size(GV_WG)
 fn gemv_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
           @builtin(local_invocation_index) lid: u32) {
   let n0 = (gm_tile(wid, nwg) + lid / GV_TK) * 4u;
-  gm_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), lid % GV_TK);
-  gm_reduce(lid);
-  for (var o = lid; o < GV_SETS * 4u * p.m; o += GV_WG) {
-    let st = o / (4u * p.m);
-    let m = (o / 4u) % p.m;
+  let m0 = gm_m0(wid, nwg);
+  let mb = gm_rows(m0);
+  gm_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), lid % GV_TK, m0, mb);
+  gm_reduce(lid, mb);
+  for (var o = lid; o < GV_SETS * 4u * mb; o += GV_WG) {
+    let st = o / (4u * mb);
+    let m = (o / 4u) % mb;
     let n = (gm_tile(wid, nwg) + st) * 4u + o % 4u;
-    if (n < p.n) { y[m * p.ld + p.y_off + n] = gv_finish(gm_sum(st, m, o % 4u), m, n); }
+    if (n < p.n) { y[(m0 + m) * p.ld + p.y_off + n] = gv_finish(gm_sum(st, m, o % 4u), m0 + m, n); }
   }
 }
 
@@ -187,17 +194,19 @@ fn gemv_m_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
   let j0 = (gm_tile(wid, nwg) + lid / GV_TK) * 2u;
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
-  gm_run(gv_clamp(vec4<u32>(g0, g0 + 16u, g1, g1 + 16u)), lid % GV_TK);
-  gm_reduce(lid);
+  let m0 = gm_m0(wid, nwg);
+  let mb = gm_rows(m0);
+  gm_run(gv_clamp(vec4<u32>(g0, g0 + 16u, g1, g1 + 16u)), lid % GV_TK, m0, mb);
+  gm_reduce(lid, mb);
   let half = p.n / 2u;
-  for (var o = lid; o < GV_SETS * 2u * p.m; o += GV_WG) {
-    let st = o / (2u * p.m);
-    let m = (o / 2u) % p.m;
+  for (var o = lid; o < GV_SETS * 2u * mb; o += GV_WG) {
+    let st = o / (2u * mb);
+    let m = (o / 2u) % mb;
     let e = o % 2u;
     let j = (gm_tile(wid, nwg) + st) * 2u + e;
     if (j < half) {
       let g = swiglu_gate_row(j);
-      y[m * half + j] = silu(finish(gm_sum(st, m, 2u * e), g)) * finish(gm_sum(st, m, 2u * e + 1u), g + 16u);
+      y[(m0 + m) * half + j] = silu(finish(gm_sum(st, m, 2u * e), g)) * finish(gm_sum(st, m, 2u * e + 1u), g + 16u);
     }
   }
 }
