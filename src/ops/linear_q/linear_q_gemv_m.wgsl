@@ -4,15 +4,16 @@
 //
 // x comes quantized once per step (quantize_act: int8 per 32 values, the q4 / q5 nibble order
 // where the weight needs it, one f32 scale per activation group). A workgroup takes 16 weight
-// rows (4 row sets of GV_TK lanes along K, 4 rows per lane) and every live row of x: per 32-value
-// chunk a lane loads its 4 rows' words, unpacks them to int8 bytes once (GmRow), then for each
-// row of x reads the chunk's 8 int8 words (16-byte loads, shared through L1 by the workgroups of
-// an SM) and takes 8 dot4I8Packed per weight row. No staging, no barriers in the K loop. The
-// accumulators are a private array indexed by constants only: the loops over x's rows run to
-// GM_M, an override (a constant at pipeline creation, so the driver unrolls them and the array
-// stays in registers): past GM_M rows of x the tile's workgroups take blocks of GM_M rows each
-// (adjacent in dispatch order, so all but the first find the tile's weights in L2).
-override GM_M: u32 = 16u;  // rows of x per workgroup, at most 16 (gm_acc's length)
+// rows (4 row sets of GV_TK lanes along K, 4 rows per lane) and a block of up to GM_M live rows
+// of x: per 32-value chunk a lane loads its 4 rows' words, unpacks them to int8 bytes once
+// (GmRow), then for each row of x reads the chunk's 8 int8 words (16-byte loads, shared through
+// L1 by the workgroups of an SM) and takes 8 dot4I8Packed per weight row. No staging, no
+// barriers in the K loop. The accumulators are a private array indexed by constants only: the
+// loops over x's rows run to GM_M, an override (a constant at pipeline creation, so the driver
+// can unroll them and keep the array in registers). Past GM_M rows of x a tile's workgroups take
+// blocks of GM_M rows each, adjacent in dispatch order (all but the first find the tile's
+// weights in L2).
+override GM_M: u32 = 8u;  // rows of x per workgroup (linear_q.h gemv_m_block), at most 16 (gm_acc's length)
 
 @group(0) @binding(16) var<storage, read> xq4: array<vec4<u32>>;  // int8 x [M, K / 32][2] (quantize_act)
 
