@@ -64,14 +64,14 @@ uint32_t env_count(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback
 
 uint32_t gemv_max_rows() { return env_count("WGRT_GEMV_MAX_M", 1, kLinearQGemvMaxRows, kLinearQGemvMaxRows); }
 
+uint32_t gemv_m_block() { return env_count("WGRT_GEMV_M_BLOCK", 1, kLinearQGemvMaxRows, kLinearQGemvMBlock); }
+
 // gemv_m pays a fixed cost the gemv does not (rms_norm and quantize_act as dispatches of their
 // own, a workgroup per tile whatever the rows): on the H200 it lost to the gemv's workgroup per
 // row on every weight of up to 16,384 rows (2048 x 2048 at 8 rows: 15.7-18.4 us against 9.6,
 // docs/PERFORMANCE.md) and won on the vocabulary (q6k 2048 x 128256 at 8 rows in the 1B model:
 // 262 us against 439). On CPU drivers it won everywhere measured (lavapipe, the demo model, 4
 // sequences: 118 tok/s against 49).
-uint32_t gemv_m_block() { return env_count("WGRT_GEMV_M_BLOCK", 1, kLinearQGemvMaxRows, kLinearQGemvMBlock); }
-
 uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8) {
   const uint32_t never = kLinearQGemvMaxRows + 1;
   if (gemv_int8 == 0) return never;  // f32 activations asked for: gemv_m's are int8
@@ -140,11 +140,11 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
         plan.grids[j] = grid_1d(tiles * out_m, maxg);  // a workgroup per tile and row of x
         break;
       }
-      case LinearQStep::GemvM: {  // a workgroup per tile and block of gemv_m_block() rows of x
+      case LinearQStep::GemvM: {  // a workgroup per tile and block of rows of x
         plan.params[j].set(part_params(pp));
         const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;
         const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
-        plan.grids[j] = grid_1d(tiles * ceil_div(m, gemv_m_block()), maxg);
+        plan.grids[j] = grid_1d(tiles * ceil_div(m, c.gemv_m_block), maxg);
         break;
       }
       case LinearQStep::ArgmaxFinal:
@@ -383,6 +383,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const gpu::DeviceCaps& caps = graph::device_caps(g);
   const double sg = double(gpu::subgroup_lanes(caps));
   const bool gemv_rope = d.rope && gemv_turns_rope(caps, *d.rope, part_plans);
+  const uint32_t m_block = gemv_m_block();
   auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool split = false) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
@@ -390,11 +391,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                                 {"NL", wp.format == QuantFormat::IQ4XS ? 1.0 : 0.0},
                                                 {"RES", d.residual ? 1.0 : 0.0}};
     if (std::string_view(entry).starts_with("gemv")) {
-      if (std::string_view(entry).starts_with("gemv_m")) extra.push_back({"GM_M", double(gemv_m_block())});
+      const bool gm = std::string_view(entry).starts_with("gemv_m");
+      uint32_t lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name);
+      if (gm) {
+        extra.push_back({"GM_M", double(m_block)});
+        lanes = std::min(lanes, 8 * gpu::subgroup_lanes(caps));  // linear_q_gemv_m.wgsl GM_SUBS
+      }
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
-      uint32_t lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name);
-      if (std::string_view(entry).starts_with("gemv_m")) lanes = std::min(lanes, 8 * gpu::subgroup_lanes(caps));  // GM_SUBS
       extra.push_back({"GV_TK", double(lanes)});
       extra.push_back({"XI8", gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8) ? 1.0 : 0.0});
       if (std::string_view(entry) == "gemv_rope")
@@ -599,7 +603,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   if (rope_rows) inputs.push_back(d.rope->rows->table);  // the last input (infer checks its rows)
   const LinearQPlanCtx base{.n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(),
                             .norm = d.norm.has_value(), .eps = d.eps,
-                            .swiglu = d.swiglu, .last_row = d.last_row, .parts = part_plans, .name = d.name,
+                            .swiglu = d.swiglu, .last_row = d.last_row, .gemv_m_block = m_block,
+                            .parts = part_plans, .name = d.name,
                             .rope = d.rope, .rope_caches = rope_caches.value_or(RopeQkvCaches{})};
   uint64_t weight_bytes = 0;
   for (size_t i = 0; i < parts.size(); ++i)

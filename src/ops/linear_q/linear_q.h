@@ -162,6 +162,7 @@ struct LinearQPlanCtx {
   float eps = 0;
   bool swiglu = false;
   bool last_row = false;
+  uint32_t gemv_m_block = kLinearQGemvMBlock;  // rows of x per gemv_m workgroup (its kernels' GM_M)
   std::vector<LinearQPartPlan> parts;
   std::string name;                  // the node's (errors)
   std::optional<ops::RopeQkv> rope;  // and its caches
