@@ -5,7 +5,7 @@
 # For each shape (Llama-3.2-1B, Llama-3.1-8B; random weights, llama3 vocabulary): write the
 # F16 file once (wgrt_make_model, every core), and from it, with llama.cpp's own quantizer
 # (peer_quantize), the Q4_0 file, then the Q4_K_M file; run on each
-#   wgrt bench  -p 512 -n 128 -d 0,4096 -r 3 -o jsonl
+#   wgrt bench  -p 512 -n 128 -d 0,4096 -r 3 -o jsonl --parallel 1,8
 #   peer_bench  the same tests, matrix cores on, then off (GGML_VK_DISABLE_COOPMAT{,2}=1)
 # and finally write $OUT/table.md (bench/peers/table.py). Everything that comes back goes to
 # $OUT (rows, logs, per-step times in steps.tsv); the model files stay in $PEER_WORK.
@@ -17,6 +17,8 @@
 #   PEER_BUDGET_S  seconds before remaining steps are skipped (default 540: 9 minutes)
 #   PEER_PRESETS   shapes to run (default "llama-3.2-1b llama-3.1-8b"); PEER_TYPES likewise
 #                  (default "q4_0 q4_k_m")
+#   PEER_PARALLEL  wgrt's batched tg rows (`--parallel`, default "1,8"; empty: none): N sequences
+#                  decoding together on one graph, in a table of their own (llama.cpp has none)
 #   WGRT_EXTRA     more `wgrt bench` flags, e.g. "--profile" (its report lands in the step's log)
 #   PEER_SMALL=1   the tiny shape and tests -p 32 -n 8 -d 0,64 -r 2, to check the script on
 #                  lavapipe (also set VK_DRIVER_FILES to lavapipe's ICD there)
@@ -75,6 +77,8 @@ for preset in "${presets[@]}"; do
   # Q4_0 fully measured before Q4_K_M is even written, so a run cut short keeps whole rows.
   read -r -a types <<<"${PEER_TYPES:-q4_0 q4_k_m}"
   read -r -a extra <<<"${WGRT_EXTRA:-}"
+  parallel=${PEER_PARALLEL-1,8}
+  [ -n "$parallel" ] && extra+=(--parallel "$parallel")
   for q in "${types[@]}"; do
     name="$preset-$q"
     file="$work/$name.gguf"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """One markdown table from a run-h200.sh output folder: per model file and test, wgrt's tok/s
 next to llama.cpp Vulkan's best setting (matrix cores on or off, whichever is faster) and its
-setting without matrix cores, with the ratios; then each file's size, its tensors' size, and
-what wgrt keeps on the GPU.
+setting without matrix cores, with the ratios; wgrt's batched rows (`--parallel`: N sequences
+decoding together on one graph, aggregate tok/s) in a table of their own with xN / x1; then each
+file's size, its tensors' size, and what wgrt keeps on the GPU.
 
   python3 bench/peers/table.py OUT_DIR > OUT_DIR/table.md
 
@@ -34,6 +35,8 @@ def rows(path):
 
 def test_name(r):
     name = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+    if r.get("batched"):
+        name += f" x{r['n_parallel']}"
     return name + (f" @ d{r['n_depth']}" if r["n_depth"] else "")
 
 
@@ -47,6 +50,25 @@ def ratio(a, b):
 
 def mib(n):
     return f"{n / 1048576:,.0f} MiB" if n is not None else "—"
+
+
+def batched_table(out_dir, files):
+    """wgrt's rows of N sequences decoding together, each next to x1 at its depth."""
+    lines = []
+    for name in files:
+        w = [r for r in rows(os.path.join(out_dir, f"{name}.wgrt.jsonl")).values() if r.get("batched")]
+        one = {r["n_depth"]: r for r in w if r["n_parallel"] == 1}
+        for r in w:
+            base = one.get(r["n_depth"])
+            label = name if not lines or lines[-1][0] != name else ""
+            lines.append((name, f"| {label} | {test_name(r)} | {ts(r)} | {ratio(r, base)} |"))
+    if not lines:
+        return
+    print()
+    print("| model file | batched test (wgrt) | aggregate tok/s | xN / x1 |")
+    print("|---|---|---:|---:|")
+    for _, line in lines:
+        print(line)
 
 
 def main(out_dir):
@@ -66,7 +88,7 @@ def main(out_dir):
         w = rows(os.path.join(out_dir, f"{name}.wgrt.jsonl"))
         cm = rows(os.path.join(out_dir, f"{name}.peer.jsonl"))
         nocm = rows(os.path.join(out_dir, f"{name}.peer-nocm.jsonl"))
-        tests = list(dict.fromkeys([*w, *cm, *nocm]))
+        tests = [t for t in dict.fromkeys([*w, *cm, *nocm]) if not w.get(t, {}).get("batched")]
         for i, t in enumerate(tests):
             a, b, c = w.get(t), cm.get(t), nocm.get(t)
             best = max([x for x in (b, c) if x], key=lambda x: x["avg_ts"], default=None)
@@ -78,6 +100,7 @@ def main(out_dir):
         facts.append((name, sizes.get(name), any_p["model_size"] if any_p else None,
                       any_w["model_gpu_size"] if any_w else None,
                       any_w["model_type"] if any_w else "—", any_p["model_type"] if any_p else "—"))
+    batched_table(out_dir, files)
     print()
     print("| model file | file size | tensors (llama.cpp) | wgrt weights on the GPU | wgrt names it | llama.cpp names it |")
     print("|---|---:|---:|---:|---|---|")

@@ -336,6 +336,7 @@ Row make_row(const ModelInfo& m, const BenchFlags& f, uint32_t n_ctx, const Resu
   row["n_gen"] = r.test.n_gen;
   row["n_depth"] = r.test.depth;
   row["n_parallel"] = std::max<uint32_t>(r.test.parallel, 1);  // sequences decoding together
+  row["batched"] = r.test.parallel > 0;                          // on the batched graph (x1 too)
   row["test_time"] = r.time;
   row["avg_ns"] = uint64_t(std::llround(mean(ns)));
   row["stddev_ns"] = uint64_t(std::llround(sample_stddev(ns)));

@@ -265,6 +265,7 @@ TEST(CliBench, ParallelRowsAfterTheOthers) {
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i]["n_depth"], want[i][0]) << i;
     EXPECT_EQ(rows[i]["n_parallel"], want[i][1]) << i;
+    EXPECT_EQ(rows[i]["batched"], i >= 2) << i;  // "tg4 x1" is on the batched graph, "tg4" is not
     EXPECT_EQ(rows[i]["n_gen"], 4) << i;
     EXPECT_EQ(rows[i]["samples_ts"].size(), 2u) << i;
     EXPECT_GT(rows[i]["avg_ts"].get<double>(), 0) << i;
