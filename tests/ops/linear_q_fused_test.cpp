@@ -38,28 +38,30 @@ struct FusedCase {
   bool norm = false, residual = false, swiglu = false, bias = false;
   bool head = false;  // last_row + argmax
   int gemv_int8 = -1;  // LinearQDesc::gemv_int8 (-1: the device's choice)
+  uint32_t gemv_x = 0, gemv_m_from = 0;  // LinearQDesc's (0: the device's choice)
 };
 
 graph::RouteId expected_route(const FusedCase& c, uint32_t m) {
-  return c.head ? ops::kLinearQGemv : ops::linear_q_route(device().caps, c.n, m, c.gemv_int8);
+  return c.head ? ops::kLinearQGemv : ops::linear_q_route(device().caps, c.n, m, c.gemv_int8, c.gemv_x, c.gemv_m_from);
 }
 
 // Whether the route takes int8 activations: the gemm, q6k's small_m route (its gemm too),
-// gemv_m, and the gemv (gemv_m's fallback for the formats it does not take) where the device's
-// choice or the case says so.
+// gemv_m, and the gemv and gemv_multi (and gemv_m's fallback for the formats it does not take)
+// where the device's choice or the case says so.
 bool int8_route(const FusedCase& c, uint32_t m) {
   const graph::RouteId r = expected_route(c, m);
   if (r == ops::kLinearQGemvM && ops::gemv_m_takes(c.format)) return true;
-  if (r == ops::kLinearQGemv || r == ops::kLinearQGemvM)
+  if (r == ops::kLinearQGemv || r == ops::kLinearQGemvMulti || r == ops::kLinearQGemvM)
     return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
   return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 
-// The activations' int8 groups: 32 in the gemv (and gemv_m's fallback) and for the K-quants,
-// gs in gemv_m and the gemms.
+// The activations' int8 groups: 32 in the gemv and gemv_multi (and gemv_m's fallback) and for
+// the K-quants, gs in gemv_m and the gemms.
 uint32_t act_group(const FusedCase& c, uint32_t m) {
   const graph::RouteId r = expected_route(c, m);
-  const bool gemv = r == ops::kLinearQGemv || (r == ops::kLinearQGemvM && !ops::gemv_m_takes(c.format));
+  const bool gemv = r == ops::kLinearQGemv || r == ops::kLinearQGemvMulti ||
+                    (r == ops::kLinearQGemvM && !ops::gemv_m_takes(c.format));
   return ops::is_k_quant(c.format) || gemv ? 32 : c.gs;
 }
 
@@ -134,7 +136,8 @@ void run_fused(const FusedCase& c) {
   TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x, .q = wt.q,
                                      .scales = wt.scales, .bias = bias, .norm = norm, .eps = 1e-5f,
                                      .residual = res, .swiglu = c.swiglu, .last_row = c.head,
-                                     .argmax_out = am, .gemv_int8 = c.gemv_int8});
+                                     .argmax_out = am, .gemv_int8 = c.gemv_int8, .gemv_x = c.gemv_x,
+                                     .gemv_m_from = c.gemv_m_from});
   NodeId node = find_node(g, "y");
   mark_output(g, y);
   if (am) mark_output(g, *am);
@@ -278,6 +281,23 @@ std::vector<OpCase> fused_cases() {
       for (int int8 : {0, 1}) {
         c.gemv_int8 = int8;
         cases.push_back({fmt::format("{}_{}{}", ops::quant_format_name(f), v.name, int8 ? "_xi8" : ""),
+                         [c] { run_fused(c); }});
+      }
+    }
+  // gemv_multi, forced (CPU drivers take gemv_m instead): 2..16 rows, 4 (and 2) rows of x per
+  // workgroup; q3k's parts run the gemv per row of x inside the route.
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8, QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K,
+                        QuantFormat::Q51, QuantFormat::Q3K})
+    for (const V& v : variants) {
+      if (v.head) continue;  // the head projects one row: the gemv
+      const uint32_t gs = ops::has_block_d(f) ? 256 : f == QuantFormat::Q8 ? 128 : 32;
+      const uint32_t k = f == QuantFormat::Q3K ? 1280 : 512;
+      for (uint32_t x : {4u, 2u}) {
+        if (x == 2 && f != QuantFormat::Q4gsw && f != QuantFormat::Q6K) continue;
+        FusedCase c{f, gs, k, v.swiglu ? 96u : 131u, 37, {1, 5, 3, 16, 2, 37, 7}};
+        c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias;
+        c.gemv_int8 = 1, c.gemv_x = x, c.gemv_m_from = ops::kLinearQGemvMaxRows + 1;
+        cases.push_back({fmt::format("{}_{}_gemv_multi{}", ops::quant_format_name(f), v.name, x),
                          [c] { run_fused(c); }});
       }
     }

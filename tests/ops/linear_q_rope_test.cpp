@@ -43,6 +43,7 @@ struct RopeLinCase {
   bool neox = false, f16 = false, bias = false;
   int gemv_int8 = 0;
   bool rows = false;  // RopeQkv::rows: three sequences in regions of kRegion rows
+  uint32_t gemv_x = 0;  // LinearQDesc::gemv_x; with it gemv_m is off (gemv_multi forced)
 };
 
 constexpr uint32_t kRegion = 16;
@@ -116,7 +117,8 @@ void run_rope_linear(const RopeLinCase& c) {
                                           .head_dim = hd, .n_rot = c.n_rot,
                                           .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
                                           .k_cache = kc, .v_cache = vc, .rows = kv_rows},
-                     .gemv_int8 = c.gemv_int8};
+                     .gemv_int8 = c.gemv_int8, .gemv_x = c.gemv_x,
+                     .gemv_m_from = c.gemv_x ? ops::kLinearQGemvMaxRows + 1 : 0};
   for (size_t i = 1; i < rows.size(); ++i)
     d.more.push_back({c.formats[i], group_of(c.formats[i]), wts[i].q, wts[i].scales});
   TensorId y = ops::add_linear_q(g, d);
@@ -185,9 +187,11 @@ void run_rope_linear(const RopeLinCase& c) {
     }
     std::vector<float> got = run_step(g, s, sv, in, y);
     const Route& route = active_route_info(g, node);
-    ASSERT_EQ(route.id, ops::linear_q_route(device().caps, n, m, c.gemv_int8));
+    ASSERT_EQ(route.id, ops::linear_q_route(device().caps, n, m, c.gemv_int8, c.gemv_x,
+                                            c.gemv_x ? ops::kLinearQGemvMaxRows + 1 : 0));
     const bool fused = route.kernels[0].pipeline.entry == "gemv_rope";
-    EXPECT_EQ(fused, route.id == ops::kLinearQGemv && !c.neox && !c.rows &&
+    const bool gemv = route.id == ops::kLinearQGemv || route.id == ops::kLinearQGemvMulti;
+    EXPECT_EQ(fused, gemv && !c.neox && !c.rows &&
                          device().caps.limits.maxStorageBuffersPerShaderStage >= 9);
 
     // The reference: q|k|v of the normalized rows, its bounds, then the rotations.
@@ -260,6 +264,17 @@ std::vector<OpCase> rope_linear_cases() {
                                    int8 ? "_xi8" : ""),
                        [c] { run_rope_linear(c); }});
     }
+  // gemv_multi (forced): rows 3 and 9 take 4 (or 2) rows of x per workgroup, RoPE in its epilogue.
+  for (size_t i : {0, 2, 3})
+    for (uint32_t x : {4u, 2u}) {
+      if (x == 2 && i != 0) continue;
+      RopeLinCase c = shapes[i];
+      c.gemv_int8 = 1, c.gemv_x = x;
+      std::string formats;
+      for (QuantFormat f : c.formats) formats += std::string(formats.empty() ? "" : "_") + ops::quant_format_name(f);
+      cases.push_back({fmt::format("{}_hd{}_{}_gemv_multi{}", formats, c.head_dim, c.neox ? "neox" : "normal", x),
+                       [c] { run_rope_linear(c); }});
+    }
   return cases;
 }
 
@@ -273,14 +288,17 @@ std::vector<OpCase> rope_linear_rows_cases() {
       {{QuantFormat::Q8}, 2, 2, 64, 64, true, false, true, 0},  // neox
       {{QuantFormat::Q4K, QuantFormat::Q4K, QuantFormat::Q6K}, 2, 1, 128, 96, false, false, true, 1},
   };
-  for (RopeLinCase c : shapes) {
-    c.rows = true;
-    std::string formats;
-    for (QuantFormat f : c.formats) formats += std::string(formats.empty() ? "" : "_") + ops::quant_format_name(f);
-    cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_{}{}", formats, c.n_heads, c.n_kv, c.head_dim,
-                                 c.neox ? "neox" : "normal", c.f16 ? "_f16" : "_f32"),
-                     [c] { run_rope_linear(c); }});
-  }
+  for (RopeLinCase c : shapes)
+    for (uint32_t x : {0u, 4u}) {  // 4: gemv_multi forced (rows of 3 and 9)
+      c.rows = true;
+      c.gemv_x = x;
+      if (x) c.gemv_int8 = 1;
+      std::string formats;
+      for (QuantFormat f : c.formats) formats += std::string(formats.empty() ? "" : "_") + ops::quant_format_name(f);
+      cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_{}{}{}", formats, c.n_heads, c.n_kv, c.head_dim,
+                                   c.neox ? "neox" : "normal", c.f16 ? "_f16" : "_f32", x ? "_gemv_multi4" : ""),
+                       [c] { run_rope_linear(c); }});
+    }
   return cases;
 }
 

@@ -46,9 +46,13 @@ struct QCase {
   float magnitude = 1.f;        // x and w drawn from [-magnitude, magnitude]
   uint32_t gemv_lanes = 0;      // LinearQDesc::gemv_lanes (0: the device's choice)
   int gemv_int8 = -1;           // LinearQDesc::gemv_int8 (-1: the device's choice)
+  uint32_t gemv_x = 0;          // LinearQDesc::gemv_x (0: the device's choice)
+  uint32_t gemv_m_from = 0;     // LinearQDesc::gemv_m_from (0: the device's choice)
 };
 
-graph::RouteId expected_route(const QCase& c, uint32_t m) { return ops::linear_q_route(device().caps, c.n, m, c.gemv_int8); }
+graph::RouteId expected_route(const QCase& c, uint32_t m) {
+  return ops::linear_q_route(device().caps, c.n, m, c.gemv_int8, c.gemv_x, c.gemv_m_from);
+}
 
 void run_q_case(const QCase& c) {
   if (c.gemv_lanes && c.gemv_lanes < gpu::subgroup_lanes(device().caps))
@@ -60,7 +64,7 @@ void run_q_case(const QCase& c) {
   if (c.bias) bias = add_weight(g, {.name = "bias", .shape = {c.n}});
   TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x,
                                      .q = wt.q, .scales = wt.scales, .bias = bias, .gemv_lanes = c.gemv_lanes,
-                                     .gemv_int8 = c.gemv_int8});
+                                     .gemv_int8 = c.gemv_int8, .gemv_x = c.gemv_x, .gemv_m_from = c.gemv_m_from});
   NodeId node = find_node(g, "y");
   mark_output(g, y);
   build(g);
@@ -88,7 +92,7 @@ void run_q_case(const QCase& c) {
     std::vector<float> mass = ref::abs_dot(xv, wdeq, m, c.n, c.k);
     for (size_t i = 0; i < mass.size(); ++i) mass[i] += bv.empty() ? 0.f : std::fabs(bv[i % c.n]);
     std::vector<float> f32_want = ref::linear(xv, wdeq, bv, m, c.n, c.k);
-    const bool gemv = expected_route(c, m) == ops::kLinearQGemv;
+    const bool gemv = expected_route(c, m) == ops::kLinearQGemv || expected_route(c, m) == ops::kLinearQGemvMulti;
     const bool int8 = expected_route(c, m) == ops::kLinearQGemm || expected_route(c, m) == ops::kLinearQGemvM ||
                       (gemv && ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8));
     const uint32_t act_gs = gemv ? 32 : c.gs;  // the gemv quantizes x per 32 values, gemv_m and the gemm per gs
@@ -188,6 +192,18 @@ std::vector<OpCase> linear_q_cases() {
       c.gemv_lanes = lanes;
       cases.push_back({fmt::format("{}_gemv_m_lanes{}", fmt_name(f), lanes), [c] { run_q_case(c); }});
     }
+  // gemv_multi (forced here: CPU drivers take gemv_m instead): 2 and 4 rows of x per workgroup,
+  // live rows that fill the last workgroup and rows that do not, every lane count.
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8})
+    for (uint32_t x : {2u, 4u})
+      for (uint32_t lanes : {8u, 32u, 64u}) {
+        QCase c{f, 64, 4096 + 448, 45, 16, {16, 3, 1, 9, 2, 5}, true};
+        c.gemv_lanes = lanes;
+        c.gemv_int8 = 1;
+        c.gemv_x = x;
+        c.gemv_m_from = ops::kLinearQGemvMaxRows + 1;
+        cases.push_back({fmt::format("{}_gemv_multi{}_lanes{}", fmt_name(f), x, lanes), [c] { run_q_case(c); }});
+      }
   return cases;
 }
 

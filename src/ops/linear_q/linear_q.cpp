@@ -79,6 +79,33 @@ uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8) {
   return env_count("WGRT_GEMV_M_FROM", 2, never, fallback);
 }
 
+namespace {
+// gemv_m's first row count for a node: LinearQDesc::gemv_m_from where set.
+uint32_t node_gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8, uint32_t forced) {
+  if (gemv_int8 == 0) return kLinearQGemvMaxRows + 1;
+  return forced ? std::clamp<uint32_t>(forced, 2, kLinearQGemvMaxRows + 1) : gemv_m_from(caps, n, gemv_int8);
+}
+}  // namespace
+
+uint32_t gemv_x_rows(uint32_t forced) {
+  if (forced) {
+    if (forced != 1 && forced != 2 && forced != 4)
+      throw std::invalid_argument(fmt::format("gemv_x = {} rows of x per gemv_multi workgroup (hint: 1, 2 or 4)",
+                                              forced));
+    return forced;
+  }
+  const uint32_t v = env_count("WGRT_GEMV_X", 1, 4, kLinearQGemvX);
+  if (v == 3) throw std::invalid_argument("WGRT_GEMV_X='3' (hint: 1, 2 or 4)");
+  return v;
+}
+
+namespace {
+// Whether a node has the gemv_multi route: several rows of x per gemv workgroup, on int8 x.
+bool gemv_multi_on(const gpu::DeviceCaps& caps, int gemv_int8, uint32_t gemv_x) {
+  return gemv_x_rows(gemv_x) > 1 && gemv_takes_int8(caps, QuantFormat::Q4gsw, gemv_int8);
+}
+}  // namespace
+
 bool gemv_m_takes(QuantFormat f) { return f != QuantFormat::Q2K && f != QuantFormat::Q3K && f != QuantFormat::IQ4XS; }
 
 uint32_t gemm_split_max_n() { return env_count("WGRT_GEMM_SPLIT_N", 0, 65536, 4096); }
@@ -101,8 +128,12 @@ uint32_t split_scratch_rows(uint32_t max_m, uint32_t n, uint32_t k, uint32_t gs)
 }
 }  // namespace
 
-graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8) {
-  if (m <= gemv_max_rows()) return m < gemv_m_from(caps, n, gemv_int8) ? kLinearQGemv : kLinearQGemvM;
+graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8, uint32_t gemv_x,
+                              uint32_t gemv_m_from) {
+  if (m <= gemv_max_rows()) {
+    if (m >= node_gemv_m_from(caps, n, gemv_int8, gemv_m_from)) return kLinearQGemvM;
+    return m >= 2 && gemv_multi_on(caps, gemv_int8, gemv_x) ? kLinearQGemvMulti : kLinearQGemv;
+  }
   return m <= 7 ? kLinearQSmallM : kLinearQGemm;
 }
 
@@ -138,6 +169,13 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
         const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;  // swiglu: a row set makes 2 outputs of 4 rows
         const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
         plan.grids[j] = grid_1d(tiles * out_m, maxg);  // a workgroup per tile and row of x
+        break;
+      }
+      case LinearQStep::GemvMulti: {  // a workgroup per tile and gemv_x rows of x
+        plan.params[j].set(part_params(pp));
+        const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;
+        const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
+        plan.grids[j] = grid_1d(tiles * ceil_div(m, pp.gemv_x), maxg);
         break;
       }
       case LinearQStep::GemvM: {  // a workgroup per tile and block of rows of x
@@ -384,7 +422,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const double sg = double(gpu::subgroup_lanes(caps));
   const bool gemv_rope = d.rope && gemv_turns_rope(caps, *d.rope, part_plans);
   const uint32_t m_block = gemv_m_block();
-  auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool split = false) {
+  // xr: rows of x per gemv workgroup (GV_XR; gemv_multi's kernels)
+  auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool split = false, uint32_t xr = 1) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
                                                 {"SCALES", kernel_scales(wp.format)},
@@ -401,6 +440,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       extra.push_back({"SG", sg});
       extra.push_back({"GV_TK", double(lanes)});
       extra.push_back({"XI8", gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8) ? 1.0 : 0.0});
+      if (!gm) extra.push_back({"GV_XR", double(xr)});
       if (std::string_view(entry) == "gemv_rope")
         extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
                                    {"ROPE_NROT", double(rope_caches->n_rot)},
@@ -435,8 +475,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   };
 
   const uint32_t gemv_m = gemv_max_rows();  // the gemv routes' rows: [1, gemv_m]
-  const uint32_t m_from = gemv_m_from(caps, n, d.gemv_int8);  // gemv_m's first row count
+  const uint32_t m_from = node_gemv_m_from(caps, n, d.gemv_int8, d.gemv_m_from);  // gemv_m's first row count
   const bool has_gemv_m = !d.last_row && max_m >= m_from && m_from <= gemv_m;
+  // The gemv's rows past the first, where gemv_multi takes them: [2, gemv_hi].
+  const int64_t gemv_hi = d.last_row ? max_m : std::min<int64_t>(has_gemv_m ? m_from - 1 : gemv_m, max_m);
+  const bool has_multi = !d.last_row && gemv_hi >= 2 && gemv_multi_on(caps, d.gemv_int8, d.gemv_x);
+  for (uint32_t i = 0; i < parts.size(); ++i)
+    if (has_multi && gemv_takes_int8(caps, parts[i].format, d.gemv_int8) && gemv_m_takes(parts[i].format))
+      part_plans[i].gemv_x = gemv_x_rows(d.gemv_x);
   const bool has_matrix = !d.last_row && max_m > gemv_m;
   // rope outside the gemv: q|k|v lands in scratch, then rope_qkv writes y and the caches.
   std::optional<graph::TensorId> qkv;
@@ -445,9 +491,10 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     ks.push_back(rope_qkv_kernel(*d.rope, *rope_caches, *qkv, y));
     steps.push_back({LinearQStep::RopeQkv, 0});
   };
-  // The gemv kernel of part i over x (norm: fused) into yv (swiglu: y), the GemvM route's fallback.
+  // The gemv kernel of part i over x (norm: fused) into yv (swiglu: y), xr rows of x per
+  // workgroup; also the GemvM route's fallback.
   auto gemv_kernel = [&](uint32_t i, graph::TensorId xv, bool norm, graph::TensorId yv, bool turn_rope,
-                         std::optional<graph::TensorId> partial) {
+                         std::optional<graph::TensorId> partial, uint32_t xr = 1) {
     const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : turn_rope ? "gemv_rope" : "gemv";
     std::vector<Binding> b = {Binding::of(0, xv), Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales),
                               Binding::of(3, bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nw)};
@@ -457,11 +504,13 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     else if (!d.swiglu)
       b.push_back(Binding::of(9, res));  // gemv_swiglu and gemv_rope add no residual
     if (partial) b.push_back(Binding::of(11, *partial));
-    return graph::KernelSpec{key(parts[i], entry, norm), b};
+    return graph::KernelSpec{key(parts[i], entry, norm, false, xr), b};
   };
 
   // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
-  {
+  // gemv_multi: the same kernels, gemv_x rows of x per workgroup.
+  for (const bool multi : {false, true}) {
+    if (multi && !has_multi) break;
     const graph::TensorId yv = d.rope && !gemv_rope ? *qkv : y;
     std::vector<graph::KernelSpec> ks;
     std::vector<LinearQStep> steps;
@@ -469,8 +518,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (d.argmax_out)
       partial = scratch(Scratch::Partial, ".partial", graph::DType::U32, {uint32_t(ceil_div(n, kLinearQGemvRows)), 2});
     for (uint32_t i = 0; i < parts.size(); ++i) {
-      ks.push_back(gemv_kernel(i, d.x, d.norm.has_value(), yv, gemv_rope, partial));
-      steps.push_back({LinearQStep::Gemv, i});
+      const uint32_t xr = multi ? part_plans[i].gemv_x : 1;
+      ks.push_back(gemv_kernel(i, d.x, d.norm.has_value(), yv, gemv_rope, partial, xr));
+      steps.push_back({xr > 1 ? LinearQStep::GemvMulti : LinearQStep::Gemv, i});
     }
     if (partial) {
       ks.push_back({gpu::make_key("sampling", "argmax_final"),
@@ -478,8 +528,10 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
     if (d.rope && !gemv_rope) add_rope_step(ks, steps);
-    const int64_t hi = d.last_row ? max_m : std::min<int64_t>(has_gemv_m ? m_from - 1 : gemv_m, max_m);
-    add_route(kLinearQGemv, "gemv", 1, hi, std::move(ks), std::move(steps));
+    if (multi)
+      add_route(kLinearQGemvMulti, "gemv_multi", 2, gemv_hi, std::move(ks), std::move(steps));
+    else
+      add_route(kLinearQGemv, "gemv", 1, has_multi ? 1 : gemv_hi, std::move(ks), std::move(steps));
   }
 
   if (has_gemv_m || has_matrix) {

@@ -11,6 +11,12 @@
 //                       take dot4I8Packed (gemv_takes_int8), elsewhere f32 activations. Past
 //                       one row of x: a workgroup per (16 weight rows, row of x), a tile's
 //                       workgroups adjacent in dispatch order
+//   [2, F-1]  gemv_multi (where the gemv takes int8 x and gemv_x_rows() > 1: GPUs) the gemv's
+//                       kernels with X = gemv_x_rows() rows of x per workgroup: it quantizes and
+//                       stages X rows side by side, unpacks each lane's weight chunk once to int8
+//                       bytes and takes it against all X (norm, swiglu, rope and residual in the
+//                       kernel as in the gemv). Formats gemv_m_takes(); the others' parts run
+//                       the gemv's kernel per row of x. Then the gemv serves [1, 1] alone
 //   [F, G]    gemv_m    (F = gemv_m_from(): 2 on CPU drivers and for weights past 16,384 rows,
 //                       else none; WGRT_GEMV_M_FROM sets it) x RMS-normalized by
 //                       rms_norm where `norm`, quantized to int8 once by `quantize_act`, then a
@@ -87,6 +93,8 @@ struct LinearQDesc {
   std::optional<RopeQkv> rope;          // y = rotated q of q|k|v, k and v to the caches; no swiglu/last_row/residual
   uint32_t gemv_lanes = 0;              // gemv lanes along K: 8, 16, 32, 64; 0: the device's (linear_q.cpp)
   int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off (no gemv_m either), -1 the device's
+  uint32_t gemv_x = 0;                  // rows of x per gemv_multi workgroup (1: no gemv_multi); 0: gemv_x_rows()
+  uint32_t gemv_m_from = 0;             // gemv_m's first row count (17: none); 0: gemv_m_from()
 };
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
@@ -127,8 +135,10 @@ struct LinearQInferCtx {
 };
 graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
-// Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m (the header's table says on which rows).
-inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4};
+// Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m, gemv_multi (the header's table says
+// on which rows).
+inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4},
+    kLinearQGemvMulti{5};
 // The rows of x the gemv routes serve (G): kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to
 // measure); the first row count gemv_m takes (F) for a node of n weight rows on this device:
 // kLinearQGemvMFrom or none (linear_q.cpp says where), or WGRT_GEMV_M_FROM=2..17 (17: never);
@@ -142,17 +152,27 @@ uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8 = -1
 // kLinearQGemvMBlock, or WGRT_GEMV_M_BLOCK=1..16 (to measure).
 constexpr uint32_t kLinearQGemvMBlock = 8;
 uint32_t gemv_m_block();
-graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8 = -1);
+// Rows of x per gemv_multi workgroup: `forced` (LinearQDesc::gemv_x), else WGRT_GEMV_X=1|2|4 (to
+// measure; 1: no gemv_multi route), else kLinearQGemvX.
+constexpr uint32_t kLinearQGemvX = 2;
+uint32_t gemv_x_rows(uint32_t forced = 0);
+// The route of m live rows for a node of n weight rows; gemv_int8, gemv_x and gemv_m_from as
+// LinearQDesc's (what forcing them changes).
+graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8 = -1,
+                              uint32_t gemv_x = 0, uint32_t gemv_m_from = 0);
 // Whether gemv_m's kernel reads weights of format f (every format but q2k, q3k and iq4_xs).
 bool gemv_m_takes(QuantFormat f);
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {
-  enum Kind : uint8_t { Norm, QuantizeAct, Gemv, GemvM, ArgmaxFinal, SmallM, Gemm, GemmCombine, SiluMul, RopeQkv } kind;
+  enum Kind : uint8_t {
+    Norm, QuantizeAct, Gemv, GemvMulti, GemvM, ArgmaxFinal, SmallM, Gemm, GemmCombine, SiluMul, RopeQkv
+  } kind;
   uint32_t part;  // the weight it reads
 };
 struct LinearQPartPlan {
   uint32_t n, y_off;  // the weight's rows and first column of y
   bool split = false;  // its gemm splits K (gemm_split_max_n) and gemm_combine finishes it
+  uint32_t gemv_x = 1;  // rows of x per workgroup of its gemv_multi kernel (1 where gemv_m_takes not)
 };
 // The node's constants, built once; a plan call adds the live values (LinearQLive).
 struct LinearQPlanCtx {

@@ -147,11 +147,14 @@ fn sg_sum(v: f32) -> f32 {
 
 // Sum of the 32 lanes of each row set, valid in lane 0 of the set; NORM: times 1 / rms of the
 // row, from the threads' gv_ss summed over the workgroup (which staged x together).
-fn gv_reduce(a: vec4<f32>, lid: u32) -> vec4<f32> {
+fn gv_reduce(a: vec4<f32>, lid: u32) -> vec4<f32> { return gv_reduce_ss(a, gv_ss.x, lid); }
+
+// gv_reduce for a row of x whose sum of squares (NORM) this thread holds a share `own` of.
+fn gv_reduce_ss(a: vec4<f32>, own: f32, lid: u32) -> vec4<f32> {
   var r = vec4<f32>(sg_sum(a.x), sg_sum(a.y), sg_sum(a.z), sg_sum(a.w));
   var ss = 0.0;
   if (NORM) {
-    let part = sg_sum(gv_ss);
+    let part = sg_sum(own);
     if (lid % SG == 0u) { gv_sum[lid / SG] = part; }
     workgroupBarrier();
     for (var i = 0u; i < GV_WG / SG; i++) { ss += gv_sum[i]; }
@@ -195,10 +198,15 @@ fn gv_chunk(w: vec4<u32>, hw: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, 
 // straight from global memory each lane's 8 vec4 sit 128 bytes apart, so the x loads, not the
 // weights, filled the load units. A chunk's vec4s sit GV_XSTRIDE apart (one pad) so the 8 lanes
 // of a quarter-warp hit distinct banks. NORM: gv_ss gets the thread's share of sum(x^2) over
-// what it staged; gv_reduce totals it over the workgroup.
+// what it staged (component q for the workgroup's row q of x); gv_reduce totals it over the
+// workgroup.
 const GV_XSTRIDE: u32 = 9u;  // vec4 slots per staged chunk (8 for q4, 4 for q8, + 1 pad)
-var<workgroup> gv_x: array<vec4<f32>, GV_TK * GV_XSTRIDE>;  // [GV_TK chunks][GV_XSTRIDE]
-var<private> gv_ss: f32;
+// Rows of x per workgroup: 1, or 2 or 4 in the gemv_multi route (linear_q.h), where int8 rows
+// of x are staged side by side (3 * GV_TK slots each, gv_stage_i8) and every lane's unpacked
+// weight chunk serves them all (gv_rows_multi).
+override GV_XR: u32 = 1u;
+var<workgroup> gv_x: array<vec4<f32>, GV_TK * GV_XSTRIDE * ((GV_XR + 2u) / 3u)>;  // [GV_TK chunks][GV_XSTRIDE]
+var<private> gv_ss: vec4<f32>;
 
 // q2k / q3k lanes take 64-value chunks, staged in two halves h of 32 (gv_xh() = 2): staged
 // chunk j of turn `it` is then x's 32-value chunk 2 (it * GV_TK + j) + h.
@@ -213,7 +221,7 @@ fn gv_stage(xo: u32, it: u32, per: u32, h: u32, lid: u32) {
     if (gi < k4) {
       v = x4[xo + gi];
       if (NORM) {
-        gv_ss += dot(v, v);
+        gv_ss.x += dot(v, v);
         v *= nw4[gi];
       }
     }
@@ -363,8 +371,9 @@ override XI8: bool = false;
 // 3j, 3j + 1 (8 int8 quadruples, bitcast: gv_x is f32) and 3j + 2 = (scale, sum of the first 16
 // int8 values, sum of the last 16, 0); the 3-vec4 stride keeps a quarter-warp's vec4 reads
 // on distinct banks. q4/q5 words hold values 0, 2, 4, 6 then 1, 3, 5, 7 of each 8, the order
-// their nibbles unpack in; q2k, q3k, q6k and q8 words are in natural order. h: gv_stage's.
-fn gv_stage_i8(xo: u32, it: u32, h: u32, lid: u32) {
+// their nibbles unpack in; q2k, q3k, q6k and q8 words are in natural order. h: gv_stage's;
+// q: the workgroup's row of x (its slots start at 3 GV_TK q).
+fn gv_stage_i8(xo: u32, it: u32, h: u32, lid: u32, q: u32) {
   let j = lid / 4u;
   let e = lid % 4u;
   let gi = ((it * GV_TK + j) * gv_xh() + h) * 8u + 2u * e;  // vec4 index in the row; K is a multiple of 32
@@ -374,7 +383,7 @@ fn gv_stage_i8(xo: u32, it: u32, h: u32, lid: u32) {
     a = x4[xo + gi];
     b = x4[xo + gi + 1u];
     if (NORM) {
-      gv_ss += dot(a, a) + dot(b, b);
+      gv_ss[q] += dot(a, a) + dot(b, b);
       a *= nw4[gi];
       b *= nw4[gi + 1u];
     }
@@ -395,9 +404,10 @@ fn gv_stage_i8(xo: u32, it: u32, h: u32, lid: u32) {
   var hs = f32(qa.x + qa.y + qa.z + qa.w + qb.x + qb.y + qb.z + qb.w);
   hs += sg_xor(hs, 1u);  // threads 4j, 4j + 1: values 0..15; 4j + 2, 4j + 3: 16..31
   let other = sg_xor(hs, 2u);
-  gv_x[3u * j + e / 2u][2u * (e % 2u)] = bitcast<f32>(w0);
-  gv_x[3u * j + e / 2u][2u * (e % 2u) + 1u] = bitcast<f32>(w1);
-  if (e == 0u) { gv_x[3u * j + 2u] = vec4<f32>(amax / 127.0, hs, other, 0.0); }
+  let o = 3u * (GV_TK * q + j);
+  gv_x[o + e / 2u][2u * (e % 2u)] = bitcast<f32>(w0);
+  gv_x[o + e / 2u][2u * (e % 2u) + 1u] = bitcast<f32>(w1);
+  if (e == 0u) { gv_x[o + 2u] = vec4<f32>(amax / 127.0, hs, other, 0.0); }
 }
 
 // The staged chunk t: its 8 int8 words and (scale, half sums).
@@ -407,8 +417,9 @@ struct XChunk {
   s: vec4<f32>,
 }
 
-fn gv_xchunk(t: u32) -> XChunk {
-  return XChunk(bitcast<vec4<u32>>(gv_x[3u * t]), bitcast<vec4<u32>>(gv_x[3u * t + 1u]), gv_x[3u * t + 2u]);
+fn gv_xchunk(t: u32, q: u32) -> XChunk {
+  let o = 3u * (GV_TK * q + t);
+  return XChunk(bitcast<vec4<u32>>(gv_x[o]), bitcast<vec4<u32>>(gv_x[o + 1u]), gv_x[o + 2u]);
 }
 
 // q4 nibble word w (values 8i .. 8i + 7 of a chunk) against staged words xe (values 0, 2, 4, 6)
@@ -471,9 +482,9 @@ fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let h1 = gv_hi(r.y, c);
     let h2 = gv_hi(r.z, c);
     let h3 = gv_hi(r.w, c);
-    gv_stage_i8(xo, it, 0u, lid);
+    gv_stage_i8(xo, it, 0u, lid, 0u);
     workgroupBarrier();
-    let x = gv_xchunk(t);
+    let x = gv_xchunk(t, 0u);
     let qs = x.s.y + x.s.z;
     let d = vec4<f32>(fma(f32(i8_chunk(w0, v0, h0, x)), f0.x, -f0.y * qs),
                       fma(f32(i8_chunk(w1, v1, h1, x)), f1.x, -f1.y * qs),
@@ -483,6 +494,81 @@ fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     workgroupBarrier();  // before the next turn overwrites gv_x
   }
   return a;
+}
+
+// The dots of weight rows r.x..r.w with GV_XR rows of x (m0 + q of x's live rows from xbase;
+// past the last, its copy), summed over this lane's share of K: gv_rows_i8 with the turn's
+// chunk of each row unpacked to int8 bytes once (GmRow, linear_q_gemv_m.wgsl) for all the rows
+// of x, which the workgroup quantizes and stages side by side. Formats gemv_m_takes, with XI8.
+struct GvAcc {
+  a0: vec4<f32>,
+  a1: vec4<f32>,
+  a2: vec4<f32>,
+  a3: vec4<f32>,
+}
+
+fn gv_xdots(w0: GmRow, w1: GmRow, w2: GmRow, w3: GmRow, x: XChunk) -> vec4<f32> {
+  let hs = x.s.yz;
+  return vec4<f32>(gm_dot(w0, x.a, x.b, hs), gm_dot(w1, x.a, x.b, hs), gm_dot(w2, x.a, x.b, hs),
+                   gm_dot(w3, x.a, x.b, hs)) * x.s.x;
+}
+
+fn gv_rows_multi(r: vec4<u32>, m0: u32, xbase: u32, t: u32, lid: u32) -> GvAcc {
+  let nchunks = p.k / 32u;
+  let turns = (nchunks + GV_TK - 1u) / GV_TK;
+  let k4 = p.k / 4u;
+  let last = p.m - 1u;
+  var acc = GvAcc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+  for (var it = 0u; it < turns; it++) {
+    let c = min(it * GV_TK + t, nchunks - 1u);
+    let live = it * GV_TK + t < nchunks;
+    let w0 = gm_row(r.x, c);
+    let w1 = gm_row(r.y, c);
+    let w2 = gm_row(r.z, c);
+    let w3 = gm_row(r.w, c);
+    gv_stage_i8((xbase + m0) * k4, it, 0u, lid, 0u);
+    gv_stage_i8((xbase + min(m0 + 1u, last)) * k4, it, 0u, lid, 1u);
+    if (GV_XR > 2u) {
+      gv_stage_i8((xbase + min(m0 + 2u, last)) * k4, it, 0u, lid, 2u);
+      gv_stage_i8((xbase + min(m0 + 3u, last)) * k4, it, 0u, lid, 3u);
+    }
+    workgroupBarrier();
+    if (live) {
+      acc.a0 += gv_xdots(w0, w1, w2, w3, gv_xchunk(t, 0u));
+      acc.a1 += gv_xdots(w0, w1, w2, w3, gv_xchunk(t, 1u));
+      if (GV_XR > 2u) {
+        acc.a2 += gv_xdots(w0, w1, w2, w3, gv_xchunk(t, 2u));
+        acc.a3 += gv_xdots(w0, w1, w2, w3, gv_xchunk(t, 3u));
+      }
+    }
+    workgroupBarrier();  // before the next turn overwrites gv_x
+  }
+  return acc;
+}
+
+// The workgroup's GV_XR rows of x (from m0) against weight rows r, reduced over the row sets'
+// lanes (valid in lane 0 of each set): gv_rows_multi, or one row's gv_dots.
+fn gv_run(r: vec4<u32>, m0: u32, xbase: u32, lid: u32) -> GvAcc {
+  let t = lid % GV_TK;
+  if (GV_XR == 1u) {
+    let a = gv_reduce(gv_dots(r, xbase + m0, t, lid), lid);
+    return GvAcc(a, a, a, a);
+  }
+  var acc = gv_rows_multi(r, m0, xbase, t, lid);
+  acc.a0 = gv_reduce_ss(acc.a0, gv_ss.x, lid);
+  workgroupBarrier();  // gv_reduce's workgroup slots, reused row after row
+  acc.a1 = gv_reduce_ss(acc.a1, gv_ss.y, lid);
+  if (GV_XR > 2u) {
+    workgroupBarrier();
+    acc.a2 = gv_reduce_ss(acc.a2, gv_ss.z, lid);
+    workgroupBarrier();
+    acc.a3 = gv_reduce_ss(acc.a3, gv_ss.w, lid);
+  }
+  return acc;
+}
+
+fn gv_pick(acc: GvAcc, q: u32) -> vec4<f32> {
+  return select(select(select(acc.a0, acc.a1, q == 1u), acc.a2, q == 2u), acc.a3, q == 3u);
 }
 
 // The row set's dots for whichever weight format BITS names (q6k, q2k/q3k: linear_q_kquant_rows.wgsl).
@@ -496,13 +582,14 @@ fn gv_dots(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
 }
 
 // Several rows of x (p.m of them, 1 .. kLinearQGemvMaxRows): a workgroup per (tile of weight
-// rows, row of x), the p.m workgroups of a tile adjacent in dispatch order, so they run
+// rows, GV_XR rows of x), the workgroups of a tile adjacent in dispatch order, so they run
 // together (the tile's weights can come from L2 for all but the first).
 fn gv_wg(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
-fn gv_m(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return gv_wg(wid, nwg) % p.m; }
+fn gv_groups() -> u32 { return (p.m + GV_XR - 1u) / GV_XR; }
+fn gv_m0(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return (gv_wg(wid, nwg) % gv_groups()) * GV_XR; }
 
 fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-  return (gv_wg(wid, nwg) / p.m) * GV_SETS + lid / GV_TK;
+  return (gv_wg(wid, nwg) / gv_groups()) * GV_SETS + lid / GV_TK;
 }
 
 fn gv_clamp(r: vec4<u32>) -> vec4<u32> { return min(r, vec4<u32>(p.n - 1u)); }
@@ -517,12 +604,14 @@ fn gv_finish(v: f32, m: u32, n: u32) -> f32 {
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
-  let m = gv_m(wid, nwg);
-  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row + m, lid % GV_TK, lid), lid);
-  if (lid % GV_TK == 0u) {
+  let m0 = gv_m0(wid, nwg);
+  let acc = gv_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), m0, p.x_row, lid);
+  if (lid % GV_TK != 0u) { return; }
+  for (var q = 0u; q < GV_XR; q++) {
+    let m = m0 + q;
+    let a = gv_pick(acc, q);
     for (var r = 0u; r < 4u; r++) {
-      if (n0 + r < p.n) { y[m * p.ld + p.y_off + n0 + r] = gv_finish(acc[r], m, n0 + r); }
+      if (m < p.m && n0 + r < p.n) { y[m * p.ld + p.y_off + n0 + r] = gv_finish(a[r], m, n0 + r); }
     }
   }
 }
@@ -536,15 +625,18 @@ fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                @builtin(local_invocation_index) lid: u32) {
   let j0 = gv_set(wid, nwg, lid) * 2u;
-  let m = gv_m(wid, nwg);
+  let m0 = gv_m0(wid, nwg);
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
   let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row + m, lid % GV_TK, lid), lid);
-  if (lid % GV_TK == 0u) {
-    let half = p.n / 2u;
-    if (j0 < half) { y[m * half + j0] = silu(finish(acc.x, rows.x)) * finish(acc.y, rows.y); }
-    if (j0 + 1u < half) { y[m * half + j0 + 1u] = silu(finish(acc.z, rows.z)) * finish(acc.w, rows.w); }
+  let acc = gv_run(gv_clamp(rows), m0, p.x_row, lid);
+  if (lid % GV_TK != 0u) { return; }
+  let half = p.n / 2u;
+  for (var q = 0u; q < GV_XR; q++) {
+    let m = m0 + q;
+    let a = gv_pick(acc, q);
+    if (m < p.m && j0 < half) { y[m * half + j0] = silu(finish(a.x, rows.x)) * finish(a.y, rows.y); }
+    if (m < p.m && j0 + 1u < half) { y[m * half + j0 + 1u] = silu(finish(a.z, rows.z)) * finish(a.w, rows.w); }
   }
 }
 
@@ -637,13 +729,19 @@ fn rope_store(to_k: bool, col: u32, v: vec4<f32>, pos: u32) {
 fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
   let n0 = gv_set(wid, nwg, lid) * 4u;
-  let m = gv_m(wid, nwg);  // the token at pos + m
-  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
-  let acc = gv_reduce(gv_dots(gv_clamp(rows), m, lid % GV_TK, lid), lid);
+  let m0 = gv_m0(wid, nwg);  // the tokens at pos + m0 ..
+  let acc = gv_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), m0, 0u, lid);
   if (lid % GV_TK != 0u || n0 >= p.n) { return; }
+  for (var q = 0u; q < GV_XR; q++) {
+    if (m0 + q < p.m) { rope_out(gv_pick(acc, q), n0, m0 + q); }
+  }
+}
+
+// Weight rows n0..n0 + 3 of x's row m (the token at pos + m): turned, to y or the caches.
+fn rope_out(a: vec4<f32>, n0: u32, m: u32) {
   let c = p.y_off + n0;  // the q|k|v column of row n0 (weights have whole heads: n0 + 3 < p.n)
   let pos = symbol(p.pos_sym) + m;
-  var v = vec4<f32>(finish(acc.x, n0), finish(acc.y, n0 + 1u), finish(acc.z, n0 + 2u), finish(acc.w, n0 + 3u));
+  var v = vec4<f32>(finish(a.x, n0), finish(a.y, n0 + 1u), finish(a.z, n0 + 2u), finish(a.w, n0 + 3u));
   if (c < ROPE_Q + ROPE_KV) {
     let e = c % ROPE_HD;
     v = vec4<f32>(rope_pair(v.xy, e, pos), rope_pair(v.zw, e + 2u, pos));

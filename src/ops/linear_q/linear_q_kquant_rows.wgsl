@@ -123,9 +123,9 @@ fn gv_rows_q6k_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let o1 = q6k_load(r.y, c);
     let o2 = q6k_load(r.z, c);
     let o3 = q6k_load(r.w, c);
-    gv_stage_i8(xo, it, 0u, lid);
+    gv_stage_i8(xo, it, 0u, lid, 0u);
     workgroupBarrier();
-    let x = gv_xchunk(t);
+    let x = gv_xchunk(t, 0u);
     let tt = c % 4u;
     let v = vec4<f32>(q6k_row_i8(o0, tt, x), q6k_row_i8(o1, tt, x), q6k_row_i8(o2, tt, x), q6k_row_i8(o3, tt, x));
     if (live) { a = fma(v, vec4<f32>(x.s.x), a); }
@@ -254,9 +254,9 @@ fn gv_rows_q23_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let o2 = q23_load(r.z, c);
     let o3 = q23_load(r.w, c);
     for (var h = 0u; h < 2u; h++) {
-      gv_stage_i8(xo, it, h, lid);
+      gv_stage_i8(xo, it, h, lid, 0u);
       workgroupBarrier();
-      let x = gv_xchunk(t);
+      let x = gv_xchunk(t, 0u);
       let w = 2u * h;
       let v = vec4<f32>(q23_sub_i8(o0, w, x.a, x.s.y) + q23_sub_i8(o0, w + 1u, x.b, x.s.z),
                         q23_sub_i8(o1, w, x.a, x.s.y) + q23_sub_i8(o1, w + 1u, x.b, x.s.z),
