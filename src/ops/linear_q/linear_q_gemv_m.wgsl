@@ -20,7 +20,7 @@ override GM_M: u32 = 8u;  // rows of x per workgroup (linear_q.h gemv_m_block), 
 var<private> gm_acc: array<vec4<f32>, 16>;  // [row of x] the lane's 4 weight rows
 
 // A weight row's 32-value chunk as int8 bytes in x's word order (a: x's words 0..3, b: 4..7)
-// and its factors: chunk . x = f.x dot(a, xa) + f.y dot(b, xb) + f.z sum(xa) + f.w sum(xb),
+// (also what gemv_multi's lanes unpack, linear_q.wgsl gv_rows_multi) and its factors: chunk . x = f.x dot(a, xa) + f.y dot(b, xb) + f.z sum(xa) + f.w sum(xb),
 // sums over x's int8 values (the formats' mins and q6k's -32).
 struct GmRow {
   a: vec4<u32>,
