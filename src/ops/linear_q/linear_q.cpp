@@ -287,6 +287,13 @@ uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, co
   return lanes;
 }
 
+// Workgroup memory of the gemv kernels (linear_q.wgsl's gv_x, gv_red and gv_sum) at `lanes`
+// lanes per row set and xr rows of x per workgroup.
+uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
+  const uint64_t threads = 4ull * lanes;  // GV_WG = GV_SETS * GV_TK
+  return uint64_t(lanes) * 9 * ((xr + 2) / 3) * 16 + threads * 16 + threads * 4;  // GV_XSTRIDE = 9 vec4
+}
+
 }  // namespace
 
 // Whether the gemv quantizes x to int8 as it stages it (linear_q.wgsl XI8): on GPUs, where
@@ -480,9 +487,15 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   // The gemv's rows past the first, where gemv_multi takes them: [2, gemv_hi].
   const int64_t gemv_hi = d.last_row ? max_m : std::min<int64_t>(has_gemv_m ? m_from - 1 : gemv_m, max_m);
   const bool has_multi = !d.last_row && gemv_hi >= 2 && gemv_multi_on(caps, d.gemv_int8, d.gemv_x);
+  // Rows of x per workgroup: gemv_x_rows(), halved while the kernel's workgroup memory passes the
+  // device's limit (4 rows at 64 lanes need 23,552 bytes; WebGPU's default limit is 16,384).
+  uint32_t multi_x = has_multi ? gemv_x_rows(d.gemv_x) : 1;
+  const uint32_t multi_lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name);
+  while (multi_x > 1 && gemv_workgroup_bytes(multi_lanes, multi_x) > caps.limits.maxComputeWorkgroupStorageSize)
+    multi_x /= 2;
   for (uint32_t i = 0; i < parts.size(); ++i)
-    if (has_multi && gemv_takes_int8(caps, parts[i].format, d.gemv_int8) && gemv_m_takes(parts[i].format))
-      part_plans[i].gemv_x = gemv_x_rows(d.gemv_x);
+    if (multi_x > 1 && gemv_takes_int8(caps, parts[i].format, d.gemv_int8) && gemv_m_takes(parts[i].format))
+      part_plans[i].gemv_x = multi_x;
   const bool has_matrix = !d.last_row && max_m > gemv_m;
   // rope outside the gemv: q|k|v lands in scratch, then rope_qkv writes y and the caches.
   std::optional<graph::TensorId> qkv;
