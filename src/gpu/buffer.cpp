@@ -44,7 +44,8 @@ void map_read_begin(Device& dev, WGPUBuffer staging, size_t bytes, MapRequest& r
   (void)dev;
 }
 
-void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes, int64_t* wait_ns) {
+void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes, int64_t* wait_ns,
+                  bool keep) {
   if (!r.pending) throw GpuError("map_read_end: no mapping was begun for this buffer");
   r.pending = false;
   const auto t0 = std::chrono::steady_clock::now();
@@ -54,13 +55,28 @@ void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, siz
   check(dev);
   if (r.status != WGPUMapAsyncStatus_Success)
     throw GpuError(fmt::format("mapping a read-back buffer failed: {}", r.message));
-  const size_t mapped = size_t(align_up(r.bytes, 4));
-  const void* src = wgpuBufferGetConstMappedRange(staging, 0, mapped);
-  if (!src) {
-    wgpuBufferUnmap(staging);
-    throw GpuError("read-back buffer mapped but its range is unavailable");
+  r.kept = true;
+  try {
+    map_read_copy(staging, r, dst, std::min(bytes, r.bytes));
+  } catch (...) {
+    map_release(staging, r);
+    throw;
   }
-  if (dst) std::memcpy(dst, src, std::min(bytes, r.bytes));
+  if (!keep) map_release(staging, r);
+}
+
+void map_read_copy(WGPUBuffer staging, const MapRequest& r, void* dst, size_t bytes, size_t offset) {
+  if (!r.kept) throw GpuError("map_read_copy: the read-back buffer is not mapped");
+  if (offset > r.bytes || bytes > r.bytes - offset)
+    throw GpuError(fmt::format("map_read_copy: bytes {}..{} of a mapping of {}", offset, offset + bytes, r.bytes));
+  const auto* src = static_cast<const uint8_t*>(wgpuBufferGetConstMappedRange(staging, 0, size_t(align_up(r.bytes, 4))));
+  if (!src) throw GpuError("read-back buffer mapped but its range is unavailable");
+  if (dst) std::memcpy(dst, src + offset, bytes);
+}
+
+void map_release(WGPUBuffer staging, MapRequest& r) {
+  if (!r.kept) return;
+  r.kept = false;
   wgpuBufferUnmap(staging);
 }
 

@@ -42,11 +42,18 @@ struct MapRequest {
   std::string message;
   size_t bytes = 0;
   bool pending = false;
+  bool kept = false;  // map_read_end(keep) left the buffer mapped: map_read_copy reads it again
 };
 void map_read_begin(Device& dev, WGPUBuffer staging, size_t bytes, MapRequest& r);
-// Waits for the mapping, copies min(bytes, r.bytes) to dst (none when dst is null), unmaps.
-// wait_ns, when given, gets the nanoseconds spent waiting for the GPU.
-void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes, int64_t* wait_ns = nullptr);
+// Waits for the mapping, copies min(bytes, r.bytes) to dst (none when dst is null), unmaps
+// (`keep`: leaves it mapped, so later reads cost a copy, not a round trip to the GPU, until
+// map_release). wait_ns, when given, gets the nanoseconds spent waiting for the GPU.
+void map_read_end(Device& dev, WGPUBuffer staging, MapRequest& r, void* dst, size_t bytes, int64_t* wait_ns = nullptr,
+                  bool keep = false);
+// A kept mapping (r.kept): copies `bytes` of it from byte `offset` to dst (within r.bytes);
+// map_release unmaps it.
+void map_read_copy(WGPUBuffer staging, const MapRequest& r, void* dst, size_t bytes, size_t offset = 0);
+void map_release(WGPUBuffer staging, MapRequest& r);
 
 // Reads `bytes` of `src` from `offset` through a temporary staging buffer. For tests and
 // tools; the token path reads through staging buffers it allocated at build.

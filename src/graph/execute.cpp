@@ -45,10 +45,14 @@ int output_index(const GraphState& g, TensorId t) {
   return -1;
 }
 
-// Waits out and unmaps whatever a slot still has mapped, before it is filled again.
+// Waits out and unmaps whatever a slot still has mapped (pending, or kept by read_output),
+// before it is filled again.
 void drain(GraphState& g, ReadbackSlot& slot, size_t s) {
-  for (size_t i = 0; i < slot.maps.size(); ++i)
-    if (slot.maps[i].pending) gpu::map_read_end(*g.dev, g.staging[i][s].get(), slot.maps[i], nullptr, 0);
+  for (size_t i = 0; i < slot.maps.size(); ++i) {
+    WGPUBuffer staging = g.staging[i][s].get();
+    if (slot.maps[i].pending) gpu::map_read_end(*g.dev, staging, slot.maps[i], nullptr, 0);
+    gpu::map_release(staging, slot.maps[i]);
+  }
   std::fill(slot.bytes.begin(), slot.bytes.end(), 0);
 }
 
@@ -57,11 +61,10 @@ void drain(GraphState& g, ReadbackSlot& slot, size_t s) {
 GraphState::~GraphState() {
   for (size_t s = 0; s < readback.size(); ++s)
     for (size_t i = 0; i < readback[s].maps.size(); ++i)
-      if (readback[s].maps[i].pending) {
-        try {
-          gpu::map_read_end(*dev, staging[i][s].get(), readback[s].maps[i], nullptr, 0);
-        } catch (const std::exception&) {  // a lost device: the mapping is void anyway
-        }
+      try {
+        if (readback[s].maps[i].pending) gpu::map_read_end(*dev, staging[i][s].get(), readback[s].maps[i], nullptr, 0);
+        gpu::map_release(staging[i][s].get(), readback[s].maps[i]);
+      } catch (const std::exception&) {  // a lost device: the mapping is void anyway
       }
 }
 
@@ -149,21 +152,20 @@ uint64_t snapshot_bytes(const Graph& graph, const Snapshot& snap, TensorId t) {
   return g.readback[snap.slot].bytes[snapshot_index(g, snap, t)];
 }
 
-void read_output(Graph& graph, const Snapshot& snap, TensorId t, void* dst, size_t bytes) {
+void read_output(Graph& graph, const Snapshot& snap, TensorId t, void* dst, size_t bytes, size_t offset) {
   GraphState& g = state(graph);
   const size_t i = snapshot_index(g, snap, t);
   ReadbackSlot& slot = g.readback[snap.slot];
-  if (bytes > slot.bytes[i])
-    throw std::invalid_argument(fmt::format("read_output: {} bytes asked of '{}', whose snapshot holds {}", bytes,
-                                            g.tensors[t.v].name, slot.bytes[i]));
+  if (offset > slot.bytes[i] || bytes > slot.bytes[i] - offset)
+    throw std::invalid_argument(fmt::format("read_output: bytes {}..{} asked of '{}', whose snapshot holds {}", offset,
+                                            offset + bytes, g.tensors[t.v].name, slot.bytes[i]));
   WGPUBuffer staging = g.staging[i][snap.slot].get();
   const auto t0 = Clock::now();
   int64_t waited = 0;
-  if (slot.maps[i].pending) {
-    gpu::map_read_end(*g.dev, staging, slot.maps[i], dst, bytes, &waited);
-  } else {
-    gpu::map_read(*g.dev, staging, bytes, dst);  // read a second time
-  }
+  // The first read waits for the mapping and keeps it; later reads of the snapshot (a step's
+  // rows read one by one, several samplers) copy from it until the slot is filled again.
+  if (slot.maps[i].pending) gpu::map_read_end(*g.dev, staging, slot.maps[i], nullptr, 0, &waited, /*keep=*/true);
+  gpu::map_read_copy(staging, slot.maps[i], dst, bytes, offset);
   g.stats.wait_ns += waited;
   g.stats.readback_ns += ns_between(t0, Clock::now()) - waited;
 }

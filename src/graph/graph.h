@@ -255,9 +255,11 @@ struct ExecuteOptions {
 Snapshot execute(Graph& g, const ExecuteOptions& o = {});
 inline Snapshot execute(Graph& g, gpu::Profiler* profiler) { return execute(g, ExecuteOptions{.profiler = profiler}); }
 
-// An output's contents as snapshotted by `snap` (waits for that execute's GPU work only).
-// Throws if the snapshot did not read `t` or a later execute reused its slot.
-void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t bytes);
+// An output's contents as snapshotted by `snap` (waits for that execute's GPU work only), from
+// byte `offset` (a row of it). The first read of a snapshot waits; later ones copy from its
+// mapping. Throws if the snapshot did not read `t`, holds fewer than offset + bytes of it, or a
+// later execute reused its slot.
+void read_output(Graph& g, const Snapshot& snap, TensorId t, void* dst, size_t bytes, size_t offset = 0);
 // Bytes `snap` holds of output `t`.
 uint64_t snapshot_bytes(const Graph& g, const Snapshot& snap, TensorId t);
 // The latest execute's snapshot.

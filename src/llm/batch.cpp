@@ -97,20 +97,29 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu:
   for (const SeqPart& p : parts) s.seq_past[p.seq] += uint32_t(p.tokens.size());
 }
 
-int32_t read_argmax_row(Session& s, size_t row) {
-  std::vector<uint32_t> ids = graph::read_output<uint32_t>(*s.mg.graph, s.last, s.mg.argmax);
-  if (row >= ids.size()) throw std::out_of_range(fmt::format("readout row {} of {}", row, ids.size()));
-  return int32_t(ids[row]);
+namespace {
+
+// Row `row` of output `t` of the latest step, `count` values: only that row is copied out.
+template <class T>
+std::vector<T> read_row(Session& s, graph::TensorId t, size_t row, size_t count) {
+  graph::Graph& g = *s.mg.graph;
+  const size_t rows = size_t(graph::snapshot_bytes(g, s.last, t)) / (count * sizeof(T));
+  if (row >= rows) throw std::out_of_range(fmt::format("readout row {} of {}", row, rows));
+  std::vector<T> v(count);
+  graph::read_output(g, s.last, t, v.data(), count * sizeof(T), row * count * sizeof(T));
+  return v;
 }
 
+}  // namespace
+
+int32_t read_argmax_row(Session& s, size_t row) { return int32_t(read_row<uint32_t>(s, s.mg.argmax, row, 1)[0]); }
+
 std::vector<Candidate> read_top_k_row(Session& s, size_t row) {
-  graph::Graph& g = *s.mg.graph;
-  std::vector<uint32_t> ids = graph::read_output<uint32_t>(g, s.last, s.mg.top_ids);
-  std::vector<float> vals = graph::read_output<float>(g, s.last, s.mg.top_logits);
   const size_t k = s.mg.top_k;
-  if (row >= ids.size() / k) throw std::out_of_range(fmt::format("readout row {} of {}", row, ids.size() / k));
+  std::vector<uint32_t> ids = read_row<uint32_t>(s, s.mg.top_ids, row, k);
+  std::vector<float> vals = read_row<float>(s, s.mg.top_logits, row, k);
   std::vector<Candidate> c(k);
-  for (size_t i = 0; i < k; ++i) c[i] = {int32_t(ids[row * k + i]), vals[row * k + i]};
+  for (size_t i = 0; i < k; ++i) c[i] = {int32_t(ids[i]), vals[i]};
   return c;
 }
 
@@ -122,11 +131,10 @@ int32_t pick_next_row(Session& s, Sampler& sampler, size_t row) {
   }
   std::vector<Candidate> cands;
   if (needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k) {
-    std::vector<float> logits = read_logits(s);
     const size_t v = s.mg.n_vocab;
-    if (row >= logits.size() / v) throw std::out_of_range(fmt::format("readout row {} of {}", row, logits.size() / v));
+    std::vector<float> logits = read_row<float>(s, s.mg.logits, row, v);
     cands.resize(v);
-    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[row * v + i]};
+    for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[i]};
   } else {
     cands = read_top_k_row(s, row);
   }

@@ -38,6 +38,25 @@ TEST_F(GraphReadback, SnapshotKeepsItsStepAcrossTheNextUpdateAndExecute) {
   EXPECT_TRUE(test::all_close(read_output<float>(g, b, s.y), test::small_graph_reference(s, x1, 1), 1e-4f, 1e-4f));
 }
 
+// The first read keeps the snapshot's mapping (later reads copy from it, a step's rows read one
+// by one); refilling the slot two executes later releases it, so the slot's copy stays valid.
+TEST_F(GraphReadback, ReadsInPartsThenWholeAndTheSlotsReuseAfterAKeptMapping) {
+  auto x5 = test::random_floats(5 * SmallGraph::kK, 4);
+  auto x2 = test::random_floats(2 * SmallGraph::kK, 5);
+  const auto want5 = test::small_graph_reference(s, x5, 5);
+  Snapshot a = submit(5, x5);
+  std::vector<float> row0(SmallGraph::kOut);
+  read_output(g, a, s.y, row0.data(), row0.size() * sizeof(float));
+  EXPECT_TRUE(test::all_close(row0, std::vector<float>(want5.begin(), want5.begin() + SmallGraph::kOut), 1e-4f, 1e-4f));
+  EXPECT_TRUE(test::all_close(read_output<float>(g, a, s.y), want5, 1e-4f, 1e-4f));
+  for (int step = 0; step < 3; ++step) {  // a's slot, kept mapped, is filled again by the second
+    Snapshot b = submit(2, x2);
+    EXPECT_TRUE(test::all_close(read_output<float>(g, b, s.y), test::small_graph_reference(s, x2, 2), 1e-4f, 1e-4f));
+    EXPECT_TRUE(test::all_close(read_output<float>(g, b, s.y), test::small_graph_reference(s, x2, 2), 1e-4f, 1e-4f));
+  }
+  EXPECT_THROW(read_output<float>(g, a, s.y), std::invalid_argument);
+}
+
 TEST_F(GraphReadback, OverwrittenOrUnreadSnapshotsAreRefused) {
   auto x = test::random_floats(3 * SmallGraph::kK, 3);
   Snapshot a = submit(3, x);
