@@ -271,8 +271,12 @@ double kernel_scales(QuantFormat f) {
 // a workgroup's lanes one SIMD batch after another, so lanes past a row's chunks only cost:
 // 16 there (lavapipe, the demo model's K = 384 rows of 24 q8 chunks: 16-lane sets decode 2x
 // faster than 64). Never fewer than a subgroup (the shuffles sum SG lanes of one set).
+// gemv_multi's kernels (xr > 1 rows of x per workgroup) take 32 on GPUs whatever the rows: they
+// already have xr rows' work per lane, and the 64-lane sets' fixed part (staging, the reduction
+// through workgroup memory) outweighed their extra warps (H200, 1B Q4_0 at 8 sequences: gate|up
+// 897 -> 701 us per step, q|k|v + o 609 -> 513, down 422 -> 373; x8 +8%).
 // `forced` (LinearQDesc::gemv_lanes) or WGRT_GEMV_TK=8|16|32|64 picks one (to measure).
-uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, const std::string& name) {
+uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, const std::string& name, uint32_t xr) {
   uint32_t lanes = forced;
   if (const char* env = std::getenv("WGRT_GEMV_TK"); env && !forced) {
     const std::string v = env;
@@ -280,7 +284,9 @@ uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, co
       throw std::invalid_argument(fmt::format("WGRT_GEMV_TK='{}' (hint: 8, 16, 32 or 64)", v));
     lanes = uint32_t(std::stoul(v));
   }
-  if (!lanes) lanes = caps.adapter.type == WGPUAdapterType_CPU ? 16 : n <= 16384 ? 64 : 32;
+  if (!lanes)
+    lanes = std::max(caps.adapter.type == WGPUAdapterType_CPU ? 16u : xr > 1 || n > 16384 ? 32u : 64u,
+                     gpu::subgroup_lanes(caps));
   if ((lanes != 8 && lanes != 16 && lanes != 32 && lanes != 64) || lanes < gpu::subgroup_lanes(caps))
     throw std::invalid_argument(fmt::format("{}: {} gemv lanes along K (hint: 8, 16, 32 or 64, and at least the "
                                             "device's {} subgroup lanes)", name, lanes, gpu::subgroup_lanes(caps)));
@@ -438,7 +444,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                                 {"RES", d.residual ? 1.0 : 0.0}};
     if (std::string_view(entry).starts_with("gemv")) {
       const bool gm = std::string_view(entry).starts_with("gemv_m");
-      uint32_t lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name);
+      uint32_t lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name, gm ? 1 : xr);
       if (gm) {
         extra.push_back({"GM_M", double(m_block)});
         lanes = std::min(lanes, 8 * gpu::subgroup_lanes(caps));  // linear_q_gemv_m.wgsl GM_SUBS
@@ -490,8 +496,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   // Rows of x per workgroup: gemv_x_rows(), halved while the kernel's workgroup memory passes the
   // device's limit (4 rows at 64 lanes need 23,552 bytes; WebGPU's default limit is 16,384).
   uint32_t multi_x = has_multi ? gemv_x_rows(d.gemv_x) : 1;
-  const uint32_t multi_lanes = gemv_lanes(caps, n, d.gemv_lanes, d.name);
-  while (multi_x > 1 && gemv_workgroup_bytes(multi_lanes, multi_x) > caps.limits.maxComputeWorkgroupStorageSize)
+  while (multi_x > 1 &&
+         gemv_workgroup_bytes(gemv_lanes(caps, n, d.gemv_lanes, d.name, multi_x), multi_x) >
+             caps.limits.maxComputeWorkgroupStorageSize)
     multi_x /= 2;
   for (uint32_t i = 0; i < parts.size(); ++i)
     if (multi_x > 1 && gemv_takes_int8(caps, parts[i].format, d.gemv_int8) && gemv_m_takes(parts[i].format))
