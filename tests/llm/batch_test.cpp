@@ -113,6 +113,13 @@ TEST(Batch, InterleavedSequencesGiveTheTokensTheyGetAlone) {
       if (!parts[k].output) continue;
       const size_t q = who[k];
       next[q] = read_argmax_row(s, row);
+      // The other per-row reads (each copies only its row): the row's top-k, and its logits for
+      // a sampler that needs all of them (a repetition penalty; greedy with nothing to penalize).
+      const std::vector<Candidate> top = read_top_k_row(s, row);
+      ASSERT_FALSE(top.empty());
+      EXPECT_EQ(top[0].id, next[q]) << "sequence " << q << " step " << step;
+      Sampler all_logits = make_sampler({.temperature = 0, .repeat_penalty = 1.5f});
+      EXPECT_EQ(pick_next_row(s, all_logits, row), next[q]) << "sequence " << q << " step " << step;
       got[q].tokens.push_back(next[q]);
       got[q].logits.push_back(row_of(logits, row, s.mg.n_vocab));
       ++row;
@@ -127,6 +134,7 @@ TEST(Batch, InterleavedSequencesGiveTheTokensTheyGetAlone) {
     EXPECT_EQ(seq_pos(s, uint32_t(q)), prompts[q].size() + n_gen - 1);
   }
   EXPECT_EQ(seq_pos(s, 3), 0u) << "an idle sequence keeps its place";
+  EXPECT_THROW(read_argmax_row(s, s.last_rows), std::out_of_range);
 }
 
 TEST(Batch, BadStepsAreRefusedWithNothingRun) {
