@@ -176,10 +176,12 @@ struct Lab {
     double flops = 4.0 * hd * kHeads * keys;
     double gbps = kv_bytes / per_call / 1e9;
     double gflops = flops / per_call / 1e9;
-    const ops::DecodeKernel kernel = ops::attention_variants(dev.caps.limits, "attn", hd, kHeads / kKvHeads, f16,
-                                                             gpu::subgroup_lanes(dev.caps), want)
-                                         .decode_kernel;
-    table.rows.push_back({decode ? "decode" : "prefill", decode ? ops::decode_kernel_name(kernel) : "prefill",
+    const ops::AttentionVariants var = ops::attention_variants(dev.caps.limits, "attn", hd, kHeads / kKvHeads, f16,
+                                                               gpu::subgroup_lanes(dev.caps), want);
+    const std::string kernel = decode ? ops::decode_kernel_name(var.decode_kernel)
+                                      : fmt::format("{} ({} rows)", ops::prefill_kernel_name(var.prefill_kernel),
+                                                    var.prefill_rows);
+    table.rows.push_back({decode ? "decode" : "prefill", kernel,
                           f16 ? "f16" : "f32", fmt::format("{}", hd),
                           fmt::format("{}", ctx), fmt::format("{}", n_tokens), chunks,
                           fmt::format("{}", layers), fmt::format("{:.2f}", per_call * 1e6),

@@ -14,12 +14,17 @@ graph::Grid grid_1d(uint64_t groups, uint32_t max_per_dim) {
   return {uint32_t(ceil_div(groups, y)), uint32_t(y), 1};
 }
 
-size_t pick_variant(const WGPULimits& limits, std::string_view what,
-                    std::span<const WorkgroupFootprint> variants) {
+size_t first_fit(const WGPULimits& limits, std::span<const WorkgroupFootprint> variants) {
   for (size_t i = 0; i < variants.size(); ++i)
     if (variants[i].storage_bytes <= limits.maxComputeWorkgroupStorageSize &&
         variants[i].invocations <= limits.maxComputeInvocationsPerWorkgroup)
       return i;
+  return variants.size();
+}
+
+size_t pick_variant(const WGPULimits& limits, std::string_view what,
+                    std::span<const WorkgroupFootprint> variants) {
+  if (size_t i = first_fit(limits, variants); i < variants.size()) return i;
   if (variants.empty()) throw std::invalid_argument(fmt::format("{}: no kernel variant for this shape", what));
   // Report the variant that asks least of the limit the device is shortest of.
   auto least = [&](auto field) {

@@ -31,6 +31,8 @@ constexpr uint64_t wg_var_bytes(uint64_t bytes) { return (bytes + 15) / 16 * 16;
 // exceeds, its need and the device's value.
 size_t pick_variant(const WGPULimits& limits, std::string_view what,
                     std::span<const WorkgroupFootprint> variants);
+// The same pick without the error: variants.size() when none fits (a kernel with another to fall to).
+size_t first_fit(const WGPULimits& limits, std::span<const WorkgroupFootprint> variants);
 // The same check for an op with a single variant.
 void require_fits(const WGPULimits& limits, std::string_view what, const WorkgroupFootprint& f);
 

@@ -135,10 +135,12 @@ std::vector<OpCase> rows_cases() {
   add(128, 4, false, K::best, false, /*max_chunks=*/1);  // one chunk: the kernel writes every token's output
   add(64, 4, true, K::vec, false, /*max_chunks=*/1);
   add(64, 4, true, K::sg);  // decode_sg where `best` takes decode_vec
-  // Each prefill kernel where `best` takes the other (on lavapipe: prefill_sg from head dim 128).
+  // Each prefill kernel where `best` takes another (on lavapipe: prefill_rt at head dims 64 and
+  // 128, the cases above; the tiles at 40).
   using P = ops::PrefillKernel;
   for (auto [hd, group, f16, pk] : {std::tuple{64u, 1u, true, P::sg}, {128u, 4u, false, P::tile},
-                                    {40u, 8u, true, P::sg}, {128u, 8u, true, P::tile}}) {
+                                    {40u, 8u, true, P::sg}, {128u, 8u, true, P::tile}, {128u, 4u, true, P::sg},
+                                    {32u, 3u, false, P::rt}}) {
     AttnConfig c{.head_dim = hd, .n_kv_heads = group == 8 ? 1u : 2u, .group = group, .n_ctx = kSeqs * kRegion,
                  .max_tokens = 48, .f16 = f16, .prefill = pk, .rows = true, .decode_max_tokens = 4};
     cases.push_back({fmt::format("hd{}_gqa{}_{}{}", hd, group, f16 ? "f16" : "f32", prefill_suffix(c.prefill)),

@@ -62,6 +62,7 @@ inline const char* decode_suffix(ops::DecodeKernel k) {
 // A case name's suffix for a forced prefill kernel ("" for best).
 inline const char* prefill_suffix(ops::PrefillKernel k) {
   switch (k) {
+    case ops::PrefillKernel::rt: return "_prefill_rt";
     case ops::PrefillKernel::sg: return "_prefill_sg";
     case ops::PrefillKernel::tile: return "_prefill_tile";
     case ops::PrefillKernel::best: break;

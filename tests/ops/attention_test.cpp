@@ -115,22 +115,33 @@ std::vector<OpCase> attention_cases() {
     for (uint32_t group : {1u, 4u})
       add(hd, group, 1, hd == 64 ? 1031 : 131, group == 4, 0, false, ops::DecodeKernel::sg);
   add(64, 4, 1, 1031, true, 1, false, ops::DecodeKernel::sg);
-  // prefill (tiles), the prefill kernel below head dim 128 and of devices without subgroups (the
-  // cases above take prefill_sg from 128 where the device has them): the 64/128 fast paths and
-  // the generic head sizes, GQA 1/4/8 and an odd group, f16 and f32, default limits, a long context.
+  // prefill (tiles), the prefill kernel of head dims that are not multiples of 32 below 128 and of
+  // devices without subgroups (the cases above take prefill_rt or prefill_sg where the device has
+  // them): the 64/128 fast paths and the generic head sizes, GQA 1/4/8 and an odd group, f16 and
+  // f32, default limits, a long context.
   for (uint32_t hd : {24u, 64u, 80u, 128u})
     for (uint32_t group : {1u, 4u, 7u})
       add(hd, group, hd == 64 ? 37 : 7, 131, group != 4, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::tile);
   add(128, 8, 37, 131, true, 0, true, ops::DecodeKernel::best, ops::PrefillKernel::tile);
   add(64, 4, 37, 1031, false, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::tile);
-  // prefill_sg forced below head dim 128 (the tiles there by default) and where `best` takes it
-  // anyway: one vec4 per lane (16), three (80: lanes past the row), the 64 fast path, GQA 1/2/4/7/8,
-  // f16 and f32, default limits, a long context.
+  // prefill_sg forced below head dim 128 and where `best` takes prefill_rt (at 128 it takes
+  // prefill_sg on default limits): one vec4 per lane (16), three (80: lanes past the row), the 64
+  // fast path, GQA 1/2/4/7/8, f16 and f32, default limits, a long context.
   add(16, 2, 37, 131, true, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::sg);
   add(64, 1, 37, 131, true, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::sg);
   add(64, 7, 7, 1031, false, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::sg);
   add(80, 4, 7, 131, false, 0, true, ops::DecodeKernel::best, ops::PrefillKernel::sg);
   add(128, 8, 37, 1031, true, 0, true, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+  // prefill_rt, which `best` takes at head dims 32..128 in steps of 32 (the cases above at 64 and
+  // 128): forced on every head dim it runs, GQA 1/3/4/7/8 (rows past whole tokens), f16 and f32
+  // (f32 tiles: 4 words per thread), step sizes that are not a multiple of its 64 rows, a long
+  // context (causal limits inside key tiles), default limits.
+  for (uint32_t hd : {32u, 64u, 96u, 128u})
+    for (uint32_t group : {1u, 3u, 8u})
+      add(hd, group, group == 3 ? 7 : 37, 131, group != 8, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::rt);
+  add(128, 4, 37, 1031, true, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::rt);
+  add(64, 7, 37, 1031, false, 0, false, ops::DecodeKernel::best, ops::PrefillKernel::rt);
+  add(64, 4, 37, 131, true, 0, true, ops::DecodeKernel::best, ops::PrefillKernel::rt);
   // Caches split by KV heads (a cache past the storage binding limit): a decode or prefill kernel
   // per part writing its heads' columns, one merge; every decode kernel, both routes, f16/f32.
   auto add_parts = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, bool f16, std::vector<uint32_t> parts,
@@ -347,21 +358,44 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
     EXPECT_EQ(sv.decode_heads, 4u);
     EXPECT_EQ(sv.vec.lanes, hd / 8);
   }
-  // prefill_sg from head dim 128 wherever a key group (up to 4 vec4s of a row per lane) fits the
-  // subgroup, and when asked for below; its f32 K/V tiles within the limits (32 keys at head dim
-  // 128 on 48 KiB, 16 on 16 KiB); tiles elsewhere.
+  // prefill_rt wherever the head dim is a multiple of 32 up to 128 and the rows' q and a K/V tile
+  // fit the workgroup storage (the most threads that do, up to 128); else prefill_sg from head dim
+  // 128 wherever a key group (up to 4 vec4s of a row per lane) fits the subgroup; else the tiles.
+  // Each kernel forced where `best` takes another, with its shape within the limits.
   for (uint32_t sg : {8u, 32u})
     for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
       for (const WGPULimits& l : {small, large}) {
         SCOPED_TRACE(fmt::format("sg {} hd {} limit {}", sg, hd, l.maxComputeWorkgroupStorageSize));
         ops::AttentionVariants pv = ops::attention_variants(l, "attn", hd, 4, true, sg);
+        const bool rt_shape = hd % 32 == 0 && hd <= 128;
+        // At 16 KiB only head dims up to 64 hold 16 rows of q beside the tile.
+        const bool rt_fits = rt_shape && (l.maxComputeWorkgroupStorageSize > 16384 || hd <= 64);
         uint32_t lanes = 1;
         while (lanes * 4 < hd / 4) lanes *= 2;
-        if (lanes > sg || hd < 128) {
-          EXPECT_EQ(pv.prefill_kernel, ops::PrefillKernel::tile);
-          if (lanes > sg) continue;
-          pv = ops::attention_variants(l, "attn", hd, 4, true, sg, ops::DecodeKernel::best, ops::PrefillKernel::sg);
+        const ops::PrefillKernel want = rt_fits                   ? ops::PrefillKernel::rt
+                                        : lanes <= sg && hd >= 128 ? ops::PrefillKernel::sg
+                                                                   : ops::PrefillKernel::tile;
+        EXPECT_EQ(pv.prefill_kernel, want);
+        if (rt_fits) {
+          EXPECT_LE(pv.prefill.storage_bytes, l.maxComputeWorkgroupStorageSize);
+          EXPECT_EQ(pv.prt.threads % sg, 0u);
+          EXPECT_EQ(pv.prt.threads % 8, 0u);
+          EXPECT_LE(pv.prt.threads, 128u);
+          EXPECT_EQ(pv.prefill_rows, pv.prt.threads / 2);
+          const uint32_t words = ops::kPrefillRtKeys * (hd / 8);  // f16 words of a tile
+          if (pv.prt.fetch > 0) {
+            EXPECT_GE(pv.prt.fetch * pv.prt.threads, words);
+          }
+          EXPECT_EQ(pv.prt.fetch == 0, words > 4 * pv.prt.threads);
+          EXPECT_LE(pv.prt.fetch, 4u);
+        } else if (rt_shape) {
+          EXPECT_THROW(ops::attention_variants(l, "attn", hd, 4, true, sg, ops::DecodeKernel::best,
+                                               ops::PrefillKernel::rt),
+                       std::invalid_argument);
         }
+        if (lanes > sg) continue;
+        if (want != ops::PrefillKernel::sg)
+          pv = ops::attention_variants(l, "attn", hd, 4, true, sg, ops::DecodeKernel::best, ops::PrefillKernel::sg);
         EXPECT_EQ(pv.prefill_kernel, ops::PrefillKernel::sg);
         EXPECT_LE(pv.prefill.storage_bytes, l.maxComputeWorkgroupStorageSize);
         EXPECT_EQ(pv.psg.lanes, lanes);
@@ -373,12 +407,29 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
         EXPECT_GE(pv.psg.fetch * pv.psg.threads, pv.psg.keys * (hd / 8));  // f16 words of a tile
         EXPECT_LE(pv.psg.fetch, 4u);
       }
-  EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, true, 32).psg.keys, 32u);
+  EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, true, 32).prt.threads, 128u);
+  EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, false, 32).prt.fetch, 4u);
+  WGPULimits mid = large;  // lavapipe's 32 KiB: 64 threads at head dim 128, an f32 tile of 8 words each
+  mid.maxComputeWorkgroupStorageSize = 32768;
+  EXPECT_EQ(ops::attention_variants(mid, "attn", 128, 4, false, 8).prt.threads, 64u);
+  EXPECT_EQ(ops::attention_variants(mid, "attn", 128, 4, false, 8).prt.fetch, 0u);
+  EXPECT_EQ(ops::attention_variants(small, "attn", 64, 4, true, 32).prt.threads, 64u);
+  EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, true, 32, ops::DecodeKernel::best, ops::PrefillKernel::sg)
+                .psg.keys,
+            32u);
   EXPECT_EQ(ops::attention_variants(small, "attn", 128, 4, true, 32).psg.keys, 16u);
   EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, true, 32, ops::DecodeKernel::best, ops::PrefillKernel::tile)
                 .prefill_kernel,
             ops::PrefillKernel::tile);
   // A forced kernel that cannot run this shape is an error naming it.
+  for (uint32_t hd : {80u, 256u}) {
+    try {
+      ops::attention_variants(large, "attn.0", hd, 4, true, 32, ops::DecodeKernel::best, ops::PrefillKernel::rt);
+      ADD_FAILURE() << "prefill_rt takes head dims 32..128 in steps of 32, not " << hd;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("prefill_rt"), std::string::npos) << e.what();
+    }
+  }
   try {
     ops::attention_variants(large, "attn.0", 256, 4, true, 8, ops::DecodeKernel::best, ops::PrefillKernel::sg);
     ADD_FAILURE() << "prefill_sg cannot hold a 64-vec4 row in 8 lanes of 4 vec4s";

@@ -70,14 +70,28 @@ DecodeKernel decode_kernel_wanted(DecodeKernel want) {
   throw std::invalid_argument(fmt::format("WGRT_DECODE_KERNEL='{}' (hint: vec, sg or split)", k));
 }
 
-// WGRT_PREFILL_KERNEL=sg|tile narrows `best` to one prefill kernel (to measure).
+// WGRT_PREFILL_KERNEL=rt|sg|tile narrows `best` to one prefill kernel (to measure).
 PrefillKernel prefill_kernel_wanted(PrefillKernel want) {
   const char* env = std::getenv("WGRT_PREFILL_KERNEL");
   if (want != PrefillKernel::best || !env) return want;
   const std::string k = env;
+  if (k == "rt") return PrefillKernel::rt;
   if (k == "sg") return PrefillKernel::sg;
   if (k == "tile") return PrefillKernel::tile;
-  throw std::invalid_argument(fmt::format("WGRT_PREFILL_KERNEL='{}' (hint: sg or tile)", k));
+  throw std::invalid_argument(fmt::format("WGRT_PREFILL_KERNEL='{}' (hint: rt, sg or tile)", k));
+}
+
+// WGRT_PREFILL_RT=THREADS (e.g. 64) sets prefill_rt's workgroup (to measure); unset: the largest
+// that fits.
+uint32_t prefill_rt_wanted() {
+  const char* env = std::getenv("WGRT_PREFILL_RT");
+  unsigned threads = 0;
+  char tail = 0;
+  if (env && (std::sscanf(env, "%u%c", &threads, &tail) != 1 || threads < 8 || threads > 1024 ||
+              (threads & (threads - 1)) != 0))
+    throw std::invalid_argument(
+        fmt::format("WGRT_PREFILL_RT='{}' (hint: a thread count, a power of two from 8 to 1024)", env));
+  return threads;
 }
 
 // WGRT_PREFILL_SG=THREADSxKEYS (e.g. 128x16) sets prefill_sg's workgroup and tile keys (to
@@ -126,6 +140,7 @@ const char* decode_kernel_name(DecodeKernel k) {
 
 const char* prefill_kernel_name(PrefillKernel k) {
   switch (k) {
+    case PrefillKernel::rt: return "prefill_rt";
     case PrefillKernel::sg: return "prefill_sg";
     case PrefillKernel::tile: return "prefill";
     case PrefillKernel::best: break;
@@ -215,13 +230,51 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4), reduce_wg};
   require_fits(limits, name + ": attention decode_reduce", v.reduce);
 
+  // prefill_rt where the head dim is a multiple of 32 up to 128 (a thread's output columns: one to
+  // four vec4s) and the device's subgroups hold the 8 key lanes of a row group: the most threads
+  // (rows per workgroup, each K/V tile shared by more rows) whose q rows and K/V tile fit the
+  // workgroup storage, up to 128 (64 rows at head dim 128: 32 KiB of q, 16 KiB of tiles).
+  want_prefill = prefill_kernel_wanted(want_prefill);
+  const bool rt_shape = head_dim % 32 == 0 && head_dim <= 128 && sg_lanes >= 8;
+  if (want_prefill == PrefillKernel::rt && !rt_shape)
+    throw std::invalid_argument(fmt::format(
+        "{}: attention prefill: prefill_rt cannot run head_dim {} with {} subgroup lanes (hint: head dims "
+        "32..128 in steps of 32 on a device with subgroups of 8 or more; another prefill kernel, or none "
+        "forced: WGRT_PREFILL_KERNEL)",
+        name, head_dim, sg_lanes));
+  if (rt_shape && (want_prefill == PrefillKernel::rt || want_prefill == PrefillKernel::best)) {
+    const uint32_t want_threads = prefill_rt_wanted();
+    std::vector<uint32_t> threads;
+    std::vector<WorkgroupFootprint> rt;
+    for (uint32_t n : want_threads ? std::vector<uint32_t>{want_threads} : std::vector<uint32_t>{128, 64, 32}) {
+      if (n < sg_lanes) continue;
+      threads.push_back(n);
+      rt.push_back({wg_var_bytes(uint64_t(n / 2) * d4 * 16) + 2 * wg_var_bytes(uint64_t(kPrefillRtKeys) * d4 * 16), n});
+    }
+    const size_t ri = first_fit(limits, rt);
+    if (ri < rt.size()) {
+      v.prefill_kernel = PrefillKernel::rt;
+      // Up to 4 words of K and of V per thread are loaded a tile ahead; past that (f32 rows, few
+      // threads) a tile is copied after its barrier (RTF 0).
+      const uint32_t fetch = uint32_t(ceil_div(kPrefillRtKeys * row_words, threads[ri]));
+      v.prt = {threads[ri], fetch <= 4 ? fetch : 0};
+      v.prefill_rows = threads[ri] / 2;
+      v.prefill = rt[ri];
+      return v;
+    }
+    if (want_prefill == PrefillKernel::rt)
+      throw std::invalid_argument(fmt::format(
+          "{}: attention prefill_rt: no workgroup holds head_dim {}'s q rows and K/V tile in {} bytes of workgroup "
+          "storage (hint: WGRT_PREFILL_RT, or another prefill kernel: WGRT_PREFILL_KERNEL)",
+          name, head_dim, limits.maxComputeWorkgroupStorageSize));
+  }
+
   // prefill_sg for head dims from 128 where a key group (a lane per up to 4 vec4s of a row) fits
   // the subgroup: on the H200 (lab, 512 queries, f16) it took 2,247 µs against the tiles' 2,609 at
   // head dim 128 and 4,608 keys, 256 against 211 at 512 keys, and lost at head dim 64 (1,345
   // against 1,143); docs/PERFORMANCE.md. 32 key groups per workgroup (at most 256 threads: 128
   // rows at head dim 128); tiles of as many keys (up to 32) as the workgroup storage holds for K
   // and V in f32 and 4 words per thread load.
-  want_prefill = prefill_kernel_wanted(want_prefill);
   uint32_t ps_lanes = 1;
   while (ps_lanes * 4 < d4) ps_lanes *= 2;  // ceil(d4 / 4), a power of two
   const bool sg_fits = sg_lanes >= 4 && ps_lanes <= sg_lanes;
@@ -413,8 +466,11 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     k.sg_shim = true;
     return k;
   };
-  const bool prefill_sg = var.prefill_kernel == PrefillKernel::sg;
-  if (prefill_sg) {
+  const bool prefill_by_rows = var.prefill_kernel != PrefillKernel::tile;
+  if (var.prefill_kernel == PrefillKernel::rt) {
+    prefill_consts.push_back({"RTW", double(var.prt.threads)});
+    prefill_consts.push_back({"RTF", double(var.prt.fetch)});
+  } else if (var.prefill_kernel == PrefillKernel::sg) {
     prefill_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
     prefill_consts.push_back({"PL", double(var.psg.lanes)});
     prefill_consts.push_back({"PV4", double(var.psg.vec4s)});
@@ -478,7 +534,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
           [=](const graph::PlanArgs& a, graph::Plan& p) {
             plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], sym.v, scale, max_chunks,
                             a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows,
-                            prefill_sg, merges_itself, rows, decode_tokens},
+                            prefill_by_rows, merges_itself, rows, decode_tokens},
                            p);
           },
       .cost =

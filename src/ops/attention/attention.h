@@ -20,7 +20,11 @@
 //             K/V loaded ahead. Elsewhere
 //             `decode_split`: an online softmax over blocks of 64 keys (32 for f32 rows past
 //             128) through workgroup memory. plan picks the chunk count from the live context.
-//   [2, max]  prefill. From head dim 128 on a device with subgroups, `prefill_sg`: key groups
+//   [2, max]  prefill. Head dims 32..128 (multiples of 32) on a device with subgroups of 8 lanes
+//             or more, `prefill_rt`: the workgroup's rows of q staged once, each thread a register
+//             tile of 4 rows x 2 keys for the scores and 4 rows x head_dim / 32 vec4s of the output,
+//             K/V tiles of 16 keys in workgroup memory, the weights passed between lanes by shuffles.
+//             Elsewhere from head dim 128 on a device with subgroups, `prefill_sg`: key groups
 //             of lanes each own 4 rows (tokens x the group's query heads) as vec4 components and
 //             a share of every row's elements, walk K/V tiles staged in workgroup memory as f32,
 //             sum each score by shuffles and keep the rows' online softmax in registers.
@@ -62,10 +66,12 @@ namespace wgrt::ops {
 // WGRT_DECODE_KERNEL=vec|sg|split forces one (to measure).
 enum class DecodeKernel : uint8_t { best, vec, sg, split };
 const char* decode_kernel_name(DecodeKernel k);  // the entry point: "decode_vec", ...; "best"
-// The prefill kernels: `best` takes prefill_sg from head dim 128 where the device's subgroups
-// hold its key groups, else prefill (tiles). WGRT_PREFILL_KERNEL=sg|tile forces one (to measure).
-enum class PrefillKernel : uint8_t { best, sg, tile };
-const char* prefill_kernel_name(PrefillKernel k);  // the entry point: "prefill_sg", "prefill"; "best"
+// The prefill kernels: `best` takes prefill_rt (register tiles) where the head dim is a multiple
+// of 32 up to 128, the device has subgroups of 8 lanes or more and its workgroup storage holds the
+// rows' q and a K/V tile; else prefill_sg from head dim 128 where the device's subgroups hold its key
+// groups; else prefill (tiles). WGRT_PREFILL_KERNEL=rt|sg|tile forces one (to measure).
+enum class PrefillKernel : uint8_t { best, rt, sg, tile };
+const char* prefill_kernel_name(PrefillKernel k);  // the entry point: "prefill_rt", "prefill_sg", "prefill"; "best"
 
 struct AttentionDesc {
   std::string name;  // node and output name, e.g. "attn.3"
@@ -92,6 +98,7 @@ constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
 // large GPU), each split a few 64-key blocks, so the merge has few chunks to add.
 constexpr uint32_t kDecodeWorkgroups = 256;
 constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 between
+constexpr uint32_t kPrefillRtKeys = 16;  // attention_prefill_rt.wgsl RK: keys per tile
 
 // The tile sizes of one node's kernels (override constants of attention.wgsl), and what they
 // ask of the device.
@@ -108,6 +115,10 @@ struct PrefillSgShape {
   uint32_t threads;  // PWG
   uint32_t fetch;    // PNF: a tile's K (and V) words per thread, 1..4
 };
+struct PrefillRtShape {
+  uint32_t threads;  // RTW: threads / 2 rows per workgroup
+  uint32_t fetch;    // RTF: a tile's K (and V) words per thread loaded a tile ahead, 1..4; 0: copied after the barrier
+};
 struct DecodeVecShape {
   uint32_t lanes;    // VKL: lanes per key group, the row's words rounded up to a power of two
   uint32_t threads;  // VWG
@@ -120,6 +131,7 @@ struct AttentionVariants {
   uint32_t key_block;     // KB: keys per decode block (the chunks are whole blocks)
   PrefillKernel prefill_kernel;  // sg or tile (never best)
   PrefillSgShape psg;     // prefill_sg's shape (prefill_sg only)
+  PrefillRtShape prt;     // prefill_rt's shape (prefill_rt only)
   uint32_t prefill_rows;  // (token, head) rows per prefill workgroup (tile: ROWS, whole tokens)
   uint32_t prefill_keys;  // BK: keys per prefill tile (tile only)
   WorkgroupFootprint decode, reduce, prefill;
@@ -165,7 +177,7 @@ struct AttentionPlanCtx {
   uint32_t max_chunks;  // the split cap
   bool decode;  // the active route: flash_decode (else prefill)
   uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
-  bool prefill_by_rows;  // prefill_sg: workgroups of prefill_rows rows (tile: of prefill_rows / group tokens)
+  bool prefill_by_rows;  // prefill_rt, prefill_sg: workgroups of prefill_rows rows (tile: of prefill_rows / group tokens)
   bool decode_merges_itself;  // decode_vec / decode_sg: one chunk is written normalized, no merge
   bool rows = false;              // AttentionDesc::rows
   uint32_t decode_tokens = 1;     // tokens the decode scratch holds (rows: decode_max_tokens)

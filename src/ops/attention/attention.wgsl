@@ -7,6 +7,7 @@
 //! use graph_symbols
 //! use attention_decode_vec
 //! use attention_prefill_sg
+//! use attention_prefill_rt
 struct Params {
   n_tokens: u32,
   n_heads: u32,
@@ -495,6 +496,12 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     for (; c < nc; c++) { o.x += rw[c] * split[base + c * HEAD_DIM]; }
     out[h * HEAD_DIM + d] = (o.x + o.y + o.z + o.w) * inv;
   }
+}
+
+// The vec4 offset in q and out of prefill row r (token r / GROUP, head r % GROUP of KV head g's
+// group; r past the step's rows: not read or written).
+fn prefill_row(r: u32, g: u32) -> u32 {
+  return ((r / GROUP) * p.n_heads + (p.kv_off + g) * GROUP + r % GROUP) * (HEAD_DIM / 4u);
 }
 
 // A prefill workgroup's run of tokens from run0 up to last_tok: TABLE, the tokens with run0's

@@ -61,17 +61,12 @@ fn ps_scale(o: PsOct, s: vec4<f32>) -> PsOct {
 // Whether the lane's vec4 c (0..3) lies within the row.
 fn ps_on(li: u32, c: u32) -> bool { return c < PV4 && li + c * PL < HEAD_DIM / 4u; }
 
-// The vec4 offset of row r in q and out (r past the step's rows: not read or written).
-fn ps_row(r: u32, g: u32) -> u32 {
-  return ((r / GROUP) * p.n_heads + (p.kv_off + g) * GROUP + r % GROUP) * (HEAD_DIM / 4u);
-}
-
 // The lane's vec4s c0 and c0 + 1 of q (scaled) for rows r0 .. r0 + 3, zeros past the step.
 fn ps_q(r0: u32, g: u32, li: u32, c0: u32) -> PsOct {
   var o: PsOct;
   for (var i = 0u; i < 4u; i++) {
     if ((r0 + i) / GROUP < p.n_tokens) {
-      let at = ps_row(r0 + i, g) + li;
+      let at = prefill_row(r0 + i, g) + li;
       var a = vec4<f32>(0.0);
       var b = vec4<f32>(0.0);
       if (ps_on(li, c0)) { a = q[at + c0 * PL] * p.scale; }
@@ -94,7 +89,7 @@ fn ps_q(r0: u32, g: u32, li: u32, c0: u32) -> PsOct {
 fn ps_store(o: PsOct, inv: vec4<f32>, r0: u32, g: u32, li: u32, c0: u32) {
   for (var i = 0u; i < 4u; i++) {
     if ((r0 + i) / GROUP < p.n_tokens) {
-      let at = (ps_row(r0 + i, g) + li) * 4u;
+      let at = (prefill_row(r0 + i, g) + li) * 4u;
       if (ps_on(li, c0)) {
         let b = at + c0 * PL * 4u;
         out[b] = o.e0[i] * inv[i];
