@@ -70,6 +70,21 @@ inline const char* prefill_suffix(ops::PrefillKernel k) {
   return "";
 }
 
+// Whether c's forced prefill kernel fits the device c builds on (prefill_rt needs more workgroup
+// storage than WebGPU's default limits give from head dim 96 on): forced-kernel cases skip where
+// it does not, as `best` would take another kernel there.
+inline bool prefill_fits(const AttnConfig& c) {
+  if (c.prefill != ops::PrefillKernel::rt) return true;
+  const gpu::Device& dev = c.default_limits ? default_limits_device() : device();
+  try {
+    ops::attention_variants(dev.caps.limits, "attn", c.head_dim, c.group, c.f16, gpu::subgroup_lanes(dev.caps),
+                            c.decode, c.prefill);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  return true;
+}
+
 inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) {
   using namespace graph;
   AttnGraph a;

@@ -63,7 +63,10 @@ std::vector<OpCase> attention_cases() {
                  .n_ctx = ctx + 6, .max_tokens = n_tokens, .f16 = f16, .with_write = false,
                  .max_chunks = max_chunks, .default_limits = default_limits, .decode = decode,
                  .prefill = prefill};
-    cases.push_back({name, [=] { check_single(c, n_tokens, ctx, hd + group * 7 + n_tokens); }});
+    cases.push_back({name, [=] {
+                       if (!prefill_fits(c)) GTEST_SKIP() << "prefill_rt does not fit this device's workgroup storage";
+                       check_single(c, n_tokens, ctx, hd + group * 7 + n_tokens);
+                     }});
   };
   for (uint32_t hd : {64u, 128u})
     for (uint32_t group : {1u, 4u, 8u})
@@ -382,7 +385,8 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
           EXPECT_EQ(pv.prt.threads % 8, 0u);
           EXPECT_LE(pv.prt.threads, 128u);
           EXPECT_EQ(pv.prefill_rows, pv.prt.threads / 2);
-          const uint32_t words = ops::kPrefillRtKeys * (hd / 8);  // f16 words of a tile
+          EXPECT_TRUE(pv.prt.f16_tiles);  // an f16 cache: prefill_rth
+          const uint32_t words = ops::kPrefillRthKeys * (hd / 8);  // f16 words of a tile
           if (pv.prt.fetch > 0) {
             EXPECT_GE(pv.prt.fetch * pv.prt.threads, words);
           }
@@ -413,6 +417,7 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
   mid.maxComputeWorkgroupStorageSize = 32768;
   EXPECT_EQ(ops::attention_variants(mid, "attn", 128, 4, false, 8).prt.threads, 64u);
   EXPECT_EQ(ops::attention_variants(mid, "attn", 128, 4, false, 8).prt.fetch, 0u);
+  EXPECT_FALSE(ops::attention_variants(mid, "attn", 128, 4, false, 8).prt.f16_tiles);
   EXPECT_EQ(ops::attention_variants(small, "attn", 64, 4, true, 32).prt.threads, 64u);
   EXPECT_EQ(ops::attention_variants(large, "attn", 128, 4, true, 32, ops::DecodeKernel::best, ops::PrefillKernel::sg)
                 .psg.keys,

@@ -108,6 +108,15 @@ std::pair<uint32_t, uint32_t> prefill_sg_wanted() {
   return {threads, keys};
 }
 
+// WGRT_PREFILL_RTH=0 has prefill_rt convert f16 caches into f32 tiles (prefill_rt) instead of
+// keeping them f16 (prefill_rth), to measure.
+bool prefill_rth_wanted() {
+  const char* env = std::getenv("WGRT_PREFILL_RTH");
+  if (!env || std::string(env) == "1") return true;
+  if (std::string(env) == "0") return false;
+  throw std::invalid_argument(fmt::format("WGRT_PREFILL_RTH='{}' (hint: 0 or 1)", env));
+}
+
 // Query heads per decode workgroup to try, most first: the group spread evenly over 1, 2, 4, 8
 // workgroups (8: 8, 4, 2, 1; 7: 7, 4, 2, 1; 6: 6, 3, 2, 1).
 std::vector<uint32_t> heads_per_workgroup(uint32_t group) {
@@ -256,8 +265,11 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
       v.prefill_kernel = PrefillKernel::rt;
       // Up to 4 words of K and of V per thread are loaded a tile ahead; past that (f32 rows, few
       // threads) a tile is copied after its barrier (RTF 0).
-      const uint32_t fetch = uint32_t(ceil_div(kPrefillRtKeys * row_words, threads[ri]));
-      v.prt = {threads[ri], fetch <= 4 ? fetch : 0};
+      // f16 caches keep their halves in the tiles (prefill_rth): twice the keys in the same bytes.
+      const bool f16_tiles = f16 && prefill_rth_wanted();
+      const uint32_t tile_words = (f16_tiles ? kPrefillRthKeys : kPrefillRtKeys) * row_words;
+      const uint32_t fetch = uint32_t(ceil_div(tile_words, threads[ri]));
+      v.prt = {f16_tiles, threads[ri], fetch <= 4 ? fetch : 0};
       v.prefill_rows = threads[ri] / 2;
       v.prefill = rt[ri];
       return v;
@@ -498,7 +510,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
                                            graph::Binding::of(2, part.v), graph::Binding::of(4, scratch),
                                            graph::Binding::params(5), graph::Binding::of(6, table),
                                            graph::Binding::symbol_block(7)}});
-    prefill_kernels.push_back({key(prefill_kernel_name(var.prefill_kernel), prefill_consts),
+    const bool rth = var.prefill_kernel == PrefillKernel::rt && var.prt.f16_tiles;
+    prefill_kernels.push_back({key(rth ? "prefill_rth" : prefill_kernel_name(var.prefill_kernel), prefill_consts),
                                {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
                                 graph::Binding::of(2, part.v), graph::Binding::of(3, out), graph::Binding::params(5),
                                 graph::Binding::of(6, table), graph::Binding::symbol_block(7)}});

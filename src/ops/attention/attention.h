@@ -98,7 +98,8 @@ constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
 // large GPU), each split a few 64-key blocks, so the merge has few chunks to add.
 constexpr uint32_t kDecodeWorkgroups = 256;
 constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 between
-constexpr uint32_t kPrefillRtKeys = 16;  // attention_prefill_rt.wgsl RK: keys per tile
+constexpr uint32_t kPrefillRtKeys = 16;   // attention_prefill_rt.wgsl RK: keys per f32 tile
+constexpr uint32_t kPrefillRthKeys = 32;  // attention_prefill_rth.wgsl RHK: keys per f16 tile (the same bytes)
 
 // The tile sizes of one node's kernels (override constants of attention.wgsl), and what they
 // ask of the device.
@@ -116,6 +117,7 @@ struct PrefillSgShape {
   uint32_t fetch;    // PNF: a tile's K (and V) words per thread, 1..4
 };
 struct PrefillRtShape {
+  bool f16_tiles;    // prefill_rth: f16 K/V tiles of 32 keys (f16 caches), else prefill_rt's f32 tiles of 16
   uint32_t threads;  // RTW: threads / 2 rows per workgroup
   uint32_t fetch;    // RTF: a tile's K (and V) words per thread loaded a tile ahead, 1..4; 0: copied after the barrier
 };

@@ -8,6 +8,7 @@
 //! use attention_decode_vec
 //! use attention_prefill_sg
 //! use attention_prefill_rt
+//! use attention_prefill_rth
 struct Params {
   n_tokens: u32,
   n_heads: u32,

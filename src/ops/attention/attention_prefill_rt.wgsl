@@ -225,14 +225,33 @@ fn rt_store(o: RtRow, inv: f32, r: u32, g: u32, sc: u32) {
   }
 }
 
-@compute @workgroup_size(RTW)
-fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-  let RB = RTW / 2u;  // rows per workgroup
-  let RG = RTW / 8u;  // row groups
-  let sc = t % RKL;
-  let sr = t / RKL;
-  let g = wid.y;
-  rt_stage_q(t, wid.x, g);  // read after the first tile's barriers
+// A prefill_rt thread's rows (4) and what they see: their tokens (clamped into the step: rows
+// past it run along unwritten) and the last key of each.
+struct RtWork {
+  rows: vec4<u32>,
+  tok: vec4<u32>,
+  limit: vec4<u32>,
+}
+fn rt_work(rows: vec4<u32>, pos: u32) -> RtWork {
+  let tok = min(rows / GROUP, vec4<u32>(p.n_tokens - 1u));
+  var limit = vec4<u32>(pos) + tok;
+  if (TABLE) {
+    limit = vec4<u32>(kv_span(tok.x, p.n_ctx).y, kv_span(tok.y, p.n_ctx).y, kv_span(tok.z, p.n_ctx).y,
+                      kv_span(tok.w, p.n_ctx).y) - vec4<u32>(1u);
+  }
+  return RtWork(rows, tok, limit);
+}
+
+// Workgroup w's first and last token (its loops are the same in every lane).
+fn rt_tok0(w: u32) -> u32 { return (w * (RTW / 2u)) / GROUP; }
+fn rt_last_tok(w: u32) -> u32 { return min((w * (RTW / 2u) + RTW / 2u - 1u) / GROUP, p.n_tokens - 1u); }
+
+// The rows of a run (TABLE: of the run's region; else every row).
+fn rt_in_run(wk: RtWork, run0: u32, end: u32) -> vec4<bool> {
+  return !vec4<bool>(TABLE) | ((wk.tok >= vec4<u32>(run0)) & (wk.tok < vec4<u32>(end)));
+}
+
+fn rt_init() {
   let zero = vec4<f32>(0.0);
   ro0 = RtRow(zero, zero, zero, zero);
   ro1 = ro0;
@@ -240,26 +259,58 @@ fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   ro3 = ro0;
   rm = vec4<f32>(NEG);
   rl = zero;
+}
 
-  // The rows' tokens (clamped into the step: rows past it run along unwritten), the last key
-  // each row sees, and the workgroup's tokens (its loops are the same in every lane).
-  let rows = vec4<u32>(wid.x * RB + sr) + vec4<u32>(0u, RG, 2u * RG, 3u * RG);
-  let tok = min(rows / GROUP, vec4<u32>(p.n_tokens - 1u));
-  let tok0 = (wid.x * RB) / GROUP;
-  let last_tok = min((wid.x * RB + RB - 1u) / GROUP, p.n_tokens - 1u);
+// The online softmax of a tile: the rows' new max from this lane's tile max mt (over its keys,
+// masked keys at NEG) and its 7 neighbours', the V sums and this lane's sums rescaled. Returns
+// the new max.
+fn rt_softmax(mt_lane: vec4<f32>) -> vec4<f32> {
+  var mt = mt_lane;
+  mt = max(mt, vx_xor(mt, 1u));
+  mt = max(mt, vx_xor(mt, 2u));
+  mt = max(mt, vx_xor(mt, 4u));
+  let mx = max(rm, mt);
+  let alpha = exp(rm - mx);
+  rm = mx;
+  rl *= alpha;
+  ro0 = rt_scale(ro0, alpha.x);
+  ro1 = rt_scale(ro1, alpha.y);
+  ro2 = rt_scale(ro2, alpha.z);
+  ro3 = rt_scale(ro3, alpha.w);
+  return mx;
+}
+
+// The rows' outputs: the V sums over the sums of the 8 key lanes' parts.
+fn rt_finish(rows: vec4<u32>, g: u32, sc: u32) {
+  var l = rl;
+  l += vx_xor(l, 1u);
+  l += vx_xor(l, 2u);
+  l += vx_xor(l, 4u);
+  let inv = vec4<f32>(1.0) / l;
+  rt_store(ro0, inv.x, rows.x, g, sc);
+  rt_store(ro1, inv.y, rows.y, g, sc);
+  rt_store(ro2, inv.z, rows.z, g, sc);
+  rt_store(ro3, inv.w, rows.w, g, sc);
+}
+
+@compute @workgroup_size(RTW)
+fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let RG = RTW / 8u;  // row groups
+  let sc = t % RKL;
+  let sr = t / RKL;
+  let g = wid.y;
+  rt_stage_q(t, wid.x, g);  // read after the first tile's barriers
+  rt_init();
   let pos = symbol(p.pos_sym);
-  var limit = vec4<u32>(pos) + tok;
-  if (TABLE) {
-    limit = vec4<u32>(kv_span(tok.x, p.n_ctx).y, kv_span(tok.y, p.n_ctx).y, kv_span(tok.z, p.n_ctx).y,
-                      kv_span(tok.w, p.n_ctx).y) - vec4<u32>(1u);
-  }
+  let last_tok = rt_last_tok(wid.x);
+  let wk = rt_work(vec4<u32>(wid.x * (RTW / 2u) + sr) + vec4<u32>(0u, RG, 2u * RG, 3u * RG), pos);
 
-  var run0 = tok0;  // the run's first token
+  var run0 = rt_tok0(wid.x);  // the run's first token
   loop {
     let run = prefill_run(run0, last_tok, g, pos);
     let kv_len = run.kv_len;
     let row0 = run.row0;
-    let in_run = !vec4<bool>(TABLE) | ((tok >= vec4<u32>(run0)) & (tok < vec4<u32>(run.end)));
+    let in_run = rt_in_run(wk, run0, run.end);
 
     var next = rt_fetch(t, row0, 0u, kv_len);
     for (var k0 = 0u; k0 < kv_len; k0 += RK) {
@@ -272,39 +323,20 @@ fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
       workgroupBarrier();
       if (RTF > 0u) { next = rt_fetch(t, row0, k0 + RK, kv_len); }  // in flight while this tile is walked
       let key = vec4<u32>(k0 + sc);
-      let oka = (key <= limit) & in_run;  // keys past kv_len lie past every limit
-      let okb = (key + vec4<u32>(RKL) <= limit) & in_run;
+      let oka = (key <= wk.limit) & in_run;  // keys past kv_len lie past every limit
+      let okb = (key + vec4<u32>(RKL) <= wk.limit) & in_run;
       let s = rt_scores(sr, sc);
       let sa = select(vec4<f32>(NEG), s.a, oka);
       let sb = select(vec4<f32>(NEG), s.b, okb);
-      var mt = max(sa, sb);
-      mt = max(mt, vx_xor(mt, 1u));
-      mt = max(mt, vx_xor(mt, 2u));
-      mt = max(mt, vx_xor(mt, 4u));
-      let mx = max(rm, mt);
-      let alpha = exp(rm - mx);
+      let mx = rt_softmax(max(sa, sb));
       let pa = select(vec4<f32>(0.0), exp(sa - mx), oka);
       let pb = select(vec4<f32>(0.0), exp(sb - mx), okb);
-      rm = mx;
-      rl = rl * alpha + (pa + pb);
-      ro0 = rt_scale(ro0, alpha.x);
-      ro1 = rt_scale(ro1, alpha.y);
-      ro2 = rt_scale(ro2, alpha.z);
-      ro3 = rt_scale(ro3, alpha.w);
+      rl += pa + pb;
       rt_pv(pa, pb, sc, sc);
       for (var x = 1u; x < RKL; x++) { rt_pv(vx_xor(pa, x), vx_xor(pb, x), sc ^ x, sc); }
     }
     run0 = run.end;
     if (run0 > last_tok) { break; }
   }
-
-  var l = rl;  // the rows' sums: the 8 key lanes' parts
-  l += vx_xor(l, 1u);
-  l += vx_xor(l, 2u);
-  l += vx_xor(l, 4u);
-  let inv = vec4<f32>(1.0) / l;
-  rt_store(ro0, inv.x, rows.x, g, sc);
-  rt_store(ro1, inv.y, rows.y, g, sc);
-  rt_store(ro2, inv.z, rows.z, g, sc);
-  rt_store(ro3, inv.w, rows.w, g, sc);
+  rt_finish(wk.rows, g, sc);
 }
