@@ -58,36 +58,38 @@ fn rt_stage_q(t: u32, w: u32, g: u32) {
   }
 }
 
-// Word i of the tile at cache rows row0 + k0 ..: K (else V), zeros past kv_len or the tile. K's
-// words are taken key-fastest (so that rk's stores are conflict-free), V's row by row.
-fn rt_word(v: bool, i: u32, row0: u32, k0: u32, kv_len: u32) -> vec4<u32> {
+// Word i of a tile of `keys` keys at cache rows row0 + k0 ..: K (else V), zeros past kv_len or
+// the tile. K's words are taken key-fastest (so that the transposing stores are conflict-free),
+// V's row by row. (prefill_rt: RK keys, prefill_rth: RHK.)
+fn rt_word(v: bool, i: u32, row0: u32, k0: u32, kv_len: u32, keys: u32) -> vec4<u32> {
   let R = row_words();
-  let j = select(i % RK, i / R, v);
-  let w = select(i / RK, i % R, v);
-  if (i >= RK * R || k0 + j >= kv_len) { return vec4<u32>(0u); }
+  let j = select(i % keys, i / R, v);
+  let w = select(i / keys, i % R, v);
+  if (i >= keys * R || k0 + j >= kv_len) { return vec4<u32>(0u); }
   let at = (row0 + k0 + j) * R + w;
   if (v) { return v_cache[at]; }
   return k_cache[at];
 }
 
-// A thread's share of a K/V tile as loaded: words t, t + RTW, .. (RTF of them) of K and of V.
-fn rt_fetch(t: u32, row0: u32, k0: u32, kv_len: u32) -> KvWords {
+// A thread's share of a K/V tile of `keys` keys as loaded: words t, t + RTW, .. (RTF of them) of
+// K and of V.
+fn rt_fetch(t: u32, row0: u32, k0: u32, kv_len: u32, keys: u32) -> KvWords {
   var f = KvWords(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u),
                   vec4<u32>(0u), vec4<u32>(0u));
   if (RTF == 0u) { return f; }
-  f.k0 = rt_word(false, t, row0, k0, kv_len);
-  f.v0 = rt_word(true, t, row0, k0, kv_len);
+  f.k0 = rt_word(false, t, row0, k0, kv_len, keys);
+  f.v0 = rt_word(true, t, row0, k0, kv_len, keys);
   if (RTF > 1u) {
-    f.k1 = rt_word(false, t + RTW, row0, k0, kv_len);
-    f.v1 = rt_word(true, t + RTW, row0, k0, kv_len);
+    f.k1 = rt_word(false, t + RTW, row0, k0, kv_len, keys);
+    f.v1 = rt_word(true, t + RTW, row0, k0, kv_len, keys);
   }
   if (RTF > 2u) {
-    f.k2 = rt_word(false, t + 2u * RTW, row0, k0, kv_len);
-    f.v2 = rt_word(true, t + 2u * RTW, row0, k0, kv_len);
+    f.k2 = rt_word(false, t + 2u * RTW, row0, k0, kv_len, keys);
+    f.v2 = rt_word(true, t + 2u * RTW, row0, k0, kv_len, keys);
   }
   if (RTF > 3u) {
-    f.k3 = rt_word(false, t + 3u * RTW, row0, k0, kv_len);
-    f.v3 = rt_word(true, t + 3u * RTW, row0, k0, kv_len);
+    f.k3 = rt_word(false, t + 3u * RTW, row0, k0, kv_len, keys);
+    f.v3 = rt_word(true, t + 3u * RTW, row0, k0, kv_len, keys);
   }
   return f;
 }
@@ -113,7 +115,7 @@ fn rt_put(i: u32, kw: vec4<u32>, vw: vec4<u32>) {
 // The whole tile at k0, each thread's words in turn (RTF = 0: no registers held across the walk).
 fn rt_copy(t: u32, row0: u32, k0: u32, kv_len: u32) {
   for (var i = t; i < RK * row_words(); i += RTW) {
-    rt_put(i, rt_word(false, i, row0, k0, kv_len), rt_word(true, i, row0, k0, kv_len));
+    rt_put(i, rt_word(false, i, row0, k0, kv_len, RK), rt_word(true, i, row0, k0, kv_len, RK));
   }
 }
 
@@ -312,7 +314,7 @@ fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let row0 = run.row0;
     let in_run = rt_in_run(wk, run0, run.end);
 
-    var next = rt_fetch(t, row0, 0u, kv_len);
+    var next = rt_fetch(t, row0, 0u, kv_len, RK);
     for (var k0 = 0u; k0 < kv_len; k0 += RK) {
       workgroupBarrier();
       if (RTF == 0u) {
@@ -321,7 +323,7 @@ fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         rt_stage(t, next);
       }
       workgroupBarrier();
-      if (RTF > 0u) { next = rt_fetch(t, row0, k0 + RK, kv_len); }  // in flight while this tile is walked
+      if (RTF > 0u) { next = rt_fetch(t, row0, k0 + RK, kv_len, RK); }  // in flight while this tile is walked
       let key = vec4<u32>(k0 + sc);
       let oka = (key <= wk.limit) & in_run;  // keys past kv_len lie past every limit
       let okb = (key + vec4<u32>(RKL) <= wk.limit) & in_run;

@@ -32,39 +32,6 @@ fn rh_stage_q(t: u32, w: u32, g: u32) {
   }
 }
 
-// Word i of the tile at cache rows row0 + k0 ..: K (else V), zeros past kv_len or the tile; K's
-// words key-fastest, V's row by row.
-fn rh_word(v: bool, i: u32, row0: u32, k0: u32, kv_len: u32) -> vec4<u32> {
-  let R = row_words();
-  let j = select(i % RHK, i / R, v);
-  let w = select(i / RHK, i % R, v);
-  if (i >= RHK * R || k0 + j >= kv_len) { return vec4<u32>(0u); }
-  let at = (row0 + k0 + j) * R + w;
-  if (v) { return v_cache[at]; }
-  return k_cache[at];
-}
-
-fn rh_fetch(t: u32, row0: u32, k0: u32, kv_len: u32) -> KvWords {
-  var f = KvWords(vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u), vec4<u32>(0u),
-                  vec4<u32>(0u), vec4<u32>(0u));
-  if (RTF == 0u) { return f; }
-  f.k0 = rh_word(false, t, row0, k0, kv_len);
-  f.v0 = rh_word(true, t, row0, k0, kv_len);
-  if (RTF > 1u) {
-    f.k1 = rh_word(false, t + RTW, row0, k0, kv_len);
-    f.v1 = rh_word(true, t + RTW, row0, k0, kv_len);
-  }
-  if (RTF > 2u) {
-    f.k2 = rh_word(false, t + 2u * RTW, row0, k0, kv_len);
-    f.v2 = rh_word(true, t + 2u * RTW, row0, k0, kv_len);
-  }
-  if (RTF > 3u) {
-    f.k3 = rh_word(false, t + 3u * RTW, row0, k0, kv_len);
-    f.v3 = rh_word(true, t + 3u * RTW, row0, k0, kv_len);
-  }
-  return f;
-}
-
 // Word i (8 halves) of K and of V into rhk / rhv (words past the tile dropped).
 fn rh_put(i: u32, kw: vec4<u32>, vw: vec4<u32>) {
   let R = row_words();
@@ -80,7 +47,7 @@ fn rh_put(i: u32, kw: vec4<u32>, vw: vec4<u32>) {
 
 fn rh_copy(t: u32, row0: u32, k0: u32, kv_len: u32) {
   for (var i = t; i < RHK * row_words(); i += RTW) {
-    rh_put(i, rh_word(false, i, row0, k0, kv_len), rh_word(true, i, row0, k0, kv_len));
+    rh_put(i, rt_word(false, i, row0, k0, kv_len, RHK), rt_word(true, i, row0, k0, kv_len, RHK));
   }
 }
 
@@ -180,7 +147,7 @@ fn prefill_rth(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let row0 = run.row0;
     let in_run = rt_in_run(wk, run0, run.end);
 
-    var next = rh_fetch(t, row0, 0u, kv_len);
+    var next = rt_fetch(t, row0, 0u, kv_len, RHK);
     for (var k0 = 0u; k0 < kv_len; k0 += RHK) {
       workgroupBarrier();
       if (RTF == 0u) {
@@ -189,7 +156,7 @@ fn prefill_rth(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         rh_stage(t, next);
       }
       workgroupBarrier();
-      if (RTF > 0u) { next = rh_fetch(t, row0, k0 + RHK, kv_len); }  // in flight while this tile is walked
+      if (RTF > 0u) { next = rt_fetch(t, row0, k0 + RHK, kv_len, RHK); }  // in flight while this tile is walked
       let key = vec4<u32>(k0 + sc);
       let ok0 = (key <= wk.limit) & in_run;  // keys past kv_len lie past every limit
       let ok1 = (key + vec4<u32>(8u) <= wk.limit) & in_run;
