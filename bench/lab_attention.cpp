@@ -179,11 +179,7 @@ struct Lab {
     const ops::AttentionVariants var = ops::attention_variants(dev.caps.limits, "attn", hd, kHeads / kKvHeads, f16,
                                                                gpu::subgroup_lanes(dev.caps), want);
     const std::string kernel = decode ? ops::decode_kernel_name(var.decode_kernel)
-                                      : fmt::format("{} ({} rows)",
-                                                    var.prefill_kernel == ops::PrefillKernel::rt && var.prt.f16_tiles
-                                                        ? "prefill_rth"
-                                                        : ops::prefill_kernel_name(var.prefill_kernel),
-                                                    var.prefill_rows);
+                                      : fmt::format("{} ({} rows)", ops::prefill_entry(var), var.prefill_rows);
     table.rows.push_back({decode ? "decode" : "prefill", kernel,
                           f16 ? "f16" : "f32", fmt::format("{}", hd),
                           fmt::format("{}", ctx), fmt::format("{}", n_tokens), chunks,

@@ -157,6 +157,10 @@ const char* prefill_kernel_name(PrefillKernel k) {
   return "best";
 }
 
+const char* prefill_entry(const AttentionVariants& v) {
+  return v.prefill_kernel == PrefillKernel::rt && v.prt.f16_tiles ? "prefill_rth" : prefill_kernel_name(v.prefill_kernel);
+}
+
 // Footprints from the WGSL declarations (attention.wgsl), each variable rounded to 16 bytes.
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
                                      uint32_t group, bool f16, uint32_t sg_lanes, DecodeKernel want,
@@ -263,9 +267,9 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     const size_t ri = first_fit(limits, rt);
     if (ri < rt.size()) {
       v.prefill_kernel = PrefillKernel::rt;
+      // f16 caches keep their halves in the tiles (prefill_rth): twice the keys in the same bytes.
       // Up to 4 words of K and of V per thread are loaded a tile ahead; past that (f32 rows, few
       // threads) a tile is copied after its barrier (RTF 0).
-      // f16 caches keep their halves in the tiles (prefill_rth): twice the keys in the same bytes.
       const bool f16_tiles = f16 && prefill_rth_wanted();
       const uint32_t tile_words = (f16_tiles ? kPrefillRthKeys : kPrefillRtKeys) * row_words;
       const uint32_t fetch = uint32_t(ceil_div(tile_words, threads[ri]));
@@ -510,8 +514,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
                                            graph::Binding::of(2, part.v), graph::Binding::of(4, scratch),
                                            graph::Binding::params(5), graph::Binding::of(6, table),
                                            graph::Binding::symbol_block(7)}});
-    const bool rth = var.prefill_kernel == PrefillKernel::rt && var.prt.f16_tiles;
-    prefill_kernels.push_back({key(rth ? "prefill_rth" : prefill_kernel_name(var.prefill_kernel), prefill_consts),
+    prefill_kernels.push_back({key(prefill_entry(var), prefill_consts),
                                {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
                                 graph::Binding::of(2, part.v), graph::Binding::of(3, out), graph::Binding::params(5),
                                 graph::Binding::of(6, table), graph::Binding::symbol_block(7)}});

@@ -138,6 +138,9 @@ struct AttentionVariants {
   uint32_t prefill_keys;  // BK: keys per prefill tile (tile only)
   WorkgroupFootprint decode, reduce, prefill;
 };
+// The prefill entry point of these variants: prefill_kernel_name, but "prefill_rth" where
+// prefill_rt keeps f16 tiles.
+const char* prefill_entry(const AttentionVariants& v);
 // The fastest variants of each kernel that fit `limits` for this shape; throws
 // std::invalid_argument naming `name`, the kernel and the limit when none does. `sg_lanes`:
 // the subgroup lanes kernels may shuffle across (gpu::subgroup_lanes; 1: none, decode_split).
