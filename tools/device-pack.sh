@@ -50,6 +50,9 @@ for p in "${programs[@]}"; do
   strip --strip-debug -o "$carry/bin/$(basename "$p")" "$build/$p"
 done
 
+# spirv-as (Debian spirv-tools, statically linked) for bench/shader-stats.sh.
+if command -v spirv-as >/dev/null; then cp "$(command -v spirv-as)" "$carry/bin/spirv-as"; fi
+
 # Dawn: the pinned .so (tools/setup.sh), compressed.
 dawn="$root/.deps/dawn/libwebgpu_wrapper.so"
 [ -f "$dawn" ] || { echo "device-pack: $dawn missing (hint: tools/setup.sh)" >&2; exit 1; }

@@ -126,6 +126,14 @@ typedef enum WGPUErrorType {
   WGPUErrorType_Force32 = 0x7FFFFFFF
 } WGPUErrorType;
 
+typedef enum WGPULoggingType {
+  WGPULoggingType_Verbose = 0x00000001,
+  WGPULoggingType_Info = 0x00000002,
+  WGPULoggingType_Warning = 0x00000003,
+  WGPULoggingType_Error = 0x00000004,
+  WGPULoggingType_Force32 = 0x7FFFFFFF
+} WGPULoggingType;
+
 // Only the features wgrt asks for or prints by name; others are printed as numbers.
 typedef enum WGPUFeatureName {
   WGPUFeatureName_DepthClipControl = 0x00000001,
@@ -330,6 +338,8 @@ typedef void (*WGPUUncapturedErrorCallback)(WGPUDevice const* device, WGPUErrorT
 typedef void (*WGPUPopErrorScopeCallback)(WGPUPopErrorScopeStatus status, WGPUErrorType type,
                                           WGPUStringView message, void* userdata1,
                                           void* userdata2);
+typedef void (*WGPULoggingCallback)(WGPULoggingType type, WGPUStringView message, void* userdata1,
+                                    void* userdata2);
 typedef void (*WGPUBufferMapCallback)(WGPUMapAsyncStatus status, WGPUStringView message,
                                       void* userdata1, void* userdata2);
 // dawn.json gives this callback no message, but the pinned libwebgpu_dawn.so passes one
@@ -368,6 +378,13 @@ typedef struct WGPUUncapturedErrorCallbackInfo {  // no mode: it fires when the 
   void* userdata1;
   void* userdata2;
 } WGPUUncapturedErrorCallbackInfo;
+
+typedef struct WGPULoggingCallbackInfo {  // dawn: the device's log (toggle output, warnings)
+  WGPUChainedStruct* nextInChain;
+  WGPULoggingCallback callback;
+  void* userdata1;
+  void* userdata2;
+} WGPULoggingCallbackInfo;
 
 typedef struct WGPUPopErrorScopeCallbackInfo {
   WGPUChainedStruct* nextInChain;
@@ -673,6 +690,7 @@ void wgpuDeviceDestroy(WGPUDevice device);
 WGPUQueue wgpuDeviceGetQueue(WGPUDevice device);
 WGPUStatus wgpuDeviceGetLimits(WGPUDevice device, WGPULimits* limits);
 WGPUBool wgpuDeviceHasFeature(WGPUDevice device, WGPUFeatureName feature);
+void wgpuDeviceSetLoggingCallback(WGPUDevice device, WGPULoggingCallbackInfo callbackInfo);
 void wgpuDevicePushErrorScope(WGPUDevice device, WGPUErrorFilter filter);
 WGPUFuture wgpuDevicePopErrorScope(WGPUDevice device, WGPUPopErrorScopeCallbackInfo callbackInfo);
 WGPUBuffer wgpuDeviceCreateBuffer(WGPUDevice device, WGPUBufferDescriptor const* descriptor);

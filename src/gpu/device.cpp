@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 
 #include "gpu/pipeline.h"
@@ -19,6 +20,36 @@ struct ErrorSink {
   std::string lost_message;
   bool closing = false;  // ~Device: the loss that follows is wgrt's own teardown
 };
+
+// WGRT_SHADER_DUMP=DIR: what Dawn's dump_shaders toggle logs (the WGSL it was given, and the
+// code it hands the driver: SPIR-V disassembly on Vulkan), one file per message, DIR/NNNN.txt,
+// under a line naming the pipeline being created (set_dump_pipeline). For reading what a
+// kernel becomes; bench/shader-stats turns the SPIR-V into the driver's register counts.
+struct ShaderDump {
+  std::mutex mu;
+  std::string dir;
+  std::string pipeline;  // the one being created, "" outside pipeline creation
+  int files = 0;
+};
+
+namespace {
+
+void on_log(WGPULoggingType, WGPUStringView message, void* u1, void*) {
+  auto* d = static_cast<ShaderDump*>(u1);
+  std::lock_guard lock(d->mu);
+  const std::string path = fmt::format("{}/{:04d}.txt", d->dir, d->files++);
+  std::ofstream f(path, std::ios::binary);
+  f << "// wgrt pipeline: " << (d->pipeline.empty() ? "(none)" : d->pipeline) << "\n";
+  f << to_string(message) << "\n";
+}
+
+}  // namespace
+
+void set_dump_pipeline(Device& dev, const std::string& label) {
+  if (!dev.dump) return;
+  std::lock_guard lock(dev.dump->mu);
+  dev.dump->pipeline = label;
+}
 
 Device::Device() = default;
 Device::Device(Device&&) noexcept = default;
@@ -36,6 +67,7 @@ Device::~Device() {
   adapter.reset();
   instance.reset();
   errors.reset();
+  dump.reset();
 }
 
 const char* backend_name(WGPUBackendType t) {
@@ -332,6 +364,12 @@ Device create_device(const DeviceOptions& opts) {
       list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     }
   }
+  const char* dump_dir = std::getenv("WGRT_SHADER_DUMP");
+  if (dump_dir && *dump_dir) {
+    dev.dump = std::make_unique<ShaderDump>();
+    dev.dump->dir = dump_dir;
+    enabled.emplace_back("dump_shaders");
+  }
   std::vector<const char*> enabled_ptrs;
   for (const std::string& t : enabled) enabled_ptrs.push_back(t.c_str());
   WGPUDawnTogglesDescriptor toggles{};
@@ -373,6 +411,12 @@ Device create_device(const DeviceOptions& opts) {
                                result.message));
   dev.device = DeviceHandle::adopt(result.device);
   dev.queue = Queue::adopt(wgpuDeviceGetQueue(dev.get()));
+  if (dev.dump) {
+    WGPULoggingCallbackInfo log{};
+    log.callback = on_log;
+    log.userdata1 = dev.dump.get();
+    wgpuDeviceSetLoggingCallback(dev.get(), log);
+  }
 
   WGPULimits granted{};
   wgpuDeviceGetLimits(dev.get(), &granted);

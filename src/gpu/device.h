@@ -67,6 +67,7 @@ struct DeviceCaps {
 };
 
 struct ErrorSink;       // callback-owned error record (device.cpp)
+struct ShaderDump;      // WGRT_SHADER_DUMP's log sink (device.cpp)
 struct PipelineCache;   // pipeline.h
 
 struct Device {
@@ -77,6 +78,7 @@ struct Device {
   DeviceCaps caps;
   std::unique_ptr<ErrorSink> errors;        // stable address for the callbacks
   std::unique_ptr<PipelineCache> pipelines; // owned by the device, shared by graphs
+  std::unique_ptr<ShaderDump> dump;         // env WGRT_SHADER_DUMP=DIR only
 
   Device();
   Device(Device&&) noexcept;
@@ -94,6 +96,10 @@ std::string feature_name(WGPUFeatureName f);
 std::vector<AdapterDesc> list_adapters(const DeviceOptions& opts);
 
 Device create_device(const DeviceOptions& opts = {});
+
+// WGRT_SHADER_DUMP: names the pipeline whose shaders Dawn logs next ("" after it); no-op when
+// the dump is off.
+void set_dump_pipeline(Device& dev, const std::string& label);
 
 // Sync point: lets Dawn deliver callbacks, then throws the device loss (DeviceLostError, each
 // time) or the first recorded uncaptured error (clearing it).

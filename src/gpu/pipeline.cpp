@@ -76,9 +76,11 @@ Pipeline make_pipeline(Device& dev, std::string_view label, WGPUShaderModule mod
   desc.compute.constants = entries.data();
   std::string what = fmt::format("creating pipeline '{}' (entry {})", label, entry);
   Pipeline p;
+  set_dump_pipeline(dev, fmt::format("{} (entry {})", label, entry));
   p.pipeline = scoped(dev, what, [&] {
     return ComputePipeline::adopt(wgpuDeviceCreateComputePipeline(dev.get(), &desc));
   });
+  set_dump_pipeline(dev, "");
   p.layout = scoped(dev, what + " layout", [&] {
     return BindGroupLayout::adopt(wgpuComputePipelineGetBindGroupLayout(p.pipeline.get(), 0));
   });
