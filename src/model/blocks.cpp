@@ -31,6 +31,28 @@ graph::TensorId residual(BuildContext& b, graph::TensorId x, graph::TensorId y, 
   return ops::add_binary(b.g, {.name = out, .op = ops::Binary::Add, .a = x, .b = y});
 }
 
+graph::TensorId layer_vector(BuildContext& b, const std::string& name, uint32_t n) {
+  auto it = b.vectors.find(name);
+  if (it == b.vectors.end()) it = b.vectors.emplace(name, load_vector(b.g, b.loader, name, n)).first;
+  return it->second;
+}
+
+bool quantizes_ahead(const BuildContext& b) {
+  if (b.o.quantize_ahead >= 0) return b.o.quantize_ahead == 1;
+  return ops::linear_q_takes_xq(graph::device_caps(b.g), ops::QuantFormat::Q4gsw, b.o.gemv_int8);
+}
+
+namespace {
+
+// The residual stream's int8 blocks for the projection that reads it now (it takes them).
+std::optional<graph::TensorId> take_hidden_xq(BuildContext& b) {
+  std::optional<graph::TensorId> t = b.hidden_xq;
+  b.hidden_xq.reset();
+  return t;
+}
+
+}  // namespace
+
 namespace {
 
 // A layer's K and V caches: one tensor each, or past the storage binding limit tensors of
@@ -104,7 +126,8 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   const ModelConfig& c = b.c;
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const LayerCaches caches = add_layer_caches(b, l);
-  graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "attn_norm.weight"), c.dim);
+  graph::TensorId norm = layer_vector(b, wname(l, "attn_norm.weight"), c.dim);
+  const std::optional<graph::TensorId> x_xq = take_hidden_xq(b);  // x quantized ahead, times norm
 
   // Fused: attn_norm inside the q|k|v projection, RoPE of q and k and the cache write after it
   // (in the gemv's epilogue at decode). Caches split by heads take the unfused cache write.
@@ -129,7 +152,8 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
                             .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
     q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
                                 .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,
-                                .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8});
+                                .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8,
+                                .xq_in = x_xq});
   } else {
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("attn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
     q = attention_unfused(b, l, h, v, caches);
@@ -139,24 +163,32 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
                                                   .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
                                                   .n_heads = c.n_heads,
                                                   .rows = b.rows, .decode_max_tokens = b.rows ? b.o.n_seqs : 1});
-  // The output projection adds the residual in its epilogue.
+  // The output projection adds the residual in its epilogue (and quantizes the sum ahead for the
+  // fused gate|up projection, which normalizes it by ffn_norm).
   LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim,
                                 wname(l, "attn_output.bias"));
-  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l));
+  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l),
+                               layer_vector(b, wname(l, "ffn_norm.weight"), c.dim));
 }
 
-graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x) {
+graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const AttentionVariant* next) {
   const ModelConfig& c = b.c;
-  graph::TensorId norm = load_vector(b.g, b.loader, wname(l, "ffn_norm.weight"), c.dim);
-  // Fused: ffn_norm inside the gate|up projection, SiLU(gate) * up in its epilogue.
+  graph::TensorId norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
+  const std::optional<graph::TensorId> x_xq = take_hidden_xq(b);  // x quantized ahead, times norm
+  // Fused: ffn_norm inside the gate|up projection, SiLU(gate) * up in its epilogue (and the
+  // product quantized ahead for a quantized down projection).
   std::optional<LinearWeight> gate_up =
       load_linear_fused(b.g, b.loader, {wname(l, "ffn_gate.weight"), wname(l, "ffn_up.weight")}, {c.ff, c.ff}, c.dim,
                         FuseLayout::SwiGlu, {wname(l, "ffn_gate.bias"), wname(l, "ffn_up.bias")});
+  LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down.weight"), c.dim, c.ff, wname(l, "ffn_down.bias"));
   graph::TensorId act;
+  std::optional<graph::TensorId> act_xq;
   if (gate_up) {
+    const bool ahead = quantizes_ahead(b) && down.kind == LinearWeight::Kind::Quant;
     act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
                                   .q = gate_up->q.q, .scales = gate_up->q.scales, .norm = norm, .eps = c.norm_eps,
-                                  .swiglu = true, .gemv_int8 = b.o.gemv_int8});
+                                  .swiglu = true, .gemv_int8 = b.o.gemv_int8, .xq_out = ahead, .xq_in = x_xq});
+    if (ahead) act_xq = ops::linear_q_xq(b.g, tname("ffn_act", l));
   } else {
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
     LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate.weight"), c.ff, c.dim, wname(l, "ffn_gate.bias"));
@@ -165,16 +197,26 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x) {
     graph::TensorId u = apply_linear(b.g, up, h, tname("ffn_up", l), b.o.gemv_int8);
     act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u});
   }
-  LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down.weight"), c.dim, c.ff, wname(l, "ffn_down.bias"));
-  return apply_linear_residual(b, down, act, x, tname("ffn_residual", l));
+  // down adds the residual (and quantizes the sum ahead for the next layer's q|k|v where that
+  // one fuses: attention_block's condition, but for the formats of its weights).
+  b.hidden_xq = act_xq;
+  std::optional<graph::TensorId> next_norm;
+  if (next && !next->qk_norm && c.head_dim % 4 == 0) next_norm = layer_vector(b, wname(l + 1, "attn_norm.weight"), c.dim);
+  return apply_linear_residual(b, down, act, x, tname("ffn_residual", l), next_norm);
 }
 
 graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
-                                      const std::string& out) {
-  if (w.kind == LinearWeight::Kind::Quant)
-    return ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
-                                   .scales = w.q.scales, .bias = w.bias, .residual = x, .more = w.more,
-                                   .gemv_int8 = b.o.gemv_int8});
+                                      const std::string& out, std::optional<graph::TensorId> next_norm) {
+  const std::optional<graph::TensorId> in_xq = take_hidden_xq(b);  // `in` quantized ahead
+  if (w.kind == LinearWeight::Kind::Quant) {
+    const bool ahead = next_norm && quantizes_ahead(b) && w.more.empty() && w.n % 16 == 0;
+    graph::TensorId y = ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
+                                                .scales = w.q.scales, .bias = w.bias, .residual = x, .more = w.more,
+                                                .gemv_int8 = b.o.gemv_int8, .xq_out = ahead,
+                                                .xq_norm = ahead ? next_norm : std::nullopt, .xq_in = in_xq});
+    if (ahead) b.hidden_xq = ops::linear_q_xq(b.g, out);
+    return y;
+  }
   graph::TensorId y = apply_linear(b.g, w, in, out + ".proj", b.o.gemv_int8);
   return residual(b, x, y, out);
 }

@@ -40,6 +40,9 @@ struct BuildOptions {
   bool all_logits = false;   // logits of every position (perplexity, --dump-logits)
   uint32_t top_k = 64;       // candidates the GPU hands the sampler
   int gemv_int8 = -1;        // the decode gemvs' activations: 1 int8, 0 f32, -1 the device's (ops::gemv_takes_int8)
+  // The fused projections write their outputs quantized ahead for the next gemv (linear_q's
+  // xq_out / xq_in): 1 on, 0 off, -1 wherever the device's gemvs read that (ops::linear_q_takes_xq).
+  int quantize_ahead = -1;
   uint32_t n_seqs = 1;       // sequences a step may mix, each with n_ctx positions of KV cache
   // The most bytes one layer's K (or V) cache tensor may take: 0 is the device's storage binding
   // limit; a cache past it is split into tensors of KV heads. Tests set it low.

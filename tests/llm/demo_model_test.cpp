@@ -28,11 +28,12 @@ json fixture(const std::string& name) {
 
 // The session the tests share: the prompt runs one token per step, as `wgrt run` does for a
 // short prompt on a CPU driver, so only the decode route's kernels are compiled.
-llm::Session demo_session(int gemv_int8 = -1) {
+llm::Session demo_session(int gemv_int8 = -1, uint32_t max_batch = 8, int quantize_ahead = -1) {
   model::BuildOptions o;
   o.n_ctx = 96;
-  o.max_batch = 8;
+  o.max_batch = max_batch;
   o.gemv_int8 = gemv_int8;
+  o.quantize_ahead = quantize_ahead;
   llm::Session s = llm::open_session(test::device(), llm::demo_model_path(), o);
   s.prompt_step = 1;
   return s;
@@ -124,6 +125,48 @@ TEST(DemoModel, GreedyWithInt8ActivationsFollowsTransformersUpToNearTies) {
   const json ref = fixture("greedy.json");
   const float tol = 0.01f * fixture("logits-top8.json")["max_abs_logit"].get<float>();
   llm::Session s = demo_session(1);
+  const std::vector<int32_t> prompt = ref["prompt_ids"];
+  const std::vector<int32_t> want = ref["q8_0"];
+  llm::eval(s, prompt, {}, llm::Readout::All);
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(fmt::format("token {}", i));
+    const int32_t got = int32_t(llm::read_argmax(s));
+    if (got != want[i]) {
+      const std::vector<float> logits = llm::read_logits(s);
+      EXPECT_GE(logits[want[i]], logits[got] - tol) << "picked " << got << " over " << want[i];
+      EXPECT_GE(i, 4u) << "the first tokens have clear margins";
+      break;
+    }
+    llm::eval(s, std::span<const int32_t>(&got, 1), {}, llm::Readout::All);
+  }
+}
+
+// With the activations quantized ahead (each fused projection writes its output as int8 blocks
+// of 16 for the next gemv, linear_q's xq_out / xq_in; a GPU's default at one token per step, a
+// graph of one-row steps here), the prompt's logits stay within the int8 run's bound of
+// transformers' and greedy decoding follows its tokens up to near ties, as with int8 x above.
+TEST(DemoModel, ActivationsQuantizedAheadFollowTransformers) {
+  const json ref = fixture("greedy.json"), top8 = fixture("logits-top8.json");
+  const float tol = 0.01f * top8["max_abs_logit"].get<float>();
+  llm::Session s = demo_session(1, 1, 1);
+  const graph::Graph& g = *s.mg.graph;
+  for (const char* t : {"attn_residual.0.xq_ahead", "ffn_act.0.xq_ahead", "ffn_residual.0.xq_ahead"})
+    EXPECT_NO_THROW(graph::find_tensor(g, t)) << t << ": a projection that writes its output quantized ahead";
+  EXPECT_THROW(graph::find_tensor(g, "ffn_residual.5.xq_ahead"), std::exception)
+      << "the last layer's down projection feeds the output head, which stages its x";
+  // The prompt, one token per step (the gemv route: the fused projections read x quantized ahead).
+  const std::vector<int32_t> ids = top8["ids"];
+  size_t row = 0;
+  llm::eval(s, ids, [&](size_t, size_t) {
+    const std::vector<float> logits = llm::read_logits(s);
+    const json& top = top8["top8"][row];
+    for (size_t k = 0; k < top["ids"].size(); ++k)
+      EXPECT_NEAR(logits[top["ids"][k].get<int32_t>()], top["logits"][k].get<float>(), 2 * tol) << "position " << row;
+    ++row;
+  }, llm::Readout::Logits);
+  EXPECT_EQ(row, ids.size());
+  // Greedy decoding after a rewind, against transformers' tokens.
+  llm::reset(s);
   const std::vector<int32_t> prompt = ref["prompt_ids"];
   const std::vector<int32_t> want = ref["q8_0"];
   llm::eval(s, prompt, {}, llm::Readout::All);

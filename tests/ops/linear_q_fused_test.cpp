@@ -23,6 +23,7 @@
 #include "reference/silu_mul_ref.h"
 #include "support/device.h"
 #include "support/op_harness.h"
+#include "support/quant_weights.h"
 #include "support/random.h"
 
 namespace wgrt::test {
@@ -65,55 +66,6 @@ uint32_t act_group(const FusedCase& c, uint32_t m) {
   return ops::is_k_quant(c.format) || gemv ? 32 : c.gs;
 }
 
-// A weight from random GGUF blocks (K-quants, Q4_1, Q5_0, Q5_1), and the reference's reading
-// of those blocks.
-std::pair<ops::QuantWeight, std::vector<float>> random_k_weight(QuantFormat f, uint32_t n, uint32_t k, uint32_t seed) {
-  const size_t blocks = size_t(n) * k / 256, count = size_t(n) * k;
-  switch (f) {
-    case QuantFormat::Q41: {
-      auto b = random_legacy_blocks(count / 32, seed, 20);
-      return {ops::repack_gguf_q4_1(b, n, k), ref::dequant_gguf_q4_1(b, count)};
-    }
-    case QuantFormat::Q50: {
-      auto b = random_legacy_blocks(count / 32, seed, 22);
-      return {ops::repack_gguf_q5_0(b, n, k), ref::dequant_gguf_q5_0(b, count)};
-    }
-    case QuantFormat::Q51: {
-      auto b = random_legacy_blocks(count / 32, seed, 24);
-      return {ops::repack_gguf_q5_1(b, n, k), ref::dequant_gguf_q5_1(b, count)};
-    }
-    case QuantFormat::IQ4XS: {
-      auto b = random_iq4_xs_blocks(blocks, seed);
-      return {ops::repack_gguf_iq4_xs(b, n, k), ref::dequant_gguf_iq4_xs(b, count)};
-    }
-    case QuantFormat::Q4K: {
-      auto b = random_k_blocks(blocks, seed, false);
-      return {ops::repack_gguf_q4_k(b, n, k), ref::dequant_gguf_q4_k(b, count)};
-    }
-    case QuantFormat::Q5K: {
-      auto b = random_k_blocks(blocks, seed, true);
-      return {ops::repack_gguf_q5_k(b, n, k), ref::dequant_gguf_q5_k(b, count)};
-    }
-    case QuantFormat::Q2K: {
-      auto b = random_q23_k_blocks(blocks, seed, false);
-      return {ops::repack_gguf_q2_k(b, n, k), ref::dequant_gguf_q2_k(b, count)};
-    }
-    case QuantFormat::Q3K: {
-      auto b = random_q23_k_blocks(blocks, seed, true);
-      return {ops::repack_gguf_q3_k(b, n, k), ref::dequant_gguf_q3_k(b, count)};
-    }
-    default: {
-      auto b = random_q6_k_blocks(blocks, seed);
-      return {ops::repack_gguf_q6_k(b, n, k), ref::dequant_gguf_q6_k(b, count)};
-    }
-  }
-}
-
-std::vector<float> dequant(const ops::QuantWeight& w) {
-  return w.format == QuantFormat::Q4gsw ? ref::dequant_q4gsw(w.q, w.scales, w.n, w.k, w.gs)
-                                        : ref::dequant_q8(w.q, w.scales, w.n, w.k, w.gs);
-}
-
 // Reference rows of the fused weight: gate row j at (j / 16) * 32 + j % 16, up 16 rows on.
 std::vector<float> pick_rows(const std::vector<float>& w, uint32_t k, uint32_t n, bool up) {
   std::vector<float> out;
@@ -143,15 +95,7 @@ void run_fused(const FusedCase& c) {
   if (am) mark_output(g, *am);
   build(g);
 
-  ops::QuantWeight w;
-  std::vector<float> wd;
-  if (ops::from_gguf_blocks(c.format)) {
-    std::tie(w, wd) = random_k_weight(c.format, c.n, c.k, 11 + c.n);
-  } else {
-    auto wf = random_floats(size_t(c.n) * c.k, 11 + c.n, -1.f, 1.f);
-    w = ops::quantize(c.format, wf, c.n, c.k, c.gs);
-    wd = dequant(w);
-  }
+  auto [w, wd] = random_quant_weight(c.format, c.n, c.k, c.gs, 11 + c.n);
   ops::write_quant_weight(g, wt, w);
   std::vector<float> nv, bv;
   if (norm) {
@@ -395,7 +339,7 @@ void run_parts(std::vector<QuantFormat> formats, bool residual) {
   mark_output(g, y);
   build(g);
   for (size_t i = 0; i < formats.size(); ++i) {
-    auto [w, deq] = random_k_weight(formats[i], rows[i], k, 70 + uint32_t(i));
+    auto [w, deq] = random_quant_weight(formats[i], rows[i], k, 32, 70 + uint32_t(i));
     ops::write_quant_weight(g, wts[i], w);
     wd.insert(wd.end(), deq.begin(), deq.end());
   }

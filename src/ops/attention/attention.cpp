@@ -468,6 +468,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
     decode_consts.push_back({"VKL", double(var.vec.lanes)});
     decode_consts.push_back({"VWG", double(var.vec.threads)});
+    if (const char* probe = std::getenv("WGRT_DECODE_PROBE"))  // attention_decode_vec.wgsl VPROBE
+      decode_consts.push_back({"VPROBE", double(std::atoi(probe))});
   }
   if (var.decode_kernel == DecodeKernel::sg) {
     decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});

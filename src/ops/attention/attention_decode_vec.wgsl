@@ -15,6 +15,9 @@
 override VKL: u32 = 16u;   // lanes per key group: a power of two >= row_words(), <= SG
 override VWG: u32 = 128u;  // threads, a multiple of SG
 const VKEYS: u32 = 4u;     // keys per group and turn (k0..k3, v0..v3 below)
+// A measuring aid (WGRT_DECODE_PROBE, wrong results on purpose): 1 keeps the K/V loads and the
+// merge but drops the scores and the softmax (the words are summed into the output).
+override VPROBE: u32 = 0u;
 
 // Lane state: q (scaled) and the V sums of element e of this lane's word, heads as components.
 var<private> vq0: vec4<f32>;
@@ -190,6 +193,15 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     // The next turn's words first: their loads overlap this turn's arithmetic.
     let next = key0 + TURN;
     let nxt = vx_load(next, dw, w, on);
+    if (VPROBE == 1u) {
+      let u = (cur.k0 ^ cur.k1) ^ (cur.k2 ^ cur.k3) ^ (cur.v0 ^ cur.v1) ^ (cur.v2 ^ cur.v3);
+      va0 += vec4<f32>(u);
+      vl += vec4<f32>(1.0);
+      vm = vec4<f32>(0.0);
+      key0 = next;
+      cur = nxt;
+      continue;
+    }
 
     let ok0 = key0 < k_end;
     let ok1 = key0 + 1u < k_end;

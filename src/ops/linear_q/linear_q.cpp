@@ -167,7 +167,7 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
       case LinearQStep::Gemv: {
         plan.params[j].set(part_params(pp));
         const uint32_t rows = c.swiglu ? pp.n / 2 : pp.n;  // swiglu: a row set makes 2 outputs of 4 rows
-        const uint64_t tiles = ceil_div(rows, c.swiglu ? kLinearQGemvRows / 2 : kLinearQGemvRows);
+        const uint64_t tiles = ceil_div(rows, (c.swiglu ? 2 : 4) * c.gemv_sets);
         plan.grids[j] = grid_1d(tiles * out_m, maxg);  // a workgroup per tile and row of x
         break;
       }
@@ -320,6 +320,19 @@ bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
   return caps.adapter.type != WGPUAdapterType_CPU;
 }
 
+bool linear_q_takes_xq(const gpu::DeviceCaps& caps, QuantFormat f, int forced_int8) {
+  if (const char* env = std::getenv("WGRT_GEMV_XQ")) {
+    const std::string v = env;
+    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_GEMV_XQ='{}' (hint: 0 or 1)", v));
+    if (v == "0") return false;
+  }
+  return gemv_takes_int8(caps, f, forced_int8) && kernel_bits(f) > 3;
+}
+
+graph::TensorId linear_q_xq(const graph::Graph& g, const std::string& name) {
+  return graph::find_tensor(g, name + ".xq_ahead");
+}
+
 namespace {
 
 // Whether the gemv turns q and k itself (gemv_rope): each lane's 4 columns must be two pairs of
@@ -340,7 +353,7 @@ bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<co
   return true;
 }
 
-enum class Scratch : uint8_t { Partial, Normed, GateUp, Qkv, Xq, Xs, Split };
+enum class Scratch : uint8_t { Partial, Normed, GateUp, Qkv, Xq, Xs, Split, XqOut };
 
 void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
                const std::string& name) {
@@ -425,6 +438,19 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     if (a.dtype != graph::DType::U32 || a.max_shape != graph::Shape{1})
       throw std::invalid_argument(fmt::format("{}: argmax_out must be u32 [1]", d.name));
   }
+  if (d.xq_out && (parts.size() > 1 || d.rope || d.argmax_out || d.last_row || n_out % 16 != 0))
+    throw std::invalid_argument(fmt::format("{}: xq_out takes one weight of a multiple of 16 outputs (not {}) and no "
+                                            "rope, argmax or last_row", d.name, n_out));
+  if (d.xq_norm && (!d.xq_out || d.norm))
+    throw std::invalid_argument(fmt::format("{}: xq_norm goes with xq_out and without norm (both bind the kernels' "
+                                            "norm weight)", d.name));
+  if (d.xq_norm) check_f32(g, *d.xq_norm, {n_out}, "xq norm weight", d.name);
+  if (d.xq_in) {
+    const graph::Tensor& t = graph::tensor_info(g, *d.xq_in);
+    if (t.dtype != graph::DType::U32 || t.max_shape != graph::Shape{linear_q_xq_words(k)})
+      throw std::invalid_argument(fmt::format("{}: xq_in must be u32 [{}] (a producer's xq of K = {} values)", d.name,
+                                              linear_q_xq_words(k), k));
+  }
 
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {y_rows, n_out});
   // Bindings a variant declares but does not read get x (read-only, never written here).
@@ -436,7 +462,18 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const bool gemv_rope = d.rope && gemv_turns_rope(caps, *d.rope, part_plans);
   const uint32_t m_block = gemv_m_block();
   // xr: rows of x per gemv workgroup (GV_XR; gemv_multi's kernels)
-  auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool split = false, uint32_t xr = 1) {
+  // x quantized ahead (one row of x): this node's one-row gemv writes its output as xq blocks too
+  // (gemv_xq, gemv_swiglu_xq: the node's one-row kernels take 8 row sets with swiglu, 16 outputs a
+  // workgroup), and reads its x from xq_in (XQ_IN) where its gemv route serves one row only and
+  // the part's format can.
+  const uint32_t out_sets = d.xq_out && d.swiglu ? 8 : 4;
+  bool one_row_gemv = false;  // the gemv route serves one row only (set with the routes below)
+  auto reads_xq = [&](const LinearQPart& wp) {
+    return d.xq_in && one_row_gemv && linear_q_takes_xq(caps, wp.format, d.gemv_int8);
+  };
+  // xr: rows of x per gemv workgroup (GV_XR; gemv_multi's kernels); xq: the gemv route's kernel
+  auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool split = false, uint32_t xr = 1,
+                 bool xq = false) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
                                                 {"SCALES", kernel_scales(wp.format)},
@@ -449,11 +486,24 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
         extra.push_back({"GM_M", double(m_block)});
         lanes = std::min(lanes, 8 * gpu::subgroup_lanes(caps));  // linear_q_gemv_m.wgsl GM_SUBS
       }
+      const bool int8 = gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8);
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
-      extra.push_back({"GV_TK", double(lanes)});
-      extra.push_back({"XI8", gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8) ? 1.0 : 0.0});
+      extra.push_back({"XI8", int8 ? 1.0 : 0.0});
       if (!gm) extra.push_back({"GV_XR", double(xr)});
+      if (!gm && xr == 1 && out_sets != 4) {
+        lanes = std::min(lanes, caps.limits.maxComputeInvocationsPerWorkgroup / out_sets);
+        if (lanes < gpu::subgroup_lanes(caps))
+          throw std::invalid_argument(fmt::format("{}: {} row sets of a subgroup each pass the device's {} invocations "
+                                                  "per workgroup (hint: no xq_out)", d.name, out_sets,
+                                                  caps.limits.maxComputeInvocationsPerWorkgroup));
+        extra.push_back({"GV_SETS", double(out_sets)});
+      }
+      if (xq && d.xq_norm) extra.push_back({"XQ_NORM", 1.0});
+      if (xq && reads_xq(wp)) extra.push_back({"XQ_IN", 1.0});
+      extra.push_back({"GV_TK", double(lanes)});
+      if (const char* probe = std::getenv("WGRT_GEMV_PROBE"); probe && !gm)  // linear_q.wgsl GV_PROBE
+        extra.push_back({"GV_PROBE", double(std::atoi(probe))});
       if (std::string_view(entry) == "gemv_rope")
         extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
                                    {"ROPE_NROT", double(rope_caches->n_rot)},
@@ -479,6 +529,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     scratch_kind.push_back(kind);
     return id;
   };
+  // The output quantized ahead for the next gemv (xq_out): written by the one-row gemv.
+  std::optional<graph::TensorId> xq_out;
+  if (d.xq_out) xq_out = scratch(Scratch::XqOut, ".xq_ahead", graph::DType::U32, {linear_q_xq_words(n_out)});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.x, 0), {}};
   std::vector<std::pair<graph::RouteId, std::vector<LinearQStep>>> route_steps;  // what each route's kernels are
   auto add_route = [&](graph::RouteId id, const char* name, int64_t lo, int64_t hi, std::vector<graph::KernelSpec> ks,
@@ -493,6 +546,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   // The gemv's rows past the first, where gemv_multi takes them: [2, gemv_hi].
   const int64_t gemv_hi = d.last_row ? max_m : std::min<int64_t>(has_gemv_m ? m_from - 1 : gemv_m, max_m);
   const bool has_multi = !d.last_row && gemv_hi >= 2 && gemv_multi_on(caps, d.gemv_int8, d.gemv_x);
+  one_row_gemv = has_multi || gemv_hi <= 1;
   // Rows of x per workgroup: gemv_x_rows(), halved while the kernel's workgroup memory passes the
   // device's limit (4 rows at 64 lanes need 23,552 bytes; WebGPU's default limit is 16,384).
   uint32_t multi_x = has_multi ? gemv_x_rows(d.gemv_x) : 1;
@@ -514,17 +568,22 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   // The gemv kernel of part i over x (norm: fused) into yv (swiglu: y), xr rows of x per
   // workgroup; also the GemvM route's fallback.
   auto gemv_kernel = [&](uint32_t i, graph::TensorId xv, bool norm, graph::TensorId yv, bool turn_rope,
-                         std::optional<graph::TensorId> partial, uint32_t xr = 1) {
-    const char* entry = d.swiglu ? "gemv_swiglu" : d.argmax_out ? "gemv_argmax" : turn_rope ? "gemv_rope" : "gemv";
-    std::vector<Binding> b = {Binding::of(0, xv), Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales),
-                              Binding::of(3, bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nw)};
+                         std::optional<graph::TensorId> partial, uint32_t xr = 1, bool xq = false) {
+    // xq: the gemv route's kernel (one row of x at a time): x quantized ahead in, xq out.
+    const char* entry = d.swiglu ? (xq && xq_out ? "gemv_swiglu_xq" : "gemv_swiglu")
+                        : d.argmax_out ? "gemv_argmax" : turn_rope ? "gemv_rope" : xq && xq_out ? "gemv_xq" : "gemv";
+    const graph::TensorId xin = xq && reads_xq(parts[i]) ? *d.xq_in : xv;
+    const graph::TensorId nwv = xq && d.xq_norm ? *d.xq_norm : nw;
+    std::vector<Binding> b = {Binding::of(0, xin), Binding::of(1, parts[i].q), Binding::of(2, parts[i].scales),
+                              Binding::of(3, bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nwv)};
     if (turn_rope)
       b.insert(b.end(), {Binding::of(12, d.rope->freqs), Binding::of(13, d.rope->k_cache),
                          Binding::of(14, d.rope->v_cache), Binding::symbol_block(15)});
     else if (!d.swiglu)
       b.push_back(Binding::of(9, res));  // gemv_swiglu and gemv_rope add no residual
     if (partial) b.push_back(Binding::of(11, *partial));
-    return graph::KernelSpec{key(parts[i], entry, norm, false, xr), b};
+    if (xq && xq_out) b.push_back(Binding::of(11, *xq_out));
+    return graph::KernelSpec{key(parts[i], entry, norm, false, xr, xq), b};
   };
 
   // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
@@ -539,7 +598,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       partial = scratch(Scratch::Partial, ".partial", graph::DType::U32, {uint32_t(ceil_div(n, kLinearQGemvRows)), 2});
     for (uint32_t i = 0; i < parts.size(); ++i) {
       const uint32_t xr = multi ? part_plans[i].gemv_x : 1;
-      ks.push_back(gemv_kernel(i, d.x, d.norm.has_value(), yv, gemv_rope, partial, xr));
+      ks.push_back(gemv_kernel(i, d.x, d.norm.has_value(), yv, gemv_rope, partial, xr, !multi));
       steps.push_back({xr > 1 ? LinearQStep::GemvMulti : LinearQStep::Gemv, i});
     }
     if (partial) {
@@ -667,6 +726,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   if (d.rope) outputs.insert(outputs.end(), {d.rope->k_cache, d.rope->v_cache});
 
   std::vector<graph::TensorId> inputs = {d.x};
+  if (d.xq_in) inputs.push_back(*d.xq_in);
   for (const LinearQPart& wp : parts) inputs.insert(inputs.end(), {wp.q, wp.scales});
   for (const auto& t : {d.bias, d.norm, d.residual})
     if (t) inputs.push_back(*t);
@@ -676,6 +736,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   const LinearQPlanCtx base{.n = n, .k = k, .gs = act_gs, .has_bias = d.bias.has_value(),
                             .norm = d.norm.has_value(), .eps = d.eps,
                             .swiglu = d.swiglu, .last_row = d.last_row, .gemv_m_block = m_block,
+                            .gemv_sets = out_sets,
                             .parts = part_plans, .name = d.name,
                             .rope = d.rope, .rope_caches = rope_caches.value_or(RopeQkvCaches{})};
   uint64_t weight_bytes = 0;
@@ -700,6 +761,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
               switch (scratch_kind[i]) {
                 case Scratch::Partial: break;  // fixed: a pair per gemv workgroup
                 case Scratch::Split: break;    // fixed: the most slices of the most rows
+                case Scratch::XqOut: out = graph::Shape{linear_q_xq_words(n_out)}; break;  // one row
                 case Scratch::Normed: out = graph::Shape{m, base.k}; break;
                 case Scratch::GateUp:
                 case Scratch::Qkv: out = graph::Shape{m, base.n}; break;

@@ -95,9 +95,28 @@ struct LinearQDesc {
   int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off (no gemv_m either), -1 the device's
   uint32_t gemv_x = 0;                  // rows of x per gemv_multi workgroup (1: no gemv_multi); 0: gemv_x_rows()
   uint32_t gemv_m_from = 0;             // gemv_m's first row count (17: none); 0: gemv_m_from()
+  // x quantized ahead (linear_q.wgsl XQ_IN / XQ_OUT), for one row of x, where one gemv feeds the
+  // next: the producer's gemv also writes its output as int8 blocks, `<name>.xq_ahead`
+  // (linear_q_xq_words(N) u32; xq_norm: times the consumer's RMS-norm weight, [N]), and the
+  // consumer's gemv reads its x from there (xq_in) where it can (linear_q_takes_xq) instead of
+  // staging it. The producer's N is a multiple of 16, it has one weight and no rope or argmax.
+  bool xq_out = false;
+  std::optional<graph::TensorId> xq_norm;  // with xq_out; not with norm (both bind nw4)
+  std::optional<graph::TensorId> xq_in;    // a producer's `<name>.xq_ahead`, of this node's x
 };
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
+
+// u32 words of an xq row of k values (linear_q.wgsl's layout): int8 values twice (natural and q4
+// order), a (scale, sum) pair per 16 values and a sum of squares per 16.
+constexpr uint32_t linear_q_xq_words(uint32_t k) { return k / 4 + k / 4 + k / 8 + k / 16; }
+// The xq output of the node named `name` (LinearQDesc::xq_out).
+graph::TensorId linear_q_xq(const graph::Graph& g, const std::string& name);
+// Whether a one-row gemv of a weight of format f reads x quantized ahead on this device: with
+// int8 x (gemv_takes_int8), for the formats whose rows read 32-value chunks (not q2k / q3k),
+// where its gemv route serves one row only (GPUs, or gemv_multi forced). WGRT_GEMV_XQ=0 turns
+// it off (to measure). forced_int8: LinearQDesc::gemv_int8.
+bool linear_q_takes_xq(const gpu::DeviceCaps& caps, QuantFormat f, int forced_int8 = -1);
 
 // Whether the gemv of a weight of format f takes int8 activations on this device (XI8: x
 // quantized per 32 values while staged, as the gemm's; the tests' references follow it).
@@ -183,6 +202,7 @@ struct LinearQPlanCtx {
   bool swiglu = false;
   bool last_row = false;
   uint32_t gemv_m_block = kLinearQGemvMBlock;  // rows of x per gemv_m workgroup (its kernels' GM_M)
+  uint32_t gemv_sets = 4;  // row sets per workgroup of the one-row gemv (8: swiglu writing xq)
   std::vector<LinearQPartPlan> parts;
   std::string name;                  // the node's (errors)
   std::optional<ops::RopeQkv> rope;  // and its caches

@@ -124,9 +124,10 @@ override RES: bool = false;
 // Lanes along K per row set: 32 (one subgroup), or 64 where few rows leave the GPU short of
 // warps (two subgroups per set, reduced through workgroup memory).
 override GV_TK: u32 = 32u;
-const GV_SETS: u32 = 4u;
+// Row sets per workgroup: 4, or 8 for gemv_swiglu_xq's node (16 outputs: one xq block).
+override GV_SETS: u32 = 4u;
 override GV_WG: u32 = GV_SETS * GV_TK;
-const GV_ROWS: u32 = 16u;  // GV_SETS * 4
+const GV_ROWS: u32 = 16u;  // weight rows per workgroup at 4 sets (gemv_argmax's partials)
 
 @group(0) @binding(9) var<storage, read> res: array<f32>;      // [M, N] residual (RES)
 @group(0) @binding(10) var<storage, read> nw4: array<vec4<f32>>;  // [K] norm weight (NORM)
@@ -367,6 +368,76 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
 // their unpacked bytes: two logic ops and two packed dots per 8 q4 values. Needs subgroups of
 // 4 or more lanes (the 4 threads staging a chunk share its absmax by shuffles).
 override XI8: bool = false;
+// ---- x quantized ahead (one row of x, the decode step's gemv) ------------------------------
+// A gemv whose output another gemv reads next can write that output as int8 blocks too
+// (gemv_xq, gemv_swiglu_xq), so the consumer's workgroups read their chunks of x straight from
+// memory (XQ_IN) instead of each staging and quantizing x before its first dot product: that
+// staging took 16-26% of the H200 decode gemvs (docs/PERFORMANCE.md). The block is the producer workgroup's 16
+// outputs, one scale each. An xq row of K values, u32 words (linear_q.h linear_q_xq_words):
+//   [0, K/4)            the int8 values, natural order (q6k, q8 consumers)
+//   [K/4, K/2)          the same, q4 order: per 8 values 0, 2, 4, 6 then 1, 3, 5, 7 (q4 / q5)
+//   [K/2, K/2 + K/8)    per block b: its scale, then the sum of its 16 int8 values (f32)
+//   [5K/8, 5K/8 + K/16) per block: the sum of squares of its f32 outputs (an RMS-norm consumer's)
+// XQ_NORM quantizes the outputs times the consumer's norm weight (bound as nw4), else as they
+// are. The consumer binds the xq row as x4 (bitcast); its NORM takes the sums of squares.
+override XQ_IN: bool = false;
+override XQ_NORM: bool = false;
+
+var<workgroup> gv_qv: array<f32, 16>;  // the block's values (times the norm weight)
+var<workgroup> gv_qss: array<f32, 8>;  // each row set's sum of squares
+
+// XQ_IN: chunk c of the xq row (words in this format's order; s = (scale0, sum0, scale1, sum1)
+// of its two blocks); NORM: row set 0's live lanes take the blocks' sums of squares.
+fn gv_xq_chunk(c: u32, live: bool, lid: u32) -> XChunk {
+  let wb = select(0u, p.k / 16u, BITS == 4u || BITS == 5u);  // vec4 index of the words
+  let x = XChunk(bitcast<vec4<u32>>(x4[wb + 2u * c]), bitcast<vec4<u32>>(x4[wb + 2u * c + 1u]), x4[p.k / 8u + c]);
+  if (NORM && live && lid < GV_TK) {
+    let ss = x4[5u * p.k / 32u + c / 2u];
+    gv_ss.x += select(ss.x + ss.y, ss.z + ss.w, (c % 2u) == 1u);
+  }
+  return x;
+}
+
+// The workgroup's 16 outputs as xq block `blk` of a row of `width` values. `v`: lane 0 of
+// each row set holds `per` of them (at per * set ..), their norm weights from column `col` (a
+// multiple of 4 when per is 4). Every thread of the workgroup calls it (a barrier inside).
+fn gv_put_xq(v: vec4<f32>, per: u32, col: u32, blk: u32, width: u32, lid: u32) {
+  let rs = lid / GV_TK;  // the row set
+  if (lid % GV_TK == 0u) {
+    var u = v;
+    if (XQ_NORM) { u *= nw4[col / 4u]; }
+    var ss = 0.0;
+    for (var i = 0u; i < per; i++) {
+      gv_qv[per * rs + i] = u[i];
+      ss += v[i] * v[i];
+    }
+    gv_qss[rs] = ss;
+  }
+  workgroupBarrier();
+  if (lid >= 8u) { return; }
+  var amax = 0.0;
+  for (var i = 0u; i < 16u; i++) { amax = max(amax, abs(gv_qv[i])); }
+  let inv = select(0.0, 127.0 / amax, amax > 0.0);
+  // Thread w < 4: natural word w (values 4w ..); 4 + w: q4-order word w (8-group w / 2, odd w % 2).
+  let w = lid % 4u;
+  var at = vec4<u32>(4u * w) + vec4<u32>(0u, 1u, 2u, 3u);
+  if (lid >= 4u) { at = vec4<u32>(8u * (w / 2u) + w % 2u) + vec4<u32>(0u, 2u, 4u, 6u); }
+  let q = vec4<i32>(round(vec4<f32>(gv_qv[at.x], gv_qv[at.y], gv_qv[at.z], gv_qv[at.w]) * inv));
+  part[select(0u, width / 4u, lid >= 4u) + 4u * blk + w] = pack4xI8(q);
+  if (lid == 0u) {
+    var hs = 0;
+    for (var i = 0u; i < 16u; i++) { hs += i32(round(gv_qv[i] * inv)); }
+    var tot = 0.0;
+    for (var i = 0u; i < GV_SETS; i++) { tot += gv_qss[i]; }
+    part[width / 2u + 2u * blk] = bitcast<u32>(amax / 127.0);
+    part[width / 2u + 2u * blk + 1u] = bitcast<u32>(f32(hs));
+    part[5u * width / 8u + blk] = bitcast<u32>(tot);
+  }
+}
+
+// A measuring aid (WGRT_GEMV_PROBE, wrong results on purpose): 1 leaves x's staging out (a
+// made-up chunk, no barriers), 2 also the dot products (the weight and factor loads alone).
+override GV_PROBE: u32 = 0u;
 
 // Turn `it`'s 32-value chunk j from threads 4j .. 4j + 3, 8 values each, into gv_x's slots
 // 3j, 3j + 1 (8 int8 quadruples, bitcast: gv_x is f32) and 3j + 2 = (scale, sum of the first 16
@@ -448,6 +519,18 @@ fn i8_chunk(w: vec4<u32>, w2: vec4<u32>, hw: u32, x: XChunk) -> i32 {
          i4_dot(w.w, hw >> 24u, x.b.z, x.b.w);
 }
 
+// i8_chunk's two halves (values 0..15, 16..31), for x quantized in blocks of 16 (XQ_IN).
+fn i8_halves(w: vec4<u32>, w2: vec4<u32>, hw: u32, x: XChunk) -> vec2<i32> {
+  if (BITS == 8u) {
+    return vec2<i32>(dot4I8Packed(w.x, x.a.x) + dot4I8Packed(w.y, x.a.y) + dot4I8Packed(w.z, x.a.z) +
+                         dot4I8Packed(w.w, x.a.w),
+                     dot4I8Packed(w2.x, x.b.x) + dot4I8Packed(w2.y, x.b.y) + dot4I8Packed(w2.z, x.b.z) +
+                         dot4I8Packed(w2.w, x.b.w));
+  }
+  return vec2<i32>(i4_dot(w.x, hw, x.a.x, x.a.y) + i4_dot(w.y, hw >> 8u, x.a.z, x.a.w),
+                   i4_dot(w.z, hw >> 16u, x.b.x, x.b.y) + i4_dot(w.w, hw >> 24u, x.b.z, x.b.w));
+}
+
 // gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8), q2k / q3k (gv_rows_q23_i8) and
 // iq4_xs (no XI8).
 // value = scale * q - min, so a chunk adds xs * (scale * dot(q, qx) - min * sum(qx)).
@@ -483,16 +566,39 @@ fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let h1 = gv_hi(r.y, c);
     let h2 = gv_hi(r.z, c);
     let h3 = gv_hi(r.w, c);
-    gv_stage_i8(xo, it, 0u, lid, 0u);
-    workgroupBarrier();
-    let x = gv_xchunk(t, 0u);
+    if (GV_PROBE >= 2u) {  // the loads alone
+      let u = (w0 ^ w1) ^ (w2 ^ w3) ^ (v0 ^ v1) ^ (v2 ^ v3);
+      let sum = f0 + f1 + f2 + f3;
+      if (live) { a += vec4<f32>(f32(u.x ^ u.y), f32(u.z ^ u.w), sum.x, sum.y); }
+      continue;
+    }
+    if (XQ_IN) {  // x quantized ahead: two blocks of 16 per chunk, a scale each
+      let xq = gv_xq_chunk(c, live, lid);
+      let p0 = i8_halves(w0, v0, h0, xq);
+      let p1 = i8_halves(w1, v1, h1, xq);
+      let p2 = i8_halves(w2, v2, h2, xq);
+      let p3 = i8_halves(w3, v3, h3, xq);
+      let sh = fma(xq.s.x, xq.s.y, xq.s.z * xq.s.w);  // the sum of x's int8 values times their scales
+      let dq = vec4<f32>(fma(fma(xq.s.x, f32(p0.x), xq.s.z * f32(p0.y)), f0.x, -f0.y * sh),
+                         fma(fma(xq.s.x, f32(p1.x), xq.s.z * f32(p1.y)), f1.x, -f1.y * sh),
+                         fma(fma(xq.s.x, f32(p2.x), xq.s.z * f32(p2.y)), f2.x, -f2.y * sh),
+                         fma(fma(xq.s.x, f32(p3.x), xq.s.z * f32(p3.y)), f3.x, -f3.y * sh));
+      if (live) { a += dq; }
+      continue;
+    }
+    var x = XChunk(vec4<u32>(t * 0x01010101u), vec4<u32>(it * 0x01010101u), vec4<f32>(0.5, 3.0, 4.0, 0.0));
+    if (GV_PROBE == 0u) {
+      gv_stage_i8(xo, it, 0u, lid, 0u);
+      workgroupBarrier();
+      x = gv_xchunk(t, 0u);
+    }
     let qs = x.s.y + x.s.z;
     let d = vec4<f32>(fma(f32(i8_chunk(w0, v0, h0, x)), f0.x, -f0.y * qs),
                       fma(f32(i8_chunk(w1, v1, h1, x)), f1.x, -f1.y * qs),
                       fma(f32(i8_chunk(w2, v2, h2, x)), f2.x, -f2.y * qs),
                       fma(f32(i8_chunk(w3, v3, h3, x)), f3.x, -f3.y * qs));
     if (live) { a = fma(d, vec4<f32>(x.s.x), a); }
-    workgroupBarrier();  // before the next turn overwrites gv_x
+    if (GV_PROBE == 0u) { workgroupBarrier(); }  // before the next turn overwrites gv_x
   }
   return a;
 }
@@ -601,20 +707,40 @@ fn gv_finish(v: f32, m: u32, n: u32) -> f32 {
   return o;
 }
 
-@compute @workgroup_size(GV_WG)
-fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+// The gemv's outputs: y, and row 0's 4 in lane 0 of each row set (gemv_xq's).
+fn gemv_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec4<f32> {
   let n0 = gv_set(wid, nwg, lid) * 4u;
   let m0 = gv_m0(wid, nwg);
   let acc = gv_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), m0, p.x_row, lid);
-  if (lid % GV_TK != 0u) { return; }
-  for (var q = 0u; q < GV_XR; q++) {
-    let m = m0 + q;
-    let a = gv_pick(acc, q);
-    for (var r = 0u; r < 4u; r++) {
-      if (m < p.m && n0 + r < p.n) { y[m * p.ld + p.y_off + n0 + r] = gv_finish(a[r], m, n0 + r); }
+  var out = vec4<f32>(0.0);
+  if (lid % GV_TK == 0u) {
+    for (var q = 0u; q < GV_XR; q++) {
+      let m = m0 + q;
+      let a = gv_pick(acc, q);
+      for (var r = 0u; r < 4u; r++) {
+        if (m < p.m && n0 + r < p.n) {
+          let o = gv_finish(a[r], m, n0 + r);
+          y[m * p.ld + p.y_off + n0 + r] = o;
+          out[r] = o;
+        }
+      }
     }
   }
+  return out;
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  _ = gemv_body(wid, nwg, lid);
+}
+
+// gemv, and with one row of x (uniform) its outputs also as xq block n0 / 16 (N a multiple of 16).
+@compute @workgroup_size(GV_WG)
+fn gemv_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let out = gemv_body(wid, nwg, lid);
+  if (p.m == 1u) { gv_put_xq(out, 4u, gv_set(wid, nwg, lid) * 4u, gv_wg(wid, nwg), p.n, lid); }
 }
 
 // Row of gate j in a weight whose (gate, up) rows are interleaved in blocks of 16; up is 16 on.
@@ -622,23 +748,42 @@ fn swiglu_gate_row(j: u32) -> u32 { return (j / 16u) * 32u + j % 16u; }
 
 fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
 
-@compute @workgroup_size(GV_WG)
-fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-               @builtin(local_invocation_index) lid: u32) {
+// gemv_swiglu's outputs: y, and row 0's 2 in lane 0 of each row set (gemv_swiglu_xq's).
+fn swiglu_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec4<f32> {
   let j0 = gv_set(wid, nwg, lid) * 2u;
   let m0 = gv_m0(wid, nwg);
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
   let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
   let acc = gv_run(gv_clamp(rows), m0, p.x_row, lid);
-  if (lid % GV_TK != 0u) { return; }
   let half = p.n / 2u;
-  for (var q = 0u; q < GV_XR; q++) {
-    let m = m0 + q;
-    let a = gv_pick(acc, q);
-    if (m < p.m && j0 < half) { y[m * half + j0] = silu(finish(a.x, rows.x)) * finish(a.y, rows.y); }
-    if (m < p.m && j0 + 1u < half) { y[m * half + j0 + 1u] = silu(finish(a.z, rows.z)) * finish(a.w, rows.w); }
+  var out = vec4<f32>(0.0);
+  if (lid % GV_TK == 0u) {
+    for (var q = 0u; q < GV_XR; q++) {
+      let m = m0 + q;
+      let a = gv_pick(acc, q);
+      let o = vec2<f32>(silu(finish(a.x, rows.x)) * finish(a.y, rows.y), silu(finish(a.z, rows.z)) * finish(a.w, rows.w));
+      if (m < p.m && j0 < half) { y[m * half + j0] = o.x; }
+      if (m < p.m && j0 + 1u < half) { y[m * half + j0 + 1u] = o.y; }
+      if (q == 0u) { out = vec4<f32>(o, 0.0, 0.0); }
+    }
   }
+  return out;
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  _ = swiglu_body(wid, nwg, lid);
+}
+
+// gemv_swiglu at 8 row sets, and with one row of x (uniform) the workgroup's 16 outputs also as
+// xq block j0 / 16.
+@compute @workgroup_size(GV_WG)
+fn gemv_swiglu_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+  let out = swiglu_body(wid, nwg, lid);
+  if (p.m == 1u) { gv_put_xq(out, 2u, gv_set(wid, nwg, lid) * 2u, gv_wg(wid, nwg), p.n / 2u, lid); }
 }
 
 // The sampling family's order key (sampling.wgsl): unsigned order = float order, NaN as -inf,

@@ -99,7 +99,8 @@ fn q6k_load(r: u32, c: u32) -> Q6Row {
                scale_at(blk));
 }
 
-fn q6k_row_i8(o: Q6Row, t: u32, x: XChunk) -> f32 {
+// The chunk's value times x's scales: xs = (scale0, sum0, scale1, sum1) of its two halves.
+fn q6k_row_i8(o: Q6Row, t: u32, x: XChunk, xs: vec4<f32>) -> f32 {
   let s = vec4<f32>(unpack4xI8(o.sw));
   let hi = (t % 2u) == 1u;  // the scale pair's place in its word: bytes 0, 1 or 2, 3
   let s0 = select(s.x, s.z, hi);
@@ -108,7 +109,7 @@ fn q6k_row_i8(o: Q6Row, t: u32, x: XChunk) -> f32 {
            dot4I8Packed(q6k_bytes(o.ql0.z, o.qh0.z, t), x.a.z) + dot4I8Packed(q6k_bytes(o.ql0.w, o.qh0.w, t), x.a.w);
   let i1 = dot4I8Packed(q6k_bytes(o.ql1.x, o.qh1.x, t), x.b.x) + dot4I8Packed(q6k_bytes(o.ql1.y, o.qh1.y, t), x.b.y) +
            dot4I8Packed(q6k_bytes(o.ql1.z, o.qh1.z, t), x.b.z) + dot4I8Packed(q6k_bytes(o.ql1.w, o.qh1.w, t), x.b.w);
-  return o.d * (s0 * fma(-32.0, x.s.y, f32(i0)) + s1 * fma(-32.0, x.s.z, f32(i1)));
+  return o.d * (s0 * xs.x * fma(-32.0, xs.y, f32(i0)) + s1 * xs.z * fma(-32.0, xs.w, f32(i1)));
 }
 
 fn gv_rows_q6k_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
@@ -123,13 +124,22 @@ fn gv_rows_q6k_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let o1 = q6k_load(r.y, c);
     let o2 = q6k_load(r.z, c);
     let o3 = q6k_load(r.w, c);
-    gv_stage_i8(xo, it, 0u, lid, 0u);
-    workgroupBarrier();
-    let x = gv_xchunk(t, 0u);
+    var x: XChunk;
+    var xs: vec4<f32>;
+    if (XQ_IN) {  // x quantized ahead: a scale per half
+      x = gv_xq_chunk(c, live, lid);
+      xs = x.s;
+    } else {
+      gv_stage_i8(xo, it, 0u, lid, 0u);
+      workgroupBarrier();
+      x = gv_xchunk(t, 0u);
+      xs = vec4<f32>(x.s.x, x.s.y, x.s.x, x.s.z);
+    }
     let tt = c % 4u;
-    let v = vec4<f32>(q6k_row_i8(o0, tt, x), q6k_row_i8(o1, tt, x), q6k_row_i8(o2, tt, x), q6k_row_i8(o3, tt, x));
-    if (live) { a = fma(v, vec4<f32>(x.s.x), a); }
-    workgroupBarrier();
+    let v = vec4<f32>(q6k_row_i8(o0, tt, x, xs), q6k_row_i8(o1, tt, x, xs), q6k_row_i8(o2, tt, x, xs),
+                      q6k_row_i8(o3, tt, x, xs));
+    if (live) { a += v; }
+    if (!XQ_IN) { workgroupBarrier(); }  // before the next turn overwrites gv_x
   }
   return a;
 }
