@@ -406,6 +406,7 @@ const std::vector<CCallback>& callbacks() {
       CB("request device callback", WGPURequestDeviceCallback),
       CB("device lost callback", WGPUDeviceLostCallback),
       CB("uncaptured error callback", WGPUUncapturedErrorCallback),
+      CB("logging callback", WGPULoggingCallback),
       CB("pop error scope callback", WGPUPopErrorScopeCallback),
       CB("buffer map callback", WGPUBufferMapCallback),
       CB("queue work done callback", WGPUQueueWorkDoneCallback)};
