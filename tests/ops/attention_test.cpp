@@ -91,6 +91,8 @@ std::vector<OpCase> attention_cases() {
   }
   add(80, 4, 1, 1031, true, 3);  // several blocks per chunk
   add(256, 1, 1, 1031, false);   // 32-key blocks
+  add(32, 8, 1, 8300, true, 200);  // 130 chunks: more than decode_reduce's threads
+  add(32, 8, 1, 8300, false);     // one KV head: the default split capped at kMaxDecodeChunks
   // On a device with WebGPU's default limits (16 KiB of workgroup storage): the variants with
   // fewer query heads per decode workgroup and smaller prefill tiles.
   add(128, 8, 37, 131, true, 0, true);
@@ -209,7 +211,8 @@ void run_sequence(const AttnConfig& c) {
     EXPECT_EQ(active_route(g, a.attn), n == 1 ? ops::kAttentionDecode : ops::kAttentionPrefill);
     if (n == 1) {
       uint32_t chunks = active_plan(g, a.attn).grids[0].x;
-      EXPECT_EQ(chunks, ops::decode_split(pos + 1, c.max_chunks ? c.max_chunks : 128).n_chunks);
+      const uint32_t max_chunks = c.max_chunks ? c.max_chunks : ops::kDecodeWorkgroups / c.n_kv_heads;
+      EXPECT_EQ(chunks, ops::decode_split(pos + 1, max_chunks).n_chunks);
       splits.push_back(chunks);
       // decode_vec and decode_sg write a single chunk's output themselves: the merge is not dispatched.
       const bool sg = c.decode != ops::DecodeKernel::split && gpu::subgroup_lanes(device_caps(g)) >= 4;

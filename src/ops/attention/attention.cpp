@@ -240,7 +240,8 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   v.decode_heads = decode[di].heads;
   v.key_block = v.decode_kernel == DecodeKernel::split ? split_block : decode_sg_block();
   v.decode = footprint[di];
-  v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4), reduce_wg};
+  v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4) + wg_var_bytes(reduce_wg * 16),
+              reduce_wg};
   require_fits(limits, name + ": attention decode_reduce", v.reduce);
 
   // prefill_rt where the head dim is a multiple of 32 up to 128 (a thread's output columns: one to
@@ -521,8 +522,11 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
                                 graph::Binding::of(2, part.v), graph::Binding::of(3, out), graph::Binding::params(5),
                                 graph::Binding::of(6, table), graph::Binding::symbol_block(7)}});
   }
-  decode_kernels.push_back({key("decode_reduce", consts),
-                            {graph::Binding::of(3, out), graph::Binding::of(4, scratch), graph::Binding::params(5)},
+  // decode_reduce shuffles across the subgroup where there is one (SG 1: workgroup memory alone).
+  std::vector<gpu::OverrideConstant> reduce_consts = consts;
+  reduce_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
+  decode_kernels.push_back({key("decode_reduce", reduce_consts),
+                            {graph::Binding::of(3, out), graph::Binding::of(8, scratch), graph::Binding::params(5)},
                             /*optional=*/merges_itself});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back({kAttentionDecode, "flash_decode", 1, decode_tokens, std::move(decode_kernels)});

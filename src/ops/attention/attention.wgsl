@@ -449,22 +449,37 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
   }
 }
 
-// ---- decode, reduce: a workgroup per query head merges its chunks -------------------------
+// ---- decode, reduce: a workgroup per query row merges its chunks ---------------------------
+// Thread t takes chunks t and t + RWG for the (max, sum): reduced by shuffles inside each
+// subgroup (SG lanes; 1 without subgroups), then across the subgroups in workgroup memory. Then
+// each chunk group g (G = RWG / (HEAD_DIM / 4) of them) sums the weighted partials of chunks
+// g, g + G, ... for one vec4 of the output per thread, four chunks a turn so that their loads go
+// out together, and the groups' sums meet in workgroup memory. The partials are read through a
+// read-only binding of their vec4s (split4: the same scratch that the decode kernels write).
 const RWG: u32 = 128u;
-var<workgroup> rw: array<f32, MAX_CHUNKS>;  // per chunk: exp(m_c - M)
+@group(0) @binding(8) var<storage, read> split4: array<vec4<f32>>;
+var<workgroup> rw: array<f32, MAX_CHUNKS>;  // per chunk: exp(m_c - M) / L
 var<workgroup> rr: array<f32, RWG>;
+var<workgroup> ro: array<vec4<f32>, RWG>;
 
-fn reduce_rr(t: u32, is_max: bool) -> f32 {
+fn split_at(i: u32) -> f32 { return split4[i / 4u][i % 4u]; }
+
+// The workgroup's max (is_max) or sum of v, in every thread.
+fn reduce_rr(v: f32, t: u32, is_max: bool) -> f32 {
+  var r = v;
+  for (var mask = 1u; mask < SG; mask <<= 1u) {
+    let o = sg_xor(r, mask);
+    r = select(r + o, max(r, o), is_max);
+  }
+  if (t % SG == 0u) { rr[t / SG] = r; }
   workgroupBarrier();
-  for (var s = RWG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      rr[t] = select(rr[t] + rr[t + s], max(rr[t], rr[t + s]), is_max);
-    }
+  for (var s = RWG / SG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) { rr[t] = select(rr[t] + rr[t + s], max(rr[t], rr[t + s]), is_max); }
     workgroupBarrier();
   }
-  let r = rr[0];
+  let all = rr[0];
   workgroupBarrier();
-  return r;
+  return all;
 }
 
 @compute @workgroup_size(RWG)
@@ -472,30 +487,50 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
   let h = select(0u, wid.y, TABLE) * p.n_heads + wid.x;  // query row (TABLE: token wid.y)
   let nc = p.n_chunks;
   let ml = p.ml_offset + h * nc * 2u;
-  var m = NEG;
-  for (var c = t; c < nc; c += RWG) { m = max(m, split[ml + c * 2u]); }
-  rr[t] = m;
-  let big_m = reduce_rr(t, true);
-  var l = 0.0;
-  for (var c = t; c < nc; c += RWG) {
-    let w = exp(split[ml + c * 2u] - big_m);
-    rw[c] = w;
-    l += w * split[ml + c * 2u + 1u];
+  let c1 = t + RWG;
+  var m0 = NEG;
+  var l0 = 0.0;
+  var m1 = NEG;
+  var l1 = 0.0;
+  if (t < nc) {
+    m0 = split_at(ml + 2u * t);
+    l0 = split_at(ml + 2u * t + 1u);
   }
-  rr[t] = l;
-  let inv = 1.0 / reduce_rr(t, false);
-  for (var d = t; d < HEAD_DIM; d += RWG) {
-    // Four chunks a turn, four independent sums: the loads of a turn go out together.
-    var o = vec4<f32>(0.0);
-    var c = 0u;
-    let base = h * nc * HEAD_DIM + d;
-    for (; c + 4u <= nc; c += 4u) {
-      o += vec4<f32>(rw[c], rw[c + 1u], rw[c + 2u], rw[c + 3u]) *
-           vec4<f32>(split[base + c * HEAD_DIM], split[base + (c + 1u) * HEAD_DIM], split[base + (c + 2u) * HEAD_DIM],
-                     split[base + (c + 3u) * HEAD_DIM]);
+  if (c1 < nc) {
+    m1 = split_at(ml + 2u * c1);
+    l1 = split_at(ml + 2u * c1 + 1u);
+  }
+  let big = reduce_rr(max(m0, m1), t, true);
+  let w0 = exp(m0 - big);
+  let w1 = exp(m1 - big);
+  let inv = 1.0 / reduce_rr(w0 * l0 + w1 * l1, t, false);
+  if (t < nc) { rw[t] = w0 * inv; }
+  if (c1 < nc) { rw[c1] = w1 * inv; }
+  workgroupBarrier();
+
+  let D4 = HEAD_DIM / 4u;
+  let G = RWG / D4;  // chunk groups, >= 2 (HEAD_DIM <= 256)
+  let g = t / D4;
+  var acc = vec4<f32>(0.0);
+  if (g < G) {
+    let base = h * nc * D4 + t % D4;  // vec4 of chunk 0's partial
+    var c = g;
+    for (; c + 3u * G < nc; c += 4u * G) {
+      acc += rw[c] * split4[base + c * D4] + rw[c + G] * split4[base + (c + G) * D4] +
+             rw[c + 2u * G] * split4[base + (c + 2u * G) * D4] + rw[c + 3u * G] * split4[base + (c + 3u * G) * D4];
     }
-    for (; c < nc; c++) { o.x += rw[c] * split[base + c * HEAD_DIM]; }
-    out[h * HEAD_DIM + d] = (o.x + o.y + o.z + o.w) * inv;
+    for (; c < nc; c += G) { acc += rw[c] * split4[base + c * D4]; }
+  }
+  ro[t] = acc;
+  workgroupBarrier();
+  if (t < D4) {
+    var o = ro[t];
+    for (var k = 1u; k < G; k++) { o += ro[k * D4 + t]; }
+    let at = h * HEAD_DIM + 4u * t;
+    out[at] = o.x;
+    out[at + 1u] = o.y;
+    out[at + 2u] = o.z;
+    out[at + 3u] = o.w;
   }
 }
 
