@@ -40,6 +40,19 @@ uint32_t decode_sg_block() {
   return kAttnKeyBlock;
 }
 
+// The flash-decoding split's target workgroups over all KV heads (kDecodeWorkgroups);
+// WGRT_DECODE_WGS=N sets another (to measure).
+uint32_t decode_workgroups() {
+  const char* env = std::getenv("WGRT_DECODE_WGS");
+  if (!env) return kDecodeWorkgroups;
+  const std::string v = env;
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < 1 || n > 65536)
+    throw std::invalid_argument(fmt::format("WGRT_DECODE_WGS='{}' (hint: a count of workgroups, 1..65536)", v));
+  return uint32_t(n);
+}
+
 // WGRT_PREFILL_QREG=0 has prefill read q from workgroup memory in the score phase even where
 // a row fits the registers (to measure).
 bool prefill_q_in_registers() {
@@ -439,7 +452,8 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup)
     throw std::invalid_argument(fmt::format(
         "{}: {} query heads over {} KV heads (supported GQA ratios: 1 to 8)", d.name, d.n_heads, n_kv));
-  uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks : std::max<uint32_t>(1, kDecodeWorkgroups / n_kv);
+  uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks
+                                             : std::clamp<uint32_t>(decode_workgroups() / n_kv, 1, kMaxDecodeChunks);
   if (max_chunks > kMaxDecodeChunks)
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
   const uint32_t group = d.n_heads / n_kv;

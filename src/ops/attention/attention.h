@@ -94,9 +94,11 @@ struct AttentionDesc {
 
 constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB: keys per decode block
 constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
-// Default split: about kDecodeWorkgroups workgroups over all KV heads (twice the SM count of a
-// large GPU), each split a few 64-key blocks, so the merge has few chunks to add.
-constexpr uint32_t kDecodeWorkgroups = 256;
+// Default split: up to kDecodeWorkgroups workgroups over all KV heads, whole 64-key blocks each.
+// Measured on the H200 (132 SMs, 3 decode_vec workgroups resident per SM): 33-43 chunks per KV
+// head of a Llama model (264-344 workgroups, one wave) beat 17-22 (too few to fill the GPU) and
+// 64 (a second wave); 384 lands there past 3,072 keys (docs/PERFORMANCE.md).
+constexpr uint32_t kDecodeWorkgroups = 384;
 constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 between
 constexpr uint32_t kPrefillRtKeys = 16;   // attention_prefill_rt.wgsl RK: keys per f32 tile
 constexpr uint32_t kPrefillRthKeys = 32;  // attention_prefill_rth.wgsl RHK: keys per f16 tile (the same bytes)
