@@ -10,7 +10,9 @@
 //   [1, 1]    decode, flash-decoding: each (KV head, chunk of the pos + 1 keys) gets a
 //             workgroup that handles the query heads of the group (all of them where
 //             registers and workgroup memory allow) and writes (max, sum, weighted V) per
-//             query head and chunk to a scratch tensor; `decode_reduce` merges the chunks.
+//             query head and chunk to a scratch tensor; `decode_reduce` merges the chunks (a
+//             workgroup per query head: the chunks' (max, sum) by shuffles, the weighted
+//             partials as vec4s over chunk groups, their loads four chunks at a time).
 //             On a device with subgroups, `decode_sg`: key groups of lanes, each with its own
 //             online softmax, merged by shuffles at the end (one barrier in all); a context of
 //             one chunk is written normalized and the plan skips decode_reduce (one dispatch).
@@ -19,7 +21,8 @@
 //             heads as vec4 components, every lane value a named register and the next turn's
 //             K/V loaded ahead. Elsewhere
 //             `decode_split`: an online softmax over blocks of 64 keys (32 for f32 rows past
-//             128) through workgroup memory. plan picks the chunk count from the live context.
+//             128) through workgroup memory. plan picks the chunk count from the live context
+//             (whole key blocks, up to kDecodeWorkgroups workgroups over all KV heads).
 //   [2, max]  prefill. Head dims 32..128 (multiples of 32) on a device with subgroups of 8 lanes
 //             or more, `prefill_rt`: the workgroup's rows of q staged once, each thread a register
 //             tile of 4 rows x 2 keys for the scores and 4 rows x head_dim / 32 vec4s of the output,
