@@ -92,7 +92,7 @@ std::vector<OpCase> attention_cases() {
   add(80, 4, 1, 1031, true, 3);  // several blocks per chunk
   add(256, 1, 1, 1031, false);   // 32-key blocks
   add(32, 8, 1, 8300, true, 200);  // 130 chunks: more than decode_reduce's threads
-  add(32, 8, 1, 8300, false);     // one KV head: the default split capped at kMaxDecodeChunks
+  add(32, 8, 1, 8300, false);     // one KV head: the default cap (384 / 1) clamped to kMaxDecodeChunks
   // On a device with WebGPU's default limits (16 KiB of workgroup storage): the variants with
   // fewer query heads per decode workgroup and smaller prefill tiles.
   add(128, 8, 37, 131, true, 0, true);

@@ -42,16 +42,7 @@ uint32_t decode_sg_block() {
 
 // The flash-decoding split's target workgroups over all KV heads (kDecodeWorkgroups);
 // WGRT_DECODE_WGS=N sets another (to measure).
-uint32_t decode_workgroups() {
-  const char* env = std::getenv("WGRT_DECODE_WGS");
-  if (!env) return kDecodeWorkgroups;
-  const std::string v = env;
-  char* end = nullptr;
-  const unsigned long n = std::strtoul(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || n < 1 || n > 65536)
-    throw std::invalid_argument(fmt::format("WGRT_DECODE_WGS='{}' (hint: a count of workgroups, 1..65536)", v));
-  return uint32_t(n);
-}
+uint32_t decode_workgroups() { return env_count("WGRT_DECODE_WGS", 1, 65536, kDecodeWorkgroups); }
 
 // WGRT_PREFILL_QREG=0 has prefill read q from workgroup memory in the score phase even where
 // a row fits the registers (to measure).

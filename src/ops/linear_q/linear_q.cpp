@@ -49,19 +49,6 @@ std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std
   return out;
 }
 
-namespace {
-// An environment variable's count in [lo, hi] (to measure), or `fallback` where it is unset.
-uint32_t env_count(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback) {
-  const char* env = std::getenv(name);
-  if (!env) return fallback;
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(env, &end, 10);
-  if (*env == '\0' || *end != '\0' || v < lo || v > hi)
-    throw std::invalid_argument(fmt::format("{}='{}' (hint: {} to {})", name, env, lo, hi));
-  return uint32_t(v);
-}
-}  // namespace
-
 uint32_t gemv_max_rows() { return env_count("WGRT_GEMV_MAX_M", 1, kLinearQGemvMaxRows, kLinearQGemvMaxRows); }
 
 uint32_t gemv_m_block() { return env_count("WGRT_GEMV_M_BLOCK", 1, kLinearQGemvMaxRows, kLinearQGemvMBlock); }
