@@ -4,11 +4,14 @@
 //
 //   wgrt_lab_linear [--peaks bench/peaks-h200.json] [--formats q4,q8,q4k,q6k] [--m 1,4,16,128,512]
 //                   [--shapes 2048x2048,4096x4096] [--gs 32] [--gemv-int8 0,1] [--rotate-mb 256]
-//                   [--repeats 10]
+//                   [--repeats 10] [--xq]
 //
 // Formats by linear_q's names (q4 is q4gsw); the K-quants and q4_1 / q5_x take their own group
 // size (q6k 256, the others 32), --gs is q4gsw's and q8's. --gemv-int8 times the gemv with f32
-// (0) and int8 (1) activations (LinearQDesc::gemv_int8; -1 the device's choice).
+// (0) and int8 (1) activations (LinearQDesc::gemv_int8; -1 the device's choice). --xq gives x
+// as the decode step does to its output projection, gate|up and down: written by a producer
+// gemv (a q4gsw weight [K, 256], run once, untimed) with its output quantized ahead (xq_out),
+// which the timed gemvs read at one row (xq_in, linear_q_takes_xq) instead of staging x.
 //
 // Shapes are K x N (the weight is [N, K]). Each timed pass runs C copies of the layer, each with
 // its own weights, C chosen so the copies together pass --rotate-mb (the H200's L2 is 50 MB):
@@ -30,6 +33,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -54,6 +58,7 @@ struct Options {
   double rotate_mb = 256;
   int max_copies = 64;
   std::string indep_init = "write";  // "write" (queue write of zeros) or "lazy" (Dawn clears)
+  bool xq = false;                   // x from a producer that quantizes it ahead (see the header)
   lab::TimeOptions time;
   gpu::DeviceOptions device;
 };
@@ -92,10 +97,13 @@ double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector
 // spread over N: within 1e-5 of sum |x w|, plus, where the route may take int8 activations (the
 // gemm; the gemv where gemv_takes_int8), the exact bound of rounding each activation to its
 // group's int8 grid: absmax(x in the group) / 254 times sum |w| over the group.
-std::string check_columns(graph::Graph& g, graph::TensorId y, const std::vector<float>& xv, const std::vector<float>& wd,
-                          uint32_t m, uint32_t k, uint32_t n, uint32_t act_gs, bool int8) {
+// With x_out (--xq) x is what that producer wrote in the same pass, read back into xv.
+std::string check_columns(graph::Graph& g, graph::TensorId y, std::vector<float>& xv, const std::vector<float>& wd,
+                          uint32_t m, uint32_t k, uint32_t n, uint32_t act_gs, bool int8,
+                          std::optional<graph::TensorId> x_out = std::nullopt) {
   graph::execute(g);
   const std::vector<float> got = graph::read_output<float>(g, y);
+  if (x_out) xv = graph::read_output<float>(g, *x_out);
   for (uint32_t r = 0; r < m; ++r)
     for (uint32_t c = 0; c < 64; ++c) {
       const uint32_t j = uint32_t(uint64_t(c) * (n - 1) / 63);
@@ -127,15 +135,26 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   const int copies = int(std::clamp<double>(std::ceil(o.rotate_mb * 1e6 / double(wbytes)), 1, o.max_copies));
   const uint32_t max_m = *std::max_element(o.ms.begin(), o.ms.end());
   graph::Graph g(dev);
-  graph::TensorId x = graph::add_input(g, {.name = "x", .max_shape = {max_m, k}, .dynamic_dims = 1});
+  constexpr uint32_t kProducerK = 256;
+  graph::TensorId x = graph::add_input(g, {.name = "x", .max_shape = {max_m, o.xq ? kProducerK : k}, .dynamic_dims = 1});
+  graph::TensorId xin = x;  // the copies' x
+  std::optional<graph::TensorId> x_xq;
+  std::optional<ops::QuantTensors> producer;
+  if (o.xq) {
+    producer = ops::add_quant_weight(g, "prod.w", ops::QuantFormat::Q4gsw, k, kProducerK, 32);
+    xin = ops::add_linear_q(g, {.name = "prod", .format = ops::QuantFormat::Q4gsw, .gs = 32, .x = x, .q = producer->q,
+                                .scales = producer->scales, .gemv_int8 = 1, .xq_out = true});
+    x_xq = ops::linear_q_xq(g, "prod");
+    graph::mark_output(g, xin);
+  }
   std::vector<ops::QuantTensors> weights;
   std::vector<graph::NodeId> nodes;
   graph::TensorId y0{};
   for (int c = 0; c < copies; ++c) {
     std::string name = fmt::format("lin.{}", c);
     weights.push_back(ops::add_quant_weight(g, name + ".w", f, n, k, gs));
-    graph::TensorId y = ops::add_linear_q(g, {.name = name, .format = f, .gs = gs, .x = x, .q = weights.back().q,
-                                              .scales = weights.back().scales, .gemv_int8 = int8});
+    graph::TensorId y = ops::add_linear_q(g, {.name = name, .format = f, .gs = gs, .x = xin, .q = weights.back().q,
+                                              .scales = weights.back().scales, .gemv_int8 = int8, .xq_in = x_xq});
     if (c == 0) y0 = y;
     nodes.push_back(graph::find_node(g, name));
   }
@@ -150,19 +169,31 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
     graph::write_tensor<uint32_t>(g, w.q, q);
     graph::write_tensor<uint32_t>(g, w.scales, s);
   }
-  std::vector<float> xv(size_t(max_m) * k);
+  if (producer) {
+    std::vector<uint32_t> pq(ops::quant_q_words(ops::QuantFormat::Q4gsw, k, kProducerK)),
+        ps(ops::quant_scale_words(ops::QuantFormat::Q4gsw, k, kProducerK, 32));
+    for (auto& v : pq) v = rng();
+    for (auto& v : ps) v = (0x1C00u + rng() % 0x0800u) | ((0x1C00u + rng() % 0x0800u) << 16);
+    graph::write_tensor<uint32_t>(g, producer->q, pq);
+    graph::write_tensor<uint32_t>(g, producer->scales, ps);
+  }
+  const uint32_t xk = o.xq ? kProducerK : k;
+  std::vector<float> xv(size_t(max_m) * xk);
   for (auto& v : xv) v = float(int(rng() % 2001) - 1000) / 1000.f;
   graph::write_tensor<float>(g, x, xv);
   const std::vector<float> wd = ops::dequantize({.format = f, .n = n, .k = k, .gs = gs, .q = q, .scales = s});
 
   for (uint32_t m : o.ms) {
-    graph::ShapeInput shape{x, {m, k}};
+    graph::ShapeInput shape{x, {m, xk}};
     graph::update(g, {&shape, 1});
     const std::string route = graph::active_route_info(g, nodes[0]).name;
     const bool act_int8 = m > 1 || ops::gemv_takes_int8(graph::device_caps(g), f, int8);
-    const std::string check = check_columns(g, y0, xv, wd, m, k, n, m == 1 ? 32 : ops::activation_group(f, gs), act_int8);
+    std::vector<float> xm = xv;  // x of the copies (with --xq: read back from the producer)
+    const std::string check = check_columns(g, y0, xm, wd, m, k, n, m == 1 ? 32 : ops::activation_group(f, gs), act_int8,
+                                            producer ? std::optional(xin) : std::nullopt);
     auto record = [&](WGPUComputePassEncoder pass) { graph::encode(g, pass, nodes); };
-    const char* xname = m > 1 ? "-" : int8 == 1 ? "i8" : int8 == 0 ? "f32" : "auto";  // the gemv's x
+    const bool reads_xq = o.xq && m == 1 && ops::linear_q_takes_xq(graph::device_caps(g), f, int8);
+    const char* xname = m > 1 ? "-" : reads_xq ? "xq" : int8 == 1 ? "i8" : int8 == 0 ? "f32" : "auto";  // the gemv's x
     std::string label = fmt::format("{} {}x{} m{} x {}", ops::quant_format_name(f), k, n, m, xname);
     lab::Timing t = lab::measure(timer, label, o.time, record);
     double indep_s = measure_independent(g, timer, nodes, o, label);
@@ -214,6 +245,7 @@ int run(int argc, char** argv) {
   app.add_option("--max-copies", o.max_copies, "most layer copies per pass");
   app.add_option("--repeats", o.time.repeats, "timed passes (median)");
   lab::add_spin_flag(app, o.time);
+  app.add_flag("--xq", o.xq, "x from a producer gemv that quantizes it ahead (the decode step's gemvs)");
   app.add_option("--indep-init", o.indep_init, "fresh outputs of the indep timing: write or lazy")
       ->check(CLI::IsMember({"write", "lazy"}));
   CLI11_PARSE(app, argc, argv);
