@@ -51,6 +51,18 @@ std::optional<graph::TensorId> take_hidden_xq(BuildContext& b) {
   return t;
 }
 
+// Whether the output head is output_head's fused last-row gemv over a weight whose gemv reads x
+// quantized ahead: the last layer's down projection then quantizes its sum ahead for it.
+bool head_reads_xq(const BuildContext& b) {
+  if (b.out_rows || b.o.all_logits || !quantizes_ahead(b)) return false;
+  const bool tied = b.c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
+  const LinearWeight& table = b.embedding.table;
+  const std::optional<ops::QuantFormat> f =
+      !tied ? linear_quant_format(b.loader, "output.weight", b.c.dim)
+      : table.kind == LinearWeight::Kind::Quant ? std::optional(table.format) : std::nullopt;
+  return f && ops::linear_q_takes_xq(graph::device_caps(b.g), *f, b.o.gemv_int8);
+}
+
 }  // namespace
 
 namespace {
@@ -202,6 +214,7 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
   b.hidden_xq = act_xq;
   std::optional<graph::TensorId> next_norm;
   if (next && !next->qk_norm && c.head_dim % 4 == 0) next_norm = layer_vector(b, wname(l + 1, "attn_norm.weight"), c.dim);
+  if (!next && head_reads_xq(b)) next_norm = layer_vector(b, "output_norm.weight", c.dim);  // the output head's
   return apply_linear_residual(b, down, act, x, tname("ffn_residual", l), next_norm);
 }
 
@@ -224,7 +237,8 @@ graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, gr
 void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   const ModelConfig& c = b.c;
   const bool tied = c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
-  graph::TensorId norm = load_vector(b.g, b.loader, "output_norm.weight", c.dim);
+  graph::TensorId norm = layer_vector(b, "output_norm.weight", c.dim);
+  const std::optional<graph::TensorId> x_xq = take_hidden_xq(b);  // x quantized ahead, times norm (head_reads_xq)
   LinearWeight out = tied ? b.embedding.table
                           : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim);
   if (b.out_rows) {
@@ -235,11 +249,12 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
     mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits});
   } else if (!b.o.all_logits && out.kind == LinearWeight::Kind::Quant) {
     // Fused: the last row's output_norm, the vocabulary projection and the argmax in one
-    // kernel (+ the partials' reduction), the id landing where the next step can read it.
+    // kernel (+ the partials' reduction), the id landing where the next step can read it; at one
+    // token x is read quantized ahead where the last down projection wrote it so.
     mg.logits = ops::add_linear_q(b.g, {.name = "logits", .format = out.format, .gs = out.gs, .x = x, .q = out.q.q,
                                         .scales = out.q.scales, .bias = out.bias, .norm = norm, .eps = c.norm_eps,
                                         .last_row = true, .argmax_out = mg.argmax, .more = out.more,
-                                        .gemv_int8 = b.o.gemv_int8});
+                                        .gemv_int8 = b.o.gemv_int8, .xq_in = x_xq});
   } else {
     if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
     x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});

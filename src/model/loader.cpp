@@ -189,6 +189,14 @@ LinearWeight load_linear(graph::Graph& g, Loader& l, const std::string& name, ui
   return lw;
 }
 
+std::optional<ops::QuantFormat> linear_quant_format(const Loader& l, const std::string& name, uint32_t k) {
+  const WeightView* w = find_weight(*l.model, name);
+  ops::QuantFormat f{};
+  uint32_t gs = 0;
+  if (!w || choose_kind(*w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
+  return f;
+}
+
 namespace {
 
 // f16 scale rows: the packed pairs as one u32 per value, and back (rows of odd length do not

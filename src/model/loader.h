@@ -99,6 +99,10 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
 // only attention's q·k reads.
 std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim);
 
+// The format that load_linear gives weight `name` (k columns) on the GPU where it quantizes it;
+// none for f32 / f16 or where the model has no such weight. Reads nothing, marks nothing used.
+std::optional<ops::QuantFormat> linear_quant_format(const Loader& l, const std::string& name, uint32_t k);
+
 // A vector [n] as f32 (norm weights, biases).
 graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n);
 

@@ -2,14 +2,18 @@
 // output y1 and, at one row, y1's int8 blocks of 16 (times the consumer's norm weight where the
 // consumer normalizes); the consumer's gemv reads its x from those blocks. Checked against the
 // plain CPU references:
-//   - the producer's xq row word for word against ref::quantize_activations(y1 (x nw), 16) of the
-//     y1 it wrote (the same f32 operations: exact), its sums of squares within f32 rounding;
+//   - the producer's xq row against the int8 quantization in blocks of 16 of the y1 (x nw) it
+//     wrote (ref::quantize_activations' rounding, up to WGSL's division accuracy), its int8 sums
+//     exactly, its sums of squares within f32 rounding;
 //   - the consumer at one row against ref::linear_int8_act on those activations (times
 //     1 / rms(y1) where it normalizes), within f32 rounding of the dot products;
 //   - the consumer at several rows (forced gemv_multi), where it stages x from y1 as without xq,
-//     against f32 math within the int8 rounding bound.
+//     against f32 math within the int8 rounding bound;
+//   - an output head as consumer (norm, last_row, argmax): at one row the gemv reads xq as
+//     above, past one row gemv_last stages the last row; the argmax is the best of its logits.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/linear_q/linear_q.h"
@@ -30,7 +34,8 @@ using ops::QuantFormat;
 
 struct XqCase {
   QuantFormat producer, consumer;
-  enum Kind { Residual, SwiGlu, Plain } kind;  // Residual: + a residual, the consumer normalizes
+  enum Kind { Residual, SwiGlu, Plain, Head } kind;  // Residual: + a residual, the consumer normalizes;
+                                                     // Head: that, the consumer last_row + argmax
   uint32_t max_m = 1;                          // > 1: gemv_multi forced, steps of several rows too
   std::vector<uint32_t> steps = {1, 1};
 };
@@ -42,13 +47,15 @@ uint32_t gs_of(QuantFormat f) { return ops::has_block_d(f) ? 256 : 32; }
 void run_xq(const XqCase& c) {
   if (!ops::linear_q_takes_xq(device().caps, c.consumer, 1))
     GTEST_SKIP() << "this device's gemv takes no x quantized ahead (int8 x needs subgroups of 4 or more)";
-  const bool norm = c.kind == XqCase::Residual, swiglu = c.kind == XqCase::SwiGlu;
+  const bool head = c.kind == XqCase::Head, norm = c.kind == XqCase::Residual || head;
+  const bool swiglu = c.kind == XqCase::SwiGlu;
   const uint32_t n1 = swiglu ? 2 * kK1 : kK1;  // the producer's weight rows
   Graph g(device());
   TensorId x = add_input(g, {.name = "x", .max_shape = {c.max_m, kK0}, .dynamic_dims = 1});
   ops::QuantTensors w1 = ops::add_quant_weight(g, "w1", c.producer, n1, kK0, gs_of(c.producer));
   ops::QuantTensors w2 = ops::add_quant_weight(g, "w2", c.consumer, kN2, kK1, gs_of(c.consumer));
-  std::optional<TensorId> res, nw;
+  std::optional<TensorId> res, nw, am;
+  if (head) am = add_weight(g, {.name = "am", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
   if (norm) {
     res = add_input(g, {.name = "res", .max_shape = {c.max_m, kK1}, .dynamic_dims = 1});
     nw = add_weight(g, {.name = "nw", .shape = {kK1}});
@@ -59,9 +66,11 @@ void run_xq(const XqCase& c) {
                                       .gemv_x = gemv_x, .gemv_m_from = m_from, .xq_out = true, .xq_norm = nw});
   TensorId xq = ops::linear_q_xq(g, "p");
   TensorId y2 = ops::add_linear_q(g, {.name = "c", .format = c.consumer, .gs = gs_of(c.consumer), .x = y1, .q = w2.q,
-                                      .scales = w2.scales, .norm = nw, .eps = 1e-5f, .gemv_int8 = 1, .gemv_x = gemv_x,
+                                      .scales = w2.scales, .norm = nw, .eps = 1e-5f, .last_row = head,
+                                      .argmax_out = am, .gemv_int8 = 1, .gemv_x = head ? 0 : gemv_x,
                                       .gemv_m_from = m_from, .xq_in = xq});
   for (TensorId t : {y1, y2, xq}) mark_output(g, t);
+  if (am) mark_output(g, *am);
   build(g);
   auto [q1, wd1] = random_quant_weight(c.producer, n1, kK0, gs_of(c.producer), 31);
   auto [q2, wd2] = random_quant_weight(c.consumer, kN2, kK1, gs_of(c.consumer), 32);
@@ -87,42 +96,55 @@ void run_xq(const XqCase& c) {
     const std::vector<float> got = run_step(g, shapes, {}, inputs, y2);
     const std::vector<float> h = read_output<float>(g, y1);  // the producer's f32 output
     ASSERT_EQ(h.size(), size_t(m) * kK1);
+    if (head) {  // the argmax of the logits the head wrote
+      const uint32_t best = uint32_t(std::max_element(got.begin(), got.end()) - got.begin());
+      EXPECT_EQ(read_output<uint32_t>(g, *am)[0], best) << "the head's argmax";
+      EXPECT_EQ(active_route(g, find_node(g, "c")), m == 1 ? ops::kLinearQGemv : ops::kLinearQGemvLast);
+    }
     if (m > 1) {  // staged from y1 as without xq: f32 math within the int8 rounding bound (groups of 32)
-      const std::vector<float> xn = norm ? ref::rms_norm(h, nv, kK1, 1e-5) : h;
-      const std::vector<float> want = ref::linear(xn, wd2, {}, m, kN2, kK1);
-      std::vector<float> bound = ref::int8_act_error_bound(xn, wd2, m, kN2, kK1, 32);
-      const std::vector<float> mass = ref::abs_dot(xn, wd2, m, kN2, kK1);
+      const uint32_t rows = head ? 1 : m;  // the head: the last row
+      const std::vector<float> hx(h.end() - ptrdiff_t(rows) * kK1, h.end());
+      const std::vector<float> xn = norm ? ref::rms_norm(hx, nv, kK1, 1e-5) : hx;
+      const std::vector<float> want = ref::linear(xn, wd2, {}, rows, kN2, kK1);
+      std::vector<float> bound = ref::int8_act_error_bound(xn, wd2, rows, kN2, kK1, 32);
+      const std::vector<float> mass = ref::abs_dot(xn, wd2, rows, kN2, kK1);
       for (size_t i = 0; i < bound.size(); ++i) bound[i] = 1.01f * bound[i] + 1e-5f * mass[i] + 1e-6f;
       EXPECT_TRUE(within(got, want, bound)) << "consumer at " << m << " rows vs f32 reference";
       continue;
     }
-    // The producer's xq row against the reference quantization of what it wrote.
+    // The producer's xq row against the reference quantization of what it wrote: as the CPU
+    // rounds, up to WGSL's division (2.5 ULP: amax / 127 and 127 / amax), so each scale within 3
+    // ULP of amax / 127 and each value within half a step (+1e-4) of u * 127 / amax.
     std::vector<float> u = h;
     if (norm)
       for (uint32_t i = 0; i < kK1; ++i) u[i] *= nv[i];
-    const ref::QuantizedActivations qa = ref::quantize_activations(u, 1, kK1, 16);
     const std::vector<uint32_t> words = read_output<uint32_t>(g, xq);
     ASSERT_EQ(words.size(), size_t(ops::linear_q_xq_words(kK1)));
+    ref::QuantizedActivations qa;  // what the producer wrote (the consumer's activations)
+    qa.q.resize(kK1);
+    for (uint32_t i = 0; i < kK1; ++i) qa.q[i] = int8_t(uint8_t(words[i / 4] >> (8 * (i % 4))));
     auto byte = [&](uint32_t i) { return uint32_t(uint8_t(qa.q[i])); };
     for (uint32_t w = 0; w < kK1 / 4; ++w) {
-      const uint32_t nat = byte(4 * w) | byte(4 * w + 1) << 8 | byte(4 * w + 2) << 16 | byte(4 * w + 3) << 24;
-      ASSERT_EQ(words[w], nat) << "natural-order word " << w;
       const uint32_t g8 = 8 * (w / 2), odd = w % 2;  // q4 order: values 0, 2, 4, 6 then 1, 3, 5, 7 of 8
       const uint32_t q4 = byte(g8 + odd) | byte(g8 + odd + 2) << 8 | byte(g8 + odd + 4) << 16 | byte(g8 + odd + 6) << 24;
-      ASSERT_EQ(words[kK1 / 4 + w], q4) << "q4-order word " << w;
+      ASSERT_EQ(words[kK1 / 4 + w], q4) << "q4-order word " << w << " against the natural-order words";
     }
     for (uint32_t b = 0; b < kK1 / 16; ++b) {
       float scale, sum, ss;
       std::memcpy(&scale, &words[kK1 / 2 + 2 * b], 4);
       std::memcpy(&sum, &words[kK1 / 2 + 2 * b + 1], 4);
       std::memcpy(&ss, &words[5 * kK1 / 8 + b], 4);
-      ASSERT_EQ(scale, qa.scales[b]) << "block " << b << "'s scale";
+      qa.scales.push_back(scale);
+      double amax = 0, want_ss = 0;
       int32_t hs = 0;
-      double want_ss = 0;
       for (uint32_t i = 16 * b; i < 16 * b + 16; ++i) {
+        amax = std::max(amax, std::fabs(double(u[i])));
         hs += qa.q[i];
         want_ss += double(h[i]) * h[i];
       }
+      ASSERT_NEAR(scale, amax / 127, 3 * 0x1p-23 * amax / 127) << "block " << b << "'s scale";
+      for (uint32_t i = 16 * b; i < 16 * b + 16; ++i)
+        ASSERT_LE(std::fabs(qa.q[i] - (amax > 0 ? u[i] * 127 / amax : 0.0)), 0.5 + 1e-4) << "value " << i;
       ASSERT_EQ(sum, float(hs)) << "block " << b << "'s int8 sum";
       ASSERT_NEAR(ss, want_ss, 1e-5 * want_ss + 1e-30) << "block " << b << "'s sum of squares";
     }
@@ -152,7 +174,8 @@ std::vector<OpCase> xq_cases() {
       {QuantFormat::Q6K, QuantFormat::Q8},      {QuantFormat::Q4K, QuantFormat::Q5K}, {QuantFormat::Q4gsw, QuantFormat::Q41},
   };
   const std::pair<XqCase::Kind, const char*> kinds[] = {
-      {XqCase::Residual, "residual_norm"}, {XqCase::SwiGlu, "swiglu"}, {XqCase::Plain, "plain"}};
+      {XqCase::Residual, "residual_norm"}, {XqCase::SwiGlu, "swiglu"}, {XqCase::Plain, "plain"},
+      {XqCase::Head, "head"}};
   for (const auto& [p, q] : pairs)
     for (const auto& [kind, kname] : kinds)
       for (uint32_t max_m : {1u, 8u}) {

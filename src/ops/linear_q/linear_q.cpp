@@ -533,7 +533,10 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   // The gemv's rows past the first, where gemv_multi takes them: [2, gemv_hi].
   const int64_t gemv_hi = d.last_row ? max_m : std::min<int64_t>(has_gemv_m ? m_from - 1 : gemv_m, max_m);
   const bool has_multi = !d.last_row && gemv_hi >= 2 && gemv_multi_on(caps, d.gemv_int8, d.gemv_x);
-  one_row_gemv = has_multi || gemv_hi <= 1;
+  // last_row reading x quantized ahead (the output head): the gemv serves one row, reading xq_in,
+  // and gemv_last the last row of longer steps, staging it.
+  const bool has_last = d.last_row && d.xq_in && gemv_hi >= 2;
+  one_row_gemv = has_multi || has_last || gemv_hi <= 1;
   // Rows of x per workgroup: gemv_x_rows(), halved while the kernel's workgroup memory passes the
   // device's limit (4 rows at 64 lanes need 23,552 bytes; WebGPU's default limit is 16,384).
   uint32_t multi_x = has_multi ? gemv_x_rows(d.gemv_x) : 1;
@@ -574,17 +577,18 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   };
 
   // gemv: every fusion inside one kernel per weight (argmax: plus the partials' reduction).
-  // gemv_multi: the same kernels, gemv_x rows of x per workgroup.
+  // gemv_multi: the same kernels, gemv_x rows of x per workgroup; gemv_last: the same kernels
+  // staging the last row of x.
+  std::optional<graph::TensorId> partial;  // bound writable only by gemv_argmax
+  if (d.argmax_out)
+    partial = scratch(Scratch::Partial, ".partial", graph::DType::U32, {uint32_t(ceil_div(n, kLinearQGemvRows)), 2});
   for (const bool multi : {false, true}) {
-    if (multi && !has_multi) break;
+    if (multi && !has_multi && !has_last) break;
     const graph::TensorId yv = d.rope && !gemv_rope ? *qkv : y;
     std::vector<graph::KernelSpec> ks;
     std::vector<LinearQStep> steps;
-    std::optional<graph::TensorId> partial;  // bound writable only by gemv_argmax
-    if (d.argmax_out)
-      partial = scratch(Scratch::Partial, ".partial", graph::DType::U32, {uint32_t(ceil_div(n, kLinearQGemvRows)), 2});
     for (uint32_t i = 0; i < parts.size(); ++i) {
-      const uint32_t xr = multi ? part_plans[i].gemv_x : 1;
+      const uint32_t xr = multi && has_multi ? part_plans[i].gemv_x : 1;
       ks.push_back(gemv_kernel(i, d.x, d.norm.has_value(), yv, gemv_rope, partial, xr, !multi));
       steps.push_back({xr > 1 ? LinearQStep::GemvMulti : LinearQStep::Gemv, i});
     }
@@ -594,10 +598,12 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       steps.push_back({LinearQStep::ArgmaxFinal, 0});
     }
     if (d.rope && !gemv_rope) add_rope_step(ks, steps);
-    if (multi)
+    if (multi && has_last)
+      add_route(kLinearQGemvLast, "gemv_last", 2, gemv_hi, std::move(ks), std::move(steps));
+    else if (multi)
       add_route(kLinearQGemvMulti, "gemv_multi", 2, gemv_hi, std::move(ks), std::move(steps));
     else
-      add_route(kLinearQGemv, "gemv", 1, has_multi ? 1 : gemv_hi, std::move(ks), std::move(steps));
+      add_route(kLinearQGemv, "gemv", 1, one_row_gemv ? 1 : gemv_hi, std::move(ks), std::move(steps));
   }
 
   if (has_gemv_m || has_matrix) {

@@ -17,6 +17,8 @@
 //                       bytes and takes it against all X (norm, swiglu, rope and residual in the
 //                       kernel as in the gemv). Formats gemv_m_takes(); the others' parts run
 //                       the gemv's kernel per row of x. Then the gemv serves [1, 1] alone
+//   [2, max]  gemv_last (last_row with xq_in: the output head) the gemv's kernels on the last row
+//                       of x, staged; then the gemv serves [1, 1] alone, reading x quantized ahead
 //   [F, G]    gemv_m    (F = gemv_m_from(): 2 on CPU drivers and for weights past 16,384 rows,
 //                       else none; WGRT_GEMV_M_FROM sets it) x RMS-normalized by
 //                       rms_norm where `norm`, quantized to int8 once by `quantize_act`, then a
@@ -45,7 +47,7 @@
 //   argmax    (with last_row) the gemv also reduces each workgroup's best logit, and sampling's
 //             argmax_final picks the row's argmax into `argmax_out` ([1] u32)
 //   last_row  only x's last live row is projected: y is [1, N] for any n_tokens (the output
-//             head); the gemv route serves every n_tokens
+//             head); the gemv route serves every n_tokens (with xq_in: gemv and gemv_last)
 //   rope      the weight is q|k|v (rope.h RopeQkv): y is the rotated q [M, n_heads * head_dim],
 //             k and v go rotated into the caches at pos + row. In the gemv's epilogue
 //             (gemv_rope: normal layout, devices with 9 storage buffers per stage), elsewhere
@@ -99,7 +101,8 @@ struct LinearQDesc {
   // next: the producer's gemv also writes its output as int8 blocks, `<name>.xq_ahead`
   // (linear_q_xq_words(N) u32; xq_norm: times the consumer's RMS-norm weight, [N]), and the
   // consumer's gemv reads its x from there (xq_in) where it can (linear_q_takes_xq) instead of
-  // staging it. The producer's N is a multiple of 16, it has one weight and no rope or argmax.
+  // staging it (with last_row: at one row, gemv_last staging the last row of longer steps). The
+  // producer's N is a multiple of 16, it has one weight and no rope or argmax.
   bool xq_out = false;
   std::optional<graph::TensorId> xq_norm;  // with xq_out; not with norm (both bind nw4)
   std::optional<graph::TensorId> xq_in;    // a producer's `<name>.xq_ahead`, of this node's x
@@ -154,10 +157,10 @@ struct LinearQInferCtx {
 };
 graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
-// Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m, gemv_multi (the header's table says
-// on which rows).
+// Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m, gemv_multi, gemv_last (the header's
+// table says on which rows).
 inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4},
-    kLinearQGemvMulti{5};
+    kLinearQGemvMulti{5}, kLinearQGemvLast{6};
 // The rows of x the gemv routes serve (G): kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to
 // measure); the first row count gemv_m takes (F) for a node of n weight rows on this device:
 // kLinearQGemvMFrom or none (linear_q.cpp says where), or WGRT_GEMV_M_FROM=2..17 (17: never);
