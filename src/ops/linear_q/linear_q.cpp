@@ -251,10 +251,14 @@ double kernel_scales(QuantFormat f) {
   return has_kq_scales(f) ? 1 : has_dm_scales(f) ? 2 : f == QuantFormat::IQ4XS ? 3 : 0;
 }
 
+constexpr uint32_t kGemvWideRows = 16384;  // gemv_lanes: 32 lanes from here
+
 // Lanes along K per gemv row set (linear_q.wgsl GV_TK): 64 (8 warps per workgroup) where the
-// weight has few rows, so the GPU has warps enough to hide the loads; 32 for the big ones,
-// where more warps only add x traffic (H200, 1B Q4_K_M decode: the 2048- and 3072-row
-// projections 10-30% faster with 64, the 128,256-row vocabulary 12% slower). A CPU driver runs
+// weight has few rows, so the GPU has warps enough to hide the loads; 32 from 16,384 rows
+// (kGemvWideRows), where more warps only add x traffic (H200, 1B Q4_K_M decode: the 2048- and
+// 3072-row projections 10-30% faster with 64, the 128,256-row vocabulary 12% slower; 1B Q4_0,
+// its 16,384-row gate|up reading x quantized ahead: 17.4 -> 14.6 us a call with 32, tg128
+// +4.3%, docs/PERFORMANCE.md). A CPU driver runs
 // a workgroup's lanes one SIMD batch after another, so lanes past a row's chunks only cost:
 // 16 there (lavapipe, the demo model's K = 384 rows of 24 q8 chunks: 16-lane sets decode 2x
 // faster than 64). Never fewer than a subgroup (the shuffles sum SG lanes of one set).
@@ -272,7 +276,7 @@ uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, co
     lanes = uint32_t(std::stoul(v));
   }
   if (!lanes)
-    lanes = std::max(caps.adapter.type == WGPUAdapterType_CPU ? 16u : xr > 1 || n > 16384 ? 32u : 64u,
+    lanes = std::max(caps.adapter.type == WGPUAdapterType_CPU ? 16u : xr > 1 || n >= kGemvWideRows ? 32u : 64u,
                      gpu::subgroup_lanes(caps));
   if ((lanes != 8 && lanes != 16 && lanes != 32 && lanes != 64) || lanes < gpu::subgroup_lanes(caps))
     throw std::invalid_argument(fmt::format("{}: {} gemv lanes along K (hint: 8, 16, 32 or 64, and at least the "
