@@ -36,6 +36,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "gpu/buffer.h"
 #include "gpu/pipeline.h"
@@ -162,18 +163,20 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   graph::build(g);
   // Random words; scales are f16 values in [2^-8, 2^-6): timing does not depend on them.
   std::mt19937 rng(1);
-  std::vector<uint32_t> q(ops::quant_q_words(f, n, k)), s(ops::quant_scale_words(f, n, k, gs));
-  for (auto& v : q) v = rng();
-  for (auto& v : s) v = (0x1C00u + rng() % 0x0800u) | ((0x1C00u + rng() % 0x0800u) << 16);
+  auto random_words = [&](ops::QuantFormat wf, uint32_t wn, uint32_t wk, uint32_t wgs) {
+    std::pair<std::vector<uint32_t>, std::vector<uint32_t>> w{ops::quant_q_words(wf, wn, wk),
+                                                              ops::quant_scale_words(wf, wn, wk, wgs)};
+    for (auto& v : w.first) v = rng();
+    for (auto& v : w.second) v = (0x1C00u + rng() % 0x0800u) | ((0x1C00u + rng() % 0x0800u) << 16);
+    return w;
+  };
+  const auto [q, s] = random_words(f, n, k, gs);
   for (const auto& w : weights) {
     graph::write_tensor<uint32_t>(g, w.q, q);
     graph::write_tensor<uint32_t>(g, w.scales, s);
   }
   if (producer) {
-    std::vector<uint32_t> pq(ops::quant_q_words(ops::QuantFormat::Q4gsw, k, kProducerK)),
-        ps(ops::quant_scale_words(ops::QuantFormat::Q4gsw, k, kProducerK, 32));
-    for (auto& v : pq) v = rng();
-    for (auto& v : ps) v = (0x1C00u + rng() % 0x0800u) | ((0x1C00u + rng() % 0x0800u) << 16);
+    const auto [pq, ps] = random_words(ops::QuantFormat::Q4gsw, k, kProducerK, 32);
     graph::write_tensor<uint32_t>(g, producer->q, pq);
     graph::write_tensor<uint32_t>(g, producer->scales, ps);
   }
