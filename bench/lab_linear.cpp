@@ -9,7 +9,8 @@
 // Formats by linear_q's names (q4 is q4gsw); the K-quants and q4_1 / q5_x take their own group
 // size (q6k 256, the others 32), --gs is q4gsw's and q8's. --gemv-int8 times the gemv with f32
 // (0) and int8 (1) activations (LinearQDesc::gemv_int8; -1 the device's choice). --xq gives x
-// as the decode step does to its output projection, gate|up and down: written by a producer
+// as the decode step does to its gate|up, down, q|k|v (past the first layer) and output head
+// (the output projection stages its x, attention's output): written by a producer
 // gemv (a q4gsw weight [K, 256], run once, untimed) with its output quantized ahead (xq_out),
 // which the timed gemvs read at one row (xq_in, linear_q_takes_xq) instead of staging x.
 //
