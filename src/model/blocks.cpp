@@ -51,14 +51,18 @@ std::optional<graph::TensorId> take_hidden_xq(BuildContext& b) {
   return t;
 }
 
+// Whether the output projection is the embedding table (tied, or the file has no output.weight).
+bool head_is_embedding(const BuildContext& b) {
+  return b.c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
+}
+
 // Whether the output head is output_head's fused last-row gemv over a weight whose gemv reads x
 // quantized ahead: the last layer's down projection then quantizes its sum ahead for it.
 bool head_reads_xq(const BuildContext& b) {
   if (b.out_rows || b.o.all_logits || !quantizes_ahead(b)) return false;
-  const bool tied = b.c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
   const LinearWeight& table = b.embedding.table;
   const std::optional<ops::QuantFormat> f =
-      !tied ? linear_quant_format(b.loader, "output.weight", b.c.dim)
+      !head_is_embedding(b) ? linear_quant_format(b.loader, "output.weight", b.c.dim)
       : table.kind == LinearWeight::Kind::Quant ? std::optional(table.format) : std::nullopt;
   return f && ops::linear_q_takes_xq(graph::device_caps(b.g), *f, b.o.gemv_int8);
 }
@@ -236,7 +240,7 @@ graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, gr
 
 void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   const ModelConfig& c = b.c;
-  const bool tied = c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
+  const bool tied = head_is_embedding(b);
   graph::TensorId norm = layer_vector(b, "output_norm.weight", c.dim);
   const std::optional<graph::TensorId> x_xq = take_hidden_xq(b);  // x quantized ahead, times norm (head_reads_xq)
   LinearWeight out = tied ? b.embedding.table
