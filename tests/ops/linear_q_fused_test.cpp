@@ -200,6 +200,12 @@ std::vector<OpCase> fused_cases() {
                            [c] { run_fused(c); }});
         }
       }
+  // A head of 1,101 gemv workgroups: past the 1,024 partials argmax_final reads in its first turn.
+  {
+    FusedCase c{QuantFormat::Q4gsw, 32, 64, 16 * 1100 + 3, 8, {1, 3, 1}};
+    c.norm = true, c.head = true;
+    cases.push_back({"q4_head_1101_partials", [c] { run_fused(c); }});
+  }
   // The K-quants from random GGUF blocks: every variant on every route (q6k: gemm from 2 rows).
   for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K, QuantFormat::IQ4XS, QuantFormat::Q2K,
                         QuantFormat::Q3K})

@@ -80,20 +80,29 @@ fn argmax_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
   }
 }
 
-// Grid (1, n_rows): the best of the row's chunks.
+// Chunk b's pair of `row` (the sentinel past the row's chunks).
+fn partial_pair(row: u32, b: u32) -> vec2<u32> {
+  if (b >= p.n_blocks) { return vec2<u32>(0u, NO_INDEX); }
+  let o = (row * p.n_blocks + b) * 2u;
+  return vec2<u32>(partial[o], partial[o + 1u]);
+}
+
+fn better(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> { return select(b, a, before(a.x, a.y, b.x, b.y)); }
+
+// Grid (1, n_rows): the best of the row's chunks. A thread takes four pairs a turn, their loads
+// issued together: the partials were just written, and each turn is a round trip to L2.
 @compute @workgroup_size(WG)
 fn argmax_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let row = wid.y;
-  var bk = 0u;
-  var bi = NO_INDEX;
-  for (var b = lid; b < p.n_blocks; b += WG) {
-    let o = (row * p.n_blocks + b) * 2u;
-    if (before(partial[o], partial[o + 1u], bk, bi)) {
-      bk = partial[o];
-      bi = partial[o + 1u];
-    }
+  var best = vec2<u32>(0u, NO_INDEX);
+  for (var b = lid; b < p.n_blocks; b += 4u * WG) {
+    let a0 = partial_pair(row, b);
+    let a1 = partial_pair(row, b + WG);
+    let a2 = partial_pair(row, b + 2u * WG);
+    let a3 = partial_pair(row, b + 3u * WG);
+    best = better(best, better(better(a0, a1), better(a2, a3)));
   }
-  argmax_reduce(lid, bk, bi);
+  argmax_reduce(lid, best.x, best.y);
   if (lid == 0u) { out_idx[row] = ridx[0]; }
 }
 
