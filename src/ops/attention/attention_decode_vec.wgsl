@@ -9,8 +9,9 @@
 // turn's arithmetic so that the loads of two turns are in flight together. Every per-lane value
 // is a named register, never an array indexed in a loop (which would land in local memory):
 // q and the weighted V sums are one vec4 per element of the word, a component per head; the
-// scores of a key are a vec4 (one per head), summed over the group's lanes by shuffles, so every
-// lane holds them and runs the heads' online softmax itself. The groups are merged as decode_sg
+// scores of a key are a vec4 (one per head), the turn's four summed over the group's lanes by
+// shuffles (halving, then doubling: vx_allreduce), so every lane holds them and runs the heads'
+// online softmax itself. The groups are merged as decode_sg
 // merges them: by shuffles inside a subgroup, then once through workgroup memory.
 override VKL: u32 = 16u;   // lanes per key group: a power of two >= row_words(), <= SG
 override VWG: u32 = 128u;  // threads, a multiple of SG
@@ -38,6 +39,7 @@ var<private> va6: vec4<f32>;
 var<private> va7: vec4<f32>;
 var<private> vm: vec4<f32>;  // running max per head
 var<private> vl: vec4<f32>;  // running sum per head
+var<private> vx_lane: u32;   // this lane's word of the row (its index in the key group)
 
 var<workgroup> vx_ml: array<vec4<f32>, 2u * (VWG / SG)>;         // [subgroup] (max, sum), heads as components
 var<workgroup> vx_acc: array<vec4<f32>, (VWG / SG) * HEAD_DIM>;  // [subgroup][element]
@@ -81,13 +83,6 @@ fn vx_dot(w: vec4<u32>) -> vec4<f32> {
   }
   let f = bitcast<vec4<f32>>(w);
   return vq0 * f.x + vq1 * f.y + vq2 * f.z + vq3 * f.w;
-}
-
-// A key's scores over the group's lanes, in every lane of the group.
-fn vx_score(w: vec4<u32>) -> vec4<f32> {
-  var s = vx_dot(w);
-  for (var mask = VKL / 2u; mask > 0u; mask >>= 1u) { s += vx_xor(s, mask); }
-  return s;
 }
 
 fn vx_scale(a: vec4<f32>) {
@@ -163,6 +158,101 @@ fn vx_load(key0: u32, dw: DecodeWork, w: u32, on: bool) -> KvWords {
                 vx_word(false, key0 + 2u, dw, w, on), vx_word(false, key0 + 3u, dw, w, on));
 }
 
+// A turn's four scores (a component per head).
+struct Scores {
+  s0: vec4<f32>,
+  s1: vec4<f32>,
+  s2: vec4<f32>,
+  s3: vec4<f32>,
+}
+
+fn vx_xor2(x: vec2<f32>, mask: u32) -> vec2<f32> { return vec2<f32>(sg_xor(x.x, mask), sg_xor(x.y, mask)); }
+
+// Lane (w & mask) != 0 of a pair: whether it keeps the second half of what the pair exchanges.
+fn vx_hi(mask: u32) -> bool { return (vx_lane & mask) != 0u; }
+
+// The turn's 16 partial scores (4 keys x 4 heads) summed over the key group's VKL lanes, the sums
+// in every lane: halving (each step a lane keeps half of its values and adds its partner's copy
+// of that half) down to one value a lane, then doubling back. 2 x 15 shuffles at VKL 16, where
+// summing every value over every lane would take 64.
+fn vx_allreduce(d: Scores) -> Scores {
+  // Halving: keys {0, 1} or {2, 3}; then one key; then heads xy or zw; then one head.
+  let m1 = VKL / 2u;
+  let h1 = vx_hi(m1);
+  var a = select(d.s0, d.s2, h1) + vx_xor(select(d.s2, d.s0, h1), m1);
+  var b = select(d.s1, d.s3, h1) + vx_xor(select(d.s3, d.s1, h1), m1);
+  var c = vec4<f32>(0.0);
+  var e = vec2<f32>(0.0);
+  if (VKL >= 4u) {
+    let m = VKL / 4u;
+    let h = vx_hi(m);
+    c = select(a, b, h) + vx_xor(select(b, a, h), m);
+  }
+  if (VKL >= 8u) {
+    let m = VKL / 8u;
+    let h = vx_hi(m);
+    e = select(c.xy, c.zw, h) + vx_xor2(select(c.zw, c.xy, h), m);
+  }
+  if (VKL >= 16u) {
+    let m = VKL / 16u;
+    let h = vx_hi(m);
+    var f = select(e.x, e.y, h) + sg_xor(select(e.y, e.x, h), m);
+    if (VKL >= 32u) { f += sg_xor(f, 1u); }  // two lanes a value at 32: the last step sums them
+    let o = sg_xor(f, m);
+    e = select(vec2<f32>(f, o), vec2<f32>(o, f), h);
+  }
+  // Doubling: every lane gets its partners' halves back.
+  if (VKL >= 8u) {
+    let m = VKL / 8u;
+    let o = vx_xor2(e, m);
+    c = select(vec4<f32>(e, o), vec4<f32>(o, e), vx_hi(m));
+  }
+  if (VKL >= 4u) {
+    let m = VKL / 4u;
+    let o = vx_xor(c, m);
+    let h = vx_hi(m);
+    a = select(c, o, h);
+    b = select(o, c, h);
+  }
+  let oa = vx_xor(a, m1);
+  let ob = vx_xor(b, m1);
+  if (h1) { return Scores(oa, ob, a, b); }
+  return Scores(a, b, oa, ob);
+}
+
+// One turn of a key group: keys key0 .. key0 + 3 (those at or past k_end score nothing).
+fn vx_turn(cur: KvWords, key0: u32, k_end: u32) {
+  if (VPROBE == 1u) {
+    let u = (cur.k0 ^ cur.k1) ^ (cur.k2 ^ cur.k3) ^ (cur.v0 ^ cur.v1) ^ (cur.v2 ^ cur.v3);
+    va0 += vec4<f32>(u);
+    vl += vec4<f32>(1.0);
+    vm = vec4<f32>(0.0);
+    return;
+  }
+  let ok0 = key0 < k_end;
+  let ok1 = key0 + 1u < k_end;
+  let ok2 = key0 + 2u < k_end;
+  let ok3 = key0 + 3u < k_end;
+  let sc = vx_allreduce(Scores(vx_dot(cur.k0), vx_dot(cur.k1), vx_dot(cur.k2), vx_dot(cur.k3)));
+  let s0 = select(vec4<f32>(NEG), sc.s0, ok0);
+  let s1 = select(vec4<f32>(NEG), sc.s1, ok1);
+  let s2 = select(vec4<f32>(NEG), sc.s2, ok2);
+  let s3 = select(vec4<f32>(NEG), sc.s3, ok3);
+  let mx = max(vm, max(max(s0, s1), max(s2, s3)));
+  let alpha = exp(vm - mx);
+  let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
+  let p1 = select(vec4<f32>(0.0), exp(s1 - mx), ok1);
+  let p2 = select(vec4<f32>(0.0), exp(s2 - mx), ok2);
+  let p3 = select(vec4<f32>(0.0), exp(s3 - mx), ok3);
+  vm = mx;
+  vl = vl * alpha + ((p0 + p1) + (p2 + p3));
+  vx_scale(alpha);
+  vx_add(p0, cur.v0);
+  vx_add(p1, cur.v1);
+  vx_add(p2, cur.v2);
+  vx_add(p3, cur.v3);
+}
+
 @compute @workgroup_size(VWG)
 fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let R = row_words();
@@ -174,6 +264,7 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   let kg = t / VKL;
   let w = t % VKL;
   let on = R == VKL || w < R;  // lanes past the row's words hold zeros
+  vx_lane = w;
 
   if (on) { vx_load_q(head0, dw.heads.n, w); }
   vm = vec4<f32>(NEG);
@@ -191,40 +282,9 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
   var cur = vx_load(key0, dw, w, on);
   for (var b0 = dw.k_begin; b0 < k_end; b0 += TURN) {
     // The next turn's words first: their loads overlap this turn's arithmetic.
-    let next = key0 + TURN;
-    let nxt = vx_load(next, dw, w, on);
-    if (VPROBE == 1u) {
-      let u = (cur.k0 ^ cur.k1) ^ (cur.k2 ^ cur.k3) ^ (cur.v0 ^ cur.v1) ^ (cur.v2 ^ cur.v3);
-      va0 += vec4<f32>(u);
-      vl += vec4<f32>(1.0);
-      vm = vec4<f32>(0.0);
-      key0 = next;
-      cur = nxt;
-      continue;
-    }
-
-    let ok0 = key0 < k_end;
-    let ok1 = key0 + 1u < k_end;
-    let ok2 = key0 + 2u < k_end;
-    let ok3 = key0 + 3u < k_end;
-    let s0 = select(vec4<f32>(NEG), vx_score(cur.k0), ok0);
-    let s1 = select(vec4<f32>(NEG), vx_score(cur.k1), ok1);
-    let s2 = select(vec4<f32>(NEG), vx_score(cur.k2), ok2);
-    let s3 = select(vec4<f32>(NEG), vx_score(cur.k3), ok3);
-    let mx = max(vm, max(max(s0, s1), max(s2, s3)));
-    let alpha = exp(vm - mx);
-    let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
-    let p1 = select(vec4<f32>(0.0), exp(s1 - mx), ok1);
-    let p2 = select(vec4<f32>(0.0), exp(s2 - mx), ok2);
-    let p3 = select(vec4<f32>(0.0), exp(s3 - mx), ok3);
-    vm = mx;
-    vl = vl * alpha + ((p0 + p1) + (p2 + p3));
-    vx_scale(alpha);
-    vx_add(p0, cur.v0);
-    vx_add(p1, cur.v1);
-    vx_add(p2, cur.v2);
-    vx_add(p3, cur.v3);
-    key0 = next;
+    let nxt = vx_load(key0 + TURN, dw, w, on);
+    vx_turn(cur, key0, k_end);
+    key0 += TURN;
     cur = nxt;
   }
 
