@@ -454,7 +454,8 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 // subgroup (SG lanes; 1 without subgroups), then across the subgroups in workgroup memory. Then
 // each chunk group g (G = RWG / (HEAD_DIM / 4) of them) sums the weighted partials of chunks
 // g, g + G, ... for one vec4 of the output per thread, four chunks a turn so that their loads go
-// out together, and the groups' sums meet in workgroup memory. The partials are read through a
+// out together (the first turn's before the reductions), and the groups' sums meet in workgroup
+// memory. The partials are read through a
 // read-only binding of their vec4s (split4: the same scratch that the decode kernels write).
 const RWG: u32 = 128u;
 @group(0) @binding(8) var<storage, read> split4: array<vec4<f32>>;
@@ -482,11 +483,31 @@ fn reduce_rr(v: f32, t: u32, is_max: bool) -> f32 {
   return all;
 }
 
+// Chunk c's partial vec4 for this thread (zeros past the chunks or past the groups).
+fn reduce_part(base: u32, c: u32, on: bool) -> vec4<f32> {
+  if (!on || c >= p.n_chunks) { return vec4<f32>(0.0); }
+  return split4[base + c * (HEAD_DIM / 4u)];
+}
+
+// Chunk c's weight (zero past the chunks).
+fn reduce_weight(c: u32) -> f32 { return select(0.0, rw[min(c, MAX_CHUNKS - 1u)], c < p.n_chunks); }
+
 @compute @workgroup_size(RWG)
 fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let h = select(0u, wid.y, TABLE) * p.n_heads + wid.x;  // query row (TABLE: token wid.y)
   let nc = p.n_chunks;
   let ml = p.ml_offset + h * nc * 2u;
+  let D4 = HEAD_DIM / 4u;
+  let G = RWG / D4;  // chunk groups, >= 2 (HEAD_DIM <= 256)
+  let g = t / D4;
+  let on = g < G;
+  let base = h * nc * D4 + t % D4;  // vec4 of chunk 0's partial
+  // The group's first four partials go out with the (max, sum) loads: their round trip overlaps
+  // the reductions below (the weights they wait for).
+  let o0 = reduce_part(base, g, on);
+  let o1 = reduce_part(base, g + G, on);
+  let o2 = reduce_part(base, g + 2u * G, on);
+  let o3 = reduce_part(base, g + 3u * G, on);
   let c1 = t + RWG;
   var m0 = NEG;
   var l0 = 0.0;
@@ -508,13 +529,10 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
   if (c1 < nc) { rw[c1] = w1 * inv; }
   workgroupBarrier();
 
-  let D4 = HEAD_DIM / 4u;
-  let G = RWG / D4;  // chunk groups, >= 2 (HEAD_DIM <= 256)
-  let g = t / D4;
-  var acc = vec4<f32>(0.0);
-  if (g < G) {
-    let base = h * nc * D4 + t % D4;  // vec4 of chunk 0's partial
-    var c = g;
+  var acc = reduce_weight(g) * o0 + reduce_weight(g + G) * o1 + reduce_weight(g + 2u * G) * o2 +
+            reduce_weight(g + 3u * G) * o3;
+  if (on) {
+    var c = g + 4u * G;
     for (; c + 3u * G < nc; c += 4u * G) {
       acc += rw[c] * split4[base + c * D4] + rw[c + G] * split4[base + (c + G) * D4] +
              rw[c + 2u * G] * split4[base + (c + 2u * G) * D4] + rw[c + 3u * G] * split4[base + (c + 3u * G) * D4];
