@@ -455,8 +455,8 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 // each chunk group g (G = RWG / (HEAD_DIM / 4) of them) sums the weighted partials of chunks
 // g, g + G, ... for one vec4 of the output per thread, four chunks a turn so that their loads go
 // out together (the first turn's before the reductions), and the groups' sums meet in workgroup
-// memory. The partials are read through a
-// read-only binding of their vec4s (split4: the same scratch that the decode kernels write).
+// memory. The partials are read through a read-only binding of their vec4s (split4: the same
+// scratch that the decode kernels write).
 const RWG: u32 = 128u;
 @group(0) @binding(8) var<storage, read> split4: array<vec4<f32>>;
 var<workgroup> rw: array<f32, MAX_CHUNKS>;  // per chunk: exp(m_c - M) / L
