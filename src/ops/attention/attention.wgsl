@@ -54,6 +54,38 @@ struct KvWords {
   v3: vec4<u32>,
 }
 
+// Four keys' values (scores, or their softmax weights), a component per query row or head.
+struct Scores {
+  s0: vec4<f32>,
+  s1: vec4<f32>,
+  s2: vec4<f32>,
+  s3: vec4<f32>,
+}
+
+// One online-softmax step over four keys (decode_vec's turn, prefill_sg's): from the running max
+// m and sum l, the new ones, the factor alpha the running V sums take, and the keys' weights p
+// (keys not ok weigh nothing and leave the max alone).
+struct Softmax4 {
+  m: vec4<f32>,
+  l: vec4<f32>,
+  alpha: vec4<f32>,
+  p: Scores,
+}
+fn softmax4(m: vec4<f32>, l: vec4<f32>, s: Scores, ok0: vec4<bool>, ok1: vec4<bool>, ok2: vec4<bool>,
+            ok3: vec4<bool>) -> Softmax4 {
+  let s0 = select(vec4<f32>(NEG), s.s0, ok0);
+  let s1 = select(vec4<f32>(NEG), s.s1, ok1);
+  let s2 = select(vec4<f32>(NEG), s.s2, ok2);
+  let s3 = select(vec4<f32>(NEG), s.s3, ok3);
+  let mx = max(m, max(max(s0, s1), max(s2, s3)));
+  let alpha = exp(m - mx);
+  let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
+  let p1 = select(vec4<f32>(0.0), exp(s1 - mx), ok1);
+  let p2 = select(vec4<f32>(0.0), exp(s2 - mx), ok2);
+  let p3 = select(vec4<f32>(0.0), exp(s3 - mx), ok3);
+  return Softmax4(mx, l * alpha + ((p0 + p1) + (p2 + p3)), alpha, Scores(p0, p1, p2, p3));
+}
+
 // Elements 0..3 and 4..7 of a cache word; an f32 word holds only the first four.
 fn unpack_word(w: vec4<u32>) -> array<vec4<f32>, 2> {
   if (F16) {

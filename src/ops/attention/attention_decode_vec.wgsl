@@ -158,14 +158,6 @@ fn vx_load(key0: u32, dw: DecodeWork, w: u32, on: bool) -> KvWords {
                 vx_word(false, key0 + 2u, dw, w, on), vx_word(false, key0 + 3u, dw, w, on));
 }
 
-// A turn's four scores (a component per head).
-struct Scores {
-  s0: vec4<f32>,
-  s1: vec4<f32>,
-  s2: vec4<f32>,
-  s3: vec4<f32>,
-}
-
 fn vx_xor2(x: vec2<f32>, mask: u32) -> vec2<f32> { return vec2<f32>(sg_xor(x.x, mask), sg_xor(x.y, mask)); }
 
 // Lane (w & mask) != 0 of a pair: whether it keeps the second half of what the pair exchanges.
@@ -229,28 +221,16 @@ fn vx_turn(cur: KvWords, key0: u32, k_end: u32) {
     vm = vec4<f32>(0.0);
     return;
   }
-  let ok0 = key0 < k_end;
-  let ok1 = key0 + 1u < k_end;
-  let ok2 = key0 + 2u < k_end;
-  let ok3 = key0 + 3u < k_end;
   let sc = vx_allreduce(Scores(vx_dot(cur.k0), vx_dot(cur.k1), vx_dot(cur.k2), vx_dot(cur.k3)));
-  let s0 = select(vec4<f32>(NEG), sc.s0, ok0);
-  let s1 = select(vec4<f32>(NEG), sc.s1, ok1);
-  let s2 = select(vec4<f32>(NEG), sc.s2, ok2);
-  let s3 = select(vec4<f32>(NEG), sc.s3, ok3);
-  let mx = max(vm, max(max(s0, s1), max(s2, s3)));
-  let alpha = exp(vm - mx);
-  let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
-  let p1 = select(vec4<f32>(0.0), exp(s1 - mx), ok1);
-  let p2 = select(vec4<f32>(0.0), exp(s2 - mx), ok2);
-  let p3 = select(vec4<f32>(0.0), exp(s3 - mx), ok3);
-  vm = mx;
-  vl = vl * alpha + ((p0 + p1) + (p2 + p3));
-  vx_scale(alpha);
-  vx_add(p0, cur.v0);
-  vx_add(p1, cur.v1);
-  vx_add(p2, cur.v2);
-  vx_add(p3, cur.v3);
+  let sm = softmax4(vm, vl, sc, vec4<bool>(key0 < k_end), vec4<bool>(key0 + 1u < k_end),
+                    vec4<bool>(key0 + 2u < k_end), vec4<bool>(key0 + 3u < k_end));
+  vm = sm.m;
+  vl = sm.l;
+  vx_scale(sm.alpha);
+  vx_add(sm.p.s0, cur.v0);
+  vx_add(sm.p.s1, cur.v1);
+  vx_add(sm.p.s2, cur.v2);
+  vx_add(sm.p.s3, cur.v3);
 }
 
 @compute @workgroup_size(VWG)

@@ -230,24 +230,16 @@ fn prefill_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         let ok1 = (key + vec4<u32>(1u) <= limit) & in_run;
         let ok2 = (key + vec4<u32>(2u) <= limit) & in_run;
         let ok3 = (key + vec4<u32>(3u) <= limit) & in_run;
-        let s0 = select(vec4<f32>(NEG), ps_score(j, li), ok0);
-        let s1 = select(vec4<f32>(NEG), ps_score(j + 1u, li), ok1);
-        let s2 = select(vec4<f32>(NEG), ps_score(j + 2u, li), ok2);
-        let s3 = select(vec4<f32>(NEG), ps_score(j + 3u, li), ok3);
-        let mx = max(ps_m, max(max(s0, s1), max(s2, s3)));
-        let alpha = exp(ps_m - mx);
-        let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
-        let p1 = select(vec4<f32>(0.0), exp(s1 - mx), ok1);
-        let p2 = select(vec4<f32>(0.0), exp(s2 - mx), ok2);
-        let p3 = select(vec4<f32>(0.0), exp(s3 - mx), ok3);
-        ps_m = mx;
-        ps_l = ps_l * alpha + ((p0 + p1) + (p2 + p3));
-        ps_oa = ps_scale(ps_oa, alpha);
-        if (PV4 > 2u) { ps_ob = ps_scale(ps_ob, alpha); }
-        ps_add(p0, j, li);
-        ps_add(p1, j + 1u, li);
-        ps_add(p2, j + 2u, li);
-        ps_add(p3, j + 3u, li);
+        let sm = softmax4(ps_m, ps_l, Scores(ps_score(j, li), ps_score(j + 1u, li), ps_score(j + 2u, li),
+                                             ps_score(j + 3u, li)), ok0, ok1, ok2, ok3);
+        ps_m = sm.m;
+        ps_l = sm.l;
+        ps_oa = ps_scale(ps_oa, sm.alpha);
+        if (PV4 > 2u) { ps_ob = ps_scale(ps_ob, sm.alpha); }
+        ps_add(sm.p.s0, j, li);
+        ps_add(sm.p.s1, j + 1u, li);
+        ps_add(sm.p.s2, j + 2u, li);
+        ps_add(sm.p.s3, j + 3u, li);
       }
     }
     run0 = run.end;
