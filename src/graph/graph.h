@@ -280,6 +280,9 @@ std::vector<T> read_output(Graph& g, TensorId t) {
 // The active dispatches of `nodes` (every node when empty), in order, at the live state: what
 // execute encodes, without its read-back copies or submit.
 void encode(const Graph& g, WGPUComputePassEncoder pass, std::span<const NodeId> nodes = {});
+// Whether WGRT_SKIP_NODES leaves dispatches out (a measuring aid, encode.cpp; results wrong on
+// purpose); throws std::invalid_argument naming the bad item when it is malformed.
+bool skipping_nodes();
 
 // The active routes' bind groups with some tensors bound to other buffers (a lab's fresh
 // outputs, so no dispatch waits on another's writes). Made per call, so not for the hot path;
