@@ -193,7 +193,7 @@ void run_sequence(const AttnConfig& c) {
   const uint32_t kv_w = c.n_kv_heads * c.head_dim, q_w = c.n_heads() * c.head_dim;
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   uint32_t pos = 0, step = 0;
-  std::vector<uint32_t> splits;
+  std::vector<uint32_t> splits, want_splits;
 
   auto run = [&](uint32_t n) {
     auto q = random_floats(size_t(n) * q_w, 1000 + step, -4.f, 4.f);
@@ -212,8 +212,13 @@ void run_sequence(const AttnConfig& c) {
     if (n == 1) {
       uint32_t chunks = active_plan(g, a.attn).grids[0].x;
       const uint32_t max_chunks = c.max_chunks ? c.max_chunks : ops::kDecodeWorkgroups / c.n_kv_heads;
-      EXPECT_EQ(chunks, ops::decode_split(pos + 1, max_chunks).n_chunks);
+      const ops::AttentionVariants var =
+          ops::attention_variants(device_caps(g).limits, "attn", c.head_dim, c.group, c.f16,
+                                  gpu::subgroup_lanes(device_caps(g)), c.decode, c.prefill);
+      const uint32_t want_chunks = ops::decode_split(pos + 1, max_chunks, var.key_block, var.one_chunk_keys).n_chunks;
+      EXPECT_EQ(chunks, want_chunks) << "pos " << pos;
       splits.push_back(chunks);
+      want_splits.push_back(want_chunks);
       // decode_vec and decode_sg write a single chunk's output themselves: the merge is not dispatched.
       const bool sg = c.decode != ops::DecodeKernel::split && gpu::subgroup_lanes(device_caps(g)) >= 4;
       const size_t merge = std::max<size_t>(c.cache_parts.size(), 1);  // after a kernel per cache part
@@ -223,7 +228,7 @@ void run_sequence(const AttnConfig& c) {
     ++step;
   };
   for (uint32_t n : {37u, 1u, 1u, 64u, 1u}) run(n);
-  if (c.max_chunks == 0) {
+  if (c.max_chunks == 0 && want_splits.front() != want_splits.back()) {
     EXPECT_NE(splits.front(), splits.back()) << "the flash-decoding split did not follow the context";
   }
 
@@ -355,10 +360,16 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
     ops::AttentionVariants sv = ops::attention_variants(large, "attn", hd, 4, true, 32);
     EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::vec);
     EXPECT_EQ(ops::attention_variants(large, "attn", hd, 8, true, 32).decode_kernel, ops::DecodeKernel::sg);
+    // One chunk for 4 of decode_vec's turns: 128 threads, a key group of hd / 8 lanes, 4 keys a turn.
+    EXPECT_EQ(sv.one_chunk_keys, 4 * (128 / (hd / 8)) * 4);
+    EXPECT_EQ(ops::decode_split(sv.one_chunk_keys, 48, sv.key_block, sv.one_chunk_keys).n_chunks, 1u);
+    EXPECT_EQ(ops::decode_split(sv.one_chunk_keys + 1, 48, sv.key_block, sv.one_chunk_keys).n_chunks,
+              sv.one_chunk_keys / sv.key_block + 1);
     sv = ops::attention_variants(large, "attn", hd, 4, true, 32, ops::DecodeKernel::sg);
     EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::sg);
     EXPECT_EQ(sv.decode_heads, 4u);
     EXPECT_EQ(sv.sg.row_words, 1u);
+    EXPECT_EQ(sv.one_chunk_keys, sv.key_block);
     sv = ops::attention_variants(large, "attn", hd, 4, true, 32, ops::DecodeKernel::vec);
     EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::vec);
     EXPECT_EQ(sv.decode_heads, 4u);

@@ -243,6 +243,10 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   v.vec = decode[di].vec;
   v.decode_heads = decode[di].heads;
   v.key_block = v.decode_kernel == DecodeKernel::split ? split_block : decode_sg_block();
+  v.one_chunk_keys =
+      v.decode_kernel == DecodeKernel::vec
+          ? std::max(v.key_block, kVecOneChunkTurns * (v.vec.threads / v.vec.lanes) * kVecKeysPerTurn)
+          : v.key_block;
   v.decode = footprint[di];
   v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4) + wg_var_bytes(reduce_wg * 16),
               reduce_wg};
@@ -352,8 +356,9 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   return v;
 }
 
-DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks, uint32_t key_block) {
+DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks, uint32_t key_block, uint32_t one_chunk_keys) {
   uint32_t blocks = uint32_t(ceil_div(n_keys, key_block));
+  if (n_keys <= one_chunk_keys) return {1, blocks};
   uint32_t per = uint32_t(ceil_div(blocks, max_chunks));
   return {uint32_t(ceil_div(blocks, per)), per};
 }
@@ -387,7 +392,7 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
   if (c.decode) {
     // The longest context of the step (rows: max_keys) sets the split; each token's own keys end
     // at or before it.
-    s = decode_split(c.rows ? uint32_t(c.pos) : uint32_t(c.pos) + 1, c.max_chunks, c.key_block);
+    s = decode_split(c.rows ? uint32_t(c.pos) : uint32_t(c.pos) + 1, c.max_chunks, c.key_block, c.one_chunk_keys);
     p.n_chunks = s.n_chunks;
     p.chunk_blocks = s.chunk_blocks;
     p.ml_offset = ml_offset(c.n_heads * c.decode_tokens, c.max_chunks, c.head_dim);
@@ -560,7 +565,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       .plan =
           [=](const graph::PlanArgs& a, graph::Plan& p) {
             plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], sym.v, scale, max_chunks,
-                            a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.prefill_rows,
+                            a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.one_chunk_keys, var.prefill_rows,
                             prefill_by_rows, merges_itself, rows, decode_tokens},
                            p);
           },

@@ -19,7 +19,8 @@
 //             `decode_vec`, taken first where its workgroup holds the whole group (GQA up to
 //             4) and a row fits one subgroup, is the same with a lane per row word, up to 4 query
 //             heads as vec4 components, every lane value a named register and the next turn's
-//             K/V loaded ahead. Elsewhere
+//             K/V loaded ahead; it takes a context of up to 4 of its turns in one chunk
+//             (AttentionVariants::one_chunk_keys: 256 keys at head dim 64, 128 at 128). Elsewhere
 //             `decode_split`: an online softmax over blocks of 64 keys (32 for f32 rows past
 //             128) through workgroup memory. plan picks the chunk count from the live context
 //             (whole key blocks, up to kDecodeWorkgroups workgroups over all KV heads).
@@ -102,6 +103,12 @@ constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
 // head of a Llama model (264-344 workgroups, one wave) beat 17-22 (too few to fill the GPU) and
 // 64 (a second wave); 384 lands there past 3,072 keys (docs/PERFORMANCE.md).
 constexpr uint32_t kDecodeWorkgroups = 384;
+// decode_vec runs a context in one chunk (no merge dispatch) while it takes at most this many of
+// its workgroup's turns: on the H200 one chunk of 4 turns beat two chunks and their merge (head dim
+// 64, 256 keys: 6.7 against 7.4 µs; head dim 128, 128 keys: 7.2 against 9.0), 8 turns lost
+// (head dim 128, 256 keys: 11.8 against 9.7; docs/PERFORMANCE.md).
+constexpr uint32_t kVecOneChunkTurns = 4;
+constexpr uint32_t kVecKeysPerTurn = 4;  // attention_decode_vec.wgsl VKEYS: keys per key group and turn
 constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 between
 constexpr uint32_t kPrefillRtKeys = 16;   // attention_prefill_rt.wgsl RK: keys per f32 tile
 constexpr uint32_t kPrefillRthKeys = 32;  // attention_prefill_rth.wgsl RHK: keys per f16 tile (the same bytes)
@@ -136,6 +143,7 @@ struct AttentionVariants {
   DecodeVecShape vec;     // decode_vec's shape (decode_vec only)
   uint32_t decode_heads;  // HPW: query heads per decode workgroup, divides the group
   uint32_t key_block;     // KB: keys per decode block (the chunks are whole blocks)
+  uint32_t one_chunk_keys;  // contexts up to this many keys decode in one chunk (at least key_block)
   PrefillKernel prefill_kernel;  // sg or tile (never best)
   PrefillSgShape psg;     // prefill_sg's shape (prefill_sg only)
   PrefillRtShape prt;     // prefill_rt's shape (prefill_rt only)
@@ -186,7 +194,7 @@ struct AttentionPlanCtx {
   float scale;
   uint32_t max_chunks;  // the split cap
   bool decode;  // the active route: flash_decode (else prefill)
-  uint32_t decode_heads, key_block, prefill_rows;  // AttentionVariants
+  uint32_t decode_heads, key_block, one_chunk_keys, prefill_rows;  // AttentionVariants
   bool prefill_by_rows;  // prefill_rt, prefill_sg: workgroups of prefill_rows rows (tile: of prefill_rows / group tokens)
   bool decode_merges_itself;  // decode_vec / decode_sg: one chunk is written normalized, no merge
   bool rows = false;              // AttentionDesc::rows
@@ -196,10 +204,12 @@ struct AttentionPlanCtx {
 void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan);
 
 // Flash-decoding split for a context of `n_keys`: chunks of whole key blocks, as many
-// chunks as blocks up to `max_chunks`.
+// chunks as blocks up to `max_chunks`; one chunk up to `one_chunk_keys` keys
+// (AttentionVariants::one_chunk_keys; 0: up to one block).
 struct DecodeSplit {
   uint32_t n_chunks, chunk_blocks;
 };
-DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks, uint32_t key_block = kAttnKeyBlock);
+DecodeSplit decode_split(uint32_t n_keys, uint32_t max_chunks, uint32_t key_block = kAttnKeyBlock,
+                         uint32_t one_chunk_keys = 0);
 
 }  // namespace wgrt::ops

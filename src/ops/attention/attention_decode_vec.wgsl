@@ -15,7 +15,7 @@
 // merges them: by shuffles inside a subgroup, then once through workgroup memory.
 override VKL: u32 = 16u;   // lanes per key group: a power of two >= row_words(), <= SG
 override VWG: u32 = 128u;  // threads, a multiple of SG
-const VKEYS: u32 = 4u;     // keys per group and turn (k0..k3, v0..v3 below)
+const VKEYS: u32 = 4u;     // keys per group and turn (k0..k3, v0..v3 below; attention.h kVecKeysPerTurn)
 // A measuring aid (WGRT_DECODE_PROBE, wrong results on purpose): 1 keeps the K/V loads and the
 // merge but drops the scores and the softmax (the words are summed into the output).
 override VPROBE: u32 = 0u;
