@@ -1,6 +1,7 @@
 // Encoding the active dispatches: the one loop that execute() and the labs' timed passes share.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
