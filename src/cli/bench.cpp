@@ -427,7 +427,7 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
              std::chrono::duration<double>(Clock::now() - t0).count(), info.adapter, info.backend, n_ctx, f.batch,
              tests.size(), f.reps, f.no_warmup ? ", no warm-up" : "");
   fmt::print(stderr, "wgrt bench: {}\n", graph::describe_memory(graph::memory_plan(*s.mg.graph)));
-  if (graph::skipping_nodes())
+  if (graph::skipping_kernels(*s.mg.graph))
     fmt::print(stderr, "wgrt bench: WGRT_SKIP_NODES leaves dispatches out: timings of a partial step, results wrong "
                        "(a measuring aid)\n");
 

@@ -54,7 +54,7 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
              dev.caps.adapter.name, gpu::backend_name(dev.caps.adapter.backend), s.mg.weight_bytes / 1048576.0,
              s.mg.n_ctx, seed);
   fmt::print(stderr, "wgrt: {}\n", graph::describe_memory(graph::memory_plan(*s.mg.graph)));
-  if (graph::skipping_nodes())
+  if (graph::skipping_kernels(*s.mg.graph))
     fmt::print(stderr, "wgrt: WGRT_SKIP_NODES leaves dispatches out: the text is wrong (a measuring aid)\n");
   if (f.warmup) {  // compile every pipeline the timed run uses (prefill and decode routes)
     std::vector<int32_t> ids = tokenizer::tokenize(s.tok, f.prompt, true, true);

@@ -388,6 +388,7 @@ void build(Graph& graph) {
     g.live.nodes.assign(g.nodes.size(), NodeState{});
     g.staged = g.live;
     propagate_and_commit(g);
+    g.skipped = skipped_from_env(g);
   } catch (...) {
     unbuild(g);
     throw;

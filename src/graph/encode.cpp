@@ -26,56 +26,46 @@ std::vector<size_t> node_indices(const GraphState& g, std::span<const NodeId> no
   return out;
 }
 
-// A measuring aid (wrong results on purpose): WGRT_SKIP_NODES=PREFIX[:KERNEL],... leaves out
-// the dispatches of every node whose name starts with PREFIX ("*": every node), or only its
-// kernel KERNEL, so that a run's step time shows what those dispatches cost as the step runs
-// them (docs/PERFORMANCE.md). Read once; bound groups of a rebind are never left out.
-struct SkippedNodes {
-  struct Item {
-    std::string prefix;
-    int kernel;  // -1: every kernel of the node
-  };
-  std::vector<Item> items;
-
-  static SkippedNodes from_env() {
-    SkippedNodes out;
-    const char* env = std::getenv("WGRT_SKIP_NODES");
-    const std::string s = env ? env : "";
-    for (size_t at = 0; at < s.size();) {
-      const size_t end = std::min(s.find(',', at), s.size());
-      std::string item = s.substr(at, end - at);
-      int kernel = -1;
-      if (const size_t colon = item.find(':'); colon != std::string::npos) {
-        const std::string k = item.substr(colon + 1);
-        if (k.empty() || k.size() > 2 || k.find_first_not_of("0123456789") != std::string::npos)
-          throw std::invalid_argument(fmt::format("WGRT_SKIP_NODES: '{}' (hint: PREFIX or PREFIX:KERNEL, KERNEL "
-                                                  "a node's kernel index, items separated by commas)", item));
-        kernel = std::stoi(k);
-        item.resize(colon);
-      }
-      if (item.empty())
-        throw std::invalid_argument(fmt::format("WGRT_SKIP_NODES='{}': an empty node prefix (hint: '*' for every node)", s));
-      out.items.push_back({item, kernel});
-      at = end + 1;
-    }
-    return out;
-  }
-
-  bool skips(const std::string& node, size_t kernel) const {
-    for (const Item& i : items)
-      if ((i.prefix == "*" || node.starts_with(i.prefix)) && (i.kernel < 0 || size_t(i.kernel) == kernel)) return true;
-    return false;
-  }
-};
-
-const SkippedNodes& skipped_nodes() {
-  static const SkippedNodes s = SkippedNodes::from_env();
-  return s;
-}
-
 }  // namespace
 
-bool skipping_nodes() { return !skipped_nodes().items.empty(); }
+std::vector<uint32_t> skipped_from_env(const GraphState& g) {
+  const char* env = std::getenv("WGRT_SKIP_NODES");
+  const std::string s = env ? env : "";
+  std::vector<uint32_t> masks;
+  for (size_t at = 0; at < s.size();) {
+    const size_t end = std::min(s.find(',', at), s.size());
+    std::string item = s.substr(at, end - at);
+    uint32_t bits = ~0u;  // every kernel of the node
+    if (const size_t colon = item.find(':'); colon != std::string::npos) {
+      const std::string k = item.substr(colon + 1);
+      if (k.empty() || k.size() > 1 || k[0] < '0' || k[0] >= char('0' + kMaxDispatches))
+        throw std::invalid_argument(fmt::format("WGRT_SKIP_NODES: '{}' (hint: PREFIX or PREFIX:KERNEL, KERNEL a node's "
+                                                "kernel index 0..{}, items separated by commas)",
+                                                item, kMaxDispatches - 1));
+      bits = 1u << (k[0] - '0');
+      item.resize(colon);
+    }
+    if (item.empty())
+      throw std::invalid_argument(fmt::format("WGRT_SKIP_NODES='{}': an empty node prefix (hint: '*' for every node)", s));
+    masks.resize(g.nodes.size(), 0);
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      if (item == "*" || g.nodes[n].name.starts_with(item)) masks[n] |= bits;
+    at = end + 1;
+  }
+  return masks;
+}
+
+void set_skipped_kernels(Graph& graph, std::vector<uint32_t> masks) {
+  GraphState& g = state(graph);
+  if (!masks.empty() && masks.size() != g.nodes.size())
+    throw std::invalid_argument(fmt::format("set_skipped_kernels: {} masks for {} nodes", masks.size(), g.nodes.size()));
+  g.skipped = std::move(masks);
+}
+
+bool skipping_kernels(const Graph& graph) {
+  const GraphState& g = state(graph);
+  return std::any_of(g.skipped.begin(), g.skipped.end(), [](uint32_t m) { return m != 0; });
+}
 
 void encode_node(const GraphState& g, size_t n, WGPUComputePassEncoder pass, const std::vector<gpu::BindGroup>* groups) {
   const NodeState& ns = g.live.nodes[n];
@@ -85,7 +75,7 @@ void encode_node(const GraphState& g, size_t n, WGPUComputePassEncoder pass, con
   for (size_t j = 0; j < kernels.size(); ++j) {
     const Grid& gr = ns.plan.grids[j];
     if (gr.x == 0) continue;  // an optional kernel this plan skips (check_plan allows no other empty grid)
-    if (!groups && skipped_nodes().skips(g.nodes[n].name, j)) continue;
+    if (!groups && n < g.skipped.size() && (g.skipped[n] >> j & 1u)) continue;  // set_skipped_kernels
     wgpuComputePassEncoderSetPipeline(pass, kernels[j].pipeline->pipeline.get());
     wgpuComputePassEncoderSetBindGroup(pass, 0, groups ? (*groups)[j].get() : kernels[j].bind_group.get(), 0, nullptr);
     wgpuComputePassEncoderDispatchWorkgroups(pass, gr.x, gr.y, gr.z);

@@ -280,9 +280,13 @@ std::vector<T> read_output(Graph& g, TensorId t) {
 // The active dispatches of `nodes` (every node when empty), in order, at the live state: what
 // execute encodes, without its read-back copies or submit.
 void encode(const Graph& g, WGPUComputePassEncoder pass, std::span<const NodeId> nodes = {});
-// Whether WGRT_SKIP_NODES leaves dispatches out (a measuring aid, encode.cpp; results wrong on
-// purpose); throws std::invalid_argument naming the bad item when it is malformed.
-bool skipping_nodes();
+// A measuring aid (results wrong on purpose): bit j of masks[i] leaves kernel j of node i out of
+// every step, execute's and encode's, until set again (empty: none). --profile's "as the step
+// runs it" table sets it; WGRT_SKIP_NODES=PREFIX[:KERNEL],... sets it at build, for any command
+// (every node whose name starts with PREFIX, "*" every node; all its kernels or kernel KERNEL).
+void set_skipped_kernels(Graph& g, std::vector<uint32_t> masks);
+// Whether any kernel is left out.
+bool skipping_kernels(const Graph& g);
 
 // The active routes' bind groups with some tensors bound to other buffers (a lab's fresh
 // outputs, so no dispatch waits on another's writes). Made per call, so not for the hot path;

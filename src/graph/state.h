@@ -65,6 +65,7 @@ struct GraphState {
   LiveState staged;  // scratch for update(); same sizes as live, reused every step
   bool planned = false;
   GraphStats stats;
+  std::vector<uint32_t> skipped;  // per node: kernels left out of every step (set_skipped_kernels); empty: none
 };
 
 // Shared by build() and update(): g.staged holds the new input shapes and symbol values (every
@@ -85,6 +86,11 @@ bool graph_uses_symbol_block(const GraphState& g);
 // `overrides` bound to the override's buffer instead of its own (build: none).
 gpu::BindGroup make_bind_group(const GraphState& g, size_t n, size_t r, size_t k, const gpu::Pipeline& pipeline,
                                std::span<const BufferOverride> overrides = {});
+
+// WGRT_SKIP_NODES=PREFIX[:KERNEL],... as set_skipped_kernels' masks (empty when unset): every
+// node whose name starts with PREFIX ("*": every node), all its kernels or kernel KERNEL. Throws
+// std::invalid_argument naming a malformed item.
+std::vector<uint32_t> skipped_from_env(const GraphState& g);
 
 // Encodes node `n`'s active dispatches: with its own bind groups, or `groups` (one per kernel
 // of the active route).

@@ -94,6 +94,69 @@ void add_gpu(StepProfile& p, Session& s, uint32_t steps, const StepFn& one_step)
             [](const KernelProfile& a, const KernelProfile& b) { return a.gpu_s > b.gpu_s; });
 }
 
+// `steps` greedy decode steps from `start`, pipelined and fed on the GPU as in `wgrt run` (two
+// warm-up steps first; `timed` called before the timed ones); the wall time per step.
+template <class OnTimed>
+double run_decode(Session& s, uint32_t start, uint32_t steps, const OnTimed& timed) {
+  s.n_past = start;
+  graph::Snapshot step = submit_fed_step(s);
+  (void)read_argmax(s, step);
+  step = submit_fed_step(s);
+  timed();
+  const Clock::time_point t0 = Clock::now();
+  for (uint32_t i = 0; i < steps; ++i) {
+    graph::Snapshot ahead = submit_fed_step(s);
+    (void)read_argmax(s, step);
+    step = ahead;
+  }
+  (void)read_argmax(s, step);
+  return std::chrono::duration<double>(Clock::now() - t0).count() / steps;
+}
+
+// "attn_qkv_rope.3" -> "attn_qkv_rope": a node's name without its layer.
+std::string family_of(const std::string& node) {
+  const size_t dot = node.rfind('.');
+  if (dot == std::string::npos || dot + 1 == node.size() ||
+      node.find_first_not_of("0123456789", dot + 1) != std::string::npos)
+    return node;
+  return node.substr(0, dot);
+}
+
+// The real decode step without each family of nodes that dispatches, in node order.
+std::vector<FamilyCost> family_costs(Session& s, uint32_t start, uint32_t steps) {
+  graph::Graph& g = *s.mg.graph;
+  std::vector<FamilyCost> out;
+  std::vector<std::vector<uint32_t>> members;
+  for (uint32_t i = 0; i < graph::node_count(g); ++i) {
+    const graph::NodeId id{i};
+    uint32_t dispatches = 0;
+    const graph::Plan& plan = graph::active_plan(g, id);
+    for (size_t j = 0; j < graph::active_route_info(g, id).kernels.size(); ++j) dispatches += plan.grids[j].x > 0;
+    if (dispatches == 0) continue;
+    const std::string name = family_of(graph::node_info(g, id).name);
+    auto it = std::find_if(out.begin(), out.end(), [&](const FamilyCost& f) { return f.name == name; });
+    if (it == out.end()) {
+      out.push_back({name});
+      members.emplace_back();
+      it = out.end() - 1;
+    }
+    ++it->nodes;
+    it->dispatches += dispatches;
+    members[size_t(it - out.begin())].push_back(i);
+  }
+  struct Restore {  // every kernel back in the step, also when a step throws
+    graph::Graph& g;
+    ~Restore() { graph::set_skipped_kernels(g, {}); }
+  } restore{g};
+  for (size_t f = 0; f < out.size(); ++f) {
+    std::vector<uint32_t> masks(graph::node_count(g), 0);
+    for (uint32_t i : members[f]) masks[i] = ~0u;
+    graph::set_skipped_kernels(g, std::move(masks));
+    out[f].step_s = run_decode(s, start, steps, [] {});
+  }
+  return out;
+}
+
 }  // namespace
 
 StepProfile profile_decode(Session& s, uint32_t steps) {
@@ -107,18 +170,12 @@ StepProfile profile_decode(Session& s, uint32_t steps) {
   p.what = fmt::format("decode at position {}", start);
   p.tokens = 1;
   p.steps = steps;
-  // Unprofiled, pipelined as in `wgrt run` (two warm-up steps first).
-  graph::Snapshot step = submit_fed_step(s);
-  (void)read_argmax(s, step);
-  step = submit_fed_step(s);
-  const CpuMark m = mark(g);
-  for (uint32_t i = 0; i < steps; ++i) {
-    graph::Snapshot ahead = submit_fed_step(s);
-    (void)read_argmax(s, step);
-    step = ahead;
-  }
-  (void)read_argmax(s, step);
+  // Unprofiled, pipelined as in `wgrt run`; then without each family of nodes, unless WGRT_SKIP_NODES
+  // already leaves some out.
+  CpuMark m;
+  (void)run_decode(s, start, steps, [&] { m = mark(g); });
   add_cpu(p, g, m, steps);
+  if (!graph::skipping_kernels(g)) p.families = family_costs(s, start, steps);
   // Profiled, one step at a time from the same position.
   s.n_past = start;
   add_gpu(p, s, steps, [&](gpu::Profiler* prof) {
@@ -223,6 +280,17 @@ void print_profile(std::FILE* out, const StepProfile& p, const std::optional<gpu
                   "{:.1f} us; uniform writes {:.1f}\n",
              p.update_s * 1e6, p.encode_s * 1e6, p.submit_s * 1e6, p.wait_s * 1e6, p.readback_s * 1e6,
              p.uniform_writes);
+  if (!p.families.empty()) {
+    fmt::print(out, "as the step runs it: the real step ({:.1f} us) without each family of nodes, {} steps each\n",
+               p.real_s * 1e6, p.steps);
+    fmt::print(out, "| nodes | per step | dispatches | step without them, us | their cost, us | a node, us | share |\n");
+    fmt::print(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (const FamilyCost& f : p.families) {
+      const double cost = p.real_s - f.step_s;
+      fmt::print(out, "| {} | {} | {} | {:.1f} | {:.1f} | {:.2f} | {:.1f}% |\n", f.name, f.nodes, f.dispatches,
+                 f.step_s * 1e6, cost * 1e6, cost / f.nodes * 1e6, 100 * cost / std::max(p.real_s, 1e-12));
+    }
+  }
   if (peaks)
     fmt::print(out, "peaks ({}, {}): read {:.0f} GB/s, f32 FMA {:.0f} GFLOP/s, dependent dispatch {:.2f} us GPU\n",
                peaks->adapter, peaks->date, peaks->read_gbps, peaks->fma_gflops, peaks->dispatch_gpu_us);

@@ -31,10 +31,11 @@ struct Result {
   std::string out, err;
 };
 
-Result wgrt(const std::string& args) {
+// `env`: assignments for the command's environment ("NAME=value ...").
+Result wgrt(const std::string& args, const std::string& env = "") {
   static const std::string dir = test::temp_dir("benchcli");
   const std::string err_file = dir + "/stderr.txt";
-  std::string cmd = std::string(WGRT_BINARY) + " " + args + " 2>" + err_file;
+  std::string cmd = env + (env.empty() ? "" : " ") + std::string(WGRT_BINARY) + " " + args + " 2>" + err_file;
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -250,6 +251,35 @@ TEST(CliBench, ProfileReportsKernelsAndSteps) {
   // A decode step moves pos alone: one write, the graph's symbol block, while no attention
   // node's chunk count changes (decode at 16: keys 17..20, one key block).
   EXPECT_NE(r.err.find("; uniform writes 1.0\n"), std::string::npos) << r.err;
+  // The real step without each family of nodes: the 13 dispatches by family, in node order.
+  const size_t families = r.err.find("as the step runs it: the real step (");
+  ASSERT_NE(families, std::string::npos) << r.err;
+  size_t at = families;
+  for (const char* row : {"| token_embd | 1 | 1 | ", "| attn_qkv_rope | 2 | 2 | ", "| attn | 2 | 2 | ",
+                          "| attn_residual | 2 | 2 | ", "| ffn_act | 2 | 2 | ", "| ffn_residual | 2 | 2 | ",
+                          "| logits | 1 | 2 | "}) {
+    at = r.err.find(row, at);
+    EXPECT_NE(at, std::string::npos) << "missing '" << row << "' in order in:\n" << r.err.substr(families);
+    if (at == std::string::npos) break;
+  }
+}
+
+// WGRT_SKIP_NODES (a measuring aid): said on stderr; the profile then has no family table (the
+// step is already partial); a malformed list is an error that names it.
+TEST(CliBench, SkipNodesIsSaidAndChecked) {
+  Result r = wgrt(fmt::format("bench -m {} -p 0 -n 4 -d 0 -r 1 --no-warmup --profile", fixture_path()),
+                  "WGRT_SKIP_NODES=attn.:1,ffn_act.");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("WGRT_SKIP_NODES leaves dispatches out"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("profile: decode at position 0"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("as the step runs it"), std::string::npos) << r.err;
+  for (const char* bad : {"attn.:x", "attn.:12", ",attn."}) {
+    Result b = wgrt(fmt::format("bench -m {} -p 0 -n 4 -d 0 -r 1 --no-warmup", fixture_path()),
+                    fmt::format("WGRT_SKIP_NODES='{}'", bad));
+    EXPECT_NE(b.code, 0) << bad << ": " << b.err;
+    EXPECT_NE(b.err.find("WGRT_SKIP_NODES"), std::string::npos) << bad << ": " << b.err;
+    EXPECT_NE(b.err.find("hint"), std::string::npos) << bad << ": " << b.err;
+  }
 }
 
 // --parallel: after the single-sequence rows, tg rows of several sequences on the batched
