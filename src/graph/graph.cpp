@@ -126,14 +126,26 @@ WGPUBuffer uniform_buffer(const Graph& graph, NodeId n) {
 
 uint32_t uniform_stride(const Graph& g) { return built_state(g, "uniform_stride").uniform_stride; }
 
+namespace {
+uint32_t node_dispatches(const GraphState& g, size_t i) {
+  const NodeState& ns = g.live.nodes[i];
+  uint32_t n = 0;
+  for (size_t j = 0; j < g.compiled[i][ns.route].size(); ++j) n += ns.plan.grids[j].x != 0 ? 1 : 0;
+  return n;
+}
+}  // namespace
+
 uint32_t active_dispatches(const Graph& graph) {
   const GraphState& g = built_state(graph, "active_dispatches");
   uint32_t n = 0;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const NodeState& ns = g.live.nodes[i];
-    for (size_t j = 0; j < g.compiled[i][ns.route].size(); ++j) n += ns.plan.grids[j].x != 0 ? 1 : 0;
-  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) n += node_dispatches(g, i);
   return n;
+}
+
+uint32_t active_dispatches(const Graph& graph, NodeId id) {
+  const GraphState& g = built_state(graph, "active_dispatches");
+  check_node_id(g, id, "active_dispatches");
+  return node_dispatches(g, id.v);
 }
 
 NodeCost node_cost(const Graph& graph, NodeId id) {

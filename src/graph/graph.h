@@ -339,7 +339,8 @@ WGPUBuffer uniform_buffer(const Graph& g, NodeId n);
 uint32_t uniform_stride(const Graph& g);  // bytes between a node's slots
 // The active route's cost (NodeCost) at the live shapes.
 NodeCost node_cost(const Graph& g, NodeId n);
-// Dispatches the active routes encode per execute.
+// Dispatches the active routes encode per execute: all of them, or node n's.
 uint32_t active_dispatches(const Graph& g);
+uint32_t active_dispatches(const Graph& g, NodeId n);
 
 }  // namespace wgrt::graph

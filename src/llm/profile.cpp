@@ -125,33 +125,29 @@ std::string family_of(const std::string& node) {
 // The real decode step without each family of nodes that dispatches, in node order.
 std::vector<FamilyCost> family_costs(Session& s, uint32_t start, uint32_t steps) {
   graph::Graph& g = *s.mg.graph;
+  const uint32_t nodes = graph::node_count(g);
   std::vector<FamilyCost> out;
-  std::vector<std::vector<uint32_t>> members;
-  for (uint32_t i = 0; i < graph::node_count(g); ++i) {
-    const graph::NodeId id{i};
-    uint32_t dispatches = 0;
-    const graph::Plan& plan = graph::active_plan(g, id);
-    for (size_t j = 0; j < graph::active_route_info(g, id).kernels.size(); ++j) dispatches += plan.grids[j].x > 0;
+  std::vector<std::vector<uint32_t>> masks;  // per family: set_skipped_kernels' masks
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const uint32_t dispatches = graph::active_dispatches(g, graph::NodeId{i});
     if (dispatches == 0) continue;
-    const std::string name = family_of(graph::node_info(g, id).name);
+    const std::string name = family_of(graph::node_info(g, graph::NodeId{i}).name);
     auto it = std::find_if(out.begin(), out.end(), [&](const FamilyCost& f) { return f.name == name; });
     if (it == out.end()) {
       out.push_back({name});
-      members.emplace_back();
+      masks.emplace_back(nodes, 0u);
       it = out.end() - 1;
     }
     ++it->nodes;
     it->dispatches += dispatches;
-    members[size_t(it - out.begin())].push_back(i);
+    masks[size_t(it - out.begin())][i] = ~0u;
   }
   struct Restore {  // every kernel back in the step, also when a step throws
     graph::Graph& g;
     ~Restore() { graph::set_skipped_kernels(g, {}); }
   } restore{g};
   for (size_t f = 0; f < out.size(); ++f) {
-    std::vector<uint32_t> masks(graph::node_count(g), 0);
-    for (uint32_t i : members[f]) masks[i] = ~0u;
-    graph::set_skipped_kernels(g, std::move(masks));
+    graph::set_skipped_kernels(g, std::move(masks[f]));
     out[f].step_s = run_decode(s, start, steps, [] {});
   }
   return out;

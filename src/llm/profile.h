@@ -3,9 +3,10 @@
 // GPU: steps run once more with a timestamp pair around each node (a compute pass per node),
 // summed per kernel (op, route, shapes): time, count per step, bytes moved and FLOPs (the
 // nodes' NodeCost) against the device peaks. A pass per node inflates short kernels, so decode
-// also times real steps with each family of nodes left out: what each costs as the step runs it. CPU: the same steps unprofiled, split into
-// update / encode / submit / wait / read-back (graph::GraphStats), with the real step time next
-// to the profiled GPU total, so the cost of profiling is visible.
+// also times real steps with each family of nodes left out: what each costs as the step runs
+// it. CPU: the same steps unprofiled, split into update / encode / submit / wait / read-back
+// (graph::GraphStats), with the real step time next to the profiled GPU total, so the cost of
+// profiling is visible.
 #pragma once
 
 #include <cstdint>
