@@ -25,6 +25,7 @@
 #include "support/op_harness.h"
 #include "support/quant_weights.h"
 #include "support/random.h"
+#include "support/xq_row.h"
 
 namespace wgrt::test {
 namespace {
@@ -112,42 +113,14 @@ void run_xq(const XqCase& c) {
       EXPECT_TRUE(within(got, want, bound)) << "consumer at " << m << " rows vs f32 reference";
       continue;
     }
-    // The producer's xq row against the reference quantization of what it wrote: as the CPU
-    // rounds, up to WGSL's division (2.5 ULP: amax / 127 and 127 / amax), so each scale within 3
-    // ULP of amax / 127 and each value within half a step (+1e-4) of u * 127 / amax.
+    // The producer's xq row against the reference quantization of what it wrote (u: y1 times the
+    // consumer's norm weight where the producer multiplies it in; the squares are y1's).
     std::vector<float> u = h;
     if (norm)
       for (uint32_t i = 0; i < kK1; ++i) u[i] *= nv[i];
-    const std::vector<uint32_t> words = read_output<uint32_t>(g, xq);
-    ASSERT_EQ(words.size(), size_t(ops::linear_q_xq_words(kK1)));
     ref::QuantizedActivations qa;  // what the producer wrote (the consumer's activations)
-    qa.q.resize(kK1);
-    for (uint32_t i = 0; i < kK1; ++i) qa.q[i] = int8_t(uint8_t(words[i / 4] >> (8 * (i % 4))));
-    auto byte = [&](uint32_t i) { return uint32_t(uint8_t(qa.q[i])); };
-    for (uint32_t w = 0; w < kK1 / 4; ++w) {
-      const uint32_t g8 = 8 * (w / 2), odd = w % 2;  // q4 order: values 0, 2, 4, 6 then 1, 3, 5, 7 of 8
-      const uint32_t q4 = byte(g8 + odd) | byte(g8 + odd + 2) << 8 | byte(g8 + odd + 4) << 16 | byte(g8 + odd + 6) << 24;
-      ASSERT_EQ(words[kK1 / 4 + w], q4) << "q4-order word " << w << " against the natural-order words";
-    }
-    for (uint32_t b = 0; b < kK1 / 16; ++b) {
-      float scale, sum, ss;
-      std::memcpy(&scale, &words[kK1 / 2 + 2 * b], 4);
-      std::memcpy(&sum, &words[kK1 / 2 + 2 * b + 1], 4);
-      std::memcpy(&ss, &words[5 * kK1 / 8 + b], 4);
-      qa.scales.push_back(scale);
-      double amax = 0, want_ss = 0;
-      int32_t hs = 0;
-      for (uint32_t i = 16 * b; i < 16 * b + 16; ++i) {
-        amax = std::max(amax, std::fabs(double(u[i])));
-        hs += qa.q[i];
-        want_ss += double(h[i]) * h[i];
-      }
-      ASSERT_NEAR(scale, amax / 127, 3 * 0x1p-23 * amax / 127) << "block " << b << "'s scale";
-      for (uint32_t i = 16 * b; i < 16 * b + 16; ++i)
-        ASSERT_LE(std::fabs(qa.q[i] - (amax > 0 ? u[i] * 127 / amax : 0.0)), 0.5 + 1e-4) << "value " << i;
-      ASSERT_EQ(sum, float(hs)) << "block " << b << "'s int8 sum";
-      ASSERT_NEAR(ss, want_ss, 1e-5 * want_ss + 1e-30) << "block " << b << "'s sum of squares";
-    }
+    check_xq_row(read_output<uint32_t>(g, xq), u, h, qa);
+    if (::testing::Test::HasFatalFailure()) return;
     // The consumer: the int8 activations' dot products, times 1 / rms(y1) where it normalizes.
     std::vector<float> want = ref::linear_int8_act(qa, wd2, {}, 1, kN2, kK1, 16);
     std::vector<float> xdq(kK1);

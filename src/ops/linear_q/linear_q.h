@@ -110,7 +110,7 @@ struct LinearQDesc {
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
 
-// u32 words of an xq row of k values (linear_q.wgsl's layout): int8 values twice (natural and q4
+// u32 words of an xq row of k values (xq_row.wgsl's layout): int8 values twice (natural and q4
 // order), a (scale, sum) pair per 16 values and a sum of squares per 16.
 constexpr uint32_t linear_q_xq_words(uint32_t k) { return k / 4 + k / 4 + k / 8 + k / 16; }
 // The xq output of the node named `name` (LinearQDesc::xq_out).

@@ -1,6 +1,7 @@
 // Quantized linear, q4gsw, q8 and the K-quants (ops/quant/quant.h has the layouts; linear_q.h
 // the routes): y[m, n] = sum_k x[m, k] * value(n, k) + bias[n].
 //! use rope_turn
+//! use xq_row
 //! use graph_symbols
 //! use linear_q_kquant_rows
 //! use linear_q_matrix
@@ -372,14 +373,10 @@ override XI8: bool = false;
 // A gemv whose output another gemv reads next can write that output as int8 blocks too
 // (gemv_xq, gemv_swiglu_xq), so the consumer's workgroups read their chunks of x straight from
 // memory (XQ_IN) instead of each staging and quantizing x before its first dot product: that
-// staging took 16-26% of the H200 decode gemvs (docs/PERFORMANCE.md). The block is the producer workgroup's 16
-// outputs, one scale each. An xq row of K values, u32 words (linear_q.h linear_q_xq_words):
-//   [0, K/4)            the int8 values, natural order (q6k, q8 consumers)
-//   [K/4, K/2)          the same, q4 order: per 8 values 0, 2, 4, 6 then 1, 3, 5, 7 (q4 / q5)
-//   [K/2, K/2 + K/8)    per block b: its scale, then the sum of its 16 int8 values (f32)
-//   [5K/8, 5K/8 + K/16) per block: the sum of squares of its f32 outputs (an RMS-norm consumer's)
-// XQ_NORM quantizes the outputs times the consumer's norm weight (bound as nw4), else as they
-// are. The consumer binds the xq row as x4 (bitcast); its NORM takes the sums of squares.
+// staging took 16-26% of the H200 decode gemvs (docs/PERFORMANCE.md). The block is the producer
+// workgroup's 16 outputs, one scale each; the row's layout is xq_row.wgsl's. XQ_NORM quantizes
+// the outputs times the consumer's norm weight (bound as nw4), else as they are. The consumer
+// binds the xq row as x4 (bitcast); its NORM takes the sums of squares.
 override XQ_IN: bool = false;
 override XQ_NORM: bool = false;
 
@@ -417,21 +414,17 @@ fn gv_put_xq(v: vec4<f32>, per: u32, col: u32, blk: u32, width: u32, lid: u32) {
   if (lid >= 8u) { return; }
   var amax = 0.0;
   for (var i = 0u; i < 16u; i++) { amax = max(amax, abs(gv_qv[i])); }
-  let inv = select(0.0, 127.0 / amax, amax > 0.0);
-  // Thread w < 4: natural word w (values 4w ..); 4 + w: q4-order word w (8-group w / 2, odd w % 2).
-  let w = lid % 4u;
-  var at = vec4<u32>(4u * w) + vec4<u32>(0u, 1u, 2u, 3u);
-  if (lid >= 4u) { at = vec4<u32>(8u * (w / 2u) + w % 2u) + vec4<u32>(0u, 2u, 4u, 6u); }
-  let q = vec4<i32>(round(vec4<f32>(gv_qv[at.x], gv_qv[at.y], gv_qv[at.z], gv_qv[at.w]) * inv));
-  part[select(0u, width / 4u, lid >= 4u) + 4u * blk + w] = pack4xI8(q);
+  let inv = xq_inv(amax);
+  let at = xq_values(lid);  // thread lid < 8 writes the block's word lid
+  part[xq_word_at(lid, blk, width)] = xq_pack(vec4<f32>(gv_qv[at.x], gv_qv[at.y], gv_qv[at.z], gv_qv[at.w]), inv);
   if (lid == 0u) {
     var hs = 0;
     for (var i = 0u; i < 16u; i++) { hs += i32(round(gv_qv[i] * inv)); }
     var tot = 0.0;
     for (var i = 0u; i < GV_SETS; i++) { tot += gv_qss[i]; }
-    part[width / 2u + 2u * blk] = bitcast<u32>(amax / 127.0);
-    part[width / 2u + 2u * blk + 1u] = bitcast<u32>(f32(hs));
-    part[5u * width / 8u + blk] = bitcast<u32>(tot);
+    part[xq_scale_at(blk, width)] = bitcast<u32>(amax / 127.0);
+    part[xq_scale_at(blk, width) + 1u] = bitcast<u32>(f32(hs));
+    part[xq_squares_at(blk, width)] = bitcast<u32>(tot);
   }
 }
 
