@@ -4,7 +4,7 @@
 //   wgrt_lab_attention [--peaks bench/peaks-h200.json] [--repeats 10] [--inner 4]
 //                      [--contexts 128,1024,4096,8192] [--head-dims 64,128] [--caches f32,f16]
 //                      [--routes decode,prefill] [--decode-kernels best,vec,sg,split]
-//                      [--max-chunks 0,32,64]
+//                      [--max-chunks 0,32,64] [--xq off,on]
 //
 // decode (flash-decoding, n_tokens 1 at pos = ctx - 1): one graph holds `layers` attention
 // nodes, each over its own caches, so a timed pass reads more KV than the L2 holds (as a real
@@ -14,7 +14,9 @@
 // (keys attended, summed over tokens) / time, against the measured f32 FMA peak.
 // Before a row is timed, layer 0's output for the last token, at the first and the last query
 // head, is checked against softmax(q K^T / sqrt(head_dim)) V computed on the CPU from the same
-// caches (the "check" column).
+// caches (the "check" column). --xq on: decode with AttentionDesc::xq_out (the output also
+// written quantized ahead for the output projection, the kernels' _xq entry points); layer 0's
+// xq row is checked against its output's quantization in blocks of 16 too.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -48,6 +50,7 @@ struct Options {
   std::vector<std::string> caches = {"f32", "f16"};
   std::vector<std::string> routes = {"decode", "prefill"};
   std::vector<std::string> kernels = {"best"};
+  std::vector<std::string> xq = {"off"};
   gpu::DeviceOptions device;
 };
 
@@ -108,6 +111,23 @@ std::string check_head(const std::vector<float>& got, const std::vector<float>& 
   return "ok";
 }
 
+// Layer 0's xq row (xq_row.wgsl) against its output: each block's scale within 1e-6 of its
+// magnitude / 127 and each int8 within one step of the output's value over that scale.
+std::string check_xq(const std::vector<uint32_t>& words, const std::vector<float>& out) {
+  const size_t k = out.size();
+  for (size_t b = 0; b < k / 16; ++b) {
+    float amax = 0, scale;
+    for (size_t i = 16 * b; i < 16 * b + 16; ++i) amax = std::max(amax, std::fabs(out[i]));
+    std::memcpy(&scale, &words[k / 2 + 2 * b], 4);
+    if (!(std::fabs(scale - amax / 127) <= 1e-6f * amax)) return fmt::format("XQ MISMATCH block {} scale", b);
+    for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
+      const int8_t v = int8_t(uint8_t(words[i / 4] >> (8 * (i % 4))));
+      if (!(std::fabs(v * scale - out[i]) <= 1.01f * scale)) return fmt::format("XQ MISMATCH value {}", i);
+    }
+  }
+  return "ok";
+}
+
 ops::DecodeKernel kernel_of(const std::string& k) {
   if (k == "vec") return ops::DecodeKernel::vec;
   if (k == "sg") return ops::DecodeKernel::sg;
@@ -124,7 +144,8 @@ struct Lab {
                     "GB/s (KV)", "% of read peak", "GFLOP/s", "% of FMA peak", "check"},
                    {}};
 
-  void run(bool decode, bool f16, uint32_t hd, uint32_t ctx, ops::DecodeKernel want, uint32_t max_chunks) {
+  void run(bool decode, bool f16, uint32_t hd, uint32_t ctx, ops::DecodeKernel want, uint32_t max_chunks,
+           bool xq) {
     const uint32_t n_tokens = decode ? 1 : std::min<uint32_t>(512, ctx);
     const uint32_t pos = ctx - n_tokens;
     const double elem = f16 ? 2 : 4;
@@ -143,10 +164,11 @@ struct Lab {
       caches.push_back(vc);
       TensorId o = ops::add_attention(g, {.name = fmt::format("attn.{}", l), .q = q, .k_cache = kc, .v_cache = vc,
                                           .pos = ps, .n_heads = kHeads, .decode_max_chunks = max_chunks,
-                                          .decode_kernel = want});
+                                          .decode_kernel = want, .xq_out = xq});
       if (l == 0) out0 = o;
     }
     mark_output(g, out0);
+    if (xq) mark_output(g, ops::attention_xq(g, "attn.0"));
     build(g);
     std::vector<uint32_t> k0, v0;  // layer 0's caches, for the check
     for (size_t i = 0; i < caches.size(); ++i) {
@@ -165,6 +187,7 @@ struct Lab {
     const std::vector<float> got = read_output<float>(g, out0);
     std::string check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, 0);
     if (check == "ok") check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, kHeads - 1);
+    if (check == "ok" && xq) check = check_xq(read_output<uint32_t>(g, ops::attention_xq(g, "attn.0")), got);
     int inner = decode ? 1 : opts.inner;
     lab::Timing t = lab::measure(timer, "attention", opts.time, [&](WGPUComputePassEncoder pass) {
       for (int i = 0; i < inner; ++i) encode(g, pass);
@@ -178,7 +201,7 @@ struct Lab {
     double gflops = flops / per_call / 1e9;
     const ops::AttentionVariants var = ops::attention_variants(dev.caps.limits, "attn", hd, kHeads / kKvHeads, f16,
                                                                gpu::subgroup_lanes(dev.caps), want);
-    const std::string kernel = decode ? ops::decode_kernel_name(var.decode_kernel)
+    const std::string kernel = decode ? std::string(ops::decode_kernel_name(var.decode_kernel)) + (xq ? " + xq" : "")
                                       : fmt::format("{} ({} rows)", ops::prefill_entry(var), var.prefill_rows);
     table.rows.push_back({decode ? "decode" : "prefill", kernel,
                           f16 ? "f16" : "f32", fmt::format("{}", hd),
@@ -210,6 +233,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')->check(CLI::IsMember({"decode", "prefill"}));
   app.add_option("--decode-kernels", opts.kernels, "comma list of flash-decoding kernels (best, vec, sg, split)")
       ->delimiter(',')->check(CLI::IsMember({"best", "vec", "sg", "split"}));
+  app.add_option("--xq", opts.xq, "comma list: decode without (off) and with (on) the output quantized ahead")
+      ->delimiter(',')->check(CLI::IsMember({"off", "on"}));
   app.add_option("--contexts", opts.contexts, "comma list of contexts")->delimiter(',')->check(CLI::Range(1u, 1u << 20));
   app.add_option("--head-dims", opts.head_dims, "comma list of head dims (multiples of 8, 16..256)")->delimiter(',');
   lab::add_device_flags(app, opts.device);
@@ -226,7 +251,8 @@ int main(int argc, char** argv) {
             const bool decode = route == "decode";
             for (const std::string& k : decode ? opts.kernels : std::vector<std::string>{"best"})
               for (uint32_t mc : decode ? opts.max_chunks : std::vector<uint32_t>{0})
-                lab.run(decode, cache == "f16", hd, ctx, kernel_of(k), mc);
+                for (const std::string& xq : decode ? opts.xq : std::vector<std::string>{"off"})
+                  lab.run(decode, cache == "f16", hd, ctx, kernel_of(k), mc, xq == "on");
           }
     lab::print_table(lab.table);
     for (const auto& row : lab.table.rows)

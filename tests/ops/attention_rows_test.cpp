@@ -14,6 +14,7 @@
 #include "attention_support.h"
 #include "support/op_harness.h"
 #include "support/random.h"
+#include "support/xq_row.h"
 
 namespace wgrt::test {
 namespace {
@@ -73,6 +74,10 @@ void run_rows(const AttnConfig& c, const std::vector<std::vector<Run>>& steps) {
       EXPECT_EQ(active_route(g, a.attn), decode ? ops::kAttentionDecode : ops::kAttentionPrefill) << what;
       if (decode) {
         EXPECT_EQ(active_plan(g, a.attn).grids[0].z, n) << what;
+      }
+      if (c.xq_out && n == 1) {  // the output quantized ahead (support/xq_row.h)
+        ref::QuantizedActivations qa;
+        check_xq_row(read_output<uint32_t>(g, a.xq), got, got, qa);
       }
     }
     const float rtol = c.f16 ? 1e-3f : 0.f;  // pack2x16float may round either way
@@ -145,6 +150,16 @@ std::vector<OpCase> rows_cases() {
                  .max_tokens = 48, .f16 = f16, .prefill = pk, .rows = true, .decode_max_tokens = 4};
     cases.push_back({fmt::format("hd{}_gqa{}_{}{}", hd, group, f16 ? "f16" : "f32", prefill_suffix(c.prefill)),
                      [c] { run_rows(c, mixed_steps()); }});
+  }
+  // The output quantized ahead (AttentionDesc::xq_out) at the steps of one token: sequence 2 past
+  // a chunk (the merge writes it), then sequences 1 and 4 within one chunk (decode_vec and
+  // decode_sg write it themselves), on each decode kernel.
+  for (K k : {K::vec, K::sg, K::split}) {
+    AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .group = 4, .n_ctx = kSeqs * kRegion, .max_tokens = 48,
+                 .f16 = true, .decode = k, .rows = true, .decode_max_tokens = 4, .xq_out = true};
+    std::vector<std::vector<Run>> steps = mixed_steps();
+    steps.insert(steps.end(), {{{1, 1}}, {{4, 1}}});
+    cases.push_back({fmt::format("hd64_gqa4_f16{}_xq", decode_suffix(k)), [c, steps] { run_rows(c, steps); }});
   }
   // Caches split by KV heads (two parts of one head): both routes, every decode kernel.
   for (K k : {K::best, K::vec, K::sg, K::split}) {

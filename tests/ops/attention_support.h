@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -34,6 +35,7 @@ struct AttnConfig {
   bool rows = false;            // a KvRows table (input "rows") and max_keys for both nodes
   uint32_t decode_max_tokens = 1;  // AttentionDesc::decode_max_tokens (rows)
   std::vector<uint32_t> cache_parts;  // KV heads per cache tensor (a cache split by heads); empty: one
+  bool xq_out = false;             // AttentionDesc::xq_out (AttnGraph::xq an output)
   uint32_t n_heads() const { return n_kv_heads * group; }
   ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
 };
@@ -44,6 +46,7 @@ struct AttnGraph {
   std::vector<graph::TensorId> kcs, vcs;  // every part, in head order
   graph::SymbolId pos;
   graph::NodeId write, attn;
+  graph::TensorId xq;        // xq_out only: the output quantized ahead
   graph::TensorId table;     // rows only: u32 [max_tokens, 2]
   graph::SymbolId max_keys;  // rows only, declared up to n_ctx + 64 (plans refuse past n_ctx)
 };
@@ -85,7 +88,9 @@ inline bool prefill_fits(const AttnConfig& c) {
   return true;
 }
 
-inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) {
+// `extend`: called on the graph before it is built (further nodes reading the attention's outputs).
+inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false,
+                                  const std::function<void(AttnGraph&)>& extend = {}) {
   using namespace graph;
   AttnGraph a;
   a.g = std::make_unique<Graph>(c.default_limits ? default_limits_device() : device());
@@ -120,15 +125,20 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false) 
                                    .more_caches = more, .pos = a.pos, .n_heads = c.n_heads(),
                                    .decode_max_chunks = c.max_chunks, .decode_kernel = c.decode,
                                    .prefill_kernel = c.prefill, .rows = rows,
-                                   .decode_max_tokens = c.decode_max_tokens});
+                                   .decode_max_tokens = c.decode_max_tokens, .xq_out = c.xq_out});
     a.attn = find_node(g, "attn");
     mark_output(g, a.out);
+    if (c.xq_out) {
+      a.xq = ops::attention_xq(g, "attn");
+      mark_output(g, a.xq);
+    }
   }
   if (caches_out)
     for (size_t i = 0; i < a.kcs.size(); ++i) {
       mark_output(g, a.kcs[i]);
       mark_output(g, a.vcs[i]);
     }
+  if (extend) extend(a);
   build(g);
   return a;
 }

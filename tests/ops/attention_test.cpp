@@ -303,6 +303,21 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
             EXPECT_EQ(group % v.decode_heads, 0u);
             EXPECT_EQ(v.prefill_rows % group, 0u);
           }
+          // The outputs staged for xq_out fit too, with and without subgroups, and are counted (xo: 1
+          // value without xq_out) where the same kernel shape is picked.
+          for (uint32_t sg : {1u, 8u, 32u}) {
+            if (hd % 16 != 0) break;
+            SCOPED_TRACE(fmt::format("xq_out, {} lanes", sg));
+            const ops::AttentionVariants x = ops::attention_variants(
+                l, "attn", hd, group, f16, sg, ops::DecodeKernel::best, ops::PrefillKernel::best, /*xq_out=*/true);
+            const ops::AttentionVariants plain = ops::attention_variants(l, "attn", hd, group, f16, sg);
+            EXPECT_LE(x.decode.storage_bytes, l.maxComputeWorkgroupStorageSize);
+            EXPECT_EQ(x.reduce.storage_bytes, plain.reduce.storage_bytes + hd * 4 - 16);
+            if (x.decode_kernel != ops::DecodeKernel::split && x.decode_kernel == plain.decode_kernel &&
+                x.decode_heads == plain.decode_heads && x.decode.invocations == plain.decode.invocations) {
+              EXPECT_EQ(x.decode.storage_bytes, plain.decode.storage_bytes + hd * 4 * x.decode_heads - 16);
+            }
+          }
         }
         // 48 KiB (the H200) keeps every query head of a group in one decode workgroup.
         EXPECT_EQ(ops::attention_variants(large, "attn", hd, group, f16).decode_heads, group);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "ops/linear_q/linear_q.h"
+
 namespace wgrt::ops {
 
 namespace {
@@ -168,9 +170,11 @@ const char* prefill_entry(const AttentionVariants& v) {
 // Footprints from the WGSL declarations (attention.wgsl), each variable rounded to 16 bytes.
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
                                      uint32_t group, bool f16, uint32_t sg_lanes, DecodeKernel want,
-                                     PrefillKernel want_prefill) {
+                                     PrefillKernel want_prefill, bool xq_out) {
   constexpr uint32_t wg = 256, reduce_wg = 128, max_kpl = 8;  // attention.wgsl WG, RWG, MAX_KPL
   const uint32_t row_words = head_dim / (f16 ? 8 : 4), d4 = head_dim / 4;
+  // xo, the outputs the self-merging kernels and decode_reduce stage (XO values; 1 without xq_out).
+  auto xo_bytes = [&](uint32_t heads) { return wg_var_bytes(uint64_t(xq_out ? heads * head_dim : 1) * 4); };
   AttentionVariants v{};
   // decode_split: a block of 64 keys unless a row has more than 32 words, so that every P*V
   // lane (WG / row_words of them) holds at most MAX_KPL keys of a block.
@@ -201,7 +205,8 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
       const uint32_t hpw = uint32_t(ceil_div(group, ceil_div(group, kVecHeads)));
       const uint64_t subgroups = threads / sg_lanes;
       decode.push_back({DecodeKernel::vec, {}, {lanes, threads}, hpw});
-      footprint.push_back({wg_var_bytes(subgroups * 2 * 16) + wg_var_bytes(subgroups * head_dim * 16), threads});
+      footprint.push_back(
+          {wg_var_bytes(subgroups * 2 * 16) + wg_var_bytes(subgroups * head_dim * 16) + xo_bytes(hpw), threads});
     }
   };
   const bool vec_first = want == DecodeKernel::vec || group <= kVecHeads;
@@ -217,7 +222,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
         if (hpw * wpl * e4 > kSgAcc || hpw * sh.keys > kSgScores) continue;
         decode.push_back({DecodeKernel::sg, sh, {}, hpw});
         footprint.push_back({wg_var_bytes(uint64_t(subgroups) * hpw * 8) +
-                                 wg_var_bytes(uint64_t(subgroups) * hpw * head_dim * 4),
+                                 wg_var_bytes(uint64_t(subgroups) * hpw * head_dim * 4) + xo_bytes(hpw),
                              sh.threads});
       }
     }
@@ -248,7 +253,8 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
           ? std::max(v.key_block, kVecOneChunkTurns * (v.vec.threads / v.vec.lanes) * kVecKeysPerTurn)
           : v.key_block;
   v.decode = footprint[di];
-  v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4) + wg_var_bytes(reduce_wg * 16),
+  v.reduce = {wg_var_bytes(kMaxDecodeChunks * 4) + wg_var_bytes(reduce_wg * 4) + wg_var_bytes(reduce_wg * 16) +
+                  xo_bytes(1),
               reduce_wg};
   require_fits(limits, name + ": attention decode_reduce", v.reduce);
 
@@ -454,9 +460,12 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
   const uint32_t group = d.n_heads / n_kv;
   const bool f16 = kc.dtype == graph::DType::F16;
+  if (d.xq_out && head_dim % 16 != 0)
+    throw std::invalid_argument(fmt::format("{}: xq_out writes blocks of 16 values within a head; head_dim {} is not a "
+                                            "multiple of 16 (hint: no xq_out)", d.name, head_dim));
   const AttentionVariants var = attention_variants(graph::device_caps(g).limits, d.name, head_dim, group, f16,
                                                    gpu::subgroup_lanes(graph::device_caps(g)), d.decode_kernel,
-                                                   d.prefill_kernel);
+                                                   d.prefill_kernel, d.xq_out);
   const bool merges_itself = var.decode_kernel != DecodeKernel::split;
   max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, var.key_block)));
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
@@ -468,6 +477,9 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       graph::add_tensor(g, d.name + ".split", graph::DType::F32,
                         {ml_offset(split_rows, max_chunks, head_dim) + split_rows * max_chunks * 2});
   const graph::TensorId table = kv_rows_binding(d.rows, d.q);  // never read without rows
+  std::optional<graph::TensorId> xq;  // the output quantized ahead (one token)
+  if (d.xq_out)
+    xq = graph::add_tensor(g, d.name + ".xq_ahead", graph::DType::U32, {linear_q_xq_words(d.n_heads * head_dim)});
 
   std::vector<gpu::OverrideConstant> consts = {
       {"HEAD_DIM", double(head_dim)}, {"GROUP", double(group)}, {"F16", f16 ? 1.0 : 0.0}};
@@ -482,6 +494,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     if (const char* probe = std::getenv("WGRT_DECODE_PROBE"))  // attention_decode_vec.wgsl VPROBE
       decode_consts.push_back({"VPROBE", double(std::atoi(probe))});
   }
+  if (d.xq_out) decode_consts.push_back({"XO", double(var.decode_heads * head_dim)});
   if (var.decode_kernel == DecodeKernel::sg) {
     decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
     decode_consts.push_back({"DKL", double(var.sg.lanes)});
@@ -515,13 +528,19 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   std::vector<KvCachePart> parts = {{d.k_cache, d.v_cache}};
   parts.insert(parts.end(), d.more_caches.begin(), d.more_caches.end());
   std::vector<graph::KernelSpec> decode_kernels, prefill_kernels;
+  // xq_out: the kernels that write the output take their _xq entry points, binding the xq row.
+  auto entry = [&](const char* name) { return d.xq_out ? std::string(name) + "_xq" : std::string(name); };
+  auto with_xq = [&](std::vector<graph::Binding> b) {
+    if (xq) b.push_back(graph::Binding::of(9, *xq));
+    return b;
+  };
   for (const KvCachePart& part : parts) {
     decode_kernels.push_back(
-        merges_itself ? graph::KernelSpec{key(decode_kernel_name(var.decode_kernel), decode_consts),
-                                          {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
-                                           graph::Binding::of(2, part.v), graph::Binding::of(3, out),
-                                           graph::Binding::of(4, scratch), graph::Binding::params(5),
-                                           graph::Binding::of(6, table), graph::Binding::symbol_block(7)}}
+        merges_itself ? graph::KernelSpec{key(entry(decode_kernel_name(var.decode_kernel)).c_str(), decode_consts),
+                                          with_xq({graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
+                                                   graph::Binding::of(2, part.v), graph::Binding::of(3, out),
+                                                   graph::Binding::of(4, scratch), graph::Binding::params(5),
+                                                   graph::Binding::of(6, table), graph::Binding::symbol_block(7)})}
                       : graph::KernelSpec{key("decode_split", decode_consts),
                                           {graph::Binding::of(0, d.q), graph::Binding::of(1, part.k),
                                            graph::Binding::of(2, part.v), graph::Binding::of(4, scratch),
@@ -535,8 +554,9 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   // decode_reduce shuffles across the subgroup where there is one (SG 1: workgroup memory alone).
   std::vector<gpu::OverrideConstant> reduce_consts = consts;
   reduce_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
-  decode_kernels.push_back({key("decode_reduce", reduce_consts),
-                            {graph::Binding::of(3, out), graph::Binding::of(8, scratch), graph::Binding::params(5)},
+  if (d.xq_out) reduce_consts.push_back({"XO", double(head_dim)});
+  decode_kernels.push_back({key(entry("decode_reduce").c_str(), reduce_consts),
+                            with_xq({graph::Binding::of(3, out), graph::Binding::of(8, scratch), graph::Binding::params(5)}),
                             /*optional=*/merges_itself});
   graph::RouteSet routes{graph::RouteKey::of_dim(d.q, 0), {}};
   routes.routes.push_back({kAttentionDecode, "flash_decode", 1, decode_tokens, std::move(decode_kernels)});
@@ -544,6 +564,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     routes.routes.push_back({kAttentionPrefill, "prefill", decode_tokens + 1, max_tokens, std::move(prefill_kernels)});
 
   const uint32_t n_heads = d.n_heads;
+  const uint32_t xq_words = xq ? linear_q_xq_words(n_heads * head_dim) : 0;
   std::vector<graph::TensorId> inputs = {d.q};
   for (const KvCachePart& part : parts) inputs.insert(inputs.end(), {part.k, part.v});
   const size_t table_input = inputs.size();
@@ -554,12 +575,13 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       .name = d.name,
       .op = "attention",
       .inputs = inputs,
-      .outputs = {out, scratch},
+      .outputs = xq ? std::vector<graph::TensorId>{out, scratch, *xq} : std::vector<graph::TensorId>{out, scratch},
       .dynamic = true,
       .routes = std::move(routes),
       .infer =
-          [n_heads, rows, name, table_input](const graph::InferArgs& a) {
+          [n_heads, rows, name, table_input, xq_words](const graph::InferArgs& a) {
             a.out[0] = infer_attention({a.in[0], a.in[1], n_heads});
+            if (xq_words) a.out[2] = graph::Shape{xq_words};  // one row, whatever the step's tokens
             if (rows) check_kv_rows_live(name, a.in[table_input], a.in[0][0]);
           },
       .plan =
@@ -589,6 +611,18 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
           },
   });
   return out;
+}
+
+graph::TensorId attention_xq(const graph::Graph& g, const std::string& name) {
+  return graph::find_tensor(g, name + ".xq_ahead");
+}
+
+bool attention_xq_wanted() {
+  const char* env = std::getenv("WGRT_ATTN_XQ");
+  if (!env) return true;
+  const std::string v = env;
+  if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_ATTN_XQ='{}' (hint: 0 or 1)", v));
+  return v == "1";
 }
 
 }  // namespace wgrt::ops

@@ -94,6 +94,13 @@ struct AttentionDesc {
   // own (one decode token per sequence), longer steps the prefill route.
   std::optional<KvRows> rows;
   uint32_t decode_max_tokens = 1;  // with rows: 1 .. max_tokens
+  // The output quantized ahead for the output projection's gemv (linear_q.h LinearQDesc::xq_in):
+  // at one token the decode route also writes it as an xq row, `<name>.xq_ahead` (u32
+  // linear_q_xq_words(n_heads * head_dim), xq_row.wgsl): the kernel that writes the output
+  // (decode_vec or decode_sg at one chunk, else decode_reduce) takes its _xq entry point, which
+  // stages the workgroup's outputs in workgroup memory and writes their blocks of 16 after them.
+  // Needs a head_dim that is a multiple of 16.
+  bool xq_out = false;
 };
 
 constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB: keys per decode block
@@ -158,13 +165,19 @@ const char* prefill_entry(const AttentionVariants& v);
 // std::invalid_argument naming `name`, the kernel and the limit when none does. `sg_lanes`:
 // the subgroup lanes kernels may shuffle across (gpu::subgroup_lanes; 1: none, decode_split).
 // `want` other than best restricts the decode kernel to that one (an error if it cannot run);
-// `want_prefill` likewise the prefill kernel.
+// `want_prefill` likewise the prefill kernel. `xq_out`: AttentionDesc::xq_out's (the decode
+// kernels then stage their outputs in workgroup memory).
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
                                      uint32_t group, bool f16, uint32_t sg_lanes = 1,
                                      DecodeKernel want = DecodeKernel::best,
-                                     PrefillKernel want_prefill = PrefillKernel::best);
+                                     PrefillKernel want_prefill = PrefillKernel::best, bool xq_out = false);
 
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
+// The xq output of the attention node named `name` (AttentionDesc::xq_out).
+graph::TensorId attention_xq(const graph::Graph& g, const std::string& name);
+// Whether the model builders ask for xq_out where the output projection reads it:
+// WGRT_ATTN_XQ=0 says no (to measure), 1 or unset yes; anything else throws naming it.
+bool attention_xq_wanted();
 
 struct AttentionParams {
   uint32_t n_tokens, n_heads, n_kv_heads, pos_sym;  // n_heads: all parts'; n_kv_heads: this part's; pos's symbol

@@ -5,6 +5,7 @@
 // token per grid z, their partials a region per token (query row token * n_heads + head).
 //! use kv_rows
 //! use graph_symbols
+//! use xq_row
 //! use attention_decode_vec
 //! use attention_prefill_sg
 //! use attention_prefill_rt
@@ -137,6 +138,48 @@ fn decode_work(wid: vec3<u32>) -> DecodeWork {
 
 // The smallest power of two >= n (n >= 1).
 fn pow2_ceil(n: u32) -> u32 { return 1u << (32u - countLeadingZeros(n - 1u)); }
+
+// ---- the output quantized ahead (the _xq entry points) -------------------------------------
+// With one token, the kernels that write the output (decode_vec and decode_sg at one chunk,
+// decode_reduce) can also write it as an xq row (xq_row.wgsl) for the output projection's gemv,
+// which then reads its x from there instead of each of its workgroups staging and quantizing it
+// (linear_q.h LinearQDesc::xq_in). decode_vec_xq, decode_sg_xq and decode_reduce_xq are their
+// kernels with that epilogue: the body stages the workgroup's outputs in xo, then xo_put writes
+// their blocks of 16 (HEAD_DIM a multiple of 16: a block never spans two heads).
+override XO: u32 = 1u;  // outputs staged per workgroup: HPW * HEAD_DIM (reduce: HEAD_DIM) in the _xq kernels
+@group(0) @binding(9) var<storage, read_write> xq_out: array<u32>;  // the _xq kernels' xq row
+var<workgroup> xo: array<f32, XO>;
+
+// The workgroup's n outputs staged in xo, columns col0 .. col0 + n - 1 of the row (both multiples
+// of 16), as their xq blocks: 8 threads a block, a word each. Every thread calls it (a barrier
+// inside).
+fn xo_put(col0: u32, n: u32, t: u32, threads: u32) {
+  workgroupBarrier();
+  let width = p.n_heads * HEAD_DIM;
+  for (var i = t; i < n / 2u; i += threads) {
+    let b = i / 8u;  // the workgroup's block
+    let e = i % 8u;  // its word
+    let v0 = 16u * b;
+    var amax = 0.0;
+    for (var j = 0u; j < 16u; j++) { amax = max(amax, abs(xo[v0 + j])); }
+    let inv = xq_inv(amax);
+    let at = xq_values(e) + vec4<u32>(v0);
+    let blk = col0 / 16u + b;
+    xq_out[xq_word_at(e, blk, width)] = xq_pack(vec4<f32>(xo[at.x], xo[at.y], xo[at.z], xo[at.w]), inv);
+    if (e == 0u) {
+      var hs = 0;
+      var ss = 0.0;
+      for (var j = 0u; j < 16u; j++) {
+        let v = xo[v0 + j];
+        hs += i32(round(v * inv));
+        ss += v * v;
+      }
+      xq_out[xq_scale_at(blk, width)] = bitcast<u32>(amax / 127.0);
+      xq_out[xq_scale_at(blk, width) + 1u] = bitcast<u32>(f32(hs));
+      xq_out[xq_squares_at(blk, width)] = bitcast<u32>(ss);
+    }
+  }
+}
 
 // ---- decode, split: a workgroup per (chunk, HPW query heads of one KV head) ---------------
 // Blocks of KB keys: LANES = WG / KB threads per key form the dot products with the heads'
@@ -340,8 +383,8 @@ fn sg_merge(h: u32, mask: u32, m: ptr<function, array<f32, MAX_GROUP>>, l: ptr<f
   }
 }
 
-@compute @workgroup_size(DWG)
-fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+// decode_sg's work; xq: its outputs at one chunk also staged in xo (decode_sg_xq).
+fn sg_body(wid: vec3<u32>, t: u32, xq: bool) {
   let R = row_words();
   let E4 = word_vec4s();
   let D4 = HEAD_DIM / 4u;
@@ -466,6 +509,12 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
       out[b + 1u] = r.y;
       out[b + 2u] = r.z;
       out[b + 3u] = r.w;
+      if (xq) {
+        xo[4u * i] = r.x;
+        xo[4u * i + 1u] = r.y;
+        xo[4u * i + 2u] = r.z;
+        xo[4u * i + 3u] = r.w;
+      }
     } else {
       let b = (head * p.n_chunks + c) * HEAD_DIM + d4 * 4u;
       split[b] = o.x;
@@ -478,6 +527,18 @@ fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         split[mi + 1u] = sum;
       }
     }
+  }
+}
+
+@compute @workgroup_size(DWG)
+fn decode_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) { sg_body(wid, t, false); }
+
+@compute @workgroup_size(DWG)
+fn decode_sg_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  sg_body(wid, t, true);
+  if (p.n_chunks == 1u && p.n_tokens == 1u) {
+    let hd = decode_heads(wid, 0u);
+    xo_put(hd.head0 * HEAD_DIM, hd.n * HEAD_DIM, t, DWG);
   }
 }
 
@@ -524,8 +585,8 @@ fn reduce_part(base: u32, c: u32, on: bool) -> vec4<f32> {
 // Chunk c's weight (zero past the chunks).
 fn reduce_weight(c: u32) -> f32 { return select(0.0, rw[min(c, MAX_CHUNKS - 1u)], c < p.n_chunks); }
 
-@compute @workgroup_size(RWG)
-fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+// decode_reduce's work; xq: its outputs also staged in xo (decode_reduce_xq).
+fn reduce_body(wid: vec3<u32>, t: u32, xq: bool) {
   let h = select(0u, wid.y, TABLE) * p.n_heads + wid.x;  // query row (TABLE: token wid.y)
   let nc = p.n_chunks;
   let ml = p.ml_offset + h * nc * 2u;
@@ -581,7 +642,25 @@ fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocatio
     out[at + 1u] = o.y;
     out[at + 2u] = o.z;
     out[at + 3u] = o.w;
+    if (xq) {
+      xo[4u * t] = o.x;
+      xo[4u * t + 1u] = o.y;
+      xo[4u * t + 2u] = o.z;
+      xo[4u * t + 3u] = o.w;
+    }
   }
+}
+
+@compute @workgroup_size(RWG)
+fn decode_reduce(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  reduce_body(wid, t, false);
+}
+
+// With one token, query row wid.x is head wid.x.
+@compute @workgroup_size(RWG)
+fn decode_reduce_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  reduce_body(wid, t, true);
+  if (p.n_tokens == 1u) { xo_put(wid.x * HEAD_DIM, HEAD_DIM, t, RWG); }
 }
 
 // The vec4 offset in q and out of prefill row r (token r / GROUP, head r % GROUP of KV head g's

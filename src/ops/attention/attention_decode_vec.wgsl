@@ -233,8 +233,8 @@ fn vx_turn(cur: KvWords, key0: u32, k_end: u32) {
   vx_add(sm.p.s3, cur.v3);
 }
 
-@compute @workgroup_size(VWG)
-fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+// decode_vec's work; xq: its outputs at one chunk also staged in xo (decode_vec_xq).
+fn vx_body(wid: vec3<u32>, t: u32, xq: bool) {
   let R = row_words();
   let E = select(4u, 8u, F16);  // elements per word
   let TURN = (VWG / VKL) * VKEYS;  // keys per workgroup turn
@@ -305,6 +305,7 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let head = head0 + h;
     if (p.n_chunks == 1u) {
       out[head * HEAD_DIM + d] = o / sum;
+      if (xq) { xo[i] = o / sum; }
     } else {
       split[(head * p.n_chunks + wid.x) * HEAD_DIM + d] = o;
       if (d == 0u) {
@@ -313,5 +314,17 @@ fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         split[mi + 1u] = sum;
       }
     }
+  }
+}
+
+@compute @workgroup_size(VWG)
+fn decode_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) { vx_body(wid, t, false); }
+
+@compute @workgroup_size(VWG)
+fn decode_vec_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  vx_body(wid, t, true);
+  if (p.n_chunks == 1u && p.n_tokens == 1u) {
+    let hd = decode_heads(wid, 0u);
+    xo_put(hd.head0 * HEAD_DIM, hd.n * HEAD_DIM, t, VWG);
   }
 }
