@@ -174,15 +174,22 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
     graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("attn_norm", l), .x = x, .weight = norm, .eps = c.norm_eps});
     q = attention_unfused(b, l, h, v, caches);
   }
-  // With several sequences, a step of up to one token per sequence takes flash-decoding.
-  graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = caches.k,
-                                                  .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
-                                                  .n_heads = c.n_heads,
-                                                  .rows = b.rows, .decode_max_tokens = b.rows ? b.o.n_seqs : 1});
-  // The output projection adds the residual in its epilogue (and quantizes the sum ahead for the
-  // fused gate|up projection, which normalizes it by ffn_norm).
+  // With several sequences, a step of up to one token per sequence takes flash-decoding. At one
+  // token its output is also quantized ahead for the output projection where that one's gemv
+  // reads it so.
   LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim,
                                 wname(l, "attn_output.bias"));
+  const bool attn_ahead = quantizes_ahead(b) && wo.kind == LinearWeight::Kind::Quant && c.head_dim % 16 == 0 &&
+                          ops::linear_q_takes_xq(graph::device_caps(b.g), wo.format, b.o.gemv_int8) &&
+                          ops::attention_xq_wanted();
+  graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = caches.k,
+                                                  .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
+                                                  .n_heads = c.n_heads, .rows = b.rows,
+                                                  .decode_max_tokens = b.rows ? b.o.n_seqs : 1,
+                                                  .xq_out = attn_ahead});
+  if (attn_ahead) b.hidden_xq = ops::attention_xq(b.g, tname("attn", l));
+  // The output projection adds the residual in its epilogue (and quantizes the sum ahead for the
+  // fused gate|up projection, which normalizes it by ffn_norm).
   return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l),
                                layer_vector(b, wname(l, "ffn_norm.weight"), c.dim));
 }

@@ -146,17 +146,17 @@ TEST(DemoModel, GreedyWithInt8ActivationsFollowsTransformersUpToNearTies) {
   expect_greedy_follows_up_to_near_ties(s, fixture("greedy.json"), tol);
 }
 
-// With the activations quantized ahead (each fused projection writes its output as int8 blocks
-// of 16 for the next gemv, linear_q's xq_out / xq_in; a GPU's default at one token per step, a
-// graph of one-row steps here), the prompt's logits stay within the int8 run's bound of
+// With the activations quantized ahead (each fused projection and the attention write their
+// output as int8 blocks of 16 for the next gemv, linear_q's xq_out / xq_in, attention's xq_out; a
+// GPU's default at one token per step, a graph of one-row steps here), the prompt's logits stay within the int8 run's bound of
 // transformers' and greedy decoding follows its tokens up to near ties, as with int8 x above.
 TEST(DemoModel, ActivationsQuantizedAheadFollowTransformers) {
   const json top8 = fixture("logits-top8.json");
   const float tol = 0.01f * top8["max_abs_logit"].get<float>();
   llm::Session s = demo_session(1, 1, 1);
   const graph::Graph& g = *s.mg.graph;
-  for (const char* t : {"attn_residual.0.xq_ahead", "ffn_act.0.xq_ahead", "ffn_residual.0.xq_ahead"})
-    EXPECT_NO_THROW(graph::find_tensor(g, t)) << t << ": a projection that writes its output quantized ahead";
+  for (const char* t : {"attn.0.xq_ahead", "attn_residual.0.xq_ahead", "ffn_act.0.xq_ahead", "ffn_residual.0.xq_ahead"})
+    EXPECT_NO_THROW(graph::find_tensor(g, t)) << t << ": a node that writes its output quantized ahead";
   EXPECT_NO_THROW(graph::find_tensor(g, "ffn_residual.5.xq_ahead"))
       << "the last layer's down projection quantizes its sum ahead for the output head";
   // The prompt, one token per step (the gemv route: the fused projections read x quantized ahead).
