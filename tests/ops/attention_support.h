@@ -6,9 +6,11 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -16,6 +18,7 @@
 #include "ops/kv_cache/kv_cache.h"
 #include "reference/attention_ref.h"
 #include "support/device.h"
+#include "support/random.h"
 
 namespace wgrt::test {
 
@@ -190,6 +193,21 @@ inline std::vector<uint32_t> read_cache(graph::Graph& g, const std::vector<graph
     all.insert(all.end(), w.begin(), w.end());
   }
   return all;
+}
+
+// Random caches (as stored) up to key ctx - 1 of each KV head and NaN past it, so a kernel that
+// reads past the causal limit fails the case, written to a's caches; the host copies (K, V).
+inline std::pair<std::vector<float>, std::vector<float>> fill_caches_to(AttnGraph& a, const AttnConfig& c,
+                                                                        uint32_t ctx, uint32_t seed) {
+  const size_t cache_n = size_t(c.n_kv_heads) * c.n_ctx * c.head_dim;
+  auto kc = as_stored(random_floats(cache_n, seed, -1.f, 1.f), c.f16);
+  auto vc = as_stored(random_floats(cache_n, seed + 1, -1.f, 1.f), c.f16);
+  for (uint32_t h = 0; h < c.n_kv_heads; ++h)
+    for (size_t i = size_t(h * c.n_ctx + ctx) * c.head_dim; i < size_t(h + 1) * c.n_ctx * c.head_dim; ++i)
+      kc[i] = vc[i] = std::numeric_limits<float>::quiet_NaN();
+  write_cache(*a.g, a.kcs, pack_cache(kc, c.f16));
+  write_cache(*a.g, a.vcs, pack_cache(vc, c.f16));
+  return {std::move(kc), std::move(vc)};
 }
 
 }  // namespace wgrt::test

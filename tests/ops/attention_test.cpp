@@ -23,15 +23,7 @@ constexpr float kAtol = 2e-4f, kRtol = 2e-3f;
 void check_single(const AttnConfig& c, uint32_t n_tokens, uint32_t ctx, uint32_t seed) {
   AttnGraph a = build_attn_graph(c);
   Graph& g = *a.g;
-  const size_t cache_n = size_t(c.n_kv_heads) * c.n_ctx * c.head_dim;
-  auto kc = as_stored(random_floats(cache_n, seed, -1.f, 1.f), c.f16);
-  auto vc = as_stored(random_floats(cache_n, seed + 1, -1.f, 1.f), c.f16);
-  for (uint32_t h = 0; h < c.n_kv_heads; ++h)
-    for (size_t i = size_t(h * c.n_ctx + ctx) * c.head_dim; i < size_t(h + 1) * c.n_ctx * c.head_dim; ++i)
-      kc[i] = vc[i] = std::numeric_limits<float>::quiet_NaN();
-  auto kw = pack_cache(kc, c.f16), vw = pack_cache(vc, c.f16);
-  write_cache(g, a.kcs, kw);
-  write_cache(g, a.vcs, vw);
+  const auto [kc, vc] = fill_caches_to(a, c, ctx, seed);
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
 
   // The case's shape, then a decode step at the last position on the same graph.

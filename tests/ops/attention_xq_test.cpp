@@ -16,7 +16,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 
 #include "attention_support.h"
 #include "ops/linear_q/linear_q.h"
@@ -61,14 +60,7 @@ void check_xq(AttnConfig c, uint32_t ctx, bool with_proj, uint32_t seed) {
     ops::write_quant_weight(g, w, qw);
     wd = std::move(deq);
   }
-  const size_t cache_n = size_t(c.n_kv_heads) * c.n_ctx * c.head_dim;
-  auto kc = as_stored(random_floats(cache_n, seed, -1.f, 1.f), c.f16);
-  auto vc = as_stored(random_floats(cache_n, seed + 1, -1.f, 1.f), c.f16);
-  for (uint32_t h = 0; h < c.n_kv_heads; ++h)
-    for (size_t i = size_t(h * c.n_ctx + ctx) * c.head_dim; i < size_t(h + 1) * c.n_ctx * c.head_dim; ++i)
-      kc[i] = vc[i] = std::numeric_limits<float>::quiet_NaN();
-  write_cache(g, a.kcs, pack_cache(kc, c.f16));
-  write_cache(g, a.vcs, pack_cache(vc, c.f16));
+  const auto [kc, vc] = fill_caches_to(a, c, ctx, seed);
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
 
   const std::vector<uint32_t> steps = ctx > c.max_tokens ? std::vector<uint32_t>{c.max_tokens, 1} : std::vector<uint32_t>{1};
