@@ -26,7 +26,7 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(AttentionParams, n_token
                                   {"_pad1", offsetof(AttentionParams, _pad1)},
                                   {"_pad2", offsetof(AttentionParams, _pad2)}};
 constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
-// decode_sg's register budget per lane (attention.wgsl DLD, DACC, DSC): K (and V) words loaded
+// decode_sg's register budget per lane (attention_decode_sg.wgsl DLD, DACC, DSC): K (and V) words loaded
 // per turn, vec4 accumulators, scores per turn; and its largest workgroup.
 constexpr uint32_t kSgLoads = 4, kSgAcc = 8, kSgScores = 16, kSgMaxThreads = 128;
 constexpr uint32_t kVecHeads = 4;  // decode_vec: query heads per workgroup, the components of a vec4
