@@ -154,6 +154,20 @@ override XO: u32 = 1u;  // outputs staged per workgroup: HPW * HEAD_DIM (reduce:
 @group(0) @binding(9) var<storage, read_write> xq_out: array<u32>;  // the _xq kernels' xq row
 var<workgroup> xo: array<f32, XO>;
 
+// Four outputs at out[at ..], and with xq also staged at xo[xi ..].
+fn put_out4(at: u32, v: vec4<f32>, xq: bool, xi: u32) {
+  out[at] = v.x;
+  out[at + 1u] = v.y;
+  out[at + 2u] = v.z;
+  out[at + 3u] = v.w;
+  if (xq) {
+    xo[xi] = v.x;
+    xo[xi + 1u] = v.y;
+    xo[xi + 2u] = v.z;
+    xo[xi + 3u] = v.w;
+  }
+}
+
 // The workgroup's n outputs staged in xo, columns col0 .. col0 + n - 1 of the row (both multiples
 // of 16), as their xq blocks: 8 threads a block, a word each. Every thread calls it (a barrier
 // inside).
@@ -441,17 +455,7 @@ fn reduce_body(wid: vec3<u32>, t: u32, xq: bool) {
   if (t < D4) {
     var o = ro[t];
     for (var k = 1u; k < G; k++) { o += ro[k * D4 + t]; }
-    let at = h * HEAD_DIM + 4u * t;
-    out[at] = o.x;
-    out[at + 1u] = o.y;
-    out[at + 2u] = o.z;
-    out[at + 3u] = o.w;
-    if (xq) {
-      xo[4u * t] = o.x;
-      xo[4u * t + 1u] = o.y;
-      xo[4u * t + 2u] = o.z;
-      xo[4u * t + 3u] = o.w;
-    }
+    put_out4(h * HEAD_DIM + 4u * t, o, xq, 4u * t);
   }
 }
 

@@ -160,18 +160,7 @@ fn sg_body(wid: vec3<u32>, t: u32, xq: bool) {
     }
     let head = head0 + h;
     if (p.n_chunks == 1u) {
-      let b = head * HEAD_DIM + d4 * 4u;
-      let r = o / sum;
-      out[b] = r.x;
-      out[b + 1u] = r.y;
-      out[b + 2u] = r.z;
-      out[b + 3u] = r.w;
-      if (xq) {
-        xo[4u * i] = r.x;
-        xo[4u * i + 1u] = r.y;
-        xo[4u * i + 2u] = r.z;
-        xo[4u * i + 3u] = r.w;
-      }
+      put_out4(head * HEAD_DIM + d4 * 4u, o / sum, xq, 4u * i);
     } else {
       let b = (head * p.n_chunks + c) * HEAD_DIM + d4 * 4u;
       split[b] = o.x;
