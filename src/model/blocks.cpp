@@ -8,6 +8,7 @@
 #include "ops/elementwise/elementwise.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/norm/norm.h"
+#include "ops/prefetch/prefetch.h"
 #include "ops/rope/rope.h"
 #include "ops/sampling/sampling.h"
 #include "ops/silu_mul/silu_mul.h"
@@ -49,6 +50,17 @@ std::optional<graph::TensorId> take_hidden_xq(BuildContext& b) {
   std::optional<graph::TensorId> t = b.hidden_xq;
   b.hidden_xq.reset();
   return t;
+}
+
+// Where prefetching is wanted (ops::prefetch_wanted) on a device whose one-row gemvs read int8
+// x, a node that brings a quantized projection's weights into L2 beside the kernel dispatched
+// before it (ops/prefetch/prefetch.h). Added right before the projection, keyed on its x's rows;
+// weights past ops::prefetch_max_bytes() are left to stream (L2 would not hold them).
+void prefetch_weights(BuildContext& b, const std::string& projection, const ops::QuantTensors& w, graph::TensorId x) {
+  if (!ops::prefetch_wanted() || !quantizes_ahead(b)) return;
+  const uint64_t bytes = graph::tensor_info(b.g, w.q).bytes + graph::tensor_info(b.g, w.scales).bytes;
+  if (bytes > ops::prefetch_max_bytes()) return;
+  ops::add_prefetch(b.g, {.name = projection + ".prefetch", .key = x, .tensors = {w.q, w.scales}});
 }
 
 // Whether the output projection is the embedding table (tied, or the file has no output.weight).
@@ -166,6 +178,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
     const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
                             .head_dim = c.head_dim, .layout = ops::RopeLayout::Normal,
                             .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
+    prefetch_weights(b, tname("attn_qkv_rope", l), wqkv->q, x);
     q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
                                 .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,
                                 .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8,
@@ -208,6 +221,7 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
   std::optional<graph::TensorId> act_xq;
   if (gate_up) {
     const bool ahead = quantizes_ahead(b) && down.kind == LinearWeight::Kind::Quant;
+    prefetch_weights(b, tname("ffn_act", l), gate_up->q, x);
     act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
                                   .q = gate_up->q.q, .scales = gate_up->q.scales, .norm = norm, .eps = c.norm_eps,
                                   .swiglu = true, .gemv_int8 = b.o.gemv_int8, .xq_out = ahead, .xq_in = x_xq});
@@ -234,6 +248,7 @@ graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, gr
   const std::optional<graph::TensorId> in_xq = take_hidden_xq(b);  // `in` quantized ahead
   if (w.kind == LinearWeight::Kind::Quant) {
     const bool ahead = next_norm && quantizes_ahead(b) && w.more.empty() && w.n % 16 == 0;
+    prefetch_weights(b, out, w.q, in);
     graph::TensorId y = ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
                                                 .scales = w.q.scales, .bias = w.bias, .residual = x, .more = w.more,
                                                 .gemv_int8 = b.o.gemv_int8, .xq_out = ahead,
