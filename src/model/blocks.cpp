@@ -52,12 +52,14 @@ std::optional<graph::TensorId> take_hidden_xq(BuildContext& b) {
   return t;
 }
 
-// Where prefetching is wanted (ops::prefetch_wanted) on a device whose one-row gemvs read int8
-// x, a node that brings a quantized projection's weights into L2 beside the kernel dispatched
-// before it (ops/prefetch/prefetch.h). Added right before the projection, keyed on its x's rows;
-// weights past ops::prefetch_max_bytes() are left to stream (L2 would not hold them).
-void prefetch_weights(BuildContext& b, const std::string& projection, const ops::QuantTensors& w, graph::TensorId x) {
-  if (!ops::prefetch_wanted() || !quantizes_ahead(b)) return;
+// Where this projection's prefetch is wanted (`bit` in ops::prefetch_wanted()) on a device whose
+// one-row gemvs read int8 x, a node that brings a quantized projection's weights into L2 beside
+// the kernel dispatched before it (ops/prefetch/prefetch.h). Added right before the projection,
+// keyed on its x's rows; weights past ops::prefetch_max_bytes() are left to stream (L2 would not
+// hold them).
+void prefetch_weights(BuildContext& b, uint32_t bit, const std::string& projection, const ops::QuantTensors& w,
+                      graph::TensorId x) {
+  if (!(ops::prefetch_wanted() & bit) || !quantizes_ahead(b)) return;
   const uint64_t bytes = graph::tensor_info(b.g, w.q).bytes + graph::tensor_info(b.g, w.scales).bytes;
   if (bytes > ops::prefetch_max_bytes()) return;
   ops::add_prefetch(b.g, {.name = projection + ".prefetch", .key = x, .tensors = {w.q, w.scales}});
@@ -178,7 +180,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
     const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
                             .head_dim = c.head_dim, .layout = ops::RopeLayout::Normal,
                             .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
-    prefetch_weights(b, tname("attn_qkv_rope", l), wqkv->q, x);
+    prefetch_weights(b, ops::kPrefetchQkv, tname("attn_qkv_rope", l), wqkv->q, x);
     q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
                                 .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,
                                 .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8,
@@ -203,7 +205,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   if (attn_ahead) b.hidden_xq = ops::attention_xq(b.g, tname("attn", l));
   // The output projection adds the residual in its epilogue (and quantizes the sum ahead for the
   // fused gate|up projection, which normalizes it by ffn_norm).
-  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l),
+  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l), ops::kPrefetchOutput,
                                layer_vector(b, wname(l, "ffn_norm.weight"), c.dim));
 }
 
@@ -221,7 +223,7 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
   std::optional<graph::TensorId> act_xq;
   if (gate_up) {
     const bool ahead = quantizes_ahead(b) && down.kind == LinearWeight::Kind::Quant;
-    prefetch_weights(b, tname("ffn_act", l), gate_up->q, x);
+    prefetch_weights(b, ops::kPrefetchGateUp, tname("ffn_act", l), gate_up->q, x);
     act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
                                   .q = gate_up->q.q, .scales = gate_up->q.scales, .norm = norm, .eps = c.norm_eps,
                                   .swiglu = true, .gemv_int8 = b.o.gemv_int8, .xq_out = ahead, .xq_in = x_xq});
@@ -240,15 +242,16 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
   std::optional<graph::TensorId> next_norm;
   if (next && !next->qk_norm && c.head_dim % 4 == 0) next_norm = layer_vector(b, wname(l + 1, "attn_norm.weight"), c.dim);
   if (!next && head_reads_xq(b)) next_norm = layer_vector(b, "output_norm.weight", c.dim);  // the output head's
-  return apply_linear_residual(b, down, act, x, tname("ffn_residual", l), next_norm);
+  return apply_linear_residual(b, down, act, x, tname("ffn_residual", l), ops::kPrefetchDown, next_norm);
 }
 
 graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
-                                      const std::string& out, std::optional<graph::TensorId> next_norm) {
+                                      const std::string& out, uint32_t prefetch_bit,
+                                      std::optional<graph::TensorId> next_norm) {
   const std::optional<graph::TensorId> in_xq = take_hidden_xq(b);  // `in` quantized ahead
   if (w.kind == LinearWeight::Kind::Quant) {
     const bool ahead = next_norm && quantizes_ahead(b) && w.more.empty() && w.n % 16 == 0;
-    prefetch_weights(b, out, w.q, in);
+    prefetch_weights(b, prefetch_bit, out, w.q, in);
     graph::TensorId y = ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
                                                 .scales = w.q.scales, .bias = w.bias, .residual = x, .more = w.more,
                                                 .gemv_int8 = b.o.gemv_int8, .xq_out = ahead,

@@ -175,12 +175,12 @@ TEST(DemoModel, ActivationsQuantizedAheadFollowTransformers) {
   expect_greedy_follows_up_to_near_ties(s, fixture("greedy.json"), tol);
 }
 
-// WGRT_PREFETCH=1: each projection's weights are brought into L2 beside the kernel before it
+// WGRT_PREFETCH=15: each projection's weights are brought into L2 beside the kernel before it
 // (ops/prefetch; the demo's weights are far under the size cap), which changes no logit.
 TEST(DemoModel, PrefetchChangesNoLogit) {
   const char* was = std::getenv("WGRT_PREFETCH");
   const std::string saved = was ? was : "";
-  setenv("WGRT_PREFETCH", "1", 1);
+  setenv("WGRT_PREFETCH", "15", 1);
   llm::Session with = demo_session(1, 1, 1);
   unsetenv("WGRT_PREFETCH");
   llm::Session without = demo_session(1, 1, 1);

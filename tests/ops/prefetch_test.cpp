@@ -153,10 +153,10 @@ TEST(PrefetchBuild, EnvSwitches) {
   const char* was = std::getenv("WGRT_PREFETCH");
   const std::string saved = was ? was : "";
   unsetenv("WGRT_PREFETCH");
-  EXPECT_FALSE(ops::prefetch_wanted());
-  setenv("WGRT_PREFETCH", "1", 1);
-  EXPECT_TRUE(ops::prefetch_wanted());
-  setenv("WGRT_PREFETCH", "2", 1);
+  EXPECT_EQ(ops::prefetch_wanted(), 0u);
+  setenv("WGRT_PREFETCH", "6", 1);
+  EXPECT_EQ(ops::prefetch_wanted(), uint32_t(ops::kPrefetchOutput | ops::kPrefetchGateUp));
+  setenv("WGRT_PREFETCH", "16", 1);
   EXPECT_THAT(message_of<std::invalid_argument>([] { ops::prefetch_wanted(); }), ::testing::HasSubstr("WGRT_PREFETCH"));
   if (was) setenv("WGRT_PREFETCH", saved.c_str(), 1);
   else unsetenv("WGRT_PREFETCH");

@@ -17,7 +17,7 @@ constexpr uint64_t kSectorBytes = 32;
 
 const ParamLayout kPrefetchLayout{"prefetch", sizeof(PrefetchParams), kFields};
 
-bool prefetch_wanted() { return env_count("WGRT_PREFETCH", 0, 1, 0) == 1; }
+uint32_t prefetch_wanted() { return env_count("WGRT_PREFETCH", 0, 15, 0); }
 
 uint64_t prefetch_max_bytes() { return uint64_t(env_count("WGRT_PREFETCH_MB", 1, 4096, kPrefetchMaxMb)) << 20; }
 

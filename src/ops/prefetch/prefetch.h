@@ -36,8 +36,10 @@ struct PrefetchDesc {
 // Returns the node.
 graph::NodeId add_prefetch(graph::Graph& g, const PrefetchDesc& d);
 
-// WGRT_PREFETCH: 1 the model builders add prefetch nodes, 0 not (the default: to measure).
-bool prefetch_wanted();
+// Which projections the model builders prefetch: WGRT_PREFETCH, a sum of the bits below (0, the
+// default: none; 15: all four).
+enum PrefetchBits : uint32_t { kPrefetchQkv = 1, kPrefetchOutput = 2, kPrefetchGateUp = 4, kPrefetchDown = 8 };
+uint32_t prefetch_wanted();
 // The most bytes one prefetch node brings in: WGRT_PREFETCH_MB, default kPrefetchMaxMb.
 constexpr uint32_t kPrefetchMaxMb = 24;
 uint64_t prefetch_max_bytes();
