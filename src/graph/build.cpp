@@ -385,6 +385,7 @@ void unbuild(GraphState& g) {
   g.staging.clear();
   g.buffers.clear();
   g.readback = {};
+  g.resets.clear();
   g.memory = MemoryPlan{};
   g.live = LiveState{};
   g.staged = LiveState{};
