@@ -110,21 +110,21 @@ double measure_prefetched(graph::Graph& g, lab::Timer& timer, const std::vector<
   gpu::Device& dev = graph::device(g);
   const gpu::Pipeline& p = gpu::get_pipeline(dev, gpu::make_key("prefetch", "main"));
   const size_t copies = nodes.size();
-  std::vector<gpu::Buffer> sinks, params;
+  std::vector<gpu::Buffer> sinks;
   std::vector<gpu::BindGroup> groups;
   const uint64_t sink_bytes = ops::kPrefetchWg * 4;
-  graph::Plan plan;  // the same for every copy
+  graph::Plan plan;  // the copies' weights are the same size: one uniform block serves them all
   ops::plan_prefetch({{graph::tensor_info(g, weights[0].q).bytes, graph::tensor_info(g, weights[0].scales).bytes},
                       dev.caps.limits.maxComputeWorkgroupsPerDimension},
                      plan);
+  const gpu::Buffer params = gpu::create_buffer(dev, plan.params[0].size, gpu::kUniformUsage, "prefetch params");
+  gpu::upload(dev, params.get(), 0, plan.params[0].bytes.data(), plan.params[0].size);
   for (size_t c = 0; c < copies; ++c) {
     const ops::QuantTensors& w = weights[(c + 1) % copies];
-    params.push_back(gpu::create_buffer(dev, plan.params[0].size, gpu::kUniformUsage, "prefetch params"));
-    gpu::upload(dev, params.back().get(), 0, plan.params[0].bytes.data(), plan.params[0].size);
     sinks.push_back(gpu::create_buffer(dev, sink_bytes, gpu::kStorageUsage, "prefetch sink"));
     const WGPUBuffer q = graph::tensor_buffer(g, w.q), sc = graph::tensor_buffer(g, w.scales);
     const std::vector<gpu::BufferBinding> entries = {{0, q}, {1, sc}, {2, sc}, {3, sc}, {4, sinks.back().get()},
-                                                     {5, params.back().get()}};
+                                                     {5, params.get()}};
     groups.push_back(gpu::create_bind_group(dev, p.layout.get(), entries, "prefetch"));
   }
   auto record = [&](WGPUComputePassEncoder pass) {
