@@ -4,7 +4,7 @@
 //
 //   wgrt_lab_linear [--peaks bench/peaks-h200.json] [--formats q4,q8,q4k,q6k] [--m 1,4,16,128,512]
 //                   [--shapes 2048x2048,4096x4096] [--gs 32] [--gemv-int8 0,1] [--rotate-mb 256]
-//                   [--repeats 10] [--xq] [--prefetch]
+//                   [--repeats 10] [--xq]
 //
 // Formats by linear_q's names (q4 is q4gsw); the K-quants and q4_1 / q5_x take their own group
 // size (q6k 256, the others 32), --gs is q4gsw's and q8's. --gemv-int8 times the gemv with f32
@@ -13,9 +13,6 @@
 // (the output projection stages its x, attention's output): written by a producer
 // gemv (a q4gsw weight [K, 256], run once, untimed) with its output quantized ahead (xq_out),
 // which the timed gemvs read at one row (xq_in, linear_q_takes_xq) instead of staging x.
-//
-// --prefetch adds a third timing, "prefetched chain": the chain with each copy's weights brought
-// into L2 by ops/prefetch's kernel beside the copy before it (measure_prefetched).
 //
 // Shapes are K x N (the weight is [N, K]). Each timed pass runs C copies of the layer, each with
 // its own weights, C chosen so the copies together pass --rotate-mb (the H200's L2 is 50 MB):
@@ -47,7 +44,6 @@
 #include "graph/graph.h"
 #include "lab.h"
 #include "ops/linear_q/linear_q.h"
-#include "ops/prefetch/prefetch.h"
 
 namespace wgrt {
 namespace {
@@ -65,7 +61,6 @@ struct Options {
   int max_copies = 64;
   std::string indep_init = "write";  // "write" (queue write of zeros) or "lazy" (Dawn clears)
   bool xq = false;                   // x from a producer that quantizes it ahead (see the header)
-  bool prefetch = false;             // also time the chain with each copy's weights prefetched
   lab::TimeOptions time;
   gpu::DeviceOptions device;
 };
@@ -95,53 +90,6 @@ double measure_independent(graph::Graph& g, lab::Timer& timer, const std::vector
     gpu::wait_idle(dev);  // the zero fills done before the timed pass
     auto record = [&](WGPUComputePassEncoder pass) { graph::encode(g, pass, rebound); };
     lab::Sample sm = lab::time_pass(timer, label + " indep", record);
-    if (rep >= o.time.warmup) samples.push_back(timer.gpu_clock() ? sm.gpu_s : sm.wall_s);
-  }
-  return lab::median(samples);
-}
-
-// --prefetch: the chain again, with copy c+1's weights read into L2 by the prefetch kernel
-// (ops/prefetch/prefetch.wgsl) dispatched right after copy c on a sink written by nothing else
-// in the pass and reset by a queue write before it, so Dawn puts no compute barrier before the
-// prefetch and it runs beside copy c; the barrier before copy c+1 waits for both. Median seconds
-// per pass.
-double measure_prefetched(graph::Graph& g, lab::Timer& timer, const std::vector<graph::NodeId>& nodes,
-                          const std::vector<ops::QuantTensors>& weights, const Options& o, const std::string& label) {
-  gpu::Device& dev = graph::device(g);
-  const gpu::Pipeline& p = gpu::get_pipeline(dev, gpu::make_key("prefetch", "main"));
-  const size_t copies = nodes.size();
-  std::vector<gpu::Buffer> sinks;
-  std::vector<gpu::BindGroup> groups;
-  const uint64_t sink_bytes = ops::kPrefetchWg * 4;
-  graph::Plan plan;  // the copies' weights are the same size: one uniform block serves them all
-  ops::plan_prefetch({{graph::tensor_info(g, weights[0].q).bytes, graph::tensor_info(g, weights[0].scales).bytes},
-                      dev.caps.limits.maxComputeWorkgroupsPerDimension},
-                     plan);
-  const gpu::Buffer params = gpu::create_buffer(dev, plan.params[0].size, gpu::kUniformUsage, "prefetch params");
-  gpu::upload(dev, params.get(), 0, plan.params[0].bytes.data(), plan.params[0].size);
-  for (size_t c = 0; c < copies; ++c) {
-    const ops::QuantTensors& w = weights[(c + 1) % copies];
-    sinks.push_back(gpu::create_buffer(dev, sink_bytes, gpu::kStorageUsage, "prefetch sink"));
-    const WGPUBuffer q = graph::tensor_buffer(g, w.q), sc = graph::tensor_buffer(g, w.scales);
-    const std::vector<gpu::BufferBinding> entries = {{0, q}, {1, sc}, {2, sc}, {3, sc}, {4, sinks.back().get()},
-                                                     {5, params.get()}};
-    groups.push_back(gpu::create_bind_group(dev, p.layout.get(), entries, "prefetch"));
-  }
-  auto record = [&](WGPUComputePassEncoder pass) {
-    for (size_t c = 0; c < copies; ++c) {
-      graph::encode(g, pass, std::span(&nodes[c], 1));
-      wgpuComputePassEncoderSetPipeline(pass, p.pipeline.get());
-      wgpuComputePassEncoderSetBindGroup(pass, 0, groups[c].get(), 0, nullptr);
-      wgpuComputePassEncoderDispatchWorkgroups(pass, plan.grids[0].x, 1, 1);
-    }
-  };
-  lab::spin_up(timer, o.time.spin_s, record);
-  const std::vector<uint8_t> zeros(size_t(sink_bytes), 0);
-  std::vector<double> samples;
-  for (int rep = 0; rep < o.time.warmup + o.time.repeats; ++rep) {
-    for (const gpu::Buffer& s : sinks) gpu::upload(dev, s.get(), 0, zeros.data(), zeros.size());
-    gpu::wait_idle(dev);
-    lab::Sample sm = lab::time_pass(timer, label + " prefetched", record);
     if (rep >= o.time.warmup) samples.push_back(timer.gpu_clock() ? sm.gpu_s : sm.wall_s);
   }
   return lab::median(samples);
@@ -254,8 +202,6 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
     lab::Timing t = lab::measure(timer, label, o.time, record);
     double indep_s = measure_independent(g, timer, nodes, o, label);
     double per_call = t.seconds / copies, indep_call = indep_s / copies;
-    const double pref_call =
-        o.prefetch ? measure_prefetched(g, timer, nodes, weights, o, label) / copies : lab::kNaN;
     double bytes = double(wbytes) + 4.0 * m * (double(k) + n);
     double gbps = bytes / per_call / 1e9, indep_gbps = bytes / indep_call / 1e9;
     double gflops = 2.0 * m * double(n) * k / std::min(indep_call, per_call) / 1e9;
@@ -266,8 +212,8 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
                           fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),
                           lab::percent_of(gbps, peaks.read_gbps), fmt::format("{:.0f}", gflops),
                           lab::percent_of(gflops, peaks.fma_gflops), check});
-    fmt::print(stderr, "  {}: indep {:.2f} us, chain {:.2f} us, prefetched chain {:.2f} us, check {}\n", label,
-               indep_call * 1e6, per_call * 1e6, pref_call * 1e6, check);
+    fmt::print(stderr, "  {}: indep {:.2f} us, chain {:.2f} us, check {}\n", label, indep_call * 1e6, per_call * 1e6,
+               check);
   }
 }
 
@@ -303,8 +249,6 @@ int run(int argc, char** argv) {
   app.add_option("--max-copies", o.max_copies, "most layer copies per pass");
   app.add_option("--repeats", o.time.repeats, "timed passes (median)");
   lab::add_spin_flag(app, o.time);
-  app.add_flag("--prefetch", o.prefetch,
-               "also time the chain with each copy's weights brought into L2 beside the copy before it (ops/prefetch)");
   app.add_flag("--xq", o.xq, "x from a producer gemv that quantizes it ahead (the decode step's gemvs)");
   app.add_option("--indep-init", o.indep_init, "fresh outputs of the indep timing: write or lazy")
       ->check(CLI::IsMember({"write", "lazy"}));

@@ -738,8 +738,6 @@ WGPUComputePassEncoder wgpuCommandEncoderBeginComputePass(WGPUCommandEncoder com
 void wgpuCommandEncoderCopyBufferToBuffer(WGPUCommandEncoder commandEncoder, WGPUBuffer source,
                                           uint64_t sourceOffset, WGPUBuffer destination,
                                           uint64_t destinationOffset, uint64_t size);
-void wgpuCommandEncoderClearBuffer(WGPUCommandEncoder commandEncoder, WGPUBuffer buffer, uint64_t offset,
-                                   uint64_t size);
 void wgpuCommandEncoderResolveQuerySet(WGPUCommandEncoder commandEncoder, WGPUQuerySet querySet,
                                        uint32_t firstQuery, uint32_t queryCount,
                                        WGPUBuffer destination, uint64_t destinationOffset);

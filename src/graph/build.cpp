@@ -2,7 +2,6 @@
 // and bind groups.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "gpu/buffer.h"
@@ -83,29 +82,6 @@ void check_state_order(const GraphState& g) {
           "step's contents (hint: add '{}' first; a state meant to carry the previous step's value is "
           "declared with WeightDesc::carried)", node.name, node.op, st.name, writer.name, writer.op, writer.name));
     }
-  }
-}
-
-// A tensor reset each step has one writer and no reader (it only sinks a kernel's dead writes).
-void find_resets(GraphState& g) {
-  g.resets.clear();
-  for (size_t i = 0; i < g.tensors.size(); ++i) {
-    const Tensor& t = g.tensors[i];
-    if (!t.reset_each_step) continue;
-    std::vector<size_t> writers;
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      const Node& node = g.nodes[n];
-      if (std::find(node.inputs.begin(), node.inputs.end(), TensorId{uint32_t(i)}) != node.inputs.end())
-        throw std::invalid_argument(fmt::format("node '{}' reads '{}', which is reset each step (hint: such a "
-                                                "tensor only sinks its writer's dead writes)", node.name, t.name));
-      if (std::find(node.outputs.begin(), node.outputs.end(), TensorId{uint32_t(i)}) != node.outputs.end())
-        writers.push_back(n);
-    }
-    if (writers.size() != 1 || t.is_output)
-      throw std::invalid_argument(fmt::format("'{}' is reset each step, so it needs exactly one writer and no "
-                                              "read-back ({} writers{})", t.name, writers.size(),
-                                              t.is_output ? ", marked output" : ""));
-    g.resets.push_back({TensorId{uint32_t(i)}, uint32_t(writers[0])});
   }
 }
 
@@ -315,10 +291,8 @@ TensorId add_weight(Graph& graph, const WeightDesc& d) {
     throw std::invalid_argument(fmt::format("weight '{}': role must be Weight or State", d.name));
   if (d.carried && d.role != TensorRole::State)
     throw std::invalid_argument(fmt::format("weight '{}': only a State tensor can be carried", d.name));
-  if (d.reset_each_step && d.role != TensorRole::State)
-    throw std::invalid_argument(fmt::format("weight '{}': only a State tensor can be reset each step", d.name));
   return push_tensor(g, Tensor{.name = d.name, .dtype = d.dtype, .role = d.role, .max_shape = d.shape,
-                               .carried = d.carried, .reset_each_step = d.reset_each_step});
+                               .carried = d.carried});
 }
 
 TensorId add_tensor(Graph& graph, std::string name, DType dtype, Shape max_shape) {
@@ -385,7 +359,6 @@ void unbuild(GraphState& g) {
   g.staging.clear();
   g.buffers.clear();
   g.readback = {};
-  g.resets.clear();
   g.memory = MemoryPlan{};
   g.live = LiveState{};
   g.staged = LiveState{};
@@ -402,7 +375,6 @@ void build(Graph& graph) {
   try {
     check_dataflow(g);
     check_state_order(g);
-    find_resets(g);
     find_varying(g);
     check_routes(g);
     allocate(g);

@@ -39,15 +39,6 @@ void write_tensor(Graph& graph, TensorId t, const void* data, size_t bytes) {
 
 namespace {
 
-// Clears the tensors reset each step whose writer runs this step (WeightDesc::reset_each_step).
-void reset_tensors(const GraphState& g, WGPUCommandEncoder enc) {
-  for (const GraphState::Reset& r : g.resets) {
-    const Route& route = g.nodes[r.writer].routes.routes[g.live.nodes[r.writer].route];
-    if (route.kernels.empty()) continue;
-    wgpuCommandEncoderClearBuffer(enc, g.buffers[g.memory.buffer_of[r.tensor.v]].get(), 0, g.tensors[r.tensor.v].bytes);
-  }
-}
-
 int output_index(const GraphState& g, TensorId t) {
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (g.outputs[i] == t) return int(i);
@@ -88,7 +79,6 @@ Snapshot execute(Graph& graph, const ExecuteOptions& o) {
 
   const auto t0 = Clock::now();
   auto enc = gpu::CommandEncoder::adopt(wgpuDeviceCreateCommandEncoder(dev.get(), nullptr));
-  reset_tensors(g, enc.get());
   if (!profiler) {
     gpu::ComputePass pass = gpu::begin_compute_pass(enc.get(), nullptr, "wgrt graph");
     for (size_t n = 0; n < g.nodes.size(); ++n) encode_node(g, n, pass.get());

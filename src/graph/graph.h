@@ -58,7 +58,6 @@ struct Tensor {
   bool is_output = false;
   bool read = false;         // found at build: a node reads it or it is an output
   bool carried = false;      // State only: read before its writer on purpose (see WeightDesc)
-  bool reset_each_step = false;  // State only: cleared before each step's pass (see WeightDesc)
 };
 
 struct Symbol {
@@ -83,11 +82,6 @@ struct WeightDesc {
   // writing it (the KV cache: written, then attended). A state that carries the previous
   // step's value to an earlier reader (the fed token) says so here.
   bool carried = false;
-  // State only, written by one node and read by none (ops/prefetch's sink): execute clears it
-  // with a transfer before each step's pass where its writer runs. Its writer's barrier then
-  // waits for that transfer instead of the kernels before it (Dawn places a barrier before a
-  // dispatch whose writable buffer was last written by a kernel), so it runs beside them.
-  bool reset_each_step = false;
 };
 
 struct SymbolDesc {

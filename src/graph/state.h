@@ -65,12 +65,6 @@ struct GraphState {
   LiveState staged;  // scratch for update(); same sizes as live, reused every step
   bool planned = false;
   GraphStats stats;
-  // The tensors reset each step (WeightDesc::reset_each_step) and their one writer, by node order.
-  struct Reset {
-    TensorId tensor;
-    uint32_t writer = 0;
-  };
-  std::vector<Reset> resets;
   std::vector<uint32_t> skipped;  // per node: kernels left out of every step (set_skipped_kernels); empty: none
 };
 

@@ -8,7 +8,6 @@
 #include "ops/elementwise/elementwise.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/norm/norm.h"
-#include "ops/prefetch/prefetch.h"
 #include "ops/rope/rope.h"
 #include "ops/sampling/sampling.h"
 #include "ops/silu_mul/silu_mul.h"
@@ -50,19 +49,6 @@ std::optional<graph::TensorId> take_hidden_xq(BuildContext& b) {
   std::optional<graph::TensorId> t = b.hidden_xq;
   b.hidden_xq.reset();
   return t;
-}
-
-// Where this projection's prefetch is wanted (`bit` in ops::prefetch_wanted()) on a device whose
-// one-row gemvs read int8 x, a node that brings a quantized projection's weights into L2 beside
-// the kernel dispatched before it (ops/prefetch/prefetch.h). Added right before the projection,
-// keyed on its x's rows; weights past ops::prefetch_max_bytes() are left to stream (L2 would not
-// hold them).
-void prefetch_weights(BuildContext& b, uint32_t bit, const std::string& projection, const ops::QuantTensors& w,
-                      graph::TensorId x) {
-  if (!(ops::prefetch_wanted() & bit) || !quantizes_ahead(b)) return;
-  const uint64_t bytes = graph::tensor_info(b.g, w.q).bytes + graph::tensor_info(b.g, w.scales).bytes;
-  if (bytes > ops::prefetch_max_bytes()) return;
-  ops::add_prefetch(b.g, {.name = projection + ".prefetch", .key = x, .tensors = {w.q, w.scales}});
 }
 
 // Whether the output projection is the embedding table (tied, or the file has no output.weight).
@@ -180,7 +166,6 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
     const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
                             .head_dim = c.head_dim, .layout = ops::RopeLayout::Normal,
                             .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
-    prefetch_weights(b, ops::kPrefetchQkv, tname("attn_qkv_rope", l), wqkv->q, x);
     q = ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = wqkv->format, .gs = wqkv->gs, .x = x,
                                 .q = wqkv->q.q, .scales = wqkv->q.scales, .bias = wqkv->bias, .norm = norm,
                                 .eps = c.norm_eps, .more = wqkv->more, .rope = rope, .gemv_int8 = b.o.gemv_int8,
@@ -205,7 +190,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   if (attn_ahead) b.hidden_xq = ops::attention_xq(b.g, tname("attn", l));
   // The output projection adds the residual in its epilogue (and quantizes the sum ahead for the
   // fused gate|up projection, which normalizes it by ffn_norm).
-  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l), ops::kPrefetchOutput,
+  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l),
                                layer_vector(b, wname(l, "ffn_norm.weight"), c.dim));
 }
 
@@ -223,7 +208,6 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
   std::optional<graph::TensorId> act_xq;
   if (gate_up) {
     const bool ahead = quantizes_ahead(b) && down.kind == LinearWeight::Kind::Quant;
-    prefetch_weights(b, ops::kPrefetchGateUp, tname("ffn_act", l), gate_up->q, x);
     act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
                                   .q = gate_up->q.q, .scales = gate_up->q.scales, .norm = norm, .eps = c.norm_eps,
                                   .swiglu = true, .gemv_int8 = b.o.gemv_int8, .xq_out = ahead, .xq_in = x_xq});
@@ -242,16 +226,14 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
   std::optional<graph::TensorId> next_norm;
   if (next && !next->qk_norm && c.head_dim % 4 == 0) next_norm = layer_vector(b, wname(l + 1, "attn_norm.weight"), c.dim);
   if (!next && head_reads_xq(b)) next_norm = layer_vector(b, "output_norm.weight", c.dim);  // the output head's
-  return apply_linear_residual(b, down, act, x, tname("ffn_residual", l), ops::kPrefetchDown, next_norm);
+  return apply_linear_residual(b, down, act, x, tname("ffn_residual", l), next_norm);
 }
 
 graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
-                                      const std::string& out, uint32_t prefetch_bit,
-                                      std::optional<graph::TensorId> next_norm) {
+                                      const std::string& out, std::optional<graph::TensorId> next_norm) {
   const std::optional<graph::TensorId> in_xq = take_hidden_xq(b);  // `in` quantized ahead
   if (w.kind == LinearWeight::Kind::Quant) {
     const bool ahead = next_norm && quantizes_ahead(b) && w.more.empty() && w.n % 16 == 0;
-    prefetch_weights(b, prefetch_bit, out, w.q, in);
     graph::TensorId y = ops::add_linear_q(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = in, .q = w.q.q,
                                                 .scales = w.q.scales, .bias = w.bias, .residual = x, .more = w.more,
                                                 .gemv_int8 = b.o.gemv_int8, .xq_out = ahead,

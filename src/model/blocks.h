@@ -67,10 +67,9 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t layer, graph::TensorId x, co
 
 // x + w(in), fused into linear_q's epilogue for quantized weights. `next_norm`: the norm weight
 // of the fused projection that reads the sum next; the epilogue then also writes it quantized
-// ahead (b.hidden_xq) where the device reads that. `prefetch_bit`: which ops::PrefetchBits
-// prefetches w's weights.
+// ahead (b.hidden_xq) where the device reads that.
 graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
-                                      const std::string& out, uint32_t prefetch_bit,
+                                      const std::string& out,
                                       std::optional<graph::TensorId> next_norm = std::nullopt);
 
 // Final norm, the last position's row (unless all_logits; with several sequences the rows of

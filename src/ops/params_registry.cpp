@@ -12,7 +12,6 @@
 #include "ops/linear_q/linear_q.h"
 #include "ops/embedding/embedding.h"
 #include "ops/slice/slice.h"
-#include "ops/prefetch/prefetch.h"
 
 namespace wgrt::ops {
 
@@ -30,7 +29,6 @@ std::span<const ParamLayout> param_layouts() {
       kLinearQLayout,
       kEmbeddingLayout,
       kSliceLayout,
-      kPrefetchLayout,
   };
   return layouts;
 }

@@ -16,7 +16,6 @@
 #include "ops/common.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/kv_cache/kv_cache.h"
-#include "ops/prefetch/prefetch.h"
 #include "support/device.h"
 #include "support/graph_fixture.h"
 #include "support/random.h"
@@ -252,33 +251,6 @@ TEST(GraphStateOrder, ACarriedStateMayBeReadBeforeItsWriter) {
   EXPECT_THROW(add_weight(g, {.name = "w", .shape = {4}, .carried = true}), std::logic_error);  // built already
   Graph h(test::device());
   EXPECT_THROW(add_weight(h, {.name = "w", .shape = {4}, .carried = true}), std::invalid_argument);
-}
-
-// A tensor reset each step sinks one writer's dead writes: a State, written once, read by nobody.
-TEST(GraphResetEachStep, NeedsAStateWithOneWriterAndNoReader) {
-  Graph a(test::device());
-  EXPECT_THAT(message_of<std::invalid_argument>([&] {
-                add_weight(a, {.name = "w", .shape = {4}, .reset_each_step = true});
-              }),
-              HasSubstr("weight 'w': only a State tensor can be reset each step"));
-
-  Graph b(test::device());  // read by a node
-  TensorId x = add_input(b, {.name = "x", .max_shape = {2, 8}, .dynamic_dims = 1});
-  TensorId w = add_weight(b, {.name = "w", .dtype = DType::Bytes, .shape = {64}});
-  ops::add_prefetch(b, {.name = "pf", .key = x, .tensors = {w}});
-  TensorId sink = find_tensor(b, "pf.sink");
-  ops::add_prefetch(b, {.name = "pf2", .key = sink, .tensors = {w}});
-  EXPECT_THAT(message_of<std::invalid_argument>([&] { build(b); }),
-              HasSubstr("node 'pf2' reads 'pf.sink', which is reset each step"));
-
-  Graph c(test::device());  // read back
-  x = add_input(c, {.name = "x", .max_shape = {2, 8}, .dynamic_dims = 1});
-  w = add_weight(c, {.name = "w", .dtype = DType::Bytes, .shape = {64}});
-  ops::add_prefetch(c, {.name = "pf", .key = x, .tensors = {w}});
-  mark_output(c, find_tensor(c, "pf.sink"));
-  EXPECT_THAT(message_of<std::invalid_argument>([&] { build(c); }),
-              HasSubstr("'pf.sink' is reset each step, so it needs exactly one writer and no read-back (1 writers, "
-                        "marked output)"));
 }
 
 }  // namespace

@@ -175,32 +175,5 @@ TEST(DemoModel, ActivationsQuantizedAheadFollowTransformers) {
   expect_greedy_follows_up_to_near_ties(s, fixture("greedy.json"), tol);
 }
 
-// WGRT_PREFETCH=15: each projection's weights are brought into L2 beside the kernel before it
-// (ops/prefetch; the demo's weights are far under the size cap), which changes no logit.
-TEST(DemoModel, PrefetchChangesNoLogit) {
-  const char* was = std::getenv("WGRT_PREFETCH");
-  const std::string saved = was ? was : "";
-  setenv("WGRT_PREFETCH", "15", 1);
-  llm::Session with = demo_session(1, 1, 1);
-  unsetenv("WGRT_PREFETCH");
-  llm::Session without = demo_session(1, 1, 1);
-  if (was) setenv("WGRT_PREFETCH", saved.c_str(), 1);
-  for (const char* n : {"attn_qkv_rope.0.prefetch", "attn_residual.0.prefetch", "ffn_act.0.prefetch",
-                        "ffn_residual.5.prefetch"}) {
-    EXPECT_NO_THROW(graph::find_node(*with.mg.graph, n)) << n;
-    EXPECT_THROW(graph::find_node(*without.mg.graph, n), std::invalid_argument) << n;
-  }
-  const std::vector<int32_t> ids = fixture("logits-top8.json")["ids"];
-  std::vector<std::vector<float>> want;
-  llm::eval(without, ids, [&](size_t, size_t) { want.push_back(llm::read_logits(without)); }, llm::Readout::Logits);
-  size_t row = 0;
-  llm::eval(with, ids, [&](size_t, size_t) {
-    ASSERT_LT(row, want.size());
-    EXPECT_EQ(llm::read_logits(with), want[row]) << "position " << row;
-    ++row;
-  }, llm::Readout::Logits);
-  EXPECT_EQ(row, ids.size());
-}
-
 }  // namespace
 }  // namespace wgrt
