@@ -181,7 +181,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
                                 wname(l, "attn_output.bias"));
   const bool attn_ahead = quantizes_ahead(b) && wo.kind == LinearWeight::Kind::Quant && c.head_dim % 16 == 0 &&
                           ops::linear_q_takes_xq(graph::device_caps(b.g), wo.format, b.o.gemv_int8) &&
-                          ops::attention_xq_wanted();
+                          ops::attention_xq_wanted(c.n_heads * c.head_dim);
   graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = caches.k,
                                                   .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
                                                   .n_heads = c.n_heads, .rows = b.rows,

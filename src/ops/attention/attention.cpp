@@ -617,9 +617,9 @@ graph::TensorId attention_xq(const graph::Graph& g, const std::string& name) {
   return graph::find_tensor(g, name + ".xq_ahead");
 }
 
-bool attention_xq_wanted() {
+bool attention_xq_wanted(uint32_t width) {
   const char* env = std::getenv("WGRT_ATTN_XQ");
-  if (!env) return true;
+  if (!env) return width >= kAttnXqMinWidth;
   const std::string v = env;
   if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_ATTN_XQ='{}' (hint: 0 or 1)", v));
   return v == "1";

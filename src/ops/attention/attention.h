@@ -175,9 +175,13 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
 graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d);
 // The xq output of the attention node named `name` (AttentionDesc::xq_out).
 graph::TensorId attention_xq(const graph::Graph& g, const std::string& name);
-// Whether the model builders ask for xq_out where the output projection reads it:
-// WGRT_ATTN_XQ=0 says no (to measure), 1 or unset yes; anything else throws naming it.
-bool attention_xq_wanted();
+// Whether the model builders ask for xq_out where the output projection reads it, for an
+// attention output of `width` values (n_heads x head_dim): from kAttnXqMinWidth on. On the H200
+// the epilogue costs the attention 0.5-0.9 µs a layer and saves the output projection 1.1 at
+// 4,096 values but 0.4 at 2,048 (docs/PERFORMANCE.md, 2026-12-05). WGRT_ATTN_XQ=1 asks for it at
+// any width, 0 never (to measure); anything else throws naming it.
+constexpr uint32_t kAttnXqMinWidth = 4096;
+bool attention_xq_wanted(uint32_t width);
 
 struct AttentionParams {
   uint32_t n_tokens, n_heads, n_kv_heads, pos_sym;  // n_heads: all parts'; n_kv_heads: this part's; pos's symbol
