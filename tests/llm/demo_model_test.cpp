@@ -7,13 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <optional>
-#include <string>
 #include <nlohmann/json.hpp>
 
 #include "llm/session.h"
 #include "model/gguf.h"
 #include "support/device.h"
+#include "support/env.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
@@ -148,39 +147,24 @@ TEST(DemoModel, GreedyWithInt8ActivationsFollowsTransformersUpToNearTies) {
   expect_greedy_follows_up_to_near_ties(s, fixture("greedy.json"), tol);
 }
 
-// With the activations quantized ahead (each fused projection and the attention write their
-// output as int8 blocks of 16 for the next gemv, linear_q's xq_out / xq_in, attention's xq_out; a
-// GPU's default at one token per step, a graph of one-row steps here), the prompt's logits stay within the int8 run's bound of
-// transformers' and greedy decoding follows its tokens up to near ties, as with int8 x above.
-// The attention writes its row only from ops::kAttnXqMinWidth values on unless WGRT_ATTN_XQ=1
-// (the demo's are fewer): set here for the test, restored after.
-struct AttnXqEnv {
-  std::optional<std::string> was;
-  explicit AttnXqEnv(const char* v) {
-    if (const char* e = std::getenv("WGRT_ATTN_XQ")) was = e;
-    if (v) setenv("WGRT_ATTN_XQ", v, 1);
-    else unsetenv("WGRT_ATTN_XQ");
-  }
-  ~AttnXqEnv() {
-    if (was) setenv("WGRT_ATTN_XQ", was->c_str(), 1);
-    else unsetenv("WGRT_ATTN_XQ");
-  }
-};
-
 // By default the demo's attention (384 values a row) leaves the output projection to stage x;
 // the projections still hand each other theirs.
 TEST(DemoModel, AttentionQuantizesAheadOnlyWhenWide) {
-  AttnXqEnv env(nullptr);
+  test::ScopedEnv env("WGRT_ATTN_XQ", nullptr);
   llm::Session s = demo_session(1, 1, 1);
   const graph::Graph& g = *s.mg.graph;
   EXPECT_THROW(graph::find_tensor(g, "attn.0.xq_ahead"), std::exception) << "narrower than kAttnXqMinWidth";
   EXPECT_NO_THROW(graph::find_tensor(g, "ffn_act.0.xq_ahead"));
 }
 
+// With the activations quantized ahead (each fused projection and the attention write their
+// output as int8 blocks of 16 for the next gemv, linear_q's xq_out / xq_in, attention's xq_out; a
+// GPU's default at one token per step, a graph of one-row steps here), the prompt's logits stay within the int8 run's bound of
+// transformers' and greedy decoding follows its tokens up to near ties, as with int8 x above.
 TEST(DemoModel, ActivationsQuantizedAheadFollowTransformers) {
   const json top8 = fixture("logits-top8.json");
   const float tol = 0.01f * top8["max_abs_logit"].get<float>();
-  AttnXqEnv env("1");
+  test::ScopedEnv env("WGRT_ATTN_XQ", "1");  // the demo is narrower than kAttnXqMinWidth
   llm::Session s = demo_session(1, 1, 1);
   const graph::Graph& g = *s.mg.graph;
   for (const char* t : {"attn.0.xq_ahead", "attn_residual.0.xq_ahead", "ffn_act.0.xq_ahead", "ffn_residual.0.xq_ahead"})

@@ -21,6 +21,7 @@
 #include "ops/linear_q/linear_q.h"
 #include "reference/linear_q_ref.h"
 #include "reference/reference.h"
+#include "support/env.h"
 #include "support/op_harness.h"
 #include "support/quant_weights.h"
 #include "support/random.h"
@@ -168,23 +169,19 @@ TEST(AttentionXqBuild, RefusesHeadDimsNotMultiplesOf16) {
 // WGRT_ATTN_XQ (the builders' switch, to measure): unset, from kAttnXqMinWidth values on; 1 at
 // any width, 0 at none; anything else refused.
 TEST(AttentionXqBuild, EnvSwitch) {
-  const char* was = std::getenv("WGRT_ATTN_XQ");
-  const std::string saved = was ? was : "";
-  unsetenv("WGRT_ATTN_XQ");
+  test::ScopedEnv env("WGRT_ATTN_XQ", nullptr);
   EXPECT_TRUE(ops::attention_xq_wanted(ops::kAttnXqMinWidth));
   EXPECT_TRUE(ops::attention_xq_wanted(8192));
   EXPECT_FALSE(ops::attention_xq_wanted(ops::kAttnXqMinWidth - 64));
   EXPECT_FALSE(ops::attention_xq_wanted(2048));
-  setenv("WGRT_ATTN_XQ", "0", 1);
+  env.set("0");
   EXPECT_FALSE(ops::attention_xq_wanted(8192));
-  setenv("WGRT_ATTN_XQ", "1", 1);
+  env.set("1");
   EXPECT_TRUE(ops::attention_xq_wanted(2048));
   EXPECT_TRUE(ops::attention_xq_wanted(64));
-  setenv("WGRT_ATTN_XQ", "yes", 1);
+  env.set("yes");
   EXPECT_THAT(message_of<std::invalid_argument>([] { ops::attention_xq_wanted(4096); }),
               ::testing::HasSubstr("WGRT_ATTN_XQ='yes' (hint: 0 or 1)"));
-  if (was) setenv("WGRT_ATTN_XQ", saved.c_str(), 1);
-  else unsetenv("WGRT_ATTN_XQ");
 }
 
 }  // namespace
