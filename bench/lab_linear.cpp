@@ -227,10 +227,10 @@ std::vector<std::string> split(const std::string& s) {
 
 ops::QuantFormat parse_format(const std::string& s) {
   using F = ops::QuantFormat;
-  for (F f : {F::Q4gsw, F::Q8, F::Q2K, F::Q3K, F::Q6K, F::Q4K, F::Q5K, F::Q41, F::Q50, F::Q51, F::IQ4XS})
+  for (F f : {F::Q4gsw, F::Q8, F::Q2K, F::Q3K, F::Q6K, F::Q4K, F::Q5K, F::Q41, F::Q50, F::Q51, F::IQ4NL, F::IQ4XS})
     if (s == ops::quant_format_name(f) || (s == "q4" && f == F::Q4gsw)) return f;
   throw std::invalid_argument(fmt::format("--formats: unknown format '{}' (hint: q4, q8, q2k, q3k, q4k, q5k, q6k, q4_1, "
-                                          "q5_0, q5_1, iq4_xs)", s));
+                                          "q5_0, q5_1, iq4_nl, iq4_xs)", s));
 }
 
 int run(int argc, char** argv) {
@@ -239,7 +239,8 @@ int run(int argc, char** argv) {
   lab::add_device_flags(app, o.device);
   app.add_option("--peaks", o.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
   std::string formats = "q4,q8", shapes, ms;
-  app.add_option("--formats", formats, "comma list of q4 (q4gsw), q8, q2k, q3k, q4k, q5k, q6k, q4_1, q5_0, q5_1, iq4_xs");
+  app.add_option("--formats", formats,
+                 "comma list of q4 (q4gsw), q8, q2k, q3k, q4k, q5k, q6k, q4_1, q5_0, q5_1, iq4_nl, iq4_xs");
   std::string int8s;
   app.add_option("--gemv-int8", int8s, "comma list of the gemv's activations: 0 f32, 1 int8, -1 the device's");
   app.add_option("--shapes", shapes, "comma list of KxN (default: the Llama set)");

@@ -70,6 +70,7 @@ std::optional<uint32_t> file_type_of(GgmlType type) {
     case GgmlType::Q4_K: return 15;
     case GgmlType::Q5_K: return 17;
     case GgmlType::Q6_K: return 18;
+    case GgmlType::IQ4_NL: return 25;
     case GgmlType::IQ4_XS: return 30;
     default: return std::nullopt;
   }

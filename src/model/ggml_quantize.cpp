@@ -1,5 +1,7 @@
 #include "model/ggml_quantize.h"
 
+#include "ops/quant/quant.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,18 +95,39 @@ void q5_0_block(const float* x, uint8_t* b) {
   for (int j = 0; j < 4; ++j) b[2 + j] = uint8_t(qh >> (8 * j));
 }
 
-// IQ4_XS: 8 sub-blocks of 32, x ≈ d·(ls − 32)·grid[q] with ggml's 16-value grid, a 6-bit ls.
-// Each sub-block's scale maps its value of largest magnitude onto the grid's end of that
-// sign; d holds the largest scale over 32 steps; q is the grid point nearest x / scale.
-void iq4_xs_block(const float* x, uint8_t* b) {
-  static constexpr int8_t grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-  float sub[8];
-  for (int j = 0; j < 8; ++j) {
-    float max = 0;
-    for (int l = 0; l < 32; ++l)
-      if (std::fabs(x[32 * j + l]) > std::fabs(max)) max = x[32 * j + l];
-    sub[j] = max / -127.f;  // the extreme lands on -127
+// The grid points nearest x[l] / s of 32 values, as nibbles in Q4_0's order into qs[16]
+// (which must be zero): element l < 16 in the low nibble of qs[l], l + 16 in the high one.
+void iq4_nibbles(const float* x, float s, uint8_t* qs) {
+  const int8_t* grid = ops::kIq4Values;
+  for (int l = 0; l < 32; ++l) {
+    int best = 0;
+    for (int i = 1; i < 16; ++i)
+      if (std::fabs(s * grid[i] - x[l]) < std::fabs(s * grid[best] - x[l])) best = i;
+    qs[l % 16] |= uint8_t(best << (l < 16 ? 0 : 4));
   }
+}
+
+// The scale that maps the value of largest magnitude of 32 onto the grid's end of its sign (-127).
+float iq4_scale(const float* x) {
+  float max = 0;
+  for (int l = 0; l < 32; ++l)
+    if (std::fabs(x[l]) > std::fabs(max)) max = x[l];
+  return max / -127.f;
+}
+
+// IQ4_NL: a block of 32, x ≈ d·grid[q] with ggml's 16-value grid; d = iq4_scale in f16.
+void iq4_nl_block(const float* x, uint8_t* b) {
+  const uint16_t dh = f32_to_f16(iq4_scale(x));
+  std::memset(b, 0, 18);
+  put16(b, dh);
+  iq4_nibbles(x, f16_to_f32(dh), b + 2);
+}
+
+// IQ4_XS: 8 sub-blocks of 32, x ≈ d·(ls − 32)·grid[q], a 6-bit ls. Each sub-block's scale is
+// iq4_scale; d holds the largest of them over 32 steps; q is the grid point nearest x / scale.
+void iq4_xs_block(const float* x, uint8_t* b) {
+  float sub[8];
+  for (int j = 0; j < 8; ++j) sub[j] = iq4_scale(x + 32 * j);
   float amax = 0;
   for (float s : sub) amax = std::max(amax, std::fabs(s));
   const uint16_t dh = f32_to_f16(amax / 32.f);
@@ -116,13 +139,7 @@ void iq4_xs_block(const float* x, uint8_t* b) {
     const int ls = d > 0 ? std::clamp(nearest(sub[j] / d) + 32, 0, 63) : 32;
     b[4 + j / 2] |= uint8_t((ls & 0xf) << (4 * (j % 2)));
     scales_h |= uint16_t((ls >> 4) << (2 * j));
-    const float s = d * float(ls - 32);
-    for (int l = 0; l < 32; ++l) {
-      int best = 0;
-      for (int i = 1; i < 16; ++i)
-        if (std::fabs(s * grid[i] - x[32 * j + l]) < std::fabs(s * grid[best] - x[32 * j + l])) best = i;
-      b[8 + 16 * j + l % 16] |= uint8_t(best << (l < 16 ? 0 : 4));
-    }
+    iq4_nibbles(x + 32 * j, d * float(ls - 32), b + 8 + 16 * j);
   }
   put16(b + 2, scales_h);
 }
@@ -229,6 +246,7 @@ std::vector<uint8_t> quantize(GgmlType type, std::span<const float> x) {
       case GgmlType::Q5_1: q_min_block(xb, b, 5); break;
       case GgmlType::Q4_K: q4_k_block(xb, b); break;
       case GgmlType::Q6_K: q6_k_block(xb, b); break;
+      case GgmlType::IQ4_NL: iq4_nl_block(xb, b); break;
       case GgmlType::IQ4_XS: iq4_xs_block(xb, b); break;
       default:
         throw std::invalid_argument(fmt::format("quantize: wgrt does not write {}", info->name));

@@ -1,5 +1,5 @@
-// CPU quantization into GGML block types (F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_XS), for writing
-// GGUF fixtures and tools. Straightforward round-to-nearest; not tuned for quality.
+// CPU quantization into GGML block types (F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL,
+// IQ4_XS), for writing GGUF fixtures and tools. Straightforward round-to-nearest; not tuned for quality.
 #pragma once
 
 #include <cstdint>

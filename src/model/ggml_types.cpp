@@ -1,5 +1,7 @@
 #include "model/ggml_types.h"
 
+#include "ops/quant/quant.h"
+
 #include <fmt/format.h>
 
 #include <bit>
@@ -14,7 +16,7 @@ const GgmlTypeInfo* ggml_type_info(uint32_t type) {
       q5_0{"Q5_0", 32, 22, true}, q5_1{"Q5_1", 32, 24, true}, q8_0{"Q8_0", 32, 34, true},
       q8_1{"Q8_1", 32, 36, false}, q2_k{"Q2_K", 256, 84, true}, q3_k{"Q3_K", 256, 110, true},
       q4_k{"Q4_K", 256, 144, true}, q5_k{"Q5_K", 256, 176, true}, q6_k{"Q6_K", 256, 210, true},
-      q8_k{"Q8_K", 256, 292, false}, iq4_xs{"IQ4_XS", 256, 136, true};
+      q8_k{"Q8_K", 256, 292, false}, iq4_nl{"IQ4_NL", 32, 18, true}, iq4_xs{"IQ4_XS", 256, 136, true};
   switch (GgmlType(type)) {
     case GgmlType::F32: return &f32;
     case GgmlType::F16: return &f16;
@@ -31,6 +33,7 @@ const GgmlTypeInfo* ggml_type_info(uint32_t type) {
     case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;
     case GgmlType::Q8_K: return &q8_k;
+    case GgmlType::IQ4_NL: return &iq4_nl;
     case GgmlType::IQ4_XS: return &iq4_xs;
   }
   return nullptr;
@@ -175,8 +178,16 @@ void dequant_q5_k(const uint8_t* b, float* y) {
   }
 }
 
+void dequant_iq4_nl(const uint8_t* b, float* y) {
+  const float d = f16_to_f32(rd16(b));
+  for (int l = 0; l < 16; ++l) {
+    y[l] = d * float(ops::kIq4Values[b[2 + l] & 0xf]);
+    y[l + 16] = d * float(ops::kIq4Values[b[2 + l] >> 4]);
+  }
+}
+
 void dequant_iq4_xs(const uint8_t* b, float* y) {
-  static constexpr int8_t grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  const int8_t* grid = ops::kIq4Values;
   const float d = f16_to_f32(rd16(b));
   const uint16_t scales_h = rd16(b + 2);
   const uint8_t* qs = b + 8;
@@ -268,6 +279,7 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, size_t n) {
       case GgmlType::Q6_K: dequant_q6_k(b, y); break;
       case GgmlType::Q2_K: dequant_q2_k(b, y); break;
       case GgmlType::Q3_K: dequant_q3_k(b, y); break;
+      case GgmlType::IQ4_NL: dequant_iq4_nl(b, y); break;
       case GgmlType::IQ4_XS: dequant_iq4_xs(b, y); break;
       default: break;  // unreachable: unsupported types throw above
     }

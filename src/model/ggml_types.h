@@ -16,6 +16,8 @@
 //         as Q4_K with a fifth bit per element from qh.
 //   Q6_K 256 elems, 210 B: u8 ql[128] | u8 qh[64] | i8 scales[16] | f16 d
 //         x = d scale (q - 32), q 6 bits (4 from ql, 2 from qh), 16 sub-blocks of 16.
+//   IQ4_NL 32 elems, 18 B: f16 d | u8 qs[16]     x = d grid[q], q a nibble in Q4_0's order,
+//         grid ggml's 16 non-linear values (ops/quant/quant.h kIq4Values).
 //   IQ4_XS 256 elems, 136 B: f16 d | u16 scales_h | u8 scales_l[4] | u8 qs[128]
 //         8 sub-blocks of 32, 6-bit scale ls (low 4 bits from scales_l, high 2 from scales_h);
 //         x = d (ls - 32) grid[q], q a nibble (16 bytes per sub-block, as Q4_0's order),
@@ -38,7 +40,7 @@ namespace wgrt::model {
 
 enum class GgmlType : uint32_t {
   F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, IQ4_XS = 23, BF16 = 30,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, IQ4_NL = 20, IQ4_XS = 23, BF16 = 30,
 };
 
 struct GgmlTypeInfo {

@@ -36,6 +36,7 @@ std::optional<ops::QuantFormat> block_format(GgmlType t) {
     case GgmlType::Q4_1: return ops::QuantFormat::Q41;
     case GgmlType::Q5_0: return ops::QuantFormat::Q50;
     case GgmlType::Q5_1: return ops::QuantFormat::Q51;
+    case GgmlType::IQ4_NL: return ops::QuantFormat::IQ4NL;
     case GgmlType::IQ4_XS: return ops::QuantFormat::IQ4XS;
     case GgmlType::Q2_K: return ops::QuantFormat::Q2K;
     case GgmlType::Q3_K: return ops::QuantFormat::Q3K;

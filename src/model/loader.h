@@ -4,8 +4,8 @@
 //
 // Formats, per weight (`auto` keeps what the file has where a kernel reads it directly):
 //   GGUF Q4_0 -> q4gsw gs 32, Q8_0 -> q8 gs 32, Q4_K -> q4k, Q5_K -> q5k, Q6_K -> q6k,
-//   Q4_1 -> q4_1, Q5_0 -> q5_0, Q5_1 -> q5_1, IQ4_XS -> iq4_xs, Q2_K -> q2k, Q3_K -> q3k, all
-//   repacked losslessly (ops/quant/quant.h);
+//   Q4_1 -> q4_1, Q5_0 -> q5_0, Q5_1 -> q5_1, IQ4_NL -> iq4_nl, IQ4_XS -> iq4_xs, Q2_K -> q2k,
+//   Q3_K -> q3k, all repacked losslessly (ops/quant/quant.h);
 //   F32 -> f32; F16 -> f16; BF16 (and a K-quant whose rows are not whole 256-value blocks)
 //   -> f16 of their exact f32 dequantization;
 //   --quantize q4gsw|q8 quantizes f32/f16/bf16 weights (Hugging Face checkpoints) at load.

@@ -170,8 +170,8 @@ TEST(GgmlTypes, QuantizeDequantizeWithinStepSize) {
     float tol;  // values in [-4, 4]: Q4_0 may clamp the side opposite the extreme by a step
   } cases[] = {{GgmlType::Q8_0, 0.02f}, {GgmlType::Q4_0, 0.51f}, {GgmlType::Q4_K, 0.35f},
                {GgmlType::Q4_1, 0.3f},  {GgmlType::Q5_0, 0.26f}, {GgmlType::Q5_1, 0.15f},
-               // IQ4_XS: the grid's widest gap (89..113) and its shorter positive end (113 vs -127)
-               {GgmlType::IQ4_XS, 0.6f},
+               // IQ4_XS, IQ4_NL: the grid's widest gap (89..113) and its shorter positive end (113 vs -127)
+               {GgmlType::IQ4_XS, 0.6f}, {GgmlType::IQ4_NL, 0.6f},
                {GgmlType::Q6_K, 0.08f}, {GgmlType::F16, 0.002f}, {GgmlType::BF16, 0.02f}};
   for (auto [type, tol] : cases) {
     auto q = quantize(type, x);
@@ -184,14 +184,15 @@ TEST(GgmlTypes, QuantizeDequantizeWithinStepSize) {
   }
 }
 
-// The loader's CPU reading of Q4_1 / Q5_0 / Q5_1 / IQ4_XS / Q2_K / Q3_K blocks, bit for bit as the reference's.
+// The loader's CPU reading of Q4_1 / Q5_0 / Q5_1 / IQ4_NL / IQ4_XS / Q2_K / Q3_K blocks, bit for bit as the
+// reference's.
 TEST(GgmlTypes, LegacyBlocksDequantizeAsTheReference) {
   struct Case {
     GgmlType type;
     size_t bytes;
     std::vector<float> (*ref)(const std::vector<uint8_t>&, size_t);
   } cases[] = {{GgmlType::Q4_1, 20, ref::dequant_gguf_q4_1}, {GgmlType::Q5_0, 22, ref::dequant_gguf_q5_0},
-               {GgmlType::Q5_1, 24, ref::dequant_gguf_q5_1}};
+               {GgmlType::Q5_1, 24, ref::dequant_gguf_q5_1}, {GgmlType::IQ4_NL, 18, ref::dequant_gguf_iq4_nl}};
   for (const Case& c : cases) {
     auto blocks = test::random_legacy_blocks(12, 5, c.bytes);
     std::vector<float> y(12 * 32);

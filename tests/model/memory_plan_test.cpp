@@ -66,11 +66,11 @@ TEST(ModelMemory, BuffersCreatedMatchThePlan) {
   EXPECT_EQ(graph::describe_memory(p).rfind("memory: weights ", 0), 0u) << graph::describe_memory(p);
 }
 
-// Q4_1 / Q5_0 / Q5_1 / IQ4_XS files: every matrix (and the embedding) read in its blocks by linear_q
+// Q4_1 / Q5_0 / Q5_1 / IQ4_NL / IQ4_XS files: every matrix (and the embedding) read in its blocks by linear_q
 // and the embedding, so the weights take the file's tensor bytes (dims are multiples of 128:
 // no fifth-bit padding), nothing expanded.
 TEST(ModelMemory, LegacyBlockFilesTakeTheirTensorBytes) {
-  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_XS}) {
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
     SCOPED_TRACE(ggml_type_name(uint32_t(t)));
     RandomModelSpec spec = default_model_spec();
     spec.matrix_type = t;
@@ -84,10 +84,11 @@ TEST(ModelMemory, LegacyBlockFilesTakeTheirTensorBytes) {
     o.max_batch = 8;
     ModelGraph mg = build_model(test::device(), file, o);
     EXPECT_EQ(mg.weight_bytes, file_bytes);
-    const std::string fmt_name = t == GgmlType::Q4_1   ? "q4_1"
-                                 : t == GgmlType::Q5_0 ? "q5_0"
-                                 : t == GgmlType::Q5_1 ? "q5_1"
-                                                       : "iq4_xs";
+    const std::string fmt_name = t == GgmlType::Q4_1     ? "q4_1"
+                                 : t == GgmlType::Q5_0   ? "q5_0"
+                                 : t == GgmlType::Q5_1   ? "q5_1"
+                                 : t == GgmlType::IQ4_NL ? "iq4_nl"
+                                                         : "iq4_xs";
     size_t linear = 0, embedding = 0;
     for (uint32_t i = 0; i < graph::node_count(*mg.graph); ++i) {
       const graph::Node& n = graph::node_info(*mg.graph, graph::NodeId{i});

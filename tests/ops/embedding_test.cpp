@@ -15,6 +15,7 @@
 #include "reference/quant_ref.h"
 #include "support/device.h"
 #include "support/op_harness.h"
+#include "support/quant_weights.h"
 #include "support/random.h"
 
 namespace wgrt::test {
@@ -156,100 +157,26 @@ std::vector<OpCase> embedding_cases() {
                        run_sequence(g, ids, out, want, vocab, dim);
                      }});
   }
-  // GGUF Q6_K blocks kept as blocks (q6k): bit-exact against the reference's reading of the file.
-  cases.push_back({"gguf_q6_k_blocks", [] {
-                     const uint32_t vocab = 37, dim = 512;
-                     std::vector<uint8_t> blocks = test::random_q6_k_blocks(size_t(vocab) * dim / 256, 5);
-                     ops::QuantWeight w = ops::repack_gguf_q6_k(blocks, vocab, dim);
-                     auto want = ref::dequant_gguf_q6_k(blocks, size_t(vocab) * dim);
-                     Graph g(device());
-                     TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
-                     TensorId q = add_weight(g, {.name = "q", .dtype = DType::U32,
-                                                 .shape = {vocab, ops::quant_row_words(ops::QuantFormat::Q6K, dim)}});
-                     TensorId sc = add_weight(g, {.name = "s", .dtype = DType::F16, .shape = {vocab, dim / 256}});
-                     TensorId out = ops::add_embedding(g, {.name = "emb", .type = EmbeddingType::Q6K, .ids = ids,
-                                                           .table = q, .scales = sc, .gs = 256});
-                     mark_output(g, out);
-                     build(g);
-                     write_tensor<uint32_t>(g, q, w.q);
-                     write_tensor<uint32_t>(g, sc, w.scales);
-                     run_sequence(g, ids, out, want, vocab, dim);
-                   }});
-  // GGUF Q4_K / Q5_K blocks repacked (q4k, q5k): bit-exact against the reference's reading.
-  for (bool five : {false, true})
-    cases.push_back({five ? "gguf_q5_k_blocks" : "gguf_q4_k_blocks", [five] {
-                       const uint32_t vocab = 37, dim = 512;
-                       std::vector<uint8_t> blocks = test::random_k_blocks(size_t(vocab) * dim / 256, 7, five);
-                       ops::QuantWeight w = five ? ops::repack_gguf_q5_k(blocks, vocab, dim)
-                                                 : ops::repack_gguf_q4_k(blocks, vocab, dim);
-                       auto want = five ? ref::dequant_gguf_q5_k(blocks, size_t(vocab) * dim)
-                                        : ref::dequant_gguf_q4_k(blocks, size_t(vocab) * dim);
+  // GGUF blocks repacked (the K-quants, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS): bit-exact against the
+  // reference's reading of random blocks; rows of 15 groups for the 32-value blocks (the
+  // fifth-bit words padded), 2 blocks for the 256-value ones.
+  using ops::QuantFormat;
+  for (QuantFormat f : {QuantFormat::Q6K, QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q41, QuantFormat::Q50,
+                        QuantFormat::Q51, QuantFormat::IQ4NL, QuantFormat::IQ4XS, QuantFormat::Q2K, QuantFormat::Q3K})
+    cases.push_back({fmt::format("gguf_{}_blocks", ops::quant_format_name(f)), [f] {
+                       const uint32_t vocab = 37, dim = ops::is_k_quant(f) ? 512 : 480;
+                       const uint32_t gs = ops::has_block_d(f) ? 256 : 32;
+                       auto [w, want] = random_quant_weight(f, vocab, dim, gs, 9);
                        Graph g(device());
                        TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
-                       ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 32);
+                       ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, gs);
                        TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
-                                                             .ids = ids, .table = t.q, .scales = t.scales, .gs = 32});
+                                                             .ids = ids, .table = t.q, .scales = t.scales, .gs = gs});
                        mark_output(g, out);
                        build(g);
                        ops::write_quant_weight(g, t, w);
                        run_sequence(g, ids, out, want, vocab, dim);
                      }});
-  // GGUF Q4_1 / Q5_0 / Q5_1 blocks repacked, dim 15 groups (the fifth-bit words padded):
-  // bit-exact against the reference's reading.
-  for (size_t bytes : {size_t(20), size_t(22), size_t(24)})
-    cases.push_back({fmt::format("gguf_q{}_blocks", bytes == 20 ? "4_1" : bytes == 22 ? "5_0" : "5_1"), [bytes] {
-                       const uint32_t vocab = 37, dim = 480;
-                       const size_t count = size_t(vocab) * dim;
-                       std::vector<uint8_t> blocks = test::random_legacy_blocks(count / 32, 9, bytes);
-                       ops::QuantWeight w = bytes == 20   ? ops::repack_gguf_q4_1(blocks, vocab, dim)
-                                            : bytes == 22 ? ops::repack_gguf_q5_0(blocks, vocab, dim)
-                                                          : ops::repack_gguf_q5_1(blocks, vocab, dim);
-                       auto want = bytes == 20   ? ref::dequant_gguf_q4_1(blocks, count)
-                                   : bytes == 22 ? ref::dequant_gguf_q5_0(blocks, count)
-                                                 : ref::dequant_gguf_q5_1(blocks, count);
-                       Graph g(device());
-                       TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
-                       ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 32);
-                       TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
-                                                             .ids = ids, .table = t.q, .scales = t.scales, .gs = 32});
-                       mark_output(g, out);
-                       build(g);
-                       ops::write_quant_weight(g, t, w);
-                       run_sequence(g, ids, out, want, vocab, dim);
-                     }});
-  for (bool q3 : {false, true})
-    cases.push_back({q3 ? "gguf_q3_k_blocks" : "gguf_q2_k_blocks", [q3] {
-                       const uint32_t vocab = 37, dim = 512;
-                       std::vector<uint8_t> blocks = test::random_q23_k_blocks(size_t(vocab) * dim / 256, 9, q3);
-                       ops::QuantWeight w = q3 ? ops::repack_gguf_q3_k(blocks, vocab, dim)
-                                               : ops::repack_gguf_q2_k(blocks, vocab, dim);
-                       auto want = q3 ? ref::dequant_gguf_q3_k(blocks, size_t(vocab) * dim)
-                                      : ref::dequant_gguf_q2_k(blocks, size_t(vocab) * dim);
-                       Graph g(device());
-                       TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
-                       ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 256);
-                       TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
-                                                             .ids = ids, .table = t.q, .scales = t.scales, .gs = 256});
-                       mark_output(g, out);
-                       build(g);
-                       ops::write_quant_weight(g, t, w);
-                       run_sequence(g, ids, out, want, vocab, dim);
-                     }});
-  cases.push_back({"gguf_iq4_xs_blocks", [] {
-                     const uint32_t vocab = 37, dim = 512;
-                     std::vector<uint8_t> blocks = test::random_iq4_xs_blocks(size_t(vocab) * dim / 256, 8);
-                     ops::QuantWeight w = ops::repack_gguf_iq4_xs(blocks, vocab, dim);
-                     auto want = ref::dequant_gguf_iq4_xs(blocks, size_t(vocab) * dim);
-                     Graph g(device());
-                     TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {64}, .dynamic_dims = 1});
-                     ops::QuantTensors t = ops::add_quant_weight(g, "t", w.format, vocab, dim, 32);
-                     TensorId out = ops::add_embedding(g, {.name = "emb", .type = ops::embedding_type(w.format),
-                                                           .ids = ids, .table = t.q, .scales = t.scales, .gs = 32});
-                     mark_output(g, out);
-                     build(g);
-                     ops::write_quant_weight(g, t, w);
-                     run_sequence(g, ids, out, want, vocab, dim);
-                   }});
   // A table split by rows into several tensors (a table past the storage binding limit, as the
   // loader splits it): each part repacked on its own, one kernel per part, the same rows as the
   // whole table's reading; ids in every part, on the parts' edges and past the vocabulary.

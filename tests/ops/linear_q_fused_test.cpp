@@ -222,8 +222,8 @@ std::vector<OpCase> fused_cases() {
                          [c] { run_fused(c); }});
       }
     }
-  // Q4_1, Q5_0, Q5_1 from random GGUF blocks, K = 15 groups (the fifth-bit words padded).
-  for (QuantFormat f : {QuantFormat::Q41, QuantFormat::Q50, QuantFormat::Q51})
+  // Q4_1, Q5_0, Q5_1, IQ4_NL from random GGUF blocks, K = 15 groups (the fifth-bit words padded).
+  for (QuantFormat f : {QuantFormat::Q41, QuantFormat::Q50, QuantFormat::Q51, QuantFormat::IQ4NL})
     for (const V& v : variants) {
       FusedCase c{f, 32, 480, v.swiglu ? 96u : 131u, 37, {1, 5, 37, 1, 8, 2, 1}};
       c.norm = v.norm, c.residual = v.residual, c.swiglu = v.swiglu, c.bias = v.bias, c.head = v.head;
@@ -385,6 +385,10 @@ TEST(LinearQParts, ThreeFormatsWithResidual) {
 }
 TEST(LinearQParts, Q4_1Q5_0Q5_1WithIq4XsAndResidual) {
   run_parts({QuantFormat::Q51, QuantFormat::Q41, QuantFormat::Q50, QuantFormat::IQ4XS}, true);
+}
+// An IQ4_XS file's mix where rows are not whole 256-value blocks: IQ4_NL beside IQ4_XS and Q8.
+TEST(LinearQParts, Iq4NlWithIq4XsAndQ8) {
+  run_parts({QuantFormat::IQ4NL, QuantFormat::IQ4XS, QuantFormat::Q8}, false);
 }
 // A Q2_K / Q3_K file's mix (q|k in Q2_K or Q3_K, v in Q3_K or Q4_K).
 TEST(LinearQParts, Q2KQ3KWithQ4KAndResidual) {

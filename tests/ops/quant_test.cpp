@@ -247,8 +247,8 @@ TEST(QuantGguf, KQuantKnownBlock) {
   EXPECT_EQ(v[161], 17.f * 9 - 0.5f * 33);
 }
 
-// Q4_1, Q5_0, Q5_1: the repacked words read back (runtime dequantizer) bit for bit as the
-// reference reads the file's blocks; K = 32 times an odd number pads the fifth-bit words.
+// Q4_1, Q5_0, Q5_1, IQ4_NL: the repacked words read back (runtime dequantizer) bit for bit as
+// the reference reads the file's blocks; K = 32 times an odd number pads the fifth-bit words.
 struct LegacyFormat {
   QuantFormat format;
   size_t bytes;
@@ -257,7 +257,8 @@ struct LegacyFormat {
 };
 const LegacyFormat kLegacy[] = {{QuantFormat::Q41, 20, repack_gguf_q4_1, ref::dequant_gguf_q4_1},
                                 {QuantFormat::Q50, 22, repack_gguf_q5_0, ref::dequant_gguf_q5_0},
-                                {QuantFormat::Q51, 24, repack_gguf_q5_1, ref::dequant_gguf_q5_1}};
+                                {QuantFormat::Q51, 24, repack_gguf_q5_1, ref::dequant_gguf_q5_1},
+                                {QuantFormat::IQ4NL, 18, repack_gguf_iq4_nl, ref::dequant_gguf_iq4_nl}};
 
 TEST(QuantGguf, LegacyBlockRepacksAreBitExact) {
   for (const LegacyFormat& lf : kLegacy)
@@ -330,6 +331,16 @@ TEST(QuantGguf, LegacyKnownBlocks) {
   EXPECT_EQ(u[1], 2.5f);
   EXPECT_EQ(u[17], 0.f);
   EXPECT_EQ(u[0], -2.f);
+  // IQ4_NL, d = -0.5: element 2 = low nibble 0 (grid -127), element 18 = high nibble 15 (113),
+  // element 0 = nibble 8 (1).
+  std::vector<uint8_t> e(18, 0);
+  e[1] = 0xB8;
+  e[2 + 0] = 0x08;
+  e[2 + 2] = 0xF0;
+  auto z = dequantize(repack_gguf_iq4_nl(e, 1, 32));
+  EXPECT_EQ(z[2], 63.5f);
+  EXPECT_EQ(z[18], -56.5f);
+  EXPECT_EQ(z[0], -0.5f);
   EXPECT_THROW(quantize(QuantFormat::Q51, std::vector<float>(32, 0.f), 1, 32, 32), std::invalid_argument);
 }
 

@@ -163,8 +163,11 @@ std::vector<float> dequant_gguf_q5_1(const std::vector<uint8_t>& blocks, size_t 
   return dequant_legacy(blocks, count, true, true);
 }
 
+namespace {
+const float kIq4Grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+}  // namespace
+
 std::vector<float> dequant_gguf_iq4_xs(const std::vector<uint8_t>& blocks, size_t count) {
-  const float grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
   std::vector<float> out(count);
   for (size_t e = 0; e < count; ++e) {
     const uint8_t* blk = &blocks.at(e / 256 * 136);
@@ -174,7 +177,17 @@ std::vector<float> dequant_gguf_iq4_xs(const std::vector<uint8_t>& blocks, size_
     const int ls = int((blk[4 + j / 2] >> (4 * (j % 2))) % 16 + 16 * ((scales_h >> (2 * j)) % 4));
     const uint8_t byte = blk[8 + 16 * j + l % 16];
     const int nib = l < 16 ? byte % 16 : byte / 16;
-    out[e] = d * float(ls - 32) * grid[nib];
+    out[e] = d * float(ls - 32) * kIq4Grid[nib];
+  }
+  return out;
+}
+
+std::vector<float> dequant_gguf_iq4_nl(const std::vector<uint8_t>& blocks, size_t count) {
+  std::vector<float> out(count);
+  for (size_t b = 0; b < count / 32; ++b) {
+    const uint8_t* blk = &blocks.at(b * 18);
+    const float d = half_to_float(uint16_t(blk[0] + 256 * blk[1]));
+    for (int i = 0; i < 32; ++i) out[b * 32 + i] = d * kIq4Grid[legacy_q(blk + 2, nullptr, i)];
   }
   return out;
 }

@@ -50,5 +50,7 @@ std::vector<float> dequant_gguf_q3_k(const std::vector<uint8_t>& blocks, size_t 
 // qs[16 j + l - 16]; value = d * (ls - 32) * grid[nibble], grid = {-127, -104, -83, -65, -49,
 // -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113} (ggml's kvalues_iq4nl).
 std::vector<float> dequant_gguf_iq4_xs(const std::vector<uint8_t>& blocks, size_t count);
+// GGUF IQ4_NL, 18 bytes per 32: f16 d, qs[16] as Q4_0's; value = d * grid[nibble], the grid above.
+std::vector<float> dequant_gguf_iq4_nl(const std::vector<uint8_t>& blocks, size_t count);
 
 }  // namespace wgrt::ref

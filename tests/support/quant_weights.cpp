@@ -22,6 +22,10 @@ std::pair<ops::QuantWeight, std::vector<float>> random_quant_weight(ops::QuantFo
       auto b = random_legacy_blocks(count / 32, seed, 24);
       return {ops::repack_gguf_q5_1(b, n, k), ref::dequant_gguf_q5_1(b, count)};
     }
+    case QuantFormat::IQ4NL: {
+      auto b = random_legacy_blocks(count / 32, seed, 18);
+      return {ops::repack_gguf_iq4_nl(b, n, k), ref::dequant_gguf_iq4_nl(b, count)};
+    }
     case QuantFormat::IQ4XS: {
       auto b = random_iq4_xs_blocks(blocks, seed);
       return {ops::repack_gguf_iq4_xs(b, n, k), ref::dequant_gguf_iq4_xs(b, count)};

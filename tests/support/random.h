@@ -50,19 +50,21 @@ inline std::vector<uint8_t> random_k_blocks(size_t count, uint32_t seed, bool fi
   return b;
 }
 
-// GGUF Q4_1 (20 bytes), Q5_0 (22) or Q5_1 (24) blocks: random quants and fifth bits, d a normal
-// f16 of either sign in [2^-7, 2^-3), m (Q4_1, Q5_1) one of either sign below 2^-1.
+// GGUF Q4_1 (20 bytes), Q5_0 (22), Q5_1 (24) or IQ4_NL (18) blocks: random quants and fifth
+// bits, d a normal f16 of either sign in [2^-7, 2^-3) (IQ4_NL: about 5e-4 .. 4e-3), m (Q4_1,
+// Q5_1) one of either sign below 2^-1.
 inline std::vector<uint8_t> random_legacy_blocks(size_t count, uint32_t seed, size_t bytes) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> b(count * bytes);
   for (size_t i = 0; i < count; ++i) {
     uint8_t* blk = b.data() + i * bytes;
     for (size_t j = 2; j < bytes; ++j) blk[j] = uint8_t(rng());
-    uint16_t d = uint16_t(0x2000 + rng() % 0x1000);
+    // IQ4_NL (18 bytes): its grid reaches 127, so d as small as IQ4_XS's.
+    uint16_t d = uint16_t(bytes == 18 ? 0x1000 + rng() % 0x0C00 : 0x2000 + rng() % 0x1000);
     if (rng() % 2) d |= 0x8000;
     blk[0] = uint8_t(d);
     blk[1] = uint8_t(d >> 8);
-    if (bytes != 22) {
+    if (bytes == 20 || bytes == 24) {  // Q4_1, Q5_1: m
       uint16_t m = uint16_t(rng() % 0x3800);
       if (rng() % 2) m |= 0x8000;
       blk[2] = uint8_t(m);

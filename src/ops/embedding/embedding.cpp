@@ -33,6 +33,7 @@ const char* type_name(EmbeddingType t) {
     case EmbeddingType::IQ4XS: return "iq4_xs";
     case EmbeddingType::Q2K: return "q2k";
     case EmbeddingType::Q3K: return "q3k";
+    case EmbeddingType::IQ4NL: return "iq4_nl";
     default: return "q4gsw";
   }
 }
@@ -52,6 +53,7 @@ std::optional<QuantFormat> quant_format(EmbeddingType t) {
     case EmbeddingType::IQ4XS: return QuantFormat::IQ4XS;
     case EmbeddingType::Q2K: return QuantFormat::Q2K;
     case EmbeddingType::Q3K: return QuantFormat::Q3K;
+    case EmbeddingType::IQ4NL: return QuantFormat::IQ4NL;
   }
   return std::nullopt;
 }
@@ -78,6 +80,7 @@ EmbeddingType embedding_type(QuantFormat f) {
     case QuantFormat::IQ4XS: return EmbeddingType::IQ4XS;
     case QuantFormat::Q2K: return EmbeddingType::Q2K;
     case QuantFormat::Q3K: return EmbeddingType::Q3K;
+    case QuantFormat::IQ4NL: return EmbeddingType::IQ4NL;
   }
   return EmbeddingType::Q4gsw;
 }
@@ -155,6 +158,7 @@ const char* entry_point(EmbeddingType t) {
     case EmbeddingType::IQ4XS: return "emb_iq4_xs";
     case EmbeddingType::Q2K: return "emb_q2k";
     case EmbeddingType::Q3K: return "emb_q3k";
+    case EmbeddingType::IQ4NL: return "emb_iq4_nl";
     case EmbeddingType::Q4gsw: break;
   }
   return "emb_q4";

@@ -1,4 +1,5 @@
-// embedding: out[t, :] = table[ids[t], :] as f32, for f32, f16, q8, q4gsw, K-quant (q2k..q6k), q4_1/q5_x and iq4_xs tables
+// embedding: out[t, :] = table[ids[t], :] as f32, for f32, f16, q8, q4gsw, K-quant (q2k..q6k), q4_1/q5_x, iq4_nl and
+// iq4_xs tables
 // (ops/quant/quant.h has the quantized layouts; an f16 table is [vocab, dim] in f16 pairs).
 // ids is u32 [n_tokens] and may vary per step. An id >= vocab gives a row of zeros: the
 // kernel never reads past the table (validate token ids on the CPU for a proper error).
@@ -16,7 +17,7 @@
 
 namespace wgrt::ops {
 
-enum class EmbeddingType : uint8_t { F32, F16, Q8, Q4gsw, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS, Q2K, Q3K };
+enum class EmbeddingType : uint8_t { F32, F16, Q8, Q4gsw, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS, Q2K, Q3K, IQ4NL };
 // The table type of a quantized weight format.
 EmbeddingType embedding_type(QuantFormat f);
 

@@ -148,10 +148,14 @@ fn emb_q5k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   if (s.write) { store(s, kq_value(s.row, s.d, true)); }
 }
 
-// q4_1 / q5_0 / q5_1 (quant.h): nibble words, then (q5_x) the fifth-bit words, padded to a
-// multiple of 4 in each row; per group of 32 an f16 d (q5_0: value = d * (q - 16)) or a
-// (d, m) word (value = d * q + m).
-fn legacy_value(id: u32, d: u32, five: bool, dm: bool) -> f32 {
+// The grid of iq4_xs and iq4_nl (quant.h kIq4Values), indexed by the stored nibble.
+const IQ4_GRID = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+
+// q4_1 / q5_0 / q5_1 / iq4_nl (quant.h): nibble words, then (q5_x) the fifth-bit words, padded
+// to a multiple of 4 in each row; per group of 32 an f16 d (q5_0: value = d * (q - 16); iq4_nl:
+// d * grid[q]) or a (d, m) word (value = d * q + m).
+fn legacy_value(id: u32, d: u32, five: bool, dm: bool, nl: bool) -> f32 {
   let rw = select(p.dim / 8u, p.dim / 8u + (p.dim / 32u + 3u) / 4u * 4u, five);
   var q = (tw[id * rw + d / 8u] >> (4u * (d % 8u))) & 15u;
   if (five) { q |= ((tw[id * rw + p.dim / 8u + d / 32u] >> (d % 32u)) & 1u) << 4u; }
@@ -160,6 +164,10 @@ fn legacy_value(id: u32, d: u32, five: bool, dm: bool) -> f32 {
     let f = unpack2x16float(sc[g]);
     return f.x * f32(q) + f.y;
   }
+  if (nl) {
+    var grid = IQ4_GRID;
+    return scale_at(g) * grid[q];
+  }
   return scale_at(g) * f32(i32(q) - 16);
 }
 
@@ -167,27 +175,32 @@ fn legacy_value(id: u32, d: u32, five: bool, dm: bool) -> f32 {
 fn emb_q4_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
   let s = slot(wid, nwg, lid);
-  if (s.write) { store(s, legacy_value(s.row, s.d, false, true)); }
+  if (s.write) { store(s, legacy_value(s.row, s.d, false, true, false)); }
 }
 
 @compute @workgroup_size(WG)
 fn emb_q5_0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
   let s = slot(wid, nwg, lid);
-  if (s.write) { store(s, legacy_value(s.row, s.d, true, false)); }
+  if (s.write) { store(s, legacy_value(s.row, s.d, true, false, false)); }
 }
 
 @compute @workgroup_size(WG)
 fn emb_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
   let s = slot(wid, nwg, lid);
-  if (s.write) { store(s, legacy_value(s.row, s.d, true, true)); }
+  if (s.write) { store(s, legacy_value(s.row, s.d, true, true, false)); }
+}
+
+@compute @workgroup_size(WG)
+fn emb_iq4_nl(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+  let s = slot(wid, nwg, lid);
+  if (s.write) { store(s, legacy_value(s.row, s.d, false, false, true)); }
 }
 
 // iq4_xs (quant.h): nibble words indexing the grid, per block two words: f16 d | scales_h << 16
 // and scales_l; value = d * (ls - 32) * grid[nibble].
-const IQ4_GRID = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
-                                1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
 
 fn iq4_xs_value(id: u32, d: u32) -> f32 {
   let q = (tw[id * (p.dim / 8u) + d / 8u] >> (4u * (d % 8u))) & 15u;

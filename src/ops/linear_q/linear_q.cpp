@@ -93,7 +93,7 @@ bool gemv_multi_on(const gpu::DeviceCaps& caps, int gemv_int8, uint32_t gemv_x) 
 }
 }  // namespace
 
-bool gemv_m_takes(QuantFormat f) { return f != QuantFormat::Q2K && f != QuantFormat::Q3K && f != QuantFormat::IQ4XS; }
+bool gemv_m_takes(QuantFormat f) { return f != QuantFormat::Q2K && f != QuantFormat::Q3K && !has_iq4_grid(f); }
 
 uint32_t gemm_split_max_n() { return env_count("WGRT_GEMM_SPLIT_N", 0, 65536, 4096); }
 
@@ -234,7 +234,8 @@ double kernel_bits(QuantFormat f) {
     case QuantFormat::Q4gsw:
     case QuantFormat::Q4K:
     case QuantFormat::Q41:
-    case QuantFormat::IQ4XS: return 4;
+    case QuantFormat::IQ4XS:
+    case QuantFormat::IQ4NL: return 4;
     case QuantFormat::Q5K:
     case QuantFormat::Q50:
     case QuantFormat::Q51: return 5;
@@ -297,11 +298,11 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 // the f32 decode's ALU work, not the memory, bounds the gemv (H200: 1.2-1.8x faster kernels,
 // decode +19-28%, docs/PERFORMANCE.md); off on CPU drivers, where it is no faster (lavapipe,
 // the demo model: the same tok/s within noise) and the f32 results stay closest to the
-// references. Not for iq4_xs (its grid lookup has no int8 form here) nor on devices whose
-// subgroups are narrower than the 4 threads that stage a chunk together. `forced`
-// (LinearQDesc::gemv_int8) or WGRT_GEMV_I8=0|1 picks (to measure).
+// references. Not for iq4_xs / iq4_nl (their grid lookup has no int8 form here) nor on
+// devices whose subgroups are narrower than the 4 threads that stage a chunk together.
+// `forced` (LinearQDesc::gemv_int8) or WGRT_GEMV_I8=0|1 picks (to measure).
 bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
-  if (f == QuantFormat::IQ4XS || gpu::subgroup_lanes(caps) < 4) return false;
+  if (has_iq4_grid(f) || gpu::subgroup_lanes(caps) < 4) return false;
   if (forced >= 0) return forced == 1;
   if (const char* env = std::getenv("WGRT_GEMV_I8")) {
     const std::string v = env;
@@ -468,7 +469,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
                                                 {"SCALES", kernel_scales(wp.format)},
-                                                {"NL", wp.format == QuantFormat::IQ4XS ? 1.0 : 0.0},
+                                                {"NL", has_iq4_grid(wp.format) ? 1.0 : 0.0},
                                                 {"RES", d.residual ? 1.0 : 0.0}};
     if (std::string_view(entry).starts_with("gemv")) {
       const bool gm = std::string_view(entry).starts_with("gemv_m");

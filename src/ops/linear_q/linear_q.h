@@ -1,5 +1,5 @@
 // linear with quantized weights (q4gsw, q8, the K-quants q2k, q3k, q4k, q5k, q6k, iq4_xs and
-// q4_1, q5_0, q5_1 read in their GGUF blocks; ops/quant/quant.h has the layouts):
+// q4_1, q5_0, q5_1, iq4_nl read in their GGUF blocks; ops/quant/quant.h has the layouts):
 //   y[m, n] = sum_k x[m, k] * value(n, k) (+ bias[n]) (+ residual[m, n])
 // Every format is value = scale * q - min per group of 32 (or 16: q2k, q3k, q6k), q a small integer:
 // the kernels take the integer dot and apply both factors once per group.
@@ -182,7 +182,7 @@ uint32_t gemv_x_rows(uint32_t forced = 0);
 // LinearQDesc's (what forcing them changes).
 graph::RouteId linear_q_route(const gpu::DeviceCaps& caps, uint32_t n, uint32_t m, int gemv_int8 = -1,
                               uint32_t gemv_x = 0, uint32_t gemv_m_from = 0);
-// Whether gemv_m's kernel reads weights of format f (every format but q2k, q3k and iq4_xs).
+// Whether gemv_m's kernel reads weights of format f (every format but q2k, q3k, iq4_xs and iq4_nl).
 bool gemv_m_takes(QuantFormat f);
 // What a route's kernels are, in order: plan_linear_q fills each one's params and grid.
 struct LinearQStep {

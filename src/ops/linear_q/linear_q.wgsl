@@ -25,12 +25,12 @@ override BITS: u32 = 4u;  // 2: q2k, 3: q3k, 4: q4gsw / q4k / q4_1, 5: q5k / q5_
 // q unsigned, value = scale * q - min per group (q4k, q5k, q4_1, q5_0, q5_1): the gemm
 // subtracts min * sum(x) per group instead of making q signed.
 override AFFINE: bool = false;
-// Where a group's factors are: 0 an f16 scale per group in `sc` (q4gsw, q8, q5_0, q6k's d),
+// Where a group's factors are: 0 an f16 scale per group in `sc` (q4gsw, q8, q5_0, iq4_nl, q6k's d),
 // 1 the K-quant regions (q4k, q5k), 2 an f16 (d, m) pair per group of 32 (q4_1, q5_1),
 // 3 iq4_xs's block headers (d and the 6-bit sub-block scales).
 override SCALES: u32 = 0u;
-// iq4_xs: each nibble indexes the non-linear grid iq4_f (quant.h's kIq4Values) instead of
-// being the integer itself; the weights are then signed, with no min.
+// iq4_xs, iq4_nl: each nibble indexes the non-linear grid iq4_f (quant.h's kIq4Values) instead
+// of being the integer itself; the weights are then signed, with no min.
 override NL: bool = false;
 var<private> iq4_f: array<f32, 16> = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
                                                      1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
@@ -249,7 +249,7 @@ fn gv_affine(r: u32, k0: u32) -> vec2<f32> {
     return vec2<f32>(unpack2x16float(w0).x * f32(i32(ls) - 32), 0.0);
   }
   let s = scale_at(r * (p.k / p.gs) + k0 / p.gs);
-  return vec2<f32>(s, s * select(select(0.0, 16.0, BITS == 5u), 8.0, BITS == 4u));
+  return vec2<f32>(s, s * select(select(0.0, 16.0, BITS == 5u), 8.0, BITS == 4u && !NL));
 }
 
 // iq4_xs: the grid values of nibbles 0..3 of w.
@@ -317,7 +317,7 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
       let x5 = gv_x[xb + 5u];
       let x6 = gv_x[xb + 6u];
       let x7 = gv_x[xb + 7u];
-      if (NL) {  // iq4_xs: the grid values times the sub-block's scale, no min
+      if (NL) {  // iq4_xs, iq4_nl: the grid values times the (sub-)block's scale, no min
         let d0 = gv_chunk(w0, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
         let d1 = gv_chunk(w1, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);
         let d2 = gv_chunk(w2, 0u, x0, x1, x2, x3, x4_, x5, x6, x7);

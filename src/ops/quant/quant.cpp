@@ -23,6 +23,7 @@ const char* quant_format_name(QuantFormat f) {
     case QuantFormat::IQ4XS: return "iq4_xs";
     case QuantFormat::Q2K: return "q2k";
     case QuantFormat::Q3K: return "q3k";
+    case QuantFormat::IQ4NL: return "iq4_nl";
   }
   return "?";
 }
@@ -45,7 +46,7 @@ void check_quant_shape(uint32_t n, uint32_t k, uint32_t gs, const char* what) {
 }
 
 void check_format_shape(QuantFormat f, uint32_t n, uint32_t k, uint32_t gs, const char* what) {
-  if (from_gguf_blocks(f) && !is_k_quant(f)) {  // Q41, Q50, Q51: GGUF's 32-value blocks
+  if (from_gguf_blocks(f) && !is_k_quant(f)) {  // Q41, Q50, Q51, IQ4NL: GGUF's 32-value blocks
     if (gs != 32) throw std::invalid_argument(fmt::format("{}: a {} weight takes group size 32 (not {})", what,
                                                           quant_format_name(f), gs));
     check_quant_shape(n, k, gs, what);
@@ -203,8 +204,8 @@ std::vector<float> dequantize_kq(const QuantWeight& w) {
   return out;
 }
 
-// Q41/Q50/Q51 arithmetic (quant.h), in f32 like ggml: d * q is exact, so the one rounding is
-// the min's addition.
+// Q41/Q50/Q51/IQ4NL arithmetic (quant.h), in f32 like ggml: d * q is exact, so the one rounding
+// is the min's addition.
 std::vector<float> dequantize_legacy(const QuantWeight& w) {
   const uint32_t rw = quant_row_words(w.format, w.k), groups = w.k / 32;
   const bool five = has_fifth_bits(w.format), dm = has_dm_scales(w.format);
@@ -217,6 +218,8 @@ std::vector<float> dequantize_legacy(const QuantWeight& w) {
       float& y = out[row * w.k + c];
       if (dm)
         y = f16_to_f32(uint16_t(w.scales[g])) * float(q) + f16_to_f32(uint16_t(w.scales[g] >> 16));
+      else if (w.format == QuantFormat::IQ4NL)
+        y = f16_to_f32(get_half(w.scales, g)) * float(kIq4Values[q]);
       else
         y = f16_to_f32(get_half(w.scales, g)) * float(int(q) - 16);
     }
@@ -458,12 +461,15 @@ QuantWeight repack_gguf_q5_k(std::span<const uint8_t> blocks, uint32_t n, uint32
 
 namespace {
 
-// Q4_1, Q5_0, Q5_1: per block the header (d, then m for Q4_1/Q5_1), the fifth bits (Q5_x), the
-// 16 bytes of nibbles in Q4_0's order.
+// Q4_1, Q5_0, Q5_1, IQ4_NL: per block the header (d, then m for Q4_1/Q5_1), the fifth bits
+// (Q5_x), the 16 bytes of nibbles in Q4_0's order.
 QuantWeight repack_legacy(std::span<const uint8_t> blocks, uint32_t n, uint32_t k, QuantFormat f) {
   const bool five = has_fifth_bits(f), dm = has_dm_scales(f);
   const uint32_t head = dm ? 4 : 2, bytes = head + (five ? 4 : 0) + 16;
-  const char* what = f == QuantFormat::Q41 ? "repack Q4_1" : f == QuantFormat::Q50 ? "repack Q5_0" : "repack Q5_1";
+  const char* what = f == QuantFormat::Q41   ? "repack Q4_1"
+                     : f == QuantFormat::Q50 ? "repack Q5_0"
+                     : f == QuantFormat::Q51 ? "repack Q5_1"
+                                             : "repack IQ4_NL";
   check_gguf(blocks, n, k, bytes, what);
   QuantWeight out = empty_weight(f, n, k, 32);
   const uint32_t per_row = k / 32, rw = quant_row_words(f, k);
@@ -501,6 +507,10 @@ QuantWeight repack_gguf_q5_0(std::span<const uint8_t> blocks, uint32_t n, uint32
 
 QuantWeight repack_gguf_q5_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
   return repack_legacy(blocks, n, k, QuantFormat::Q51);
+}
+
+QuantWeight repack_gguf_iq4_nl(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
+  return repack_legacy(blocks, n, k, QuantFormat::IQ4NL);
 }
 
 QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint32_t k) {
@@ -595,6 +605,7 @@ QuantWeight repack_gguf_blocks(QuantFormat f, std::span<const uint8_t> blocks, u
     case QuantFormat::IQ4XS: return repack_gguf_iq4_xs(blocks, n, k);
     case QuantFormat::Q2K: return repack_gguf_q2_k(blocks, n, k);
     case QuantFormat::Q3K: return repack_gguf_q3_k(blocks, n, k);
+    case QuantFormat::IQ4NL: return repack_gguf_iq4_nl(blocks, n, k);
   }
   throw std::invalid_argument("repack_gguf_blocks: unknown format");
 }

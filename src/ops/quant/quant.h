@@ -53,6 +53,8 @@ namespace wgrt::ops {
 //         scales  f16 [N, K/32]        d, two per word as q4gsw's
 //         value = d * (q - 16)         22 bytes per 32 values (the file: 22), + h - K/32 words a row
 //   Q51   q as Q50, scales as Q41;  value = d * q + m   24 bytes per 32 values (the file: 24)
+//   IQ4NL q as Q41 (each nibble an index i into kIq4Values), scales as Q50's
+//         value = d * kIq4Values[i]   18 bytes per 32 values (the file: 18)
 // GGUF IQ4_XS, 256-value blocks of 8 sub-blocks of 32 (gs 32, K a multiple of 256):
 //   IQ4XS q       u32 [N, K/8]         nibbles as Q4K, each an index i into kIq4Values
 //         scales  u32 [N, K/256 * 2]   per block the file's header: word 0 = f16 d | scales_h << 16,
@@ -75,8 +77,8 @@ namespace wgrt::ops {
 //         scales  f16 [N, K/256]       the block's d, two per word as q4gsw's
 //         value = d * scale[j] * (q - 4), q in 0..7 (the file's high bit clear: q - 4 < 0)
 //         114 bytes per 256 values (the file: 110, its scales packed into 12 bytes)
-enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS, Q2K, Q3K };
-// IQ4_XS's 16 values (ggml's non-linear 4-bit grid), indexed by the stored nibble.
+enum class QuantFormat : uint8_t { Q4gsw, Q8, Q6K, Q4K, Q5K, Q41, Q50, Q51, IQ4XS, Q2K, Q3K, IQ4NL };
+// IQ4_NL's and IQ4_XS's 16 values (ggml's non-linear 4-bit grid), indexed by the stored nibble.
 constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 const char* quant_format_name(QuantFormat f);
@@ -91,8 +93,11 @@ constexpr bool has_block_d(QuantFormat f) {
 }
 // Formats that come from a GGUF file's blocks only (repacked; wgrt has no quantizer for them).
 constexpr bool from_gguf_blocks(QuantFormat f) {
-  return is_k_quant(f) || f == QuantFormat::Q41 || f == QuantFormat::Q50 || f == QuantFormat::Q51;
+  return is_k_quant(f) || f == QuantFormat::Q41 || f == QuantFormat::Q50 || f == QuantFormat::Q51 ||
+         f == QuantFormat::IQ4NL;
 }
+// Nibbles that index kIq4Values (the grid) instead of being the integer.
+constexpr bool has_iq4_grid(QuantFormat f) { return f == QuantFormat::IQ4XS || f == QuantFormat::IQ4NL; }
 // The groups the int8-activation routes quantize x in: 32 for the K-quants (their sub-blocks),
 // else the weight's own group size.
 constexpr uint32_t activation_group(QuantFormat f, uint32_t gs) { return is_k_quant(f) ? 32 : gs; }
@@ -176,6 +181,8 @@ QuantWeight repack_gguf_q5_k(std::span<const uint8_t> blocks, uint32_t n, uint32
 QuantWeight repack_gguf_q4_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q5_0(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 QuantWeight repack_gguf_q5_1(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
+//   IQ4_NL 18 bytes per 32: f16 d, qs[16] in Q4_0's nibble order -> IQ4NL
+QuantWeight repack_gguf_iq4_nl(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
 //   IQ4_XS 136 bytes per 256: f16 d, u16 scales_h, scales_l[4], qs[128]: the 16-byte run j holds
 //         sub-block j, byte l its elements l (low nibble) and l + 16 (high) -> IQ4XS
 QuantWeight repack_gguf_iq4_xs(std::span<const uint8_t> blocks, uint32_t n, uint32_t k);
