@@ -1,5 +1,5 @@
 // End to end: tiny random-weight models written by wgrt's own GGUF writer (F32, F16, Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K; GQA; a real 32000-token vocabulary) run through the GPU graph and
+// Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K, IQ4_NL, IQ4_XS; GQA; a real 32000-token vocabulary) run through the GPU graph and
 // compared with the independent CPU forward pass in tests/reference/transformer_ref.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -57,6 +57,7 @@ struct E2eCase {
   uint32_t n_heads = 4, n_kv_heads = 2;  // GQA 2; e.g. 7 over 1, as Qwen2.5-0.5B/7B's groups
   uint64_t max_tensor_bytes = 0;  // LoadOptions: weights past it split by rows (0: the device's limit)
   uint64_t max_cache_bytes = 0;   // BuildOptions: KV caches past it split by heads (0: the device's limit)
+  bool gpu_routes = false;  // the gemvs' int8 x and x quantized ahead forced, as a GPU takes them
 };
 
 Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
@@ -96,6 +97,7 @@ llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits, const E2eC
   o.f16_kv = c.f16_kv;
   o.load.max_tensor_bytes = c.max_tensor_bytes;
   o.max_cache_bytes = c.max_cache_bytes;
+  if (c.gpu_routes) o.gemv_int8 = 1, o.quantize_ahead = 1;
   s.mg = build_model(*s.dev, s.model, o);
   return s;
 }
@@ -162,6 +164,12 @@ TEST_P(ModelEndToEnd, MatchesReference) {
       ++parts;
     }
     EXPECT_EQ(parts, c.f16_kv ? 2u : 4u);
+  }
+  if (c.gpu_routes) {  // the gemvs hand x on quantized ahead
+    uint32_t ahead = 0;
+    for (uint32_t i = 0; i < graph::tensor_count(*one.mg.graph); ++i)
+      ahead += graph::tensor_info(*one.mg.graph, graph::TensorId{i}).name.ends_with(".xq_ahead");
+    EXPECT_GE(ahead, 2u * 2);  // the layers' q|k|v and gate|up inputs, at least
   }
   std::vector<float> got;
   llm::eval(one, prompt, [&](size_t, size_t) { got = llm::read_logits(one); });
@@ -349,6 +357,14 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{Arch::Qwen2, GgmlType::Q5_0, 3e-2f},
                                            E2eCase{Arch::Llama, GgmlType::Q5_1, 3e-2f, true, GgmlType::Q5_1},
                                            E2eCase{Arch::Qwen3, GgmlType::IQ4_XS, 3e-2f, false, GgmlType::IQ4_XS},
+                                           E2eCase{Arch::Qwen2, GgmlType::IQ4_NL, 3e-2f, true, GgmlType::IQ4_NL},
+                                           // The GPU's gemv routes (CPU drivers take others): Q4_0 with a
+                                           // Q6_K head, and IQ4_NL, whose gemvs read x as f32 between
+                                           // producers that quantize it ahead.
+                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::Q4_0, .tol = 3e-2f,
+                                                   .embd = GgmlType::Q6_K, .gpu_routes = true},
+                                           E2eCase{.arch = Arch::Qwen2, .type = GgmlType::IQ4_NL, .tol = 3e-2f,
+                                                   .tied = true, .embd = GgmlType::IQ4_NL, .gpu_routes = true},
                                            // Head sizes other than 64: the generic attention paths.
                                            E2eCase{Arch::Llama, GgmlType::F32, 2e-3f, false, {}, 80},
                                            E2eCase{Arch::Qwen3, GgmlType::F16, 4e-3f, false, {}, 96, true},
@@ -390,7 +406,8 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                   (i.param.n_heads != 4 ? "_gqa" + std::to_string(i.param.n_heads / i.param.n_kv_heads)
                                                         : "") +
                                   (i.param.max_tensor_bytes ? "_split" : "") +
-                                  (i.param.max_cache_bytes ? "_cache_split" : "");
+                                  (i.param.max_cache_bytes ? "_cache_split" : "") +
+                                  (i.param.gpu_routes ? "_gpu_routes" : "");
                          });
 
 }  // namespace

@@ -71,7 +71,11 @@ struct ScratchDir {
 // and the layers still move a row's logits by 13-28% of it (measured against the same model
 // without its attention and FFN outputs). Its logits are the layers' rounding over a larger
 // largest: the two runtimes measure 0.35-0.41% apart, checked at 1.5%.
-enum class Source { Random, Peaked };
+// The model llama.cpp quantizes: Random weights, Peaked (one clear greedy path), or Ragged:
+// Random's with a feed-forward width of 480, so that the down projection's rows are not whole
+// 256-value blocks and llama.cpp falls back from the K-quants and IQ4_XS (to Q5_0, Q5_1, Q8_0,
+// IQ4_NL), as in Qwen2.5-0.5B's files (dim 896).
+enum class Source { Random, Peaked, Ragged };
 
 constexpr float kPeakedEmbdNorm = 30.f;
 
@@ -118,7 +122,7 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
   std::lock_guard lock(mu);
   static ScratchDir scratch;
   const std::string& dir = scratch.path;
-  const std::string tag = src == Source::Peaked ? "peaked-" : "";
+  const std::string tag = src == Source::Peaked ? "peaked-" : src == Source::Ragged ? "ragged-" : "";
   std::string& source = sources[src];
   if (source.empty()) {
     GgufFile vocab = open_gguf(kVocab);
@@ -128,7 +132,7 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
     spec.n_heads = 4;
     spec.n_kv_heads = 2;  // GQA
     spec.head_dim = 64;
-    spec.ff = 512;
+    spec.ff = src == Source::Ragged ? 480 : 512;
     spec.matrix_type = GgmlType::F16;
     spec.embd_type = GgmlType::F16;
     spec.seed = 11;
@@ -172,6 +176,7 @@ const BlockCase kBlockCases[] = {
     {GgmlType::Q4_1, lc::Ftype::Q4_1, ops::repack_gguf_q4_1},
     {GgmlType::Q5_0, lc::Ftype::Q5_0, ops::repack_gguf_q5_0},
     {GgmlType::Q5_1, lc::Ftype::Q5_1, ops::repack_gguf_q5_1},
+    {GgmlType::IQ4_NL, lc::Ftype::IQ4_NL, ops::repack_gguf_iq4_nl},
     {GgmlType::IQ4_XS, lc::Ftype::IQ4_XS, ops::repack_gguf_iq4_xs},
     {GgmlType::Q2_K, lc::Ftype::Q2_K, ops::repack_gguf_q2_k},
     {GgmlType::Q3_K, lc::Ftype::Q3_K_M, ops::repack_gguf_q3_k},
@@ -257,43 +262,59 @@ TEST(LlamaCppRandomBlocks, Q2KAndQ3KReadAsGgml) {
   }
 }
 
-// llama.cpp's Q2_K and Q3_K_M files (Q2_K / Q3_K matrices beside Q4_K..Q6_K ones): every matrix
-// and the embedding read in its blocks (no float expansion), the weights within 1.05x of the
-// file's tensor bytes (Q3_K's unpacked scales: 114 of 110 bytes per 256 values).
+// A llama.cpp file whose every matrix and embedding wgrt reads in its blocks (no float
+// expansion), the weights within 1.05x of the file's tensor bytes; `fmt_names`' kernels run.
+void expect_native(lc::Ftype ftype, Source src, const std::vector<std::string>& fmt_names) {
+  SCOPED_TRACE(lc::ftype_name(ftype));
+  ModelFile file = open_model(quantized_file(ftype, src));
+  uint64_t file_bytes = 0;
+  for (const auto& [name, w] : file.weights) file_bytes += w.n_bytes;
+  BuildOptions o;
+  o.n_ctx = 32;
+  o.max_batch = 8;
+  ModelGraph mg = build_model(test::device(), file, o);
+  EXPECT_GE(mg.weight_bytes, file_bytes);
+  EXPECT_LE(double(mg.weight_bytes), 1.05 * double(file_bytes));
+  std::vector<size_t> native(fmt_names.size());
+  for (uint32_t i = 0; i < graph::node_count(*mg.graph); ++i) {
+    const graph::Node& n = graph::node_info(*mg.graph, graph::NodeId{i});
+    for (size_t f = 0; f < fmt_names.size(); ++f) native[f] += n.op.find(fmt_names[f]) != std::string::npos;
+    EXPECT_NE(n.op, "linear") << n.name << ": a float matrix";
+    EXPECT_NE(n.op, "embedding_f16") << n.name << ": an expanded table";
+  }
+  for (size_t f = 0; f < fmt_names.size(); ++f)
+    EXPECT_GE(native[f], 2u) << "no " << fmt_names[f] << " kernel in the graph";
+}
+
+// llama.cpp's Q2_K and Q3_K_M files: Q2_K / Q3_K matrices beside Q4_K..Q6_K ones (Q3_K's
+// unpacked scales: 114 of 110 bytes per 256 values).
 TEST(LlamaCppFiles, Q2KAndQ3KFilesTakeTheirTensorBytes) {
   if (std::string why = missing_data(); !why.empty()) GTEST_SKIP() << why;
-  for (auto [ftype, fmt_name] : {std::pair{lc::Ftype::Q2_K, "q2k"}, {lc::Ftype::Q3_K_M, "q3k"}}) {
-    SCOPED_TRACE(lc::ftype_name(ftype));
-    ModelFile file = open_model(quantized_file(ftype));
-    uint64_t file_bytes = 0;
-    for (const auto& [name, w] : file.weights) file_bytes += w.n_bytes;
-    BuildOptions o;
-    o.n_ctx = 32;
-    o.max_batch = 8;
-    ModelGraph mg = build_model(test::device(), file, o);
-    EXPECT_GE(mg.weight_bytes, file_bytes);
-    EXPECT_LE(double(mg.weight_bytes), 1.05 * double(file_bytes));
-    size_t native = 0;
-    for (uint32_t i = 0; i < graph::node_count(*mg.graph); ++i) {
-      const graph::Node& n = graph::node_info(*mg.graph, graph::NodeId{i});
-      native += n.op.find(fmt_name) != std::string::npos;
-      EXPECT_NE(n.op, "linear") << n.name << ": a float matrix";
-      EXPECT_NE(n.op, "embedding_f16") << n.name << ": an expanded table";
-    }
-    EXPECT_GE(native, 2u) << "no " << fmt_name << " kernel in the graph";
-  }
+  expect_native(lc::Ftype::Q2_K, Source::Random, {"q2k"});
+  expect_native(lc::Ftype::Q3_K_M, Source::Random, {"q3k"});
+}
+
+// llama.cpp's IQ4_XS file of rows that are not whole 256-value blocks: those matrices (the down
+// projections) are IQ4_NL, read in their blocks beside the IQ4_XS ones.
+TEST(LlamaCppFiles, RaggedIq4XsFileReadsItsIq4NlMatrices) {
+  if (std::string why = missing_data(); !why.empty()) GTEST_SKIP() << why;
+  GgufFile file = open_gguf(quantized_file(lc::Ftype::IQ4_XS, Source::Ragged));
+  size_t nl = 0;
+  for (const GgufTensorInfo& t : file.tensors) nl += t.type == GgmlType::IQ4_NL;
+  EXPECT_GE(nl, 2u) << "llama.cpp's ragged IQ4_XS file has no IQ4_NL matrices to read";
+  expect_native(lc::Ftype::IQ4_XS, Source::Ragged, {"iq4_xs", "iq4_nl"});
 }
 
 // ---- end to end: wgrt's logits and greedy tokens against llama.cpp's CPU backend ----
 
 // Both runtimes read the same blocks (LlamaCppBlocks: bit for bit) and both round every
 // matrix product's activations to 8 bits, each its own way: wgrt in groups of 32 with an f32
-// scale, llama.cpp's CPU as Q8_0 (groups of 32, f16 scale) for Q4_0 weights and as Q8_K
-// (groups of 256) for K-quant weights. On these random-weight shapes one such rounding moves
+// scale, llama.cpp's CPU as Q8_0 (groups of 32, f16 scale) for Q4_0 and IQ4_NL weights and as
+// Q8_K (groups of 256) for K-quant and IQ4_XS weights. On these random-weight shapes one such rounding moves
 // the logits by up to ~3% of a row's largest (ModelEndToEnd allows wgrt 3e-2 against an exact
 // f32 pass; llama.cpp measures 2-3.6% against the same pass). For K-quants the two roundings
-// are independent, so the two runtimes may differ by both: 6e-2. For Q4_0 they round in the
-// same groups of 32 and mostly agree (measured 2.1% apart): 3e-2.
+// are independent, so the two runtimes may differ by both: 6e-2. For Q4_0 and IQ4_NL they round
+// in the same groups of 32 and mostly agree (measured 2.1% and 2.5% apart): 3e-2.
 struct E2eCase {
   lc::Ftype ftype;
   float tol;  // logits: max |difference| of a row relative to that row's max |logit|
@@ -301,7 +322,9 @@ struct E2eCase {
 };
 
 std::string case_name(const E2eCase& c) {
-  return std::string(lc::ftype_name(c.ftype)) + (c.src == Source::Peaked ? "_peaked" : "");
+  return std::string(lc::ftype_name(c.ftype)) + (c.src == Source::Peaked   ? "_peaked"
+                                                  : c.src == Source::Ragged ? "_ragged"
+                                                                            : "");
 }
 void PrintTo(const E2eCase& c, std::ostream* os) { *os << case_name(c); }
 
@@ -413,6 +436,9 @@ INSTANTIATE_TEST_SUITE_P(, LlamaCppEndToEnd,
                          ::testing::Values(E2eCase{lc::Ftype::Q4_K_M, 6e-2f}, E2eCase{lc::Ftype::Q5_K_M, 6e-2f},
                                            E2eCase{lc::Ftype::Q6_K, 6e-2f}, E2eCase{lc::Ftype::Q4_0, 3e-2f},
                                            E2eCase{lc::Ftype::Q2_K, 6e-2f}, E2eCase{lc::Ftype::Q3_K_M, 6e-2f},
+                                           E2eCase{lc::Ftype::IQ4_NL, 3e-2f},
+                                           // IQ4_XS with IQ4_NL down projections (their rows 15 blocks of 32).
+                                           E2eCase{lc::Ftype::IQ4_XS, 6e-2f, Source::Ragged},
                                            // The peaked model: 32 identical greedy tokens.
                                            E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Peaked},
                                            E2eCase{lc::Ftype::Q5_K_M, 1.5e-2f, Source::Peaked},

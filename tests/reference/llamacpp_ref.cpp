@@ -239,6 +239,7 @@ const char* ftype_name(Ftype f) {
     case Ftype::Q4_K_M: return "Q4_K_M";
     case Ftype::Q5_K_M: return "Q5_K_M";
     case Ftype::Q6_K: return "Q6_K";
+    case Ftype::IQ4_NL: return "IQ4_NL";
     case Ftype::IQ4_XS: return "IQ4_XS";
     case Ftype::Q2_K: return "Q2_K";
     case Ftype::Q3_K_M: return "Q3_K_M";

@@ -25,7 +25,7 @@ std::string unavailable_reason();
 // llama.cpp's file types (llama_ftype) for the quantizer.
 enum class Ftype : int32_t {
   Q4_0 = 2, Q4_1 = 3, Q8_0 = 7, Q5_0 = 8, Q5_1 = 9, Q2_K = 10, Q3_K_M = 12, Q4_K_M = 15, Q5_K_M = 17, Q6_K = 18,
-  IQ4_XS = 30,
+  IQ4_NL = 25, IQ4_XS = 30,
 };
 const char* ftype_name(Ftype f);
 
