@@ -44,6 +44,21 @@ bool quantizes_ahead(const BuildContext& b) {
 
 namespace {
 
+// Whether the projection of the weights `names` (k columns each) reads its x quantized ahead
+// where the node before writes it so: the device's gemvs do (quantizes_ahead), every weight is
+// quantized (the fused node's condition) and one of them takes the int8 row. Else the node
+// before would write blocks that nothing reads (q2k / q3k / iq4 weights: linear_q_takes_xq).
+bool reads_xq(const BuildContext& b, std::initializer_list<std::string> names, uint32_t k) {
+  if (!quantizes_ahead(b)) return false;
+  bool takes = false;
+  for (const std::string& name : names) {
+    const std::optional<ops::QuantFormat> f = linear_quant_format(b.loader, name, k);
+    if (!f) return false;
+    takes = takes || ops::linear_q_takes_xq(graph::device_caps(b.g), *f, b.o.gemv_int8);
+  }
+  return takes;
+}
+
 // The residual stream's int8 blocks for the projection that reads it now (it takes them).
 std::optional<graph::TensorId> take_hidden_xq(BuildContext& b) {
   std::optional<graph::TensorId> t = b.hidden_xq;
@@ -179,8 +194,7 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
   // reads it so.
   LinearWeight wo = load_linear(b.g, b.loader, wname(l, "attn_output.weight"), c.dim, q_dim,
                                 wname(l, "attn_output.bias"));
-  const bool attn_ahead = quantizes_ahead(b) && wo.kind == LinearWeight::Kind::Quant && c.head_dim % 16 == 0 &&
-                          ops::linear_q_takes_xq(graph::device_caps(b.g), wo.format, b.o.gemv_int8) &&
+  const bool attn_ahead = reads_xq(b, {wname(l, "attn_output.weight")}, q_dim) && c.head_dim % 16 == 0 &&
                           ops::attention_xq_wanted(c.n_heads * c.head_dim);
   graph::TensorId attn = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = caches.k,
                                                   .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
@@ -189,9 +203,11 @@ graph::TensorId attention_block(BuildContext& b, uint32_t l, graph::TensorId x, 
                                                   .xq_out = attn_ahead});
   if (attn_ahead) b.hidden_xq = ops::attention_xq(b.g, tname("attn", l));
   // The output projection adds the residual in its epilogue (and quantizes the sum ahead for the
-  // fused gate|up projection, which normalizes it by ffn_norm).
-  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l),
-                               layer_vector(b, wname(l, "ffn_norm.weight"), c.dim));
+  // fused gate|up projection where it reads it so, normalized by ffn_norm).
+  std::optional<graph::TensorId> next_norm;
+  if (reads_xq(b, {wname(l, "ffn_gate.weight"), wname(l, "ffn_up.weight")}, c.dim))
+    next_norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
+  return apply_linear_residual(b, wo, attn, x, tname("attn_residual", l), next_norm);
 }
 
 graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const AttentionVariant* next) {
@@ -207,7 +223,7 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
   graph::TensorId act;
   std::optional<graph::TensorId> act_xq;
   if (gate_up) {
-    const bool ahead = quantizes_ahead(b) && down.kind == LinearWeight::Kind::Quant;
+    const bool ahead = reads_xq(b, {wname(l, "ffn_down.weight")}, c.ff);
     act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = gate_up->format, .gs = gate_up->gs, .x = x,
                                   .q = gate_up->q.q, .scales = gate_up->q.scales, .norm = norm, .eps = c.norm_eps,
                                   .swiglu = true, .gemv_int8 = b.o.gemv_int8, .xq_out = ahead, .xq_in = x_xq});
@@ -221,10 +237,12 @@ graph::TensorId ffn_block(BuildContext& b, uint32_t l, graph::TensorId x, const 
     act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u});
   }
   // down adds the residual (and quantizes the sum ahead for the next layer's q|k|v where that
-  // one fuses: attention_block's condition, but for the formats of its weights).
+  // one fuses, attention_block's condition, and reads it so).
   b.hidden_xq = act_xq;
   std::optional<graph::TensorId> next_norm;
-  if (next && !next->qk_norm && c.head_dim % 4 == 0) next_norm = layer_vector(b, wname(l + 1, "attn_norm.weight"), c.dim);
+  if (next && !next->qk_norm && c.head_dim % 4 == 0 &&
+      reads_xq(b, {wname(l + 1, "attn_q.weight"), wname(l + 1, "attn_k.weight"), wname(l + 1, "attn_v.weight")}, c.dim))
+    next_norm = layer_vector(b, wname(l + 1, "attn_norm.weight"), c.dim);
   if (!next && head_reads_xq(b)) next_norm = layer_vector(b, "output_norm.weight", c.dim);  // the output head's
   return apply_linear_residual(b, down, act, x, tname("ffn_residual", l), next_norm);
 }
