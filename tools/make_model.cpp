@@ -23,9 +23,16 @@ int main(int argc, char** argv) {
   std::string preset = "tiny", type = "q4_0", embd_type, vocab_from, out;
   uint32_t seed = 1;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  const std::vector<std::string> type_names = {"f32", "f16", "q8_0", "q4_0", "q4_k", "q6_k"};
+  // The types model::quantize writes, by their lower-case GGUF names.
+  const std::pair<const char*, GgmlType> types[] = {
+      {"f32", GgmlType::F32},   {"f16", GgmlType::F16},       {"bf16", GgmlType::BF16},    {"q8_0", GgmlType::Q8_0},
+      {"q4_0", GgmlType::Q4_0}, {"q4_1", GgmlType::Q4_1},     {"q5_0", GgmlType::Q5_0},    {"q5_1", GgmlType::Q5_1},
+      {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K},     {"iq4_nl", GgmlType::IQ4_NL}, {"iq4_xs", GgmlType::IQ4_XS}};
+  std::vector<std::string> type_names;
+  for (auto [n, t] : types) type_names.push_back(n);
   app.add_option("--preset", preset, "tiny, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b");
-  app.add_option("--type", type, "matrix type: f32, f16, q8_0, q4_0, q4_k, q6_k")->check(CLI::IsMember(type_names));
+  app.add_option("--type", type, "matrix type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k, iq4_nl, iq4_xs")
+      ->check(CLI::IsMember(type_names));
   app.add_option("--embd-type", embd_type, "token_embd and output type (default: f32 and f16 as --type, else q8_0)")
       ->check(CLI::IsMember(type_names));
   app.add_option("--vocab-from", vocab_from, "copy the tokenizer of this GGUF (e.g. a vocab-only file); the preset's "
@@ -42,9 +49,6 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     RandomModelSpec s = preset_model_spec(preset);
     s.seed = seed;
-    const std::pair<const char*, GgmlType> types[] = {{"f32", GgmlType::F32}, {"f16", GgmlType::F16},
-                                                      {"q8_0", GgmlType::Q8_0}, {"q4_0", GgmlType::Q4_0},
-                                                      {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}};
     if (embd_type.empty()) embd_type = type == "f32" || type == "f16" ? type : "q8_0";
     for (auto [n, t] : types) {
       if (type == n) s.matrix_type = t;
