@@ -1,7 +1,7 @@
-// peer_quantize: writes a GGUF file in Q4_0 or Q4_K_M with llama.cpp's own quantizer (its
-// tensor-type mix: e.g. Q6_K output, Q6_K attn_v/ffn_down in some layers for Q4_K_M), from
-// an F16 or F32 GGUF, so wgrt and llama.cpp are measured on files as people download them.
-//   peer_quantize IN.gguf OUT.gguf q4_0|q4_k_m [threads]
+// peer_quantize: writes a GGUF file with llama.cpp's own quantizer (its tensor-type mix: e.g.
+// Q6_K output, Q6_K attn_v/ffn_down in some layers for Q4_K_M), from an F16 or F32 GGUF, so
+// wgrt and llama.cpp are measured on files as people download them.
+//   peer_quantize IN.gguf OUT.gguf TYPE [threads]   (TYPE: kTypes below, e.g. q4_0, q4_k_m)
 // Built by bench/peers/setup.sh with g++ against the release's llama.h; not part of wgrt.
 #include <unistd.h>
 
@@ -13,18 +13,31 @@
 
 #include "llama.h"
 
+// The file types it writes (none needs an importance matrix).
+constexpr struct {
+  const char* name;
+  llama_ftype ftype;
+} kTypes[] = {{"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},     {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},
+              {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M}, {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+              {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},     {"iq4_xs", LLAMA_FTYPE_MOSTLY_IQ4_XS},
+              {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL}, {"q3_k_m", LLAMA_FTYPE_MOSTLY_Q3_K_M},
+              {"q2_k", LLAMA_FTYPE_MOSTLY_Q2_K}};
+
 int main(int argc, char** argv) {
+  std::string names;
+  for (const auto& t : kTypes) names += std::string(names.empty() ? "" : "|") + t.name;
   if (argc < 4 || argc > 5) {
-    std::fprintf(stderr, "peer_quantize: needs IN.gguf OUT.gguf q4_0|q4_k_m [threads]\nhint: peer_quantize "
-                         "l1b-f16.gguf l1b-q4_0.gguf q4_0\n");
+    std::fprintf(stderr, "peer_quantize: needs IN.gguf OUT.gguf %s [threads]\nhint: peer_quantize "
+                         "l1b-f16.gguf l1b-q4_0.gguf q4_0\n", names.c_str());
     return 2;
   }
   const std::string type = argv[3];
   llama_model_quantize_params q = llama_model_quantize_default_params();
-  if (type == "q4_0") q.ftype = LLAMA_FTYPE_MOSTLY_Q4_0;
-  else if (type == "q4_k_m") q.ftype = LLAMA_FTYPE_MOSTLY_Q4_K_M;
-  else {
-    std::fprintf(stderr, "peer_quantize: type '%s' is not q4_0 or q4_k_m\n", type.c_str());
+  bool known = false;
+  for (const auto& t : kTypes)
+    if (type == t.name) q.ftype = t.ftype, known = true;
+  if (!known) {
+    std::fprintf(stderr, "peer_quantize: type '%s' is none of %s\n", type.c_str(), names.c_str());
     return 2;
   }
   q.nthread = argc == 5 ? std::atoi(argv[4]) : int(sysconf(_SC_NPROCESSORS_ONLN));

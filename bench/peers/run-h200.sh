@@ -16,7 +16,7 @@
 #   PEER_WORK      model files (default /tmp/wgrt-peers: ~21 GB at the peak for the 8B shape)
 #   PEER_BUDGET_S  seconds before remaining steps are skipped (default 540: 9 minutes)
 #   PEER_PRESETS   shapes to run (default "llama-3.2-1b llama-3.1-8b"); PEER_TYPES likewise
-#                  (default "q4_0 q4_k_m")
+#                  (default "q4_0 q4_k_m"; peer_quantize.cpp kTypes lists the others)
 #   PEER_PARALLEL  wgrt's batched tg rows (`--parallel`, default "1,8"; empty: none): N sequences
 #                  decoding together on one graph, in a table of their own (llama.cpp has none)
 #   WGRT_EXTRA     more `wgrt bench` flags, e.g. "--profile" (its report lands in the step's log)

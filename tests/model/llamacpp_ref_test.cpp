@@ -73,8 +73,8 @@ struct ScratchDir {
 // largest: the two runtimes measure 0.35-0.41% apart, checked at 1.5%.
 // The model llama.cpp quantizes: Random weights, Peaked (one clear greedy path), or Ragged:
 // Random's with a feed-forward width of 480, so that the down projection's rows are not whole
-// 256-value blocks and llama.cpp falls back from the K-quants and IQ4_XS (to Q5_0, Q5_1, Q8_0,
-// IQ4_NL), as in Qwen2.5-0.5B's files (dim 896).
+// 256-value blocks and llama.cpp falls back from the K-quants and IQ4_XS (to Q4_0, Q5_0, Q5_1,
+// Q8_0, IQ4_NL), as in Qwen2.5-0.5B's files (dim 896).
 enum class Source { Random, Peaked, Ragged };
 
 constexpr float kPeakedEmbdNorm = 30.f;
