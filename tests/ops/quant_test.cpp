@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <sstream>
 
+#include "gpu/pipeline.h"
 #include "ops/quant/quant.h"
 #include "reference/quant_ref.h"
 #include "support/random.h"
@@ -285,6 +287,21 @@ TEST(QuantGguf, LegacyBlockSizesMatchTheFile) {
 }
 
 // IQ4_XS: the repack read back bit for bit as the reference reads the blocks, at the file's size.
+// The kernels' grid (the WGSL part iq4_grid) is quant.h's, value for value.
+TEST(QuantGguf, TheKernelsIq4GridIsKIq4Values) {
+  const std::string wgsl(gpu::kernel_source("iq4_grid"));
+  const size_t open = wgsl.find("array<f32, 16>(");
+  ASSERT_NE(open, std::string::npos);
+  std::istringstream in(wgsl.substr(open + std::string("array<f32, 16>(").size()));
+  for (int i = 0; i < 16; ++i) {
+    float v = 0;
+    char sep = 0;
+    ASSERT_TRUE(in >> v >> sep) << "value " << i;
+    EXPECT_EQ(v, float(kIq4Values[i])) << "value " << i;
+    EXPECT_EQ(sep, i < 15 ? ',' : ')') << "after value " << i;
+  }
+}
+
 TEST(QuantGguf, Iq4XsRepackIsBitExact) {
   for (auto [n, k] : {std::pair{1u, 256u}, {3u, 512u}, {7u, 768u}}) {
     SCOPED_TRACE(testing::Message() << n << "x" << k);

@@ -3,6 +3,7 @@
 // A table split by rows (past the storage binding limit) runs one kernel per part, in order:
 // each writes the tokens whose rows it holds, the first also zeros for every other token (the
 // later parts overwrite theirs).
+//! use iq4_grid
 struct Params {
   n_tokens: u32,
   dim: u32,
@@ -147,10 +148,6 @@ fn emb_q5k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let s = slot(wid, nwg, lid);
   if (s.write) { store(s, kq_value(s.row, s.d, true)); }
 }
-
-// The grid of iq4_xs and iq4_nl (quant.h kIq4Values), indexed by the stored nibble.
-const IQ4_GRID = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
-                                1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
 
 // q4_1 / q5_0 / q5_1 / iq4_nl (quant.h): nibble words, then (q5_x) the fifth-bit words, padded
 // to a multiple of 4 in each row; per group of 32 an f16 d (q5_0: value = d * (q - 16); iq4_nl:

@@ -6,6 +6,7 @@
 //! use linear_q_kquant_rows
 //! use linear_q_matrix
 //! use linear_q_gemv_m
+//! use iq4_grid
 struct Params {
   m: u32,
   n: u32,
@@ -32,8 +33,7 @@ override SCALES: u32 = 0u;
 // iq4_xs, iq4_nl: each nibble indexes the non-linear grid iq4_f (quant.h's kIq4Values) instead
 // of being the integer itself; the weights are then signed, with no min.
 override NL: bool = false;
-var<private> iq4_f: array<f32, 16> = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
-                                                     1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+var<private> iq4_f: array<f32, 16> = IQ4_GRID;
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
 @group(0) @binding(1) var<storage, read> qw4: array<vec4<u32>>;  // the weight words, 4 at a time
