@@ -25,9 +25,9 @@ int main(int argc, char** argv) {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   // The types model::quantize writes, by their lower-case GGUF names.
   const std::pair<const char*, GgmlType> types[] = {
-      {"f32", GgmlType::F32},   {"f16", GgmlType::F16},       {"bf16", GgmlType::BF16},    {"q8_0", GgmlType::Q8_0},
-      {"q4_0", GgmlType::Q4_0}, {"q4_1", GgmlType::Q4_1},     {"q5_0", GgmlType::Q5_0},    {"q5_1", GgmlType::Q5_1},
-      {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K},     {"iq4_nl", GgmlType::IQ4_NL}, {"iq4_xs", GgmlType::IQ4_XS}};
+      {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},     {"q8_0", GgmlType::Q8_0},
+      {"q4_0", GgmlType::Q4_0}, {"q4_1", GgmlType::Q4_1}, {"q5_0", GgmlType::Q5_0},     {"q5_1", GgmlType::Q5_1},
+      {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}, {"iq4_nl", GgmlType::IQ4_NL}, {"iq4_xs", GgmlType::IQ4_XS}};
   std::vector<std::string> type_names;
   for (auto [n, t] : types) type_names.push_back(n);
   app.add_option("--preset", preset, "tiny, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b");

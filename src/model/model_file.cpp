@@ -137,9 +137,9 @@ const WeightView& get_weight(const ModelFile& m, const std::string& name, const 
   const GgmlTypeInfo* info = ggml_type_info(uint32_t(w->type));
   if (!info || !info->supported)
     throw ModelError(fmt::format("{}: tensor '{}' has type {}, which wgrt does not load (hint: use F32, F16, "
-                                 "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS)", m.path,
-                                 name,
-                                 ggml_type_name(uint32_t(w->type))));
+                                 "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or "
+                                 "IQ4_XS)",
+                                 m.path, name, ggml_type_name(uint32_t(w->type))));
   if (w->dims != dims)
     throw ModelError(fmt::format("{}: tensor '{}' has shape {}, expected {} from the model's config (GGUF "
                                  "order, fastest dim first)", m.path, name, dims_str(w->dims), dims_str(dims)));

@@ -310,11 +310,12 @@ TEST(LlamaCppFiles, RaggedIq4XsFileReadsItsIq4NlMatrices) {
 // Both runtimes read the same blocks (LlamaCppBlocks: bit for bit) and both round every
 // matrix product's activations to 8 bits, each its own way: wgrt in groups of 32 with an f32
 // scale, llama.cpp's CPU as Q8_0 (groups of 32, f16 scale) for Q4_0 and IQ4_NL weights and as
-// Q8_K (groups of 256) for K-quant and IQ4_XS weights. On these random-weight shapes one such rounding moves
-// the logits by up to ~3% of a row's largest (ModelEndToEnd allows wgrt 3e-2 against an exact
-// f32 pass; llama.cpp measures 2-3.6% against the same pass). For K-quants the two roundings
-// are independent, so the two runtimes may differ by both: 6e-2. For Q4_0 and IQ4_NL they round
-// in the same groups of 32 and mostly agree (measured 2.1% and 2.5% apart): 3e-2.
+// Q8_K (groups of 256) for K-quant and IQ4_XS weights. On these random-weight shapes one such
+// rounding moves the logits by up to ~3% of a row's largest (ModelEndToEnd allows wgrt 3e-2
+// against an exact f32 pass; llama.cpp measures 2-3.6% against the same pass). For K-quants the
+// two roundings are independent, so the two runtimes may differ by both: 6e-2. For Q4_0 and
+// IQ4_NL they round in the same groups of 32 and mostly agree (measured 2.1% and 2.5% apart):
+// 3e-2.
 struct E2eCase {
   lc::Ftype ftype;
   float tol;  // logits: max |difference| of a row relative to that row's max |logit|
