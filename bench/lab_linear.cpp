@@ -27,6 +27,9 @@
 // GB/s and % read BW are given for both; GFLOP/s and % FMA peak from the faster of the two (the
 // gemm's split K writes and reads a scratch that indep binds fresh, and there its pass ran up to
 // 5x longer on the H200 than the chain's, which reuses the graph's buffers as a model does).
+// --resident: every copy reads copy 0's weights, so a pass of C dispatches (C still from
+// --rotate-mb) finds them in L2 where they fit: the bound on what reading weights ahead could
+// give the chain (a single copy's pass would time its own start too).
 // Before a row is timed, its results are checked: copy
 // 0's output for 64 columns spread over N against f32 math on the dequantized weight (see
 // check_columns); the "check" column says ok or where it failed.
@@ -61,6 +64,7 @@ struct Options {
   int max_copies = 64;
   std::string indep_init = "write";  // "write" (queue write of zeros) or "lazy" (Dawn clears)
   bool xq = false;                   // x from a producer that quantizes it ahead (see the header)
+  bool resident = false;             // every copy reads copy 0's weights (see the header)
   lab::TimeOptions time;
   gpu::DeviceOptions device;
 };
@@ -154,7 +158,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
   graph::TensorId y0{};
   for (int c = 0; c < copies; ++c) {
     std::string name = fmt::format("lin.{}", c);
-    weights.push_back(ops::add_quant_weight(g, name + ".w", f, n, k, gs));
+    if (c == 0 || !o.resident) weights.push_back(ops::add_quant_weight(g, name + ".w", f, n, k, gs));
     graph::TensorId y = ops::add_linear_q(g, {.name = name, .format = f, .gs = gs, .x = xin, .q = weights.back().q,
                                               .scales = weights.back().scales, .gemv_int8 = int8, .xq_in = x_xq});
     if (c == 0) y0 = y;
@@ -206,7 +210,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
     double gbps = bytes / per_call / 1e9, indep_gbps = bytes / indep_call / 1e9;
     double gflops = 2.0 * m * double(n) * k / std::min(indep_call, per_call) / 1e9;
     table.rows.push_back({ops::quant_format_name(f), xname, std::to_string(m), std::to_string(k),
-                          std::to_string(n), route, std::to_string(copies),
+                          std::to_string(n), route, std::to_string(copies) + (o.resident ? " (one weight)" : ""),
                           fmt::format("{:.2f}", indep_call * 1e6), fmt::format("{:.0f}", indep_gbps),
                           lab::percent_of(indep_gbps, peaks.read_gbps),
                           fmt::format("{:.2f}", per_call * 1e6), fmt::format("{:.0f}", gbps),
@@ -250,6 +254,7 @@ int run(int argc, char** argv) {
   app.add_option("--max-copies", o.max_copies, "most layer copies per pass");
   app.add_option("--repeats", o.time.repeats, "timed passes (median)");
   lab::add_spin_flag(app, o.time);
+  app.add_flag("--resident", o.resident, "every copy reads the first copy's weights (L2-resident where they fit)");
   app.add_flag("--xq", o.xq, "x from a producer gemv that quantizes it ahead (the decode step's gemvs)");
   app.add_option("--indep-init", o.indep_init, "fresh outputs of the indep timing: write or lazy")
       ->check(CLI::IsMember({"write", "lazy"}));
