@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include "gpu/pipeline.h"
 #include "selftest.h"
@@ -68,6 +71,39 @@ TEST(GpuKernel, WritesOnlyTheLiveRange) {
 TEST(GpuPipelineCache, SelftestKernelIsEmbedded) {
   EXPECT_NE(kernel_source("gpu_selftest").find("override SCALE"), std::string_view::npos);
   EXPECT_THROW(kernel_source("no_such_kernel_anywhere"), GpuError);
+}
+
+// A lookup table copied into private or function memory (a `var` initialized with an array, or
+// with a module-scope `const` array) is indexed at run time by data, and NVIDIA's compiler places
+// it in local memory: the IQ4 grid read that way held its gemv to 3.5% of the H200's read peak
+// (docs/PERFORMANCE.md). Tables are read from workgroup memory (iq4_grid.wgsl) or a binding.
+// (Accumulator arrays, private or function-scope, indexed by loops with constant or override
+// bounds, such as gemv_m's gm_acc, are unrolled into registers and stay allowed.)
+TEST(GpuPipelineCache, NoKernelCopiesATableIntoPrivateMemory) {
+  const std::regex const_table(R"(const\s+(\w+)\s*=\s*array\s*<)");
+  std::vector<std::string> tables;
+  for (const EmbeddedKernel& k : embedded_kernels()) {
+    const std::string src(k.source);
+    for (std::sregex_iterator it(src.begin(), src.end(), const_table), end; it != end; ++it)
+      tables.push_back((*it)[1]);
+  }
+  ASSERT_FALSE(tables.empty());  // IQ4_GRID at least
+  std::string names;
+  for (const auto& t : tables) names += (names.empty() ? "" : "|") + t;
+  // A copy of a module-scope const array, or a module-scope private array with an initializer.
+  const std::regex copy(R"(var\s*(<\s*(private|function)\s*>)?\s+\w+\s*(:[^=;]*)?=\s*()" + names +
+                        R"()\s*;|var\s*<\s*private\s*>\s*\w+\s*:\s*array\s*<[^;]*=)");
+  for (const EmbeddedKernel& k : embedded_kernels()) {
+    const std::string src(k.source);
+    std::smatch m;
+    EXPECT_FALSE(std::regex_search(src, m, copy)) << k.name << ".wgsl copies a table: " << m.str(0);
+  }
+  for (const char* bad : {"var<private> t: array<f32, 16> = IQ4_GRID;", "var grid = IQ4_GRID;",
+                          "var<private> t: array<u32, 2> = array<u32, 2>(1u, 2u);"})
+    EXPECT_TRUE(std::regex_search(std::string(bad), copy)) << bad;
+  for (const char* fine : {"var<private> gm_acc: array<vec4<f32>, 16>;", "var part = array<f32, 4>(0.0, 0.0, 0.0, 0.0);",
+                           "let v = IQ4_GRID[3];"})
+    EXPECT_FALSE(std::regex_search(std::string(fine), copy)) << fine;
 }
 
 TEST(GpuPipelineCache, HitForEqualKeysMissForOtherConstant) {

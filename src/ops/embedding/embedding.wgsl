@@ -161,10 +161,7 @@ fn legacy_value(id: u32, d: u32, five: bool, dm: bool, nl: bool) -> f32 {
     let f = unpack2x16float(sc[g]);
     return f.x * f32(q) + f.y;
   }
-  if (nl) {
-    var grid = IQ4_GRID;
-    return scale_at(g) * grid[q];
-  }
+  if (nl) { return scale_at(g) * iq4_f[q]; }
   return scale_at(g) * f32(i32(q) - 16);
 }
 
@@ -192,6 +189,8 @@ fn emb_q5_1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 @compute @workgroup_size(WG)
 fn emb_iq4_nl(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
+  iq4_grid_load(lid, WG);
+  workgroupBarrier();
   let s = slot(wid, nwg, lid);
   if (s.write) { store(s, legacy_value(s.row, s.d, false, false, true)); }
 }
@@ -205,13 +204,14 @@ fn iq4_xs_value(id: u32, d: u32) -> f32 {
   let j = (d % 256u) / 32u;
   let w0 = sc[2u * b];
   let ls = ((sc[2u * b + 1u] >> (4u * j)) & 15u) | (((w0 >> (16u + 2u * j)) & 3u) << 4u);
-  var grid = IQ4_GRID;
-  return unpack2x16float(w0).x * f32(i32(ls) - 32) * grid[q];
+  return unpack2x16float(w0).x * f32(i32(ls) - 32) * iq4_f[q];
 }
 
 @compute @workgroup_size(WG)
 fn emb_iq4_xs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
+  iq4_grid_load(lid, WG);
+  workgroupBarrier();
   let s = slot(wid, nwg, lid);
   if (s.write) { store(s, iq4_xs_value(s.row, s.d)); }
 }

@@ -33,15 +33,9 @@ override SCALES: u32 = 0u;
 // iq4_xs, iq4_nl: each nibble indexes the non-linear grid iq4_f (quant.h's kIq4Values) instead
 // of being the integer itself; the weights are then signed, with no min.
 override NL: bool = false;
-// The grid in workgroup memory, filled by iq4_grid_load at the start of each entry point that
-// reads it (a barrier before the first read): a private array indexed by the nibble lives in
-// local memory on NVIDIA, where it held the gemv to 3.5% of the read peak.
-var<workgroup> iq4_f: array<f32, 16>;
-
-fn iq4_grid_load(lid: u32, wg: u32) {
-  if (NL) {
-    for (var i = lid; i < 16u; i += wg) { iq4_f[i] = IQ4_GRID[i]; }
-  }
+// (iq4_grid.wgsl's iq4_f, loaded by the entry points that read it: gv_rows, small_m, gemm.)
+fn nl_grid_load(lid: u32, wg: u32) {
+  if (NL) { iq4_grid_load(lid, wg); }
 }
 
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;   // [M, K]
@@ -298,7 +292,7 @@ fn gv_rows(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
   var a1 = 0.0;
   var a2 = 0.0;
   var a3 = 0.0;
-  iq4_grid_load(lid, GV_WG);  // read after the first turn's barrier (turns >= 1)
+  nl_grid_load(lid, GV_WG);  // read after the first turn's barrier (turns >= 1)
   for (var it = 0u; it < turns; it++) {
     let c = min(it * GV_TK + t, nvec - 1u);  // lanes past the end compute on a valid chunk, dropped below
     let live = it * GV_TK + t < nvec;

@@ -28,7 +28,7 @@ fn small_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let qs = select(16.0, 32.0, BITS == 5u);  // q = qs * (v - 1), as in the gemv
   var rows: array<u32, RPT>;
   for (var r = 0u; r < RPT; r++) { rows[r] = min(n0 + r, p.n - 1u); }
-  iq4_grid_load(lid, WG);
+  nl_grid_load(lid, WG);
   if (NL) { workgroupBarrier(); }
   var acc: array<f32, 28>;  // [RPT][MMAX]
   // q2k / q3k: one plane word (16 values, one sub-block) per row and step, its scale byte and
@@ -420,7 +420,7 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   for (var i = 0u; i < 4u; i++) {
     for (var j = 0u; j < 8u; j++) { acci[i][j] = I2F_BIAS; }
   }
-  iq4_grid_load(lid, WG);
+  nl_grid_load(lid, WG);
   if (NL) { workgroupBarrier(); }
   var st = gemm_fetch(m0, n0, k_begin, lid);
   for (var k0 = k_begin; k0 < k_end; k0 += 32u) {
