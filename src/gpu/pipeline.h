@@ -26,8 +26,9 @@ std::span<const EmbeddedKernel> embedded_kernels();
 // Throws GpuError naming the kernel when no such file was embedded.
 std::string_view kernel_source(std::string_view name);
 // What a pipeline compiles: the kernel's source after the shared parts it names. A line
-// `//! use NAME` puts NAME.wgsl (a part: functions only, no bindings or entry points) ahead of
-// the kernel, once, so two kernel families can share a function without copying it.
+// `//! use NAME` puts NAME.wgsl (a part: functions, constants and workgroup variables; no
+// bindings or entry points) ahead of the kernel, once, so two kernel families can share a
+// function without copying it.
 std::string kernel_module_source(std::string_view name);
 
 struct OverrideConstant {
