@@ -47,7 +47,7 @@ namespace {
 // Whether the projection of the weights `names` (k columns each) reads its x quantized ahead
 // where the node before writes it so: the device's gemvs do (quantizes_ahead), every weight is
 // quantized (the fused node's condition) and one of them takes the int8 row. Else the node
-// before would write blocks that nothing reads (q2k / q3k / iq4 weights: linear_q_takes_xq).
+// before would write blocks that nothing reads (q2k / q3k weights: linear_q_takes_xq).
 bool reads_xq(const BuildContext& b, std::initializer_list<std::string> names, uint32_t k) {
   if (!quantizes_ahead(b)) return false;
   bool takes = false;

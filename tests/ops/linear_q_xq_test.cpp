@@ -145,7 +145,7 @@ std::vector<OpCase> xq_cases() {
   const std::pair<QuantFormat, QuantFormat> pairs[] = {
       {QuantFormat::Q4gsw, QuantFormat::Q4gsw}, {QuantFormat::Q8, QuantFormat::Q6K}, {QuantFormat::Q4K, QuantFormat::Q4K},
       {QuantFormat::Q6K, QuantFormat::Q8},      {QuantFormat::Q4K, QuantFormat::Q5K}, {QuantFormat::Q4gsw, QuantFormat::Q41},
-      {QuantFormat::IQ4NL, QuantFormat::Q4gsw},  // a producer whose gemv reads x as f32
+      {QuantFormat::IQ4NL, QuantFormat::Q4gsw}, {QuantFormat::Q4gsw, QuantFormat::IQ4NL},  // the grid by byte pairs
   };
   const std::pair<XqCase::Kind, const char*> kinds[] = {
       {XqCase::Residual, "residual_norm"}, {XqCase::SwiGlu, "swiglu"}, {XqCase::Plain, "plain"},

@@ -289,7 +289,8 @@ uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, co
 // lanes per row set and xr rows of x per workgroup.
 uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
   const uint64_t threads = 4ull * lanes;  // GV_WG = GV_SETS * GV_TK
-  return uint64_t(lanes) * 9 * ((xr + 2) / 3) * 16 + threads * 16 + threads * 4;  // GV_XSTRIDE = 9 vec4
+  constexpr uint64_t iq4_tables = 16 * 4 + 256 * 4;  // iq4_grid.wgsl's iq4_f and iq4_pair
+  return uint64_t(lanes) * 9 * ((xr + 2) / 3) * 16 + threads * 16 + threads * 4 + iq4_tables;  // GV_XSTRIDE = 9 vec4
 }
 
 }  // namespace
@@ -298,11 +299,12 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 // the f32 decode's ALU work, not the memory, bounds the gemv (H200: 1.2-1.8x faster kernels,
 // decode +19-28%, docs/PERFORMANCE.md); off on CPU drivers, where it is no faster (lavapipe,
 // the demo model: the same tok/s within noise) and the f32 results stay closest to the
-// references. Not for iq4_xs / iq4_nl (their grid lookup has no int8 form here) nor on
-// devices whose subgroups are narrower than the 4 threads that stage a chunk together.
-// `forced` (LinearQDesc::gemv_int8) or WGRT_GEMV_I8=0|1 picks (to measure).
+// references. iq4_xs / iq4_nl look their nibbles' int8 grid values up by byte pairs
+// (iq4_grid.wgsl iq4_bytes). Not on devices whose subgroups are narrower than the 4 threads
+// that stage a chunk together. `forced` (LinearQDesc::gemv_int8) or WGRT_GEMV_I8=0|1 picks
+// (to measure).
 bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
-  if (has_iq4_grid(f) || gpu::subgroup_lanes(caps) < 4) return false;
+  if (gpu::subgroup_lanes(caps) < 4) return false;
   if (forced >= 0) return forced == 1;
   if (const char* env = std::getenv("WGRT_GEMV_I8")) {
     const std::string v = env;

@@ -494,6 +494,10 @@ fn gv_xchunk(t: u32, q: u32) -> XChunk {
 // q4 nibble word w (values 8i .. 8i + 7 of a chunk) against staged words xe (values 0, 2, 4, 6)
 // and xo (1, 3, 5, 7); q5: with the fifth bits of the 8 values in bits 0..7 of hb.
 fn i4_dot(w: u32, hb: u32, xe: u32, xo: u32) -> i32 {
+  if (NL) {  // iq4_xs, iq4_nl: the grid's int8 values of the nibbles
+    let g = iq4_bytes(w);
+    return dot4I8Packed(g.x, xe) + dot4I8Packed(g.y, xo);
+  }
   var lo = w & 0x0F0F0F0Fu;
   var hi = (w >> 4u) & 0x0F0F0F0Fu;
   if (BITS == 5u) {
@@ -528,10 +532,14 @@ fn i8_halves(w: vec4<u32>, w2: vec4<u32>, hw: u32, x: XChunk) -> vec2<i32> {
                    i4_dot(w.z, hw >> 16u, x.b.x, x.b.y) + i4_dot(w.w, hw >> 24u, x.b.z, x.b.w));
 }
 
-// gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8), q2k / q3k (gv_rows_q23_i8) and
-// iq4_xs (no XI8).
-// value = scale * q - min, so a chunk adds xs * (scale * dot(q, qx) - min * sum(qx)).
+// gv_rows with int8 x: every format but q6k (gv_rows_q6k_i8) and q2k / q3k (gv_rows_q23_i8).
+// value = scale * q - min, so a chunk adds xs * (scale * dot(q, qx) - min * sum(qx)); iq4_xs
+// and iq4_nl: q the grid's value, no min.
 fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
+  if (NL) {
+    iq4_pair_load(lid, GV_WG);
+    workgroupBarrier();
+  }
   let nchunks = p.k / 32u;
   let rs = q_row_words() / 4u;
   let per = select(1u, 2u, BITS == 8u);  // vec4 of weight words per row and chunk

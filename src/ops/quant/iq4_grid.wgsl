@@ -14,3 +14,23 @@ var<workgroup> iq4_f: array<f32, 16>;
 fn iq4_grid_load(lid: u32, wg: u32) {
   for (var i = lid; i < 16u; i += wg) { iq4_f[i] = IQ4_GRID[i]; }
 }
+
+// The grid for int8 dot products, by byte: entry b holds the int8 grid value of b's low nibble
+// in bits 0..7 and that of its high nibble in bits 16..23, so two entries shifted and or-ed
+// give a word's low-nibble values and its high-nibble values (iq4_bytes). Half the lookups of
+// one per nibble. Loaded by iq4_pair_load, read after a barrier as iq4_f is.
+var<workgroup> iq4_pair: array<u32, 256>;
+
+fn iq4_byte(q: u32) -> u32 { return bitcast<u32>(i32(IQ4_GRID[q])) & 0xFFu; }
+
+fn iq4_pair_load(lid: u32, wg: u32) {
+  for (var b = lid; b < 256u; b += wg) { iq4_pair[b] = iq4_byte(b & 15u) | (iq4_byte(b >> 4u) << 16u); }
+}
+
+// The nibble word w (nibble i: value i of 8) as int8 grid values: x = values 0, 2, 4, 6 (the
+// low nibbles), y = values 1, 3, 5, 7, the order i4_dot's staged x takes them in.
+fn iq4_bytes(w: u32) -> vec2<u32> {
+  let a = iq4_pair[w & 0xFFu] | (iq4_pair[(w >> 8u) & 0xFFu] << 8u);
+  let b = iq4_pair[(w >> 16u) & 0xFFu] | (iq4_pair[w >> 24u] << 8u);
+  return vec2<u32>((a & 0xFFFFu) | (b << 16u), (a >> 16u) | (b & 0xFFFF0000u));
+}
