@@ -195,7 +195,7 @@ void run_shape(gpu::Device& dev, lab::Timer& timer, const lab::Peaks& peaks, con
     graph::ShapeInput shape{x, {m, xk}};
     graph::update(g, {&shape, 1});
     const std::string route = graph::active_route_info(g, nodes[0]).name;
-    const bool act_int8 = m > 1 || ops::gemv_takes_int8(graph::device_caps(g), f, int8);
+    const bool act_int8 = m > 1 || ops::gemv_takes_int8(graph::device_caps(g), int8);
     std::vector<float> xm = xv;  // x of the copies (with --xq: read back from the producer)
     const std::string check = check_columns(g, y0, xm, wd, m, k, n, m == 1 ? 32 : ops::activation_group(f, gs), act_int8,
                                             producer ? std::optional(xin) : std::nullopt);

@@ -53,7 +53,7 @@ bool int8_route(const FusedCase& c, uint32_t m) {
   const graph::RouteId r = expected_route(c, m);
   if (r == ops::kLinearQGemvM && ops::gemv_m_takes(c.format)) return true;
   if (r == ops::kLinearQGemv || r == ops::kLinearQGemvMulti || r == ops::kLinearQGemvM)
-    return ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8);
+    return ops::gemv_takes_int8(device().caps, c.gemv_int8);
   return r == ops::kLinearQGemm || (r == ops::kLinearQSmallM && c.format == QuantFormat::Q6K);
 }
 
@@ -301,7 +301,7 @@ void run_q6k(uint32_t n, uint32_t k, bool head, int int8, std::vector<uint32_t> 
     std::vector<float> xr(xv.end() - ptrdiff_t(k), xv.end());
     std::vector<float> xn = head ? ref::rms_norm(xr, nv, k, 1e-5) : xr;
     std::vector<float> want = ref::linear(xn, wd, {}, 1, n, k), bound = ref::abs_dot(xn, wd, 1, n, k);
-    const bool xi8 = ops::gemv_takes_int8(device().caps, QuantFormat::Q6K, int8);
+    const bool xi8 = ops::gemv_takes_int8(device().caps, int8);
     std::vector<float> act = xi8 ? ref::int8_act_error_bound(xn, wd, 1, n, k, 32) : std::vector<float>(n, 0.f);
     for (uint32_t i = 0; i < n; ++i) bound[i] = 1e-5f * (bound[i] + 1.f) + 1.01f * act[i];
     EXPECT_TRUE(within(got, want, bound));
@@ -368,8 +368,7 @@ void run_parts(std::vector<QuantFormat> formats, bool residual) {
     std::vector<float> want = ref::linear(xn, wd, bv, m, n, k), bound = ref::abs_dot(xn, wd, m, n, k);
     // Any kernel of m > 1 may take int8 activations (q6k's gemm serves 2..7 rows too), and the
     // gemv where the device's choice says so.
-    bool int8 = m > 1;
-    for (QuantFormat f : formats) int8 = int8 || ops::gemv_takes_int8(device().caps, f);
+    const bool int8 = m > 1 || ops::gemv_takes_int8(device().caps);
     std::vector<float> act = ref::int8_act_error_bound(xn, wd, m, n, k, 32);
     for (size_t i = 0; i < want.size(); ++i) {
       bound[i] = 1e-5f * (bound[i] + 1.f) + (int8 ? act[i] * 1.01f : 0.f);

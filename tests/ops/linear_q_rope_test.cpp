@@ -79,9 +79,7 @@ std::pair<ops::QuantWeight, std::vector<float>> make_weight(QuantFormat f, uint3
 // Rows of x's route: the gemv from one row (int8 x as the case says), else the matrix routes.
 bool int8_route(const RopeLinCase& c, uint32_t m) {
   if (m > 1) return true;  // small_m of q6k and every gemm take int8 x; small_m's f32 is within it
-  for (QuantFormat f : c.formats)
-    if (ops::gemv_takes_int8(device().caps, f, c.gemv_int8)) return true;
-  return false;
+  return ops::gemv_takes_int8(device().caps, c.gemv_int8);
 }
 
 void run_rope_linear(const RopeLinCase& c) {

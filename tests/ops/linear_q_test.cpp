@@ -94,7 +94,7 @@ void run_q_case(const QCase& c) {
     std::vector<float> f32_want = ref::linear(xv, wdeq, bv, m, c.n, c.k);
     const bool gemv = expected_route(c, m) == ops::kLinearQGemv || expected_route(c, m) == ops::kLinearQGemvMulti;
     const bool int8 = expected_route(c, m) == ops::kLinearQGemm || expected_route(c, m) == ops::kLinearQGemvM ||
-                      (gemv && ops::gemv_takes_int8(device().caps, c.format, c.gemv_int8));
+                      (gemv && ops::gemv_takes_int8(device().caps, c.gemv_int8));
     const uint32_t act_gs = gemv ? 32 : c.gs;  // the gemv quantizes x per 32 values, gemv_m and the gemm per gs
     if (!int8) {
       std::vector<float> bound(mass.size());

@@ -89,7 +89,7 @@ uint32_t gemv_x_rows(uint32_t forced) {
 namespace {
 // Whether a node has the gemv_multi route: several rows of x per gemv workgroup, on int8 x.
 bool gemv_multi_on(const gpu::DeviceCaps& caps, int gemv_int8, uint32_t gemv_x) {
-  return gemv_x_rows(gemv_x) > 1 && gemv_takes_int8(caps, QuantFormat::Q4gsw, gemv_int8);
+  return gemv_x_rows(gemv_x) > 1 && gemv_takes_int8(caps, gemv_int8);
 }
 }  // namespace
 
@@ -299,11 +299,11 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 // the f32 decode's ALU work, not the memory, bounds the gemv (H200: 1.2-1.8x faster kernels,
 // decode +19-28%, docs/PERFORMANCE.md); off on CPU drivers, where it is no faster (lavapipe,
 // the demo model: the same tok/s within noise) and the f32 results stay closest to the
-// references. iq4_xs / iq4_nl look their nibbles' int8 grid values up by byte pairs
-// (iq4_grid.wgsl iq4_bytes). Not on devices whose subgroups are narrower than the 4 threads
+// references. Every format has the route (iq4_xs / iq4_nl look their nibbles' int8 grid values
+// up by byte pairs, iq4_grid.wgsl iq4_bytes). Not on devices whose subgroups are narrower than the 4 threads
 // that stage a chunk together. `forced` (LinearQDesc::gemv_int8) or WGRT_GEMV_I8=0|1 picks
 // (to measure).
-bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced) {
+bool gemv_takes_int8(const gpu::DeviceCaps& caps, int forced) {
   if (gpu::subgroup_lanes(caps) < 4) return false;
   if (forced >= 0) return forced == 1;
   if (const char* env = std::getenv("WGRT_GEMV_I8")) {
@@ -320,7 +320,7 @@ bool linear_q_takes_xq(const gpu::DeviceCaps& caps, QuantFormat f, int forced_in
     if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_GEMV_XQ='{}' (hint: 0 or 1)", v));
     if (v == "0") return false;
   }
-  return gemv_takes_int8(caps, f, forced_int8) && kernel_bits(f) > 3;
+  return gemv_takes_int8(caps, forced_int8) && kernel_bits(f) > 3;
 }
 
 graph::TensorId linear_q_xq(const graph::Graph& g, const std::string& name) {
@@ -480,7 +480,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
         extra.push_back({"GM_M", double(m_block)});
         lanes = std::min(lanes, 8 * gpu::subgroup_lanes(caps));  // linear_q_gemv_m.wgsl GM_SUBS
       }
-      const bool int8 = gemv_takes_int8(graph::device_caps(g), wp.format, d.gemv_int8);
+      const bool int8 = gemv_takes_int8(graph::device_caps(g), d.gemv_int8);
       extra.push_back({"NORM", norm ? 1.0 : 0.0});
       extra.push_back({"SG", sg});
       extra.push_back({"XI8", int8 ? 1.0 : 0.0});
@@ -552,7 +552,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
              caps.limits.maxComputeWorkgroupStorageSize)
     multi_x /= 2;
   for (uint32_t i = 0; i < parts.size(); ++i)
-    if (multi_x > 1 && gemv_takes_int8(caps, parts[i].format, d.gemv_int8) && gemv_m_takes(parts[i].format))
+    if (multi_x > 1 && gemv_takes_int8(caps, d.gemv_int8) && gemv_m_takes(parts[i].format))
       part_plans[i].gemv_x = multi_x;
   const bool has_matrix = !d.last_row && max_m > gemv_m;
   // rope outside the gemv: q|k|v lands in scratch, then rope_qkv writes y and the caches.

@@ -121,10 +121,10 @@ graph::TensorId linear_q_xq(const graph::Graph& g, const std::string& name);
 // it off (to measure). forced_int8: LinearQDesc::gemv_int8.
 bool linear_q_takes_xq(const gpu::DeviceCaps& caps, QuantFormat f, int forced_int8 = -1);
 
-// Whether the gemv of a weight of format f takes int8 activations on this device (XI8: x
-// quantized per 32 values while staged, as the gemm's; the tests' references follow it).
+// Whether the gemvs take int8 activations on this device (XI8: x quantized per 32 values while
+// staged, as the gemm's; every weight format has that route; the tests' references follow it).
 // forced: LinearQDesc::gemv_int8.
-bool gemv_takes_int8(const gpu::DeviceCaps& caps, QuantFormat f, int forced = -1);
+bool gemv_takes_int8(const gpu::DeviceCaps& caps, int forced = -1);
 
 // Weight tensors for a QuantWeight: adds `<name>.q` and `<name>.scales` (call before build,
 // write with write_quant_weight after).
