@@ -299,10 +299,10 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 // the f32 decode's ALU work, not the memory, bounds the gemv (H200: 1.2-1.8x faster kernels,
 // decode +19-28%, docs/PERFORMANCE.md); off on CPU drivers, where it is no faster (lavapipe,
 // the demo model: the same tok/s within noise) and the f32 results stay closest to the
-// references. Every format has the route (iq4_xs / iq4_nl look their nibbles' int8 grid values
-// up by byte pairs, iq4_grid.wgsl iq4_bytes). Not on devices whose subgroups are narrower than the 4 threads
-// that stage a chunk together. `forced` (LinearQDesc::gemv_int8) or WGRT_GEMV_I8=0|1 picks
-// (to measure).
+// references. Every format has the route (iq4_xs / iq4_nl look their nibbles' int8 grid
+// values up by byte pairs, iq4_grid.wgsl iq4_bytes). Not on devices whose subgroups are
+// narrower than the 4 threads that stage a chunk together. `forced` (LinearQDesc::gemv_int8)
+// or WGRT_GEMV_I8=0|1 picks (to measure).
 bool gemv_takes_int8(const gpu::DeviceCaps& caps, int forced) {
   if (gpu::subgroup_lanes(caps) < 4) return false;
   if (forced >= 0) return forced == 1;
