@@ -3,7 +3,7 @@
 #
 #   source tools/device-env.sh && wgrt info && wgrt_lab_peaks --out $OUT/peaks.json
 #
-# Installs the carried Vulkan loader, points it at the NVIDIA driver, unpacks Dawn, and puts
+# Installs the carried Vulkan loader, points it at the NVIDIA driver, unpacks Dawn (WGRT_DAWN_LIB), and puts
 # the carried programs and libraries first on PATH / LD_LIBRARY_PATH. Returns non-zero (and
 # says why) when something is missing; safe to source twice.
 wgrt_device_env() {
@@ -20,17 +20,18 @@ wgrt_device_env() {
 
   local dawn=/tmp/wgrt-dawn
   mkdir -p "$dawn"
-  if [ ! -f "$dawn/libwebgpu_dawn.so" ]; then
+  if [ ! -f "$dawn/dawn.node" ]; then
     if command -v xz >/dev/null; then
-      xz -dc "$carry/dawn/libwebgpu_dawn.so.xz" >"$dawn/libwebgpu_dawn.so.tmp" || return 1
+      xz -dc "$carry/dawn/dawn.node.xz" >"$dawn/dawn.node.tmp" || return 1
     else  # the image always has Python
       python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],"wb"))' \
-        "$carry/dawn/libwebgpu_dawn.so.xz" "$dawn/libwebgpu_dawn.so.tmp" || return 1
+        "$carry/dawn/dawn.node.xz" "$dawn/dawn.node.tmp" || return 1
     fi
-    mv "$dawn/libwebgpu_dawn.so.tmp" "$dawn/libwebgpu_dawn.so"
+    mv "$dawn/dawn.node.tmp" "$dawn/dawn.node"
   fi
+  export WGRT_DAWN_LIB="$dawn/dawn.node"
 
-  export LD_LIBRARY_PATH="$dawn:$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$carry/bin:$PATH"
   # The carried libstdc++ only when the machine's is older than the build's.
   local probe

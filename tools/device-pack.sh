@@ -10,7 +10,7 @@
 # .carry/ afterwards (about 7 MB; the transfer limit is 64 MiB per call, whole tree included):
 #   *.deb                  Vulkan loader + glvnd (Debian amd64), unpacked into / there
 #   bin/                   the programs, debug info stripped
-#   dawn/libwebgpu_dawn.so.xz
+#   dawn/dawn.node.xz      Dawn (tools/setup.sh pins it), loaded at run time via WGRT_DAWN_LIB
 #   lib/                   non-system shared libraries the programs need (libfmt, ...)
 #   lib-compat/            libstdc++/libgcc_s, used there only if the system's are too old
 #   MANIFEST               commit, date, sha256 of every file
@@ -53,10 +53,10 @@ done
 # spirv-as (Debian spirv-tools, statically linked) for bench/shader-stats.sh.
 if command -v spirv-as >/dev/null; then cp "$(command -v spirv-as)" "$carry/bin/spirv-as"; fi
 
-# Dawn: the pinned .so (tools/setup.sh), compressed.
-dawn="$root/.deps/dawn/libwebgpu_wrapper.so"
+# Dawn: the pinned dawn.node (tools/setup.sh), compressed.
+dawn="$root/.deps/dawn-node/dawn.node"
 [ -f "$dawn" ] || { echo "device-pack: $dawn missing (hint: tools/setup.sh)" >&2; exit 1; }
-xz -T2 -6 -c "$dawn" >"$carry/dawn/libwebgpu_dawn.so.xz"
+xz -T2 -6 -c "$dawn" >"$carry/dawn/dawn.node.xz"
 
 # Shared libraries: glibc's own stay behind (the machine has them); libstdc++/libgcc_s go to
 # lib-compat as a fallback; everything else (libfmt, ...) goes along.
@@ -64,7 +64,7 @@ for p in "${programs[@]}"; do
   ldd "$build/$p" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
   case "$name" in
-    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*|libwebgpu_dawn.so) ;;
+    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) ;;
     libstdc++.so.*|libgcc_s.so.*) cp -L "$path" "$carry/lib-compat/$name" ;;
     *) cp -L "$path" "$carry/lib/$name" ;;
   esac

@@ -5,7 +5,7 @@
 #   Debian packages : compiler, CMake/Ninja, libraries, Vulkan loader, clang-16 + libFuzzer (the
 #                     fuzz targets), Mesa lavapipe >= 25
 #                     (bookworm-backports, from this machine's own configured archive)
-#   Dawn            : npm bun-webgpu-linux-x64@0.1.7 (sha512-checked) into .deps/dawn
+#   Dawn            : npm webgpu@0.4.0 (sha512-checked), its dawn.node into .deps/dawn-node
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deps="$root/.deps"
@@ -53,13 +53,15 @@ if [ ${#missing[@]} -gt 0 ] || ! mesa_ok; then
   mesa_ok || $sudo_ apt-get install -y -q --no-install-recommends -t bookworm-backports mesa-vulkan-drivers
 fi
 
-# Dawn, pinned and checked against the registry's published integrity.
-dawn_pkg="bun-webgpu-linux-x64@0.1.7"
-dawn_sri="sha512-UEP7UZdEhx9otvkZczjsszL8ZVlrODANQvgl+C88/bNVmxDoFi7w1fWzGi1sZyakiETjmtFDq2/xCLhbSZxjqw=="
-dawn_dir="$deps/dawn"
+# Dawn, pinned and checked against the registry's published integrity: Dawn's own Node.js build
+# (npm `webgpu`, Dawn commit c5d549e250 of 2026-03-18). wgrt loads its dawn.node at run time
+# through src/gpu/dawn_loader.cpp; Node.js is never involved.
+dawn_pkg="webgpu@0.4.0"
+dawn_sri="sha512-F5pimn3Aoi0zWjuRdiVs5TnrUwSzD2lESBohsIUsqyitWkGRQlXU2fhV6ycXlQTa1bvAf3sjqiUpBEpmSQ5ptA=="
+dawn_dir="$deps/dawn-node"
 if [ ! -f "$dawn_dir/.verified" ]; then
   mkdir -p "$deps/npm"
-  tgz="$deps/npm/bun-webgpu-linux-x64-0.1.7.tgz"
+  tgz="$deps/npm/webgpu-0.4.0.tgz"
   [ -f "$tgz" ] || (cd "$deps/npm" && npm pack --silent "$dawn_pkg" >/dev/null)
   got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
   if [ "$got" != "$dawn_sri" ]; then
@@ -67,10 +69,10 @@ if [ ! -f "$dawn_dir/.verified" ]; then
     echo "setup: $dawn_pkg failed its integrity check (got $got)" >&2; exit 1
   fi
   rm -rf "$dawn_dir" && mkdir -p "$dawn_dir"
-  tar -xzf "$tgz" -C "$dawn_dir" --strip-components=1
-  lib=$(find "$dawn_dir" -name 'libwebgpu_wrapper.so' | head -1)
-  [ -n "$lib" ] || { echo "setup: libwebgpu_wrapper.so not found in $dawn_pkg" >&2; exit 1; }
-  ln -sf "${lib#$dawn_dir/}" "$dawn_dir/libwebgpu_dawn.so"
+  tar -xzf "$tgz" -C "$dawn_dir" package/dist/linux-x64.dawn.node package/LICENSE.md
+  mv "$dawn_dir/package/dist/linux-x64.dawn.node" "$dawn_dir/dawn.node"
+  mv "$dawn_dir/package/LICENSE.md" "$dawn_dir/LICENSE.md"
+  rm -rf "$dawn_dir/package"
   touch "$dawn_dir/.verified"
   echo "setup: Dawn ready in $dawn_dir"
 fi

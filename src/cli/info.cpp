@@ -47,6 +47,12 @@ std::vector<std::pair<const char*, uint64_t>> limit_entries(const WGPULimits& l)
   };
 }
 
+std::vector<std::string> matrix_configs(const gpu::DeviceCaps& caps) {
+  std::vector<std::string> out;
+  for (const auto& c : caps.subgroup_matrix_configs) out.push_back(gpu::config_name(c));
+  return out;
+}
+
 nlohmann::json adapter_json(const gpu::AdapterDesc& a) {
   return {{"name", a.name},
           {"vendor", a.vendor},
@@ -69,7 +75,13 @@ int run_info(const gpu::DeviceOptions& opts, bool json) {
     j["adapter"] = adapter_json(caps.adapter);
     j["enabled"] = {{"shader-f16", caps.shader_f16},
                     {"subgroups", caps.subgroups},
-                    {"timestamp-query", caps.timestamp_query}};
+                    {"timestamp-query", caps.timestamp_query},
+                    {"subgroup-matrix", caps.subgroup_matrix}};
+    j["subgroup_matrix_configs"] = nlohmann::json::array();
+    for (const auto& c : caps.subgroup_matrix_configs)
+      j["subgroup_matrix_configs"].push_back(
+          {{"component", gpu::component_type_name(c.component)},
+           {"result", gpu::component_type_name(c.result)}, {"m", c.m}, {"n", c.n}, {"k", c.k}});
     j["subgroup_size"] = {{"min", caps.subgroup_min_size}, {"max", caps.subgroup_max_size}};
     j["features"] = features;
     j["device_memory"] = caps.device_memory;  // largest device-local heap; 0: not reported
@@ -90,6 +102,10 @@ int run_info(const gpu::DeviceOptions& opts, bool json) {
   fmt::print("enabled       shader-f16 {}, subgroups {} (size {}..{}), timestamp-query {}\n",
              caps.shader_f16 ? "yes" : "no", caps.subgroups ? "yes" : "no",
              caps.subgroup_min_size, caps.subgroup_max_size, caps.timestamp_query ? "yes" : "no");
+  if (caps.subgroup_matrix)
+    fmt::print("matrices      subgroup-matrix yes: {}\n", fmt::join(matrix_configs(caps), ", "));
+  else
+    fmt::print("matrices      subgroup-matrix no\n");
   fmt::print("features      {}\n", fmt::join(features, " "));
   if (caps.device_memory)
     fmt::print("memory        {:.1f} MiB (largest device-local heap)\n", double(caps.device_memory) / 1048576.0);

@@ -1,7 +1,8 @@
 // wgrt's own declarations of the part of Dawn's WebGPU C ABI that wgrt uses.
 //
-// Written from the API description of the pinned Dawn build (shared/reference/dawn.json),
-// not from any header. Rules that description implies:
+// Written from the API description of the pinned Dawn build (Dawn commit c5d549e250, the one
+// in npm webgpu@0.4.0; tests/gpu/dawn_api.json holds the entries wgrt uses), not from any
+// header. Rules that description implies:
 //   - enum values carry a block offset from their tags: dawn +0x50000, emscripten +0x40000,
 //     compat +0x20000 ("upstream" cancels dawn/emscripten); bitmasks are uint64_t;
 //   - WGPUBool is uint32_t; strings are WGPUStringView {data, length}, length
@@ -136,28 +137,28 @@ typedef enum WGPULoggingType {
 
 // Only the features wgrt asks for or prints by name; others are printed as numbers.
 typedef enum WGPUFeatureName {
-  WGPUFeatureName_DepthClipControl = 0x00000001,
-  WGPUFeatureName_Depth32FloatStencil8 = 0x00000002,
-  WGPUFeatureName_TimestampQuery = 0x00000003,
+  WGPUFeatureName_DepthClipControl = 0x00000002,
+  WGPUFeatureName_Depth32FloatStencil8 = 0x00000003,
+  WGPUFeatureName_TimestampQuery = 0x00000009,
   WGPUFeatureName_TextureCompressionBC = 0x00000004,
   WGPUFeatureName_TextureCompressionBCSliced3D = 0x00000005,
   WGPUFeatureName_TextureCompressionETC2 = 0x00000006,
   WGPUFeatureName_TextureCompressionASTC = 0x00000007,
   WGPUFeatureName_TextureCompressionASTCSliced3D = 0x00000008,
-  WGPUFeatureName_IndirectFirstInstance = 0x00000009,
-  WGPUFeatureName_ShaderF16 = 0x0000000A,
-  WGPUFeatureName_RG11B10UfloatRenderable = 0x0000000B,
-  WGPUFeatureName_BGRA8UnormStorage = 0x0000000C,
-  WGPUFeatureName_Float32Filterable = 0x0000000D,
-  WGPUFeatureName_Float32Blendable = 0x0000000E,
-  WGPUFeatureName_ClipDistances = 0x0000000F,
-  WGPUFeatureName_DualSourceBlending = 0x00000010,
-  WGPUFeatureName_Subgroups = 0x00000011,
-  WGPUFeatureName_CoreFeaturesAndLimits = 0x00000012,
+  WGPUFeatureName_IndirectFirstInstance = 0x0000000A,
+  WGPUFeatureName_ShaderF16 = 0x0000000B,
+  WGPUFeatureName_RG11B10UfloatRenderable = 0x0000000C,
+  WGPUFeatureName_BGRA8UnormStorage = 0x0000000D,
+  WGPUFeatureName_Float32Filterable = 0x0000000E,
+  WGPUFeatureName_Float32Blendable = 0x0000000F,
+  WGPUFeatureName_ClipDistances = 0x00000010,
+  WGPUFeatureName_DualSourceBlending = 0x00000011,
+  WGPUFeatureName_Subgroups = 0x00000012,
+  WGPUFeatureName_CoreFeaturesAndLimits = 0x00000001,
   WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses = 0x00050003,
-  WGPUFeatureName_ShaderModuleCompilationOptions = 0x00050031,
-  WGPUFeatureName_ChromiumExperimentalSubgroupMatrix = 0x00050037,
-  WGPUFeatureName_AdapterPropertiesMemoryHeaps = 0x00050015,
+  WGPUFeatureName_ShaderModuleCompilationOptions = 0x0005002E,
+  WGPUFeatureName_ChromiumExperimentalSubgroupMatrix = 0x00050034,
+  WGPUFeatureName_AdapterPropertiesMemoryHeaps = 0x00050014,
   WGPUFeatureName_Force32 = 0x7FFFFFFF
 } WGPUFeatureName;
 
@@ -223,6 +224,25 @@ typedef enum WGPUSamplerBindingType {
   WGPUSamplerBindingType_Force32 = 0x7FFFFFFF
 } WGPUSamplerBindingType;
 
+// What an instance is created with (WGPUInstanceDescriptor's required features).
+typedef enum WGPUInstanceFeatureName {
+  WGPUInstanceFeatureName_TimedWaitAny = 0x00000001,
+  WGPUInstanceFeatureName_ShaderSourceSPIRV = 0x00000002,
+  WGPUInstanceFeatureName_MultipleDevicesPerAdapter = 0x00000003,
+  WGPUInstanceFeatureName_Force32 = 0x7FFFFFFF
+} WGPUInstanceFeatureName;
+
+// The element types of a subgroup matrix (chromium-experimental-subgroup-matrix).
+typedef enum WGPUSubgroupMatrixComponentType {
+  WGPUSubgroupMatrixComponentType_F32 = 0x00000001,
+  WGPUSubgroupMatrixComponentType_F16 = 0x00000002,
+  WGPUSubgroupMatrixComponentType_U32 = 0x00000003,
+  WGPUSubgroupMatrixComponentType_I32 = 0x00000004,
+  WGPUSubgroupMatrixComponentType_U8 = 0x00000005,
+  WGPUSubgroupMatrixComponentType_I8 = 0x00000006,
+  WGPUSubgroupMatrixComponentType_Force32 = 0x7FFFFFFF
+} WGPUSubgroupMatrixComponentType;
+
 typedef enum WGPUStatus {
   WGPUStatus_Success = 0x00000001,
   WGPUStatus_Error = 0x00000002,
@@ -237,9 +257,9 @@ typedef enum WGPUStorageTextureAccess {
 typedef enum WGPUSType {
   WGPUSType_ShaderSourceSPIRV = 0x00000001,
   WGPUSType_ShaderSourceWGSL = 0x00000002,
-  WGPUSType_AdapterPropertiesSubgroups = 0x0000000C,
   WGPUSType_DawnTogglesDescriptor = 0x0005000A,
   WGPUSType_AdapterPropertiesMemoryHeaps = 0x00050013,
+  WGPUSType_AdapterPropertiesSubgroupMatrixConfigs = 0x0005003B,
   WGPUSType_Force32 = 0x7FFFFFFF
 } WGPUSType;
 
@@ -342,9 +362,6 @@ typedef void (*WGPULoggingCallback)(WGPULoggingType type, WGPUStringView message
                                     void* userdata2);
 typedef void (*WGPUBufferMapCallback)(WGPUMapAsyncStatus status, WGPUStringView message,
                                       void* userdata1, void* userdata2);
-// dawn.json gives this callback no message, but the pinned libwebgpu_dawn.so passes one
-// (status, message, userdata1, userdata2), as later upstream Dawn does: without it userdata1
-// lands in the message's place (tests/gpu/abi_test.cpp CallbackArityMatchesDawnJson).
 typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, WGPUStringView message,
                                           void* userdata1, void* userdata2);
 
@@ -411,15 +428,16 @@ typedef struct WGPUQueueWorkDoneCallbackInfo {
 } WGPUQueueWorkDoneCallbackInfo;
 
 // ---- descriptors and info structs --------------------------------------------------------
-typedef struct WGPUInstanceCapabilities {
+typedef struct WGPUInstanceLimits {
   WGPUChainedStructOut* nextInChain;
-  WGPUBool timedWaitAnyEnable;
   size_t timedWaitAnyMaxCount;
-} WGPUInstanceCapabilities;
+} WGPUInstanceLimits;
 
 typedef struct WGPUInstanceDescriptor {
   WGPUChainedStruct const* nextInChain;
-  WGPUInstanceCapabilities capabilities;
+  size_t requiredFeatureCount;
+  WGPUInstanceFeatureName const* requiredFeatures;
+  WGPUInstanceLimits const* requiredLimits;
 } WGPUInstanceDescriptor;
 
 typedef struct WGPURequestAdapterOptions {
@@ -479,10 +497,6 @@ typedef struct WGPULimits {
   uint32_t maxComputeWorkgroupSizeZ;
   uint32_t maxComputeWorkgroupsPerDimension;
   uint32_t maxImmediateSize;
-  uint32_t maxStorageBuffersInVertexStage;
-  uint32_t maxStorageTexturesInVertexStage;
-  uint32_t maxStorageBuffersInFragmentStage;
-  uint32_t maxStorageTexturesInFragmentStage;
 } WGPULimits;
 
 typedef struct WGPUSupportedFeatures {
@@ -501,6 +515,22 @@ typedef struct WGPUAdapterPropertiesMemoryHeaps {
   size_t heapCount;
   WGPUMemoryHeapInfo const* heapInfo;
 } WGPUAdapterPropertiesMemoryHeaps;
+
+// Chained into WGPUAdapterInfo when the adapter has ChromiumExperimentalSubgroupMatrix: the
+// matrix shapes and types its shaders may use.
+typedef struct WGPUSubgroupMatrixConfig {
+  WGPUSubgroupMatrixComponentType componentType;
+  WGPUSubgroupMatrixComponentType resultComponentType;
+  uint32_t M;
+  uint32_t N;
+  uint32_t K;
+} WGPUSubgroupMatrixConfig;
+
+typedef struct WGPUAdapterPropertiesSubgroupMatrixConfigs {
+  WGPUChainedStructOut chain;
+  size_t configCount;
+  WGPUSubgroupMatrixConfig const* configs;
+} WGPUAdapterPropertiesSubgroupMatrixConfigs;
 
 typedef struct WGPUDawnTogglesDescriptor {
   WGPUChainedStruct chain;
@@ -666,94 +696,152 @@ typedef struct WGPUQuerySetDescriptor {
 } WGPUQuerySetDescriptor;
 
 // ---- functions ---------------------------------------------------------------------------
-WGPUInstance wgpuCreateInstance(WGPUInstanceDescriptor const* descriptor);
-void wgpuInstanceRelease(WGPUInstance instance);
-WGPUFuture wgpuInstanceRequestAdapter(WGPUInstance instance, WGPURequestAdapterOptions const* options,
-                                      WGPURequestAdapterCallbackInfo callbackInfo);
-WGPUWaitStatus wgpuInstanceWaitAny(WGPUInstance instance, size_t futureCount,
-                                   WGPUFutureWaitInfo* futures, uint64_t timeoutNS);
-void wgpuInstanceProcessEvents(WGPUInstance instance);
+// Every entry point wgrt calls, as X(return type, name, (parameters), (arguments)): declared
+// below; defined in dawn_loader.cpp as calls through the table it fills by name at load.
+#define WGRT_DAWN_FUNCTIONS(X) \
+  X(WGPUInstance, wgpuCreateInstance, (WGPUInstanceDescriptor const* descriptor), (descriptor)) \
+  X(void, wgpuInstanceRelease, (WGPUInstance instance), (instance)) \
+  X(WGPUFuture, wgpuInstanceRequestAdapter, \
+    (WGPUInstance instance, WGPURequestAdapterOptions const* options, \
+     WGPURequestAdapterCallbackInfo callbackInfo), \
+    (instance, options, callbackInfo)) \
+  X(WGPUWaitStatus, wgpuInstanceWaitAny, \
+    (WGPUInstance instance, size_t futureCount, WGPUFutureWaitInfo* futures, uint64_t timeoutNS), \
+    (instance, futureCount, futures, timeoutNS)) \
+  X(void, wgpuInstanceProcessEvents, (WGPUInstance instance), (instance)) \
+  X(void, wgpuAdapterRelease, (WGPUAdapter adapter), (adapter)) \
+  X(WGPUStatus, wgpuAdapterGetLimits, \
+    (WGPUAdapter adapter, WGPULimits* limits), \
+    (adapter, limits)) \
+  X(WGPUStatus, wgpuAdapterGetInfo, (WGPUAdapter adapter, WGPUAdapterInfo* info), (adapter, info)) \
+  X(WGPUBool, wgpuAdapterHasFeature, \
+    (WGPUAdapter adapter, WGPUFeatureName feature), \
+    (adapter, feature)) \
+  X(void, wgpuAdapterGetFeatures, \
+    (WGPUAdapter adapter, WGPUSupportedFeatures* features), \
+    (adapter, features)) \
+  X(WGPUFuture, wgpuAdapterRequestDevice, \
+    (WGPUAdapter adapter, WGPUDeviceDescriptor const* options, \
+     WGPURequestDeviceCallbackInfo callbackInfo), \
+    (adapter, options, callbackInfo)) \
+  X(void, wgpuAdapterInfoFreeMembers, (WGPUAdapterInfo adapterInfo), (adapterInfo)) \
+  X(void, wgpuAdapterPropertiesMemoryHeapsFreeMembers, \
+    (WGPUAdapterPropertiesMemoryHeaps adapterPropertiesMemoryHeaps), \
+    (adapterPropertiesMemoryHeaps)) \
+  X(void, wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers, \
+    (WGPUAdapterPropertiesSubgroupMatrixConfigs adapterPropertiesSubgroupMatrixConfigs), \
+    (adapterPropertiesSubgroupMatrixConfigs)) \
+  X(void, wgpuSupportedFeaturesFreeMembers, \
+    (WGPUSupportedFeatures supportedFeatures), \
+    (supportedFeatures)) \
+  X(void, wgpuDeviceRelease, (WGPUDevice device), (device)) \
+  X(void, wgpuDeviceDestroy, (WGPUDevice device), (device)) \
+  X(WGPUQueue, wgpuDeviceGetQueue, (WGPUDevice device), (device)) \
+  X(WGPUStatus, wgpuDeviceGetLimits, (WGPUDevice device, WGPULimits* limits), (device, limits)) \
+  X(WGPUBool, wgpuDeviceHasFeature, \
+    (WGPUDevice device, WGPUFeatureName feature), \
+    (device, feature)) \
+  X(void, wgpuDeviceSetLoggingCallback, \
+    (WGPUDevice device, WGPULoggingCallbackInfo callbackInfo), \
+    (device, callbackInfo)) \
+  X(void, wgpuDevicePushErrorScope, (WGPUDevice device, WGPUErrorFilter filter), (device, filter)) \
+  X(WGPUFuture, wgpuDevicePopErrorScope, \
+    (WGPUDevice device, WGPUPopErrorScopeCallbackInfo callbackInfo), \
+    (device, callbackInfo)) \
+  X(WGPUBuffer, wgpuDeviceCreateBuffer, \
+    (WGPUDevice device, WGPUBufferDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(WGPUShaderModule, wgpuDeviceCreateShaderModule, \
+    (WGPUDevice device, WGPUShaderModuleDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(WGPUComputePipeline, wgpuDeviceCreateComputePipeline, \
+    (WGPUDevice device, WGPUComputePipelineDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(WGPUBindGroupLayout, wgpuDeviceCreateBindGroupLayout, \
+    (WGPUDevice device, WGPUBindGroupLayoutDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(WGPUPipelineLayout, wgpuDeviceCreatePipelineLayout, \
+    (WGPUDevice device, WGPUPipelineLayoutDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(WGPUBindGroup, wgpuDeviceCreateBindGroup, \
+    (WGPUDevice device, WGPUBindGroupDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(WGPUCommandEncoder, wgpuDeviceCreateCommandEncoder, \
+    (WGPUDevice device, WGPUCommandEncoderDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(WGPUQuerySet, wgpuDeviceCreateQuerySet, \
+    (WGPUDevice device, WGPUQuerySetDescriptor const* descriptor), \
+    (device, descriptor)) \
+  X(void, wgpuQueueRelease, (WGPUQueue queue), (queue)) \
+  X(void, wgpuQueueSubmit, \
+    (WGPUQueue queue, size_t commandCount, WGPUCommandBuffer const* commands), \
+    (queue, commandCount, commands)) \
+  X(void, wgpuQueueWriteBuffer, \
+    (WGPUQueue queue, WGPUBuffer buffer, uint64_t bufferOffset, void const* data, size_t size), \
+    (queue, buffer, bufferOffset, data, size)) \
+  X(WGPUFuture, wgpuQueueOnSubmittedWorkDone, \
+    (WGPUQueue queue, WGPUQueueWorkDoneCallbackInfo callbackInfo), \
+    (queue, callbackInfo)) \
+  X(void, wgpuBufferRelease, (WGPUBuffer buffer), (buffer)) \
+  X(void, wgpuBufferDestroy, (WGPUBuffer buffer), (buffer)) \
+  X(uint64_t, wgpuBufferGetSize, (WGPUBuffer buffer), (buffer)) \
+  X(WGPUFuture, wgpuBufferMapAsync, \
+    (WGPUBuffer buffer, WGPUMapMode mode, size_t offset, size_t size, \
+     WGPUBufferMapCallbackInfo callbackInfo), \
+    (buffer, mode, offset, size, callbackInfo)) \
+  X(void const*, wgpuBufferGetConstMappedRange, \
+    (WGPUBuffer buffer, size_t offset, size_t size), \
+    (buffer, offset, size)) \
+  X(void*, wgpuBufferGetMappedRange, \
+    (WGPUBuffer buffer, size_t offset, size_t size), \
+    (buffer, offset, size)) \
+  X(void, wgpuBufferUnmap, (WGPUBuffer buffer), (buffer)) \
+  X(void, wgpuShaderModuleRelease, (WGPUShaderModule shaderModule), (shaderModule)) \
+  X(void, wgpuComputePipelineRelease, (WGPUComputePipeline computePipeline), (computePipeline)) \
+  X(WGPUBindGroupLayout, wgpuComputePipelineGetBindGroupLayout, \
+    (WGPUComputePipeline computePipeline, uint32_t groupIndex), \
+    (computePipeline, groupIndex)) \
+  X(void, wgpuBindGroupLayoutRelease, (WGPUBindGroupLayout bindGroupLayout), (bindGroupLayout)) \
+  X(void, wgpuPipelineLayoutRelease, (WGPUPipelineLayout pipelineLayout), (pipelineLayout)) \
+  X(void, wgpuBindGroupRelease, (WGPUBindGroup bindGroup), (bindGroup)) \
+  X(void, wgpuQuerySetRelease, (WGPUQuerySet querySet), (querySet)) \
+  X(void, wgpuQuerySetDestroy, (WGPUQuerySet querySet), (querySet)) \
+  X(void, wgpuCommandEncoderRelease, (WGPUCommandEncoder commandEncoder), (commandEncoder)) \
+  X(WGPUComputePassEncoder, wgpuCommandEncoderBeginComputePass, \
+    (WGPUCommandEncoder commandEncoder, WGPUComputePassDescriptor const* descriptor), \
+    (commandEncoder, descriptor)) \
+  X(void, wgpuCommandEncoderCopyBufferToBuffer, \
+    (WGPUCommandEncoder commandEncoder, WGPUBuffer source, uint64_t sourceOffset, \
+     WGPUBuffer destination, uint64_t destinationOffset, uint64_t size), \
+    (commandEncoder, source, sourceOffset, destination, destinationOffset, size)) \
+  X(void, wgpuCommandEncoderResolveQuerySet, \
+    (WGPUCommandEncoder commandEncoder, WGPUQuerySet querySet, uint32_t firstQuery, \
+     uint32_t queryCount, WGPUBuffer destination, uint64_t destinationOffset), \
+    (commandEncoder, querySet, firstQuery, queryCount, destination, destinationOffset)) \
+  X(WGPUCommandBuffer, wgpuCommandEncoderFinish, \
+    (WGPUCommandEncoder commandEncoder, WGPUCommandBufferDescriptor const* descriptor), \
+    (commandEncoder, descriptor)) \
+  X(void, wgpuCommandBufferRelease, (WGPUCommandBuffer commandBuffer), (commandBuffer)) \
+  X(void, wgpuComputePassEncoderRelease, \
+    (WGPUComputePassEncoder computePassEncoder), \
+    (computePassEncoder)) \
+  X(void, wgpuComputePassEncoderSetPipeline, \
+    (WGPUComputePassEncoder computePassEncoder, WGPUComputePipeline pipeline), \
+    (computePassEncoder, pipeline)) \
+  X(void, wgpuComputePassEncoderSetBindGroup, \
+    (WGPUComputePassEncoder computePassEncoder, uint32_t groupIndex, WGPUBindGroup group, \
+     size_t dynamicOffsetCount, uint32_t const* dynamicOffsets), \
+    (computePassEncoder, groupIndex, group, dynamicOffsetCount, dynamicOffsets)) \
+  X(void, wgpuComputePassEncoderDispatchWorkgroups, \
+    (WGPUComputePassEncoder computePassEncoder, uint32_t workgroupCountX, \
+     uint32_t workgroupCountY, uint32_t workgroupCountZ), \
+    (computePassEncoder, workgroupCountX, workgroupCountY, workgroupCountZ)) \
+  X(void, wgpuComputePassEncoderEnd, \
+    (WGPUComputePassEncoder computePassEncoder), \
+    (computePassEncoder))
 
-void wgpuAdapterRelease(WGPUAdapter adapter);
-WGPUStatus wgpuAdapterGetLimits(WGPUAdapter adapter, WGPULimits* limits);
-WGPUStatus wgpuAdapterGetInfo(WGPUAdapter adapter, WGPUAdapterInfo* info);
-WGPUBool wgpuAdapterHasFeature(WGPUAdapter adapter, WGPUFeatureName feature);
-void wgpuAdapterGetFeatures(WGPUAdapter adapter, WGPUSupportedFeatures* features);
-WGPUFuture wgpuAdapterRequestDevice(WGPUAdapter adapter, WGPUDeviceDescriptor const* options,
-                                    WGPURequestDeviceCallbackInfo callbackInfo);
-void wgpuAdapterInfoFreeMembers(WGPUAdapterInfo adapterInfo);
-void wgpuAdapterPropertiesMemoryHeapsFreeMembers(WGPUAdapterPropertiesMemoryHeaps adapterPropertiesMemoryHeaps);
-void wgpuSupportedFeaturesFreeMembers(WGPUSupportedFeatures supportedFeatures);
-
-void wgpuDeviceRelease(WGPUDevice device);
-void wgpuDeviceDestroy(WGPUDevice device);
-WGPUQueue wgpuDeviceGetQueue(WGPUDevice device);
-WGPUStatus wgpuDeviceGetLimits(WGPUDevice device, WGPULimits* limits);
-WGPUBool wgpuDeviceHasFeature(WGPUDevice device, WGPUFeatureName feature);
-void wgpuDeviceSetLoggingCallback(WGPUDevice device, WGPULoggingCallbackInfo callbackInfo);
-void wgpuDevicePushErrorScope(WGPUDevice device, WGPUErrorFilter filter);
-WGPUFuture wgpuDevicePopErrorScope(WGPUDevice device, WGPUPopErrorScopeCallbackInfo callbackInfo);
-WGPUBuffer wgpuDeviceCreateBuffer(WGPUDevice device, WGPUBufferDescriptor const* descriptor);
-WGPUShaderModule wgpuDeviceCreateShaderModule(WGPUDevice device,
-                                              WGPUShaderModuleDescriptor const* descriptor);
-WGPUComputePipeline wgpuDeviceCreateComputePipeline(WGPUDevice device,
-                                                    WGPUComputePipelineDescriptor const* descriptor);
-WGPUBindGroupLayout wgpuDeviceCreateBindGroupLayout(WGPUDevice device,
-                                                    WGPUBindGroupLayoutDescriptor const* descriptor);
-WGPUPipelineLayout wgpuDeviceCreatePipelineLayout(WGPUDevice device,
-                                                  WGPUPipelineLayoutDescriptor const* descriptor);
-WGPUBindGroup wgpuDeviceCreateBindGroup(WGPUDevice device, WGPUBindGroupDescriptor const* descriptor);
-WGPUCommandEncoder wgpuDeviceCreateCommandEncoder(WGPUDevice device,
-                                                  WGPUCommandEncoderDescriptor const* descriptor);
-WGPUQuerySet wgpuDeviceCreateQuerySet(WGPUDevice device, WGPUQuerySetDescriptor const* descriptor);
-
-void wgpuQueueRelease(WGPUQueue queue);
-void wgpuQueueSubmit(WGPUQueue queue, size_t commandCount, WGPUCommandBuffer const* commands);
-void wgpuQueueWriteBuffer(WGPUQueue queue, WGPUBuffer buffer, uint64_t bufferOffset,
-                          void const* data, size_t size);
-WGPUFuture wgpuQueueOnSubmittedWorkDone(WGPUQueue queue, WGPUQueueWorkDoneCallbackInfo callbackInfo);
-
-void wgpuBufferRelease(WGPUBuffer buffer);
-void wgpuBufferDestroy(WGPUBuffer buffer);
-uint64_t wgpuBufferGetSize(WGPUBuffer buffer);
-WGPUFuture wgpuBufferMapAsync(WGPUBuffer buffer, WGPUMapMode mode, size_t offset, size_t size,
-                              WGPUBufferMapCallbackInfo callbackInfo);
-void const* wgpuBufferGetConstMappedRange(WGPUBuffer buffer, size_t offset, size_t size);
-void* wgpuBufferGetMappedRange(WGPUBuffer buffer, size_t offset, size_t size);
-void wgpuBufferUnmap(WGPUBuffer buffer);
-
-void wgpuShaderModuleRelease(WGPUShaderModule shaderModule);
-void wgpuComputePipelineRelease(WGPUComputePipeline computePipeline);
-WGPUBindGroupLayout wgpuComputePipelineGetBindGroupLayout(WGPUComputePipeline computePipeline,
-                                                          uint32_t groupIndex);
-void wgpuBindGroupLayoutRelease(WGPUBindGroupLayout bindGroupLayout);
-void wgpuPipelineLayoutRelease(WGPUPipelineLayout pipelineLayout);
-void wgpuBindGroupRelease(WGPUBindGroup bindGroup);
-void wgpuQuerySetRelease(WGPUQuerySet querySet);
-void wgpuQuerySetDestroy(WGPUQuerySet querySet);
-
-void wgpuCommandEncoderRelease(WGPUCommandEncoder commandEncoder);
-WGPUComputePassEncoder wgpuCommandEncoderBeginComputePass(WGPUCommandEncoder commandEncoder,
-                                                          WGPUComputePassDescriptor const* descriptor);
-void wgpuCommandEncoderCopyBufferToBuffer(WGPUCommandEncoder commandEncoder, WGPUBuffer source,
-                                          uint64_t sourceOffset, WGPUBuffer destination,
-                                          uint64_t destinationOffset, uint64_t size);
-void wgpuCommandEncoderResolveQuerySet(WGPUCommandEncoder commandEncoder, WGPUQuerySet querySet,
-                                       uint32_t firstQuery, uint32_t queryCount,
-                                       WGPUBuffer destination, uint64_t destinationOffset);
-WGPUCommandBuffer wgpuCommandEncoderFinish(WGPUCommandEncoder commandEncoder,
-                                           WGPUCommandBufferDescriptor const* descriptor);
-void wgpuCommandBufferRelease(WGPUCommandBuffer commandBuffer);
-
-void wgpuComputePassEncoderRelease(WGPUComputePassEncoder computePassEncoder);
-void wgpuComputePassEncoderSetPipeline(WGPUComputePassEncoder computePassEncoder,
-                                       WGPUComputePipeline pipeline);
-void wgpuComputePassEncoderSetBindGroup(WGPUComputePassEncoder computePassEncoder,
-                                        uint32_t groupIndex, WGPUBindGroup group,
-                                        size_t dynamicOffsetCount, uint32_t const* dynamicOffsets);
-void wgpuComputePassEncoderDispatchWorkgroups(WGPUComputePassEncoder computePassEncoder,
-                                              uint32_t workgroupCountX, uint32_t workgroupCountY,
-                                              uint32_t workgroupCountZ);
-void wgpuComputePassEncoderEnd(WGPUComputePassEncoder computePassEncoder);
+#define WGRT_DAWN_DECLARE(ret, name, params, args) ret name params;
+WGRT_DAWN_FUNCTIONS(WGRT_DAWN_DECLARE)
+#undef WGRT_DAWN_DECLARE
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "gpu/dawn_loader.h"
 #include "gpu/pipeline.h"
 
 namespace wgrt::gpu {
@@ -124,6 +125,23 @@ std::string feature_name(WGPUFeatureName f) {
   }
 }
 
+const char* component_type_name(WGPUSubgroupMatrixComponentType t) {
+  switch (t) {
+    case WGPUSubgroupMatrixComponentType_F32: return "f32";
+    case WGPUSubgroupMatrixComponentType_F16: return "f16";
+    case WGPUSubgroupMatrixComponentType_U32: return "u32";
+    case WGPUSubgroupMatrixComponentType_I32: return "i32";
+    case WGPUSubgroupMatrixComponentType_U8: return "u8";
+    case WGPUSubgroupMatrixComponentType_I8: return "i8";
+    default: return "unknown";
+  }
+}
+
+std::string config_name(const SubgroupMatrixConfig& c) {
+  return fmt::format("{0}x{0}->{1} m{2}n{3}k{4}", component_type_name(c.component),
+                     component_type_name(c.result), c.m, c.n, c.k);
+}
+
 namespace {
 
 WGPUBackendType parse_backend(const std::string& name) {
@@ -140,10 +158,71 @@ WGPUBackendType parse_backend(const std::string& name) {
       name));
 }
 
-Instance make_instance() {
+// Dawn's toggles by the stage that reads them (DeviceOptions::toggles).
+struct StageToggles {
+  std::vector<std::string> enabled, disabled;
+};
+struct Toggles {
+  StageToggles instance, adapter, device;
+};
+
+Toggles parse_toggles(const DeviceOptions& opts) {
+  std::vector<std::string> entries(std::begin(kDefaultToggles), std::end(kDefaultToggles));
+  entries.insert(entries.end(), opts.toggles.begin(), opts.toggles.end());
+  if (const char* env = std::getenv("WGRT_TOGGLES")) {
+    std::string_view list(env);
+    while (!list.empty()) {
+      size_t comma = list.find(',');
+      if (std::string_view e = list.substr(0, comma); !e.empty()) entries.emplace_back(e);
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+  }
+  Toggles t;
+  for (std::string_view e : entries) {
+    StageToggles* stage = &t.device;
+    if (size_t colon = e.find(':'); colon != std::string_view::npos) {
+      std::string_view name = e.substr(0, colon);
+      stage = name == "instance" ? &t.instance : name == "adapter" ? &t.adapter
+              : name == "device" ? &t.device : nullptr;
+      if (!stage)
+        throw GpuError(fmt::format("toggle '{}' names no stage '{}' (hint: instance:NAME, "
+                                   "adapter:NAME or device:NAME; -NAME disables)", e, name));
+      e = e.substr(colon + 1);
+    }
+    bool off = e.starts_with('-');
+    std::string name(off ? e.substr(1) : e);
+    if (name.empty()) throw GpuError(fmt::format("an empty toggle name in '{}'", e));
+    auto& keep = off ? stage->disabled : stage->enabled;
+    auto& drop = off ? stage->enabled : stage->disabled;
+    std::erase(drop, name);  // the last word on a toggle wins
+    if (std::find(keep.begin(), keep.end(), name) == keep.end()) keep.push_back(name);
+  }
+  return t;
+}
+
+// A DawnTogglesDescriptor over `t`, valid while `t` and `ptrs` live.
+WGPUDawnTogglesDescriptor toggles_desc(const StageToggles& t, std::vector<const char*>& ptrs) {
+  ptrs.clear();
+  for (const auto& n : t.enabled) ptrs.push_back(n.c_str());
+  for (const auto& n : t.disabled) ptrs.push_back(n.c_str());
+  WGPUDawnTogglesDescriptor d{};
+  d.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  d.enabledToggleCount = t.enabled.size();
+  d.enabledToggles = ptrs.data();
+  d.disabledToggleCount = t.disabled.size();
+  d.disabledToggles = ptrs.data() + t.enabled.size();
+  return d;
+}
+
+Instance make_instance(const Toggles& toggles) {
+  load_dawn();
+  std::vector<const char*> ptrs;
+  WGPUDawnTogglesDescriptor td = toggles_desc(toggles.instance, ptrs);
+  const WGPUInstanceFeatureName features[] = {WGPUInstanceFeatureName_TimedWaitAny};
   WGPUInstanceDescriptor desc{};
-  desc.capabilities.timedWaitAnyEnable = 1;  // lets wait() block instead of spinning
-  desc.capabilities.timedWaitAnyMaxCount = 1;
+  desc.nextInChain = &td.chain;
+  desc.requiredFeatureCount = 1;  // TimedWaitAny lets wait() block instead of spinning
+  desc.requiredFeatures = features;
   auto inst = Instance::adopt(wgpuCreateInstance(&desc));
   if (!inst) throw GpuError("could not create a WebGPU instance (Dawn failed to start)");
   return inst;
@@ -190,9 +269,12 @@ uint64_t device_local_memory(WGPUAdapter adapter) {
   return largest;
 }
 
-Adapter request_adapter(WGPUInstance instance, WGPUBackendType backend, WGPUPowerPreference pref,
-                        bool fallback) {
+Adapter request_adapter(WGPUInstance instance, const StageToggles& toggles, WGPUBackendType backend,
+                        WGPUPowerPreference pref, bool fallback) {
+  std::vector<const char*> ptrs;
+  WGPUDawnTogglesDescriptor td = toggles_desc(toggles, ptrs);
   WGPURequestAdapterOptions opts{};
+  opts.nextInChain = &td.chain;
   opts.featureLevel = WGPUFeatureLevel_Core;
   opts.powerPreference = pref;
   opts.forceFallbackAdapter = fallback ? 1 : 0;
@@ -225,7 +307,8 @@ struct Candidate {
 
 // Dawn's C API has no enumeration call; asking with each power preference and with the
 // fallback flag finds every distinct adapter it would hand out.
-std::vector<Candidate> find_adapters(WGPUInstance instance, const DeviceOptions& opts) {
+std::vector<Candidate> find_adapters(WGPUInstance instance, const DeviceOptions& opts,
+                                     const Toggles& toggles) {
   WGPUBackendType backend = parse_backend(opts.backend);
   std::vector<Candidate> found;
   const std::pair<WGPUPowerPreference, bool> asks[] = {
@@ -233,7 +316,7 @@ std::vector<Candidate> find_adapters(WGPUInstance instance, const DeviceOptions&
       {WGPUPowerPreference_LowPower, false},
       {WGPUPowerPreference_Undefined, true}};
   for (auto [pref, fallback] : asks) {
-    Adapter a = request_adapter(instance, backend, pref, fallback);
+    Adapter a = request_adapter(instance, toggles.adapter, backend, pref, fallback);
     if (!a) continue;
     AdapterDesc d = describe(a.get());
     bool seen = std::any_of(found.begin(), found.end(), [&](const Candidate& c) {
@@ -311,17 +394,19 @@ void on_uncaptured_error(WGPUDevice const*, WGPUErrorType type, WGPUStringView m
 }  // namespace
 
 std::vector<AdapterDesc> list_adapters(const DeviceOptions& opts) {
-  Instance instance = make_instance();
+  Toggles toggles = parse_toggles(opts);
+  Instance instance = make_instance(toggles);
   std::vector<AdapterDesc> out;
-  for (auto& c : find_adapters(instance.get(), opts)) out.push_back(c.desc);
+  for (auto& c : find_adapters(instance.get(), opts, toggles)) out.push_back(c.desc);
   return out;
 }
 
 Device create_device(const DeviceOptions& opts) {
   Device dev;
   dev.errors = std::make_unique<ErrorSink>();
-  dev.instance = make_instance();
-  auto candidates = find_adapters(dev.instance.get(), opts);
+  Toggles toggles = parse_toggles(opts);
+  dev.instance = make_instance(toggles);
+  auto candidates = find_adapters(dev.instance.get(), opts, toggles);
   if (candidates.empty())
     throw GpuError(fmt::format(
         "no WebGPU adapter found{} (hint: install a Vulkan driver, e.g. mesa-vulkan-drivers "
@@ -349,38 +434,25 @@ Device create_device(const DeviceOptions& opts) {
   const bool want_subgroups = opts.subgroups && !(env_sg && std::string_view(env_sg) == "0");
   std::vector<WGPUFeatureName> wanted;
   for (auto f : {WGPUFeatureName_ShaderF16, WGPUFeatureName_Subgroups,
-                 WGPUFeatureName_TimestampQuery})
-    if (offered(f) && (f != WGPUFeatureName_Subgroups || want_subgroups)) wanted.push_back(f);
-
-  // Timestamps at full resolution: Dawn quantizes them by default (a browser concern).
-  const char* disabled_toggles[] = {"timestamp_quantization"};
-  std::vector<std::string> enabled = opts.toggles;
-  if (const char* env = std::getenv("WGRT_TOGGLES")) {
-    std::string_view list(env);
-    while (!list.empty()) {
-      size_t comma = list.find(',');
-      std::string_view name = list.substr(0, comma);
-      if (!name.empty()) enabled.emplace_back(name);
-      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    }
+                 WGPUFeatureName_TimestampQuery, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix}) {
+    bool needs_subgroups = f == WGPUFeatureName_Subgroups ||
+                           f == WGPUFeatureName_ChromiumExperimentalSubgroupMatrix;
+    if (offered(f) && (!needs_subgroups || want_subgroups)) wanted.push_back(f);
   }
+
   const char* dump_dir = std::getenv("WGRT_SHADER_DUMP");
   if (dump_dir && *dump_dir) {
     dev.dump = std::make_unique<ShaderDump>();
     dev.dump->dir = dump_dir;
-    enabled.emplace_back("dump_shaders");
+    std::erase(toggles.device.disabled, "dump_shaders");
+    std::erase(toggles.device.enabled, "dump_shaders");
+    toggles.device.enabled.emplace_back("dump_shaders");
   }
-  std::vector<const char*> enabled_ptrs;
-  for (const std::string& t : enabled) enabled_ptrs.push_back(t.c_str());
-  WGPUDawnTogglesDescriptor toggles{};
-  toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
-  toggles.disabledToggleCount = 1;
-  toggles.disabledToggles = disabled_toggles;
-  toggles.enabledToggleCount = enabled_ptrs.size();
-  toggles.enabledToggles = enabled_ptrs.data();
+  std::vector<const char*> toggle_ptrs;
+  WGPUDawnTogglesDescriptor device_toggles = toggles_desc(toggles.device, toggle_ptrs);
 
   WGPUDeviceDescriptor desc{};
-  desc.nextInChain = &toggles.chain;
+  desc.nextInChain = &device_toggles.chain;
   desc.label = sv("wgrt");
   desc.requiredFeatureCount = wanted.size();
   desc.requiredFeatures = wanted.data();
@@ -425,11 +497,21 @@ Device create_device(const DeviceOptions& opts) {
   dev.caps.shader_f16 = wgpuDeviceHasFeature(dev.get(), WGPUFeatureName_ShaderF16);
   dev.caps.subgroups = wgpuDeviceHasFeature(dev.get(), WGPUFeatureName_Subgroups);
   dev.caps.timestamp_query = wgpuDeviceHasFeature(dev.get(), WGPUFeatureName_TimestampQuery);
+  dev.caps.subgroup_matrix =
+      wgpuDeviceHasFeature(dev.get(), WGPUFeatureName_ChromiumExperimentalSubgroupMatrix);
 
+  WGPUAdapterPropertiesSubgroupMatrixConfigs matrices{};
+  matrices.chain.sType = WGPUSType_AdapterPropertiesSubgroupMatrixConfigs;
   WGPUAdapterInfo info{};
+  if (dev.caps.subgroup_matrix) info.nextInChain = &matrices.chain;
   if (wgpuAdapterGetInfo(adapter, &info) == WGPUStatus_Success) {
     dev.caps.subgroup_min_size = info.subgroupMinSize;
     dev.caps.subgroup_max_size = info.subgroupMaxSize;
+    for (size_t i = 0; i < matrices.configCount; ++i) {
+      const WGPUSubgroupMatrixConfig& c = matrices.configs[i];
+      dev.caps.subgroup_matrix_configs.push_back({c.componentType, c.resultComponentType, c.M, c.N, c.K});
+    }
+    if (dev.caps.subgroup_matrix) wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(matrices);
     wgpuAdapterInfoFreeMembers(info);
   }
   dev.caps.device_memory = device_local_memory(adapter);

@@ -33,14 +33,24 @@ struct DeviceOptions {
   // Off: the subgroups feature is not requested (kernels take their workgroup-memory paths).
   // Env WGRT_SUBGROUPS=0 turns it off too.
   bool subgroups = true;
-  // Dawn device toggles to enable, e.g. "disable_robustness" (docs/PERFORMANCE.md says which
-  // are safe); env WGRT_TOGGLES adds a comma-separated list.
+  // Dawn toggles to enable, e.g. "disable_robustness" (docs/PERFORMANCE.md says which are
+  // safe). Each is set at the stage Dawn reads it: "instance:NAME", "adapter:NAME" or
+  // "device:NAME" (the default stage); "-NAME" disables one, e.g. "adapter:-vulkan_enable_f16_on_nvidia".
+  // Env WGRT_TOGGLES adds a comma-separated list. kDefaultToggles are set first.
   std::vector<std::string> toggles;
   // On: request WebGPU's default limits (16 KiB of workgroup storage, 256 invocations per
   // workgroup, 128 MiB storage bindings, ...) instead of the adapter's maximum, to run as on
   // the smallest conforming adapter. Env WGRT_LIMITS=default turns it on too.
   bool default_limits = false;
 };
+
+// Set first, so DeviceOptions::toggles can undo them: the experimental features (subgroup
+// matrices) need allow_unsafe_apis; Dawn exposes shader-f16 on NVIDIA's Vulkan driver only
+// with vulkan_enable_f16_on_nvidia; timestamps at full resolution (Dawn quantizes them by
+// default, a browser's concern).
+inline constexpr const char* kDefaultToggles[] = {
+    "instance:allow_unsafe_apis", "adapter:vulkan_enable_f16_on_nvidia",
+    "device:-timestamp_quantization"};
 
 struct AdapterDesc {
   std::string name;          // e.g. "NVIDIA H200"
@@ -53,6 +63,13 @@ struct AdapterDesc {
   uint32_t device_id = 0;
 };
 
+// One matrix shape and type pair a subgroup-matrix shader may use (M x K times K x N).
+struct SubgroupMatrixConfig {
+  WGPUSubgroupMatrixComponentType component = WGPUSubgroupMatrixComponentType_F32;
+  WGPUSubgroupMatrixComponentType result = WGPUSubgroupMatrixComponentType_F32;
+  uint32_t m = 0, n = 0, k = 0;
+};
+
 // What the device can do, passed explicitly to whatever needs it.
 struct DeviceCaps {
   AdapterDesc adapter;
@@ -61,6 +78,8 @@ struct DeviceCaps {
   bool shader_f16 = false;
   bool subgroups = false;
   bool timestamp_query = false;
+  bool subgroup_matrix = false;  // chromium-experimental-subgroup-matrix enabled
+  std::vector<SubgroupMatrixConfig> subgroup_matrix_configs;  // the adapter's, when enabled
   uint32_t subgroup_min_size = 0;
   uint32_t subgroup_max_size = 0;
   uint64_t device_memory = 0;  // bytes of device-local memory the adapter reports; 0: not reported
@@ -90,6 +109,8 @@ struct Device {
 const char* backend_name(WGPUBackendType t);
 const char* adapter_type_name(WGPUAdapterType t);
 std::string feature_name(WGPUFeatureName f);
+const char* component_type_name(WGPUSubgroupMatrixComponentType t);  // "f16", "i8", ...
+std::string config_name(const SubgroupMatrixConfig& c);              // "f16xf16->f32 m16n16k16"
 
 // Every adapter Dawn offers for the options' backend, best first (discrete, integrated,
 // others, CPU). Indices here are what --adapter and WGRT_ADAPTER mean.

@@ -67,7 +67,7 @@ TEST(GpuDevice, LimitsAreTheDevicesAndNonZero) {
   EXPECT_EQ(now.maxComputeInvocationsPerWorkgroup, l.maxComputeInvocationsPerWorkgroup);
   EXPECT_EQ(now.maxComputeWorkgroupStorageSize, l.maxComputeWorkgroupStorageSize);
   EXPECT_EQ(now.minStorageBufferOffsetAlignment, l.minStorageBufferOffsetAlignment);
-  EXPECT_EQ(now.maxStorageBuffersInFragmentStage, l.maxStorageBuffersInFragmentStage);
+  EXPECT_EQ(now.maxImmediateSize, l.maxImmediateSize);  // the last member
 }
 
 // DeviceOptions::default_limits (WGRT_LIMITS=default) gets the WebGPU specification's default
