@@ -28,6 +28,26 @@ struct RunFlags {
   std::string peaks;
 };
 
+// --warmup: the timed generation's own path run untimed first (the prompt's prefill routes,
+// the decode step with its sampler and its pipelined read-back), a few decode steps at a
+// time until the GPU has run for kWarmupSeconds: a GPU at its idle clocks, or a kernel's
+// first use, would otherwise be timed in the first tokens.
+constexpr double kWarmupSeconds = 0.5;
+constexpr int32_t kWarmupTokens = 32;
+constexpr int kWarmupRounds = 8;
+
+void warm_up(llm::Session& s, const llm::GenerateOptions& timed) {
+  llm::GenerateOptions o = timed;
+  o.n_predict = timed.n_predict < 0 ? kWarmupTokens : std::min(timed.n_predict, kWarmupTokens);
+  o.dump_logits.clear();
+  double seconds = 0;
+  for (int round = 0; round < kWarmupRounds && seconds < kWarmupSeconds; ++round) {
+    llm::GenerateStats st = llm::generate(s, o, [](std::string_view) {});
+    seconds += st.prompt_seconds + st.generate_seconds;
+    llm::reset(s);
+  }
+}
+
 int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
   gpu::Device dev = gpu::create_device(dev_opts);
   llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, !f.dump_logits.empty()));
@@ -56,13 +76,7 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
   fmt::print(stderr, "wgrt: {}\n", graph::describe_memory(graph::memory_plan(*s.mg.graph)));
   if (graph::skipping_kernels(*s.mg.graph))
     fmt::print(stderr, "wgrt: WGRT_SKIP_NODES leaves dispatches out: the text is wrong (a measuring aid)\n");
-  if (f.warmup) {  // compile every pipeline the timed run uses (prefill and decode routes)
-    std::vector<int32_t> ids = tokenizer::tokenize(s.tok, f.prompt, true, true);
-    llm::eval(s, ids);
-    llm::eval(s, std::span<const int32_t>(ids.data(), 1));
-    (void)llm::read_top_k(s);
-    llm::reset(s);
-  }
+  if (f.warmup) warm_up(s, o);
   std::fputs(f.prompt.c_str(), stdout);
   std::fflush(stdout);
   llm::GenerateStats st = llm::generate(s, o, [](std::string_view text) {

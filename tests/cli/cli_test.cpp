@@ -20,8 +20,9 @@ struct Result {
   std::string out;  // stdout and stderr
 };
 
-Result wgrt(const std::string& args) {
-  std::string cmd = std::string(WGRT_BINARY) + " " + args + " 2>&1";
+// `wgrt ARGS` with the environment's assignments `env` ("NAME=VALUE ...") added.
+Result wgrt_env(const std::string& env, const std::string& args) {
+  std::string cmd = "env " + env + " " + std::string(WGRT_BINARY) + " " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -32,6 +33,8 @@ Result wgrt(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+Result wgrt(const std::string& args) { return wgrt_env("", args); }
 
 std::string fixture_path() {
   static std::string path = [] {
@@ -103,6 +106,53 @@ TEST(Cli, RunGeneratesAndReportsSpeed) {
     return b == std::string::npos || e == std::string::npos ? out : out.substr(b, e - b);
   };
   EXPECT_EQ(text(wgrt("run -m " + fixture_path() + " -p 'Hello' -n 6 --temp 0").out), text(r.out));
+}
+
+// `wgrt info` says what the device offers for fast math: shader-f16, subgroups and each
+// subgroup-matrix configuration (none on lavapipe), in text and JSON.
+TEST(Cli, InfoListsFastMathFeatures) {
+  Result text = wgrt("info");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("enabled       shader-f16 "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("matrices      subgroup-matrix "), std::string::npos) << text.out;
+  Result json = wgrt("info --json");
+  ASSERT_EQ(json.code, 0) << json.out;
+  auto j = nlohmann::json::parse(json.out.substr(json.out.find('{')));
+  EXPECT_TRUE(j["enabled"].contains("shader-f16"));
+  EXPECT_TRUE(j["enabled"].contains("subgroups"));
+  ASSERT_TRUE(j["enabled"].contains("subgroup-matrix"));
+  ASSERT_TRUE(j["subgroup_matrix_configs"].is_array());
+  EXPECT_EQ(j["enabled"]["subgroup-matrix"].get<bool>(), !j["subgroup_matrix_configs"].empty());
+  for (const auto& c : j["subgroup_matrix_configs"])
+    for (const char* key : {"component", "result", "m", "n", "k"}) EXPECT_TRUE(c.contains(key)) << c.dump();
+}
+
+// Dawn's toggles by stage (WGRT_TOGGLES): a stage that does not exist is a clear error; a
+// default toggle can be turned off.
+TEST(Cli, TogglesNameTheirStage) {
+  Result bad = wgrt_env("WGRT_TOGGLES=plate:allow_unsafe_apis", "info");
+  EXPECT_NE(bad.code, 0) << bad.out;
+  EXPECT_NE(bad.out.find("names no stage 'plate'"), std::string::npos) << bad.out;
+  Result off = wgrt_env("WGRT_TOGGLES=instance:-allow_unsafe_apis,device:disable_robustness", "info --json");
+  ASSERT_EQ(off.code, 0) << off.out;
+  auto j = nlohmann::json::parse(off.out.substr(off.out.find('{')));
+  EXPECT_FALSE(j["enabled"]["subgroup-matrix"].get<bool>());  // experimental: needs allow_unsafe_apis
+}
+
+// --warmup runs the same generation untimed first and then forgets it: a sampled run with a
+// seed prints the same text with and without it.
+TEST(Cli, WarmupLeavesTheRunUnchanged) {
+  const std::string args = "run -m " + fixture_path() + " -p 'Hello' -n 6 --temp 0.9 --seed 7";
+  Result cold = wgrt(args);
+  Result warm = wgrt(args + " --warmup");
+  ASSERT_EQ(cold.code, 0) << cold.out;
+  ASSERT_EQ(warm.code, 0) << warm.out;
+  auto text = [](const std::string& out) {
+    size_t b = out.find("Hello"), e = out.find("\nwgrt: prompt");
+    return b == std::string::npos || e == std::string::npos ? out : out.substr(b, e - b);
+  };
+  EXPECT_EQ(text(warm.out), text(cold.out));
+  EXPECT_NE(warm.out.find("generated 6 tokens"), std::string::npos) << warm.out;
 }
 
 TEST(Cli, DefaultModelSaysRandomWeights) {
