@@ -14,20 +14,51 @@ std::string_view kernel_source(std::string_view name) {
                              "bench/, found by file stem; re-run cmake after adding one)", name));
 }
 
+namespace {
+
+// Appends the parts `source` names on lines `//! use NAME` (each part's own parts first), each
+// once, to `out`.
+void append_parts(std::string_view kernel, std::string_view source,
+                  std::set<std::string_view, std::less<>>& seen, std::string& out) {
+  constexpr std::string_view kUse = "//! use ";
+  for (size_t at = 0; at < source.size();) {
+    const size_t end = std::min(source.find('\n', at), source.size());
+    const std::string_view line = source.substr(at, end - at);
+    at = end + 1;
+    if (!line.starts_with(kUse)) continue;
+    const std::string_view part = line.substr(kUse.size());
+    if (part == kernel) throw GpuError(fmt::format("WGSL kernel '{}' uses itself (hint: a part names other files)", kernel));
+    if (!seen.insert(part).second) continue;
+    const std::string_view text = kernel_source(part);
+    append_parts(kernel, text, seen, out);
+    out += fmt::format("// ---- {}.wgsl (a part used by {}.wgsl) ----\n{}\n", part, kernel, text);
+  }
+}
+
+}  // namespace
+
+std::string hoist_directives(std::string_view source) {
+  std::string directives, rest;
+  for (size_t at = 0; at < source.size();) {
+    const size_t end = std::min(source.find('\n', at), source.size());
+    const std::string_view line = source.substr(at, end - at);
+    at = end + 1;
+    if (line.starts_with("enable ")) {
+      if (directives.find(line) == std::string::npos) (directives += line) += '\n';
+    } else {
+      (rest += line) += '\n';
+    }
+  }
+  return directives + rest;
+}
+
 std::string kernel_module_source(std::string_view name) {
   const std::string_view source = kernel_source(name);
-  constexpr std::string_view kUse = "//! use ";
-  std::string parts;
   std::set<std::string_view, std::less<>> seen;
-  for (size_t at = 0; (at = source.find(kUse, at)) != std::string_view::npos;) {
-    const size_t end = std::min(source.find('\n', at), source.size());
-    const std::string_view part = source.substr(at + kUse.size(), end - at - kUse.size());
-    at = end;
-    if (!seen.insert(part).second) continue;
-    if (part == name) throw GpuError(fmt::format("WGSL kernel '{}' uses itself (hint: a part names other files)", name));
-    parts += fmt::format("// ---- {}.wgsl (a part used by {}.wgsl) ----\n{}\n", part, name, kernel_source(part));
-  }
-  return parts + std::string(source);
+  std::string module;
+  append_parts(name, source, seen, module);
+  module += source;
+  return hoist_directives(module);
 }
 
 PipelineKey make_key(std::string kernel, std::string entry, std::vector<OverrideConstant> constants) {
@@ -55,7 +86,7 @@ uint32_t subgroup_lanes(const DeviceCaps& caps) {
 namespace {
 
 constexpr std::string_view kSubgroupPrelude =
-    "enable subgroups; fn sg_xor(v: f32, mask: u32) -> f32 { return subgroupShuffleXor(v, mask); }\n";
+    "enable subgroups;\nfn sg_xor(v: f32, mask: u32) -> f32 { return subgroupShuffleXor(v, mask); }\n";
 constexpr std::string_view kNoSubgroupPrelude = "fn sg_xor(v: f32, mask: u32) -> f32 { return v; }\n";
 
 Pipeline make_pipeline(Device& dev, std::string_view label, WGPUShaderModule module,
@@ -100,7 +131,8 @@ const Pipeline& get_pipeline(Device& dev, const PipelineKey& key) {
   auto mod = cache.modules.find(module_name);
   if (mod == cache.modules.end()) {
     std::string source = kernel_module_source(key.kernel);
-    if (key.sg_shim) source = std::string(dev.caps.subgroups ? kSubgroupPrelude : kNoSubgroupPrelude) + source;
+    if (key.sg_shim)
+      source = hoist_directives(std::string(dev.caps.subgroups ? kSubgroupPrelude : kNoSubgroupPrelude) + source);
     mod = cache.modules.emplace(module_name, compile_wgsl(dev, key.kernel, source)).first;
   }
   std::string label = key.kernel;

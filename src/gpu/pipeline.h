@@ -26,10 +26,15 @@ std::span<const EmbeddedKernel> embedded_kernels();
 // Throws GpuError naming the kernel when no such file was embedded.
 std::string_view kernel_source(std::string_view name);
 // What a pipeline compiles: the kernel's source after the shared parts it names. A line
-// `//! use NAME` puts NAME.wgsl (a part: functions, constants and workgroup variables; no
-// bindings or entry points) ahead of the kernel, once, so two kernel families can share a
-// function without copying it.
+// `//! use NAME` puts NAME.wgsl (a part: functions, constants and workgroup variables; or a
+// whole kernel that another extends) ahead of the kernel, once, after the parts NAME names
+// itself, so two kernel families can share code without copying it. Directives (`enable f16;`)
+// from any of them come first.
 std::string kernel_module_source(std::string_view name);
+
+// `source` with its `enable ...;` lines moved to the top, each once (WGSL wants directives
+// before any declaration).
+std::string hoist_directives(std::string_view source);
 
 struct OverrideConstant {
   std::string name;
