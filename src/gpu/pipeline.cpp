@@ -43,7 +43,7 @@ std::string hoist_directives(std::string_view source) {
     const size_t end = std::min(source.find('\n', at), source.size());
     const std::string_view line = source.substr(at, end - at);
     at = end + 1;
-    if (line.starts_with("enable ")) {
+    if (line.starts_with("enable ") || line.starts_with("diagnostic(")) {
       if (directives.find(line) == std::string::npos) (directives += line) += '\n';
     } else {
       (rest += line) += '\n';

@@ -28,12 +28,12 @@ std::string_view kernel_source(std::string_view name);
 // What a pipeline compiles: the kernel's source after the shared parts it names. A line
 // `//! use NAME` puts NAME.wgsl (a part: functions, constants and workgroup variables; or a
 // whole kernel that another extends) ahead of the kernel, once, after the parts NAME names
-// itself, so two kernel families can share code without copying it. Directives (`enable f16;`)
-// from any of them come first.
+// itself, so two kernel families can share code without copying it. Directives (`enable f16;`,
+// `diagnostic(...)`) from any of them come first.
 std::string kernel_module_source(std::string_view name);
 
-// `source` with its `enable ...;` lines moved to the top, each once (WGSL wants directives
-// before any declaration).
+// `source` with its directive lines (`enable ...;`, `diagnostic(...);`) moved to the top, each
+// once (WGSL wants directives before any declaration).
 std::string hoist_directives(std::string_view source);
 
 struct OverrideConstant {

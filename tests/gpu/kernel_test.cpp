@@ -106,6 +106,24 @@ TEST(GpuPipelineCache, NoKernelCopiesATableIntoPrivateMemory) {
     EXPECT_FALSE(std::regex_search(std::string(fine), copy)) << fine;
 }
 
+// A kernel that extends another (linear_q_mma.wgsl: `//! use linear_q`) gets that kernel's
+// parts too, each once and ahead of what uses them, with every `enable` directive first.
+TEST(GpuPipelineCache, ModuleSourceNestsPartsAndHoistsDirectives) {
+  const std::string src = kernel_module_source("linear_q_mma");
+  EXPECT_EQ(src.rfind("enable f16;\nenable chromium_experimental_subgroup_matrix;\n", 0), 0u) << src.substr(0, 300);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (const char* part : {"// ---- iq4_grid.wgsl", "// ---- linear_q_matrix.wgsl", "// ---- linear_q.wgsl"})
+    EXPECT_EQ(count(part), 1u) << part;
+  EXPECT_LT(src.find("// ---- linear_q_matrix.wgsl"), src.find("// ---- linear_q.wgsl"));
+  EXPECT_LT(src.find("// ---- linear_q.wgsl"), src.find("fn gemm_mma("));
+  EXPECT_EQ(count("\nenable "), 1u);  // the first line is the other
+  EXPECT_EQ(hoist_directives("fn a() {}\nenable f16;\nenable f16;\n"), "enable f16;\nfn a() {}\n");
+}
+
 TEST(GpuPipelineCache, HitForEqualKeysMissForOtherConstant) {
   Device& dev = test::device();
   PipelineCache& cache = *dev.pipelines;

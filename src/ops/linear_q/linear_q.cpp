@@ -314,6 +314,24 @@ bool gemv_takes_int8(const gpu::DeviceCaps& caps, int forced) {
   return caps.adapter.type != WGPUAdapterType_CPU;
 }
 
+bool gemm_takes_mma(const gpu::DeviceCaps& caps) {
+  if (const char* env = std::getenv("WGRT_MMA")) {
+    const std::string v = env;
+    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_MMA='{}' (hint: 0 or 1)", v));
+    if (v == "0") return false;
+  }
+  const bool f16_tile = std::any_of(caps.subgroup_matrix_configs.begin(), caps.subgroup_matrix_configs.end(),
+                                    [](const gpu::SubgroupMatrixConfig& c) {
+                                      return c.component == WGPUSubgroupMatrixComponentType_F16 &&
+                                             c.result == WGPUSubgroupMatrixComponentType_F32 && c.m == 16 &&
+                                             c.n == 16 && c.k == 16;
+                                    });
+  return caps.subgroup_matrix && caps.shader_f16 && f16_tile && caps.subgroup_min_size == kLinearQMmaLanes &&
+         caps.subgroup_max_size == kLinearQMmaLanes &&
+         caps.limits.maxComputeWorkgroupStorageSize >= kLinearQMmaWorkgroupBytes &&
+         caps.limits.maxComputeInvocationsPerWorkgroup >= kWg;
+}
+
 bool linear_q_takes_xq(const gpu::DeviceCaps& caps, QuantFormat f, int forced_int8) {
   if (const char* env = std::getenv("WGRT_GEMV_XQ")) {
     const std::string v = env;
@@ -506,6 +524,10 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
                                    {"ROPE_F16", rope_caches->f16 ? 1.0 : 0.0}});
     } else if (std::string_view(entry) == "gemm") {
       extra.push_back({"SPLIT", split ? 1.0 : 0.0});
+    } else if (std::string_view(entry) == "gemm_mma") {
+      gpu::PipelineKey pk = gpu::make_key("linear_q_mma", entry, std::move(extra));
+      pk.sg_shim = true;
+      return pk;
     } else if (std::string_view(entry) == "small_m") {
       extra.push_back({"SG", sg});
       extra.push_back({"SM_RED", sg >= kSmallK ? 1.0 : double(7 * kWg) / sg});  // linear_q.wgsl RCH * WG / SG
@@ -674,10 +696,13 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       // Split K: the weights of few rows (gemm_split_max_n) sum slices of K into one scratch
       // [slices][M][N], shared by the weights one after the other. Up to 3 weights (q|k|v in three
       // formats: 10 kernels with norm, act quantizations, combines and rope, graph::kMaxDispatches).
+      // On matrix cores (gemm_takes_mma) the gemm reads f32 x itself and splits no K.
+      const bool mma = gemm_takes_mma(caps);
       std::optional<graph::TensorId> split_sums;
       uint64_t split_words = 0;
       for (LinearQPartPlan& pp : part_plans) {
-        pp.split = parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 && k >= 2 * kLinearQSplitMinK;
+        pp.split = !mma && parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 &&
+                   k >= 2 * kLinearQSplitMinK;
         if (pp.split)
           split_words = std::max<uint64_t>(split_words, uint64_t(split_scratch_rows(max_m, pp.n, k, act_gs)) * pp.n);
       }
@@ -687,9 +712,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
         std::vector<LinearQStep> steps;
         // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
         auto uses_gemm = [&](uint32_t i) { return !small || parts[i].format == QuantFormat::Q6K; };
-        add_prologue(ks, steps, uses_gemm);
+        add_prologue(ks, steps, [&](uint32_t i) { return uses_gemm(i) && !mma; });
         for (uint32_t i = 0; i < parts.size(); ++i) {
-          if (uses_gemm(i)) {
+          if (uses_gemm(i) && mma) {
+            ks.push_back({key(parts[i], "gemm_mma", false),
+                          {Binding::of(0, xin), Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales),
+                           Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}});
+            steps.push_back({LinearQStep::Gemm, i});
+          } else if (uses_gemm(i)) {
             const int layout = layout_of(i);
             const bool split = part_plans[i].split;
             ks.push_back({key(parts[i], "gemm", false, split),

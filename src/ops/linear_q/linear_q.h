@@ -238,4 +238,14 @@ uint32_t gemm_split_max_n();
 uint32_t gemm_kslice(uint32_t m, uint32_t n, uint32_t k, uint32_t gs);
 constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m workgroup (x 32 threads)
 
+// The gemm route on matrix cores (linear_q_mma.wgsl): where the device has subgroup matrices
+// with an f16 x f16 -> f32 16 x 16 x 16 configuration, shader-f16, a subgroup size of exactly
+// kLinearQMmaLanes and the kernel's workgroup memory (x and weight tiles as f16, one 16 x 16 f32
+// result per subgroup), the gemm of every weight format runs there; WGRT_MMA=0 keeps the int8
+// gemm. Its sums differ from f32 math by f16 rounding of x and of the decoded weights.
+constexpr uint32_t kLinearQMmaLanes = 32;
+constexpr uint32_t kLinearQMmaWorkgroupBytes =
+    2 * (kLinearQGemmBM + kLinearQGemmBN) * 32 + 4 * (256 / kLinearQMmaLanes) * 16 * 16;
+bool gemm_takes_mma(const gpu::DeviceCaps& caps);
+
 }  // namespace wgrt::ops

@@ -250,6 +250,77 @@ struct GemmStep {
 fn b_column(lid: u32, e: u32) -> u32 { return (lid + WG * e) / select(8u, 4u, BITS == 4u || BITS == 5u); }
 fn b_word(lid: u32, e: u32) -> u32 { return (lid + WG * e) % select(8u, 4u, BITS == 4u || BITS == 5u); }
 
+// Load e of the B tile (the weight) of step k0: the raw words (lo, hi) of column
+// n0 + b_column(lid, e) (zeros past the last row).
+fn gemm_fetch_b(n0: u32, k0: u32, lid: u32, e: u32) -> vec2<u32> {
+  let n = n0 + b_column(lid, e);
+  let w = b_word(lid, e);
+  let rw = q_row_words();
+  var lo = 0u;
+  var hi = 0u;
+  if (BITS == 4u || BITS == 5u) {
+    lo = select(0x88888888u, 0u, AFFINE);  // zeros
+    if (n < p.n) {
+      lo = qw[n * rw + k0 / 8u + w];
+      if (BITS == 5u) { hi = qw[n * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
+    }
+  } else if (n < p.n) {
+    if (BITS == 6u) {
+      // Chunk c of the row: block c / 8, half h, quarter t (quant.h's Q6K, as in the gemv).
+      let c = k0 / 32u;
+      let base = n * rw + (c / 8u) * Q6K_WORDS;
+      lo = qw[base + 16u * ((c / 4u) % 2u) + 8u * ((c % 4u) % 2u) + w];
+      hi = qw[base + 32u + 8u * ((c / 4u) % 2u) + w];
+    } else if (BITS <= 3u) {
+      // The step's 32 values are plane words wq, wq + 1 of block k0 / 256; word w of the step
+      // is plane w % 4 of word wq + w / 4 (values 4w .. 4w + 3).
+      let base = n * rw + (k0 / 256u) * q23_block_words();
+      let pw = (k0 % 256u) / 16u + w / 4u;
+      lo = qw[base + pw];
+      if (BITS == 3u) { hi = qw[base + 16u + pw / 2u]; }
+    } else {
+      lo = qw[n * rw + k0 / 4u + w];
+    }
+  }
+  return vec2<u32>(lo, hi);
+}
+
+// Column n's factors for step k0 (n < p.n): s the scale (q6k, q3k: d; q2k: d), mn the min
+// (AFFINE; q2k: dmin), k6 (q6k, q3k, q2k) the two sub-block scale bytes of the step, bytes 0, 1.
+struct ColScale {
+  s: f32,
+  mn: f32,
+  k6: u32,
+}
+
+fn gemm_col_scale(n: u32, k0: u32) -> ColScale {
+  var c = ColScale(0.0, 0.0, 0u);
+  if (BITS == 6u) {
+    let ch = k0 / 32u;
+    c.s = scale_at(n * (p.k / 256u) + ch / 8u);
+    let j = 8u * ((ch / 4u) % 2u) + 2u * (ch % 4u);  // the scale of the chunk's first 16 values
+    c.k6 = qw[n * q_row_words() + (ch / 8u) * Q6K_WORDS + 48u + j / 4u] >> (8u * (j % 4u));
+  } else if (BITS <= 3u) {
+    // The step's two sub-blocks' scale bytes (q2k scale | min << 4, q3k int8) in bytes 0, 1.
+    let blk = n * (p.k / 256u) + k0 / 256u;
+    let j = (k0 % 256u) / 16u;
+    c.k6 = qw[n * q_row_words() + (k0 / 256u) * q23_block_words() + select(16u, 24u, BITS == 3u) + j / 4u] >>
+           (8u * (j % 4u));
+    if (BITS == 3u) {
+      c.s = scale_at(blk);
+    } else {
+      let dm = unpack2x16float(sc[blk]);
+      c.s = dm.x;
+      c.mn = dm.y;
+    }
+  } else {
+    let f = gv_affine(n, k0);
+    c.s = f.x;
+    c.mn = f.y;
+  }
+  return c;
+}
+
 fn gemm_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> GemmStep {
   var st: GemmStep;
   let k4 = p.k / 4u;
@@ -259,39 +330,11 @@ fn gemm_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> GemmStep {
     st.xw[e] = 0u;
     if (m0 + mm < p.m) { st.xw[e] = xq[(m0 + mm) * k4 + k0 / 4u + idx % 8u]; }
   }
-  let rw = q_row_words();
   let loads = select(4u, 2u, BITS == 4u || BITS == 5u);
   for (var e = 0u; e < loads; e++) {
-    let n = n0 + b_column(lid, e);
-    let w = b_word(lid, e);
-    var lo = 0u;
-    var hi = 0u;
-    if (BITS == 4u || BITS == 5u) {
-      lo = select(0x88888888u, 0u, AFFINE);  // zeros
-      if (n < p.n) {
-        lo = qw[n * rw + k0 / 8u + w];
-        if (BITS == 5u) { hi = qw[n * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
-      }
-    } else if (n < p.n) {
-      if (BITS == 6u) {
-        // Chunk c of the row: block c / 8, half h, quarter t (quant.h's Q6K, as in the gemv).
-        let c = k0 / 32u;
-        let base = n * rw + (c / 8u) * Q6K_WORDS;
-        lo = qw[base + 16u * ((c / 4u) % 2u) + 8u * ((c % 4u) % 2u) + w];
-        hi = qw[base + 32u + 8u * ((c / 4u) % 2u) + w];
-      } else if (BITS <= 3u) {
-        // The step's 32 values are plane words wq, wq + 1 of block k0 / 256; word w of the step
-        // is plane w % 4 of word wq + w / 4 (values 4w .. 4w + 3).
-        let base = n * rw + (k0 / 256u) * q23_block_words();
-        let pw = (k0 % 256u) / 16u + w / 4u;
-        lo = qw[base + pw];
-        if (BITS == 3u) { hi = qw[base + 16u + pw / 2u]; }
-      } else {
-        lo = qw[n * rw + k0 / 4u + w];
-      }
-    }
-    st.bw[2u * e] = lo;
-    st.bw[2u * e + 1u] = hi;
+    let b = gemm_fetch_b(n0, k0, lid, e);
+    st.bw[2u * e] = b.x;
+    st.bw[2u * e + 1u] = b.y;
   }
   st.s = 0.0;
   st.mn = 0.0;
@@ -301,32 +344,50 @@ fn gemm_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> GemmStep {
   } else if (lid < BM + BN) {
     let n = n0 + lid - BM;
     if (n < p.n) {
-      if (BITS == 6u) {
-        let c = k0 / 32u;
-        st.s = scale_at(n * (p.k / 256u) + c / 8u);
-        let j = 8u * ((c / 4u) % 2u) + 2u * (c % 4u);  // the scale of the chunk's first 16 values
-        st.k6 = qw[n * q_row_words() + (c / 8u) * Q6K_WORDS + 48u + j / 4u] >> (8u * (j % 4u));
-      } else if (BITS <= 3u) {
-        // The step's two sub-blocks' scale bytes (q2k scale | min << 4, q3k int8) in bytes 0, 1.
-        let blk = n * (p.k / 256u) + k0 / 256u;
-        let j = (k0 % 256u) / 16u;
-        st.k6 = qw[n * q_row_words() + (k0 / 256u) * q23_block_words() + select(16u, 24u, BITS == 3u) + j / 4u] >>
-                (8u * (j % 4u));
-        if (BITS == 3u) {
-          st.s = scale_at(blk);
-        } else {
-          let dm = unpack2x16float(sc[blk]);
-          st.s = dm.x;
-          st.mn = dm.y;
-        }
-      } else {
-        let f = gv_affine(n, k0);
-        st.s = f.x;
-        st.mn = f.y;
-      }
+      let c = gemm_col_scale(n, k0);
+      st.s = c.s;
+      st.mn = c.mn;
+      st.k6 = c.k6;
     }
   }
   return st;
+}
+
+// The int8 words of load e (raw words v, h of word w of its column, `live` inside the weight):
+// for 4 and 5 bits (lo, hi) hold k = 8w + 0, 2, 4, 6 and 8w + 1, 3, 5, 7 (quantize_act's order),
+// else (q, 0) holds k = 4w .. 4w + 3. Signed bytes, or unsigned for AFFINE.
+fn gemm_qwords(v: u32, h: u32, live: bool, w: u32, k0: u32) -> vec2<u32> {
+  if (BITS == 4u || BITS == 5u) {
+    var lo = v & 0x0F0F0F0Fu;
+    var hi = (v >> 4u) & 0x0F0F0F0Fu;
+    if (NL) {
+      lo = nl_bytes(lo);
+      hi = nl_bytes(hi);
+    } else if (!AFFINE) {
+      lo = q4_to_i8(lo);
+      hi = q4_to_i8(hi);
+    }
+    if (BITS == 5u) {
+      lo |= spread5(h & 0x55u);
+      hi |= spread5((h >> 1u) & 0x55u);
+    }
+    return vec2<u32>(lo, hi);
+  }
+  var q = 0u;
+  if (live) {
+    if (BITS == 6u) {
+      let t = (k0 / 32u) % 4u;
+      q = q6_to_i8(((v >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((h >> (2u * t)) & 0x03030303u) << 4u));
+    } else if (BITS <= 3u) {
+      let pw = (k0 % 256u) / 16u + w / 4u;
+      let s2 = w % 4u;
+      q = (v >> (2u * s2)) & 0x03030303u;
+      if (BITS == 3u) { q = q3_to_i8(q | (((h >> (4u * (pw % 2u) + s2)) & 0x01010101u) << 2u)); }
+    } else {
+      q = v;
+    }
+  }
+  return vec2<u32>(q, 0u);
 }
 
 // Step k0's words (fetched by gemm_fetch) into as_, bs_ (int8 quadruples) and the scales.
@@ -340,40 +401,12 @@ fn gemm_store(st: GemmStep, n0: u32, k0: u32, lid: u32) {
   for (var e = 0u; e < loads; e++) {
     let nn = b_column(lid, e);
     let w = b_word(lid, e);
-    let v = st.bw[2u * e];
-    let h = st.bw[2u * e + 1u];
+    let q = gemm_qwords(st.bw[2u * e], st.bw[2u * e + 1u], n0 + nn < p.n, w, k0);
     if (BITS == 4u || BITS == 5u) {
-      var lo = v & 0x0F0F0F0Fu;
-      var hi = (v >> 4u) & 0x0F0F0F0Fu;
-      if (NL) {
-        lo = nl_bytes(lo);
-        hi = nl_bytes(hi);
-      } else if (!AFFINE) {
-        lo = q4_to_i8(lo);
-        hi = q4_to_i8(hi);
-      }
-      if (BITS == 5u) {
-        lo |= spread5(h & 0x55u);
-        hi |= spread5((h >> 1u) & 0x55u);
-      }
-      bs_[((2u * w) * BN + nn) / 4u][nn % 4u] = lo;
-      bs_[((2u * w + 1u) * BN + nn) / 4u][nn % 4u] = hi;
+      bs_[((2u * w) * BN + nn) / 4u][nn % 4u] = q.x;
+      bs_[((2u * w + 1u) * BN + nn) / 4u][nn % 4u] = q.y;
     } else {
-      var q = 0u;
-      if (n0 + nn < p.n) {
-        if (BITS == 6u) {
-          let t = (k0 / 32u) % 4u;
-          q = q6_to_i8(((v >> (4u * (t / 2u))) & 0x0F0F0F0Fu) | (((h >> (2u * t)) & 0x03030303u) << 4u));
-        } else if (BITS <= 3u) {
-          let pw = (k0 % 256u) / 16u + w / 4u;
-          let s2 = w % 4u;
-          q = (v >> (2u * s2)) & 0x03030303u;
-          if (BITS == 3u) { q = q3_to_i8(q | (((h >> (4u * (pw % 2u) + s2)) & 0x01010101u) << 2u)); }
-        } else {
-          q = v;
-        }
-      }
-      bs_[(w * BN + nn) / 4u][nn % 4u] = q;
+      bs_[(w * BN + nn) / 4u][nn % 4u] = q.x;
     }
   }
   if (lid < BM) {
