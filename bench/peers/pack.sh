@@ -5,6 +5,8 @@
 #   peer/llama.tar.xz                 llama.cpp's Vulkan build + peer_bench, peer_quantize
 #                                     (bench/peers/setup.sh)
 #   peer/ggml-vocab-llama-bpe.gguf.xz the llama3 vocabulary the model files copy
+#   peer/llama-src.tar.xz             (PEER_CUDA=1) the same release's sources, for
+#                                     bench/peers/cuda-build.sh on the GPU machine (3 MiB)
 # and checks the whole stays under the 64 MiB a device call carries.
 #
 #   bench/peers/pack.sh [BUILD_DIR] [PROGRAM...]   # default build; into .carry-peers/ (or $WGRT_CARRY)
@@ -28,6 +30,14 @@ if [ ! -f "$tarball" ] || [ -n "$(find "$lib" -newer "$tarball" -print -quit)" ]
   mv "$tarball.tmp" "$tarball"
 fi
 [ -f "$carry/peer/ggml-vocab-llama-bpe.gguf.xz" ] || xz -T2 -6 -c "$vocab" >"$carry/peer/ggml-vocab-llama-bpe.gguf.xz"
+if [ -n "${PEER_CUDA:-}" ] && [ ! -f "$carry/peer/llama-src.tar.xz" ]; then
+  tmp=$(mktemp -d)
+  tar -xzf "$root/.deps/npm/node-llama-cpp-3.21.1.tgz" -C "$tmp" package/llama/gitRelease.bundle
+  git clone -q --no-checkout "$tmp/package/llama/gitRelease.bundle" "$tmp/repo" 2>/dev/null
+  git -C "$tmp/repo" archive HEAD CMakeLists.txt cmake include src ggml vendor LICENSE licenses |
+    xz -T2 -6 >"$carry/peer/llama-src.tar.xz"
+  rm -rf "$tmp"
+fi
 # Last, so its MANIFEST lists the peer's files too.
 WGRT_CARRY="$carry" bash tools/device-pack.sh "$build" wgrt wgrt_make_model "$@"
 

@@ -20,6 +20,8 @@
 #   PEER_PARALLEL  wgrt's batched tg rows (`--parallel`, default "1,8"; empty: none): N sequences
 #                  decoding together on one graph, in a table of their own (llama.cpp has none)
 #   WGRT_EXTRA     more `wgrt bench` flags, e.g. "--profile" (its report lands in the step's log)
+#   PEER_CUDA=1    llama.cpp's CUDA backend too, built here first (bench/peers/cuda-build.sh,
+#                  ~260 s; pack with PEER_CUDA=1): its rows beside the Vulkan ones
 #   PEER_SMALL=1   the tiny shape and tests -p 32 -n 8 -d 0,64 -r 2, to check the script on
 #                  lavapipe (also set VK_DRIVER_FILES to lavapipe's ICD there)
 set -uo pipefail
@@ -70,6 +72,9 @@ step() {
 } >"$out/machine.txt" 2>&1
 log "ready: $(head -1 "$out/machine.txt")"
 
+cuda=/tmp/wgrt-peer-cuda
+[ -n "${PEER_CUDA:-}" ] && step cuda-build "$out/cuda-build.out" bash bench/peers/cuda-build.sh "$cuda"
+
 for preset in "${presets[@]}"; do
   f16="$work/$preset-f16.gguf"
   step "$preset-make-f16" "$out/$preset-make-f16.out" \
@@ -88,6 +93,8 @@ for preset in "${presets[@]}"; do
     step "$name.peer" "$out/$name.peer.jsonl" "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
     step "$name.peer-nocm" "$out/$name.peer-nocm.jsonl" \
       env GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_COOPMAT2=1 "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
+    [ -x "$cuda/peer_bench" ] &&
+      step "$name.peer-cuda" "$out/$name.peer-cuda.jsonl" "$cuda/peer_bench" -m "$file" "${tests[@]}" -o jsonl
     rm -f "$file"
   done
   rm -f "$f16"

@@ -7,7 +7,8 @@ file's size, its tensors' size, and what wgrt keeps on the GPU.
 
   python3 bench/peers/table.py OUT_DIR > OUT_DIR/table.md
 
-Reads OUT_DIR/<file>.wgrt.jsonl, <file>.peer.jsonl, <file>.peer-nocm.jsonl (rows of
+Reads OUT_DIR/<file>.wgrt.jsonl, <file>.peer.jsonl, <file>.peer-nocm.jsonl, <file>.peer-cuda.jsonl
+(llama.cpp's CUDA backend, when run: two more columns) (rows of
 `wgrt bench -o jsonl` and peer_bench), OUT_DIR/files.tsv (file, bytes) and machine.txt.
 Standard library only (the GPU machine has no package registry)."""
 import json
@@ -81,20 +82,26 @@ def main(out_dir):
                 name, size = line.split("\t")
                 files.append(name)
                 sizes[name] = int(size)
-    print("| model file | test | wgrt | llama.cpp best | llama.cpp no coopmat | wgrt / best | wgrt / no coopmat |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    cuda_any = any(rows(os.path.join(out_dir, f"{n}.peer-cuda.jsonl")) for n in files)
+    cuda_head = (" llama.cpp CUDA | wgrt / CUDA |", "---:|---:|") if cuda_any else ("", "")
+    print("| model file | test | wgrt | llama.cpp best | llama.cpp no coopmat | wgrt / best | wgrt / no coopmat |"
+          + cuda_head[0])
+    print("|---|---|---:|---:|---:|---:|---:|" + cuda_head[1])
     facts = []
     for name in files:
         w = rows(os.path.join(out_dir, f"{name}.wgrt.jsonl"))
         cm = rows(os.path.join(out_dir, f"{name}.peer.jsonl"))
         nocm = rows(os.path.join(out_dir, f"{name}.peer-nocm.jsonl"))
+        cu = rows(os.path.join(out_dir, f"{name}.peer-cuda.jsonl"))
         tests = [t for t in dict.fromkeys([*w, *cm, *nocm]) if not w.get(t, {}).get("batched")]
         for i, t in enumerate(tests):
             a, b, c = w.get(t), cm.get(t), nocm.get(t)
             best = max([x for x in (b, c) if x], key=lambda x: x["avg_ts"], default=None)
             which = "" if not best else (" (coopmat)" if best is b else " (no coopmat)")
             label = name if i == 0 else ""
-            print(f"| {label} | {t} | {ts(a)} | {ts(best)}{which} | {ts(c)} | {ratio(a, best)} | {ratio(a, c)} |")
+            cuda_cols = f" {ts(cu.get(t))} | {ratio(a, cu.get(t))} |" if cuda_any else ""
+            print(f"| {label} | {t} | {ts(a)} | {ts(best)}{which} | {ts(c)} | {ratio(a, best)} | {ratio(a, c)} |"
+                  + cuda_cols)
         any_w = next(iter(w.values()), None)
         any_p = next(iter(cm.values()), None) or next(iter(nocm.values()), None)
         facts.append((name, sizes.get(name), any_p["model_size"] if any_p else None,
