@@ -92,6 +92,12 @@ TEST(ModelFile, GgufSizesPastThirtyTwoBitsRefused) {
     EXPECT_NE(e.find(fmt::format("'{}' = 4294967302 is past 32 bits", key)), std::string::npos) << key << ": " << e;
     EXPECT_NE(e.find("hint"), std::string::npos) << e;
   }
+  // Each fits 32 bits, their products do not: 2^26 heads of 64 would make q 2^32 rows.
+  GgufWriter w = make_random_model(RandomModelSpec{});
+  gguf_set_u32(w, "llama.attention.head_count", 1u << 26);
+  gguf_set_u32(w, "llama.attention.head_count_kv", 1u << 26);
+  std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "heads.gguf"); });
+  EXPECT_NE(e.find("past 32-bit sizes"), std::string::npos) << e;
 }
 
 // Every float hyperparameter is finite, positive and within float's range.
