@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cfloat>
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <optional>
 
 namespace wgrt::model {
 
@@ -54,8 +57,47 @@ void validate_config(const ModelConfig& c, const std::string& where) {
   if (c.head_dim > kMaxHeadDim) bad(fmt::format("head_dim {} is past {}", c.head_dim, kMaxHeadDim));
   if (!c.rope_freq_factors.empty() && c.rope_freq_factors.size() != c.head_dim / 2)
     bad(fmt::format("{} rope frequency factors for head_dim {}", c.rope_freq_factors.size(), c.head_dim));
-  if (!(c.norm_eps > 0) || !(c.rope_theta > 0)) bad("norm epsilon and rope theta must be positive");
+  if (!(c.norm_eps > 0) || !(c.rope_theta > 0) || !std::isfinite(c.norm_eps) || !std::isfinite(c.rope_theta))
+    bad(fmt::format("norm epsilon {} and rope theta {} must be finite and positive", c.norm_eps, c.rope_theta));
+  for (size_t i = 0; i < c.rope_freq_factors.size(); ++i)
+    if (!(c.rope_freq_factors[i] > 0) || !std::isfinite(c.rope_freq_factors[i]))
+      bad(fmt::format("rope frequency factor {} is {}, not a finite positive number", i, c.rope_freq_factors[i]));
+  // The q|k|v rows and the gate|up rows are fused into one weight: their counts must fit 32 bits.
+  const uint64_t qkv_rows = (uint64_t(c.n_heads) + 2 * uint64_t(c.n_kv_heads)) * c.head_dim;
+  if (qkv_rows > std::numeric_limits<uint32_t>::max() || 2 * uint64_t(c.ff) > std::numeric_limits<uint32_t>::max())
+    bad(fmt::format("{} heads and {} kv heads of {} and a feed-forward width of {} are past 32-bit sizes", c.n_heads,
+                    c.n_kv_heads, c.head_dim, c.ff));
 }
+
+namespace {
+
+// A float hyperparameter (`what` names its key): finite, positive and inside float's range,
+// else ModelError. Returns it as a float.
+float positive_float(double v, const std::string& what, const std::string& path) {
+  if (!(v > 0) || !(v <= FLT_MAX) || float(v) == 0)
+    throw ModelError(fmt::format("{}: {} = {} is not a finite positive number within float's range (hint: the "
+                                 "model's configuration is corrupt)", path, what, v));
+  return float(v);
+}
+
+// A GGUF integer key as a uint32_t: a value past 32 bits is refused, never truncated.
+uint32_t gguf_u32(const GgufFile& f, const std::string& key, std::optional<uint32_t> fallback = std::nullopt) {
+  const std::optional<uint64_t> v = fallback ? f.opt_uint(key) : std::optional<uint64_t>(f.get_uint(key));
+  if (!v) return *fallback;
+  if (*v > std::numeric_limits<uint32_t>::max())
+    throw ModelError(fmt::format("{}: metadata key '{}' = {} is past 32 bits (at most {}) (hint: the file is "
+                                 "corrupt)", f.path, key, *v, std::numeric_limits<uint32_t>::max()));
+  return uint32_t(*v);
+}
+
+// A size wgrt derived from the file (a tensor's dim, an array's length) as a uint32_t.
+uint32_t derived_u32(const GgufFile& f, uint64_t v, const std::string& what) {
+  if (v > std::numeric_limits<uint32_t>::max())
+    throw ModelError(fmt::format("{}: {} = {} is past 32 bits (hint: the file is corrupt)", f.path, what, v));
+  return uint32_t(v);
+}
+
+}  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& f) {
   std::string a = f.get_string("general.architecture");
@@ -68,19 +110,22 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported (hint: wgrt runs llama, "
                                  "mistral, qwen2 and qwen3 models)", f.path, a));
   auto key = [&](const char* k) { return a + "." + k; };
-  c.dim = uint32_t(f.get_uint(key("embedding_length")));
-  c.n_layers = uint32_t(f.get_uint(key("block_count")));
-  c.ff = uint32_t(f.get_uint(key("feed_forward_length")));
-  c.n_heads = uint32_t(f.get_uint(key("attention.head_count")));
-  c.n_kv_heads = uint32_t(f.opt_uint(key("attention.head_count_kv")).value_or(c.n_heads));
-  c.n_ctx_train = uint32_t(f.opt_uint(key("context_length")).value_or(4096));
-  c.norm_eps = float(f.get_float(key("attention.layer_norm_rms_epsilon")));
-  c.rope_theta = float(f.opt_float(key("rope.freq_base")).value_or(10000.0));
-  c.head_dim = uint32_t(f.opt_uint(key("attention.key_length")).value_or(c.n_heads ? c.dim / c.n_heads : 0));
-  if (auto n = f.opt_uint(key("vocab_size"))) c.n_vocab = uint32_t(*n);
-  else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->dims.size() == 2) c.n_vocab = uint32_t(t->dims[1]);
-  else if (f.find("tokenizer.ggml.tokens")) c.n_vocab = uint32_t(f.get_array("tokenizer.ggml.tokens").size());
-  c.sliding_window = uint32_t(f.opt_uint(key("attention.sliding_window")).value_or(0));
+  c.dim = gguf_u32(f, key("embedding_length"));
+  c.n_layers = gguf_u32(f, key("block_count"));
+  c.ff = gguf_u32(f, key("feed_forward_length"));
+  c.n_heads = gguf_u32(f, key("attention.head_count"));
+  c.n_kv_heads = gguf_u32(f, key("attention.head_count_kv"), c.n_heads);
+  c.n_ctx_train = gguf_u32(f, key("context_length"), 4096);
+  const std::string eps = key("attention.layer_norm_rms_epsilon"), theta = key("rope.freq_base");
+  c.norm_eps = positive_float(f.get_float(eps), fmt::format("metadata key '{}'", eps), f.path);
+  c.rope_theta = positive_float(f.opt_float(theta).value_or(10000.0), fmt::format("metadata key '{}'", theta), f.path);
+  c.head_dim = gguf_u32(f, key("attention.key_length"), c.n_heads ? c.dim / c.n_heads : 0);
+  if (f.find(key("vocab_size"))) c.n_vocab = gguf_u32(f, key("vocab_size"));
+  else if (const auto* t = f.find_tensor("token_embd.weight"); t && t->dims.size() == 2)
+    c.n_vocab = derived_u32(f, t->dims[1], "tensor 'token_embd.weight' dim 1 (the vocabulary)");
+  else if (f.find("tokenizer.ggml.tokens"))
+    c.n_vocab = derived_u32(f, f.get_array("tokenizer.ggml.tokens").size(), "the length of 'tokenizer.ggml.tokens'");
+  c.sliding_window = gguf_u32(f, key("attention.sliding_window"), 0);
   // GGUF stores llama/mistral q and k permuted for interleaved pairs; qwen keeps HF's halves.
   c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
@@ -99,17 +144,26 @@ ModelConfig config_from_gguf(const GgufFile& f) {
 
 namespace {
 
-uint32_t hf_uint(const nlohmann::json& j, const char* k, const std::string& path) {
+// A config.json integer as a uint32_t (`fallback` where the key is absent or null): past 32 bits
+// is refused, never truncated.
+uint32_t hf_uint(const nlohmann::json& j, const char* k, const std::string& path,
+                 std::optional<uint32_t> fallback = std::nullopt) {
+  if (fallback && (!j.contains(k) || j[k].is_null())) return *fallback;
   if (!j.contains(k) || !j[k].is_number_unsigned())
     throw ModelError(fmt::format("{}: \"{}\" is missing or not a non-negative integer (hint: a Hugging "
                                  "Face config.json of a supported model has it)", path, k));
-  return j[k].get<uint32_t>();
+  const uint64_t v = j[k].get<uint64_t>();
+  if (v > std::numeric_limits<uint32_t>::max())
+    throw ModelError(fmt::format("{}: \"{}\" = {} is past 32 bits (at most {}) (hint: the config is corrupt)", path,
+                                 k, v, std::numeric_limits<uint32_t>::max()));
+  return uint32_t(v);
 }
 
+// A config.json float hyperparameter: finite and positive (`fallback` where absent or null).
 float hf_float(const nlohmann::json& j, const char* k, float fallback, const std::string& path) {
   if (!j.contains(k) || j[k].is_null()) return fallback;
   if (!j[k].is_number()) throw ModelError(fmt::format("{}: \"{}\" is not a number", path, k));
-  return j[k].get<float>();
+  return positive_float(j[k].get<double>(), fmt::format("\"{}\"", k), path);
 }
 
 bool hf_bool(const nlohmann::json& j, const char* k, bool fallback, const std::string& path) {
@@ -145,17 +199,16 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   c.dim = hf_uint(j, "hidden_size", path);
   c.n_layers = hf_uint(j, "num_hidden_layers", path);
   c.n_heads = hf_uint(j, "num_attention_heads", path);
-  c.n_kv_heads = j.contains("num_key_value_heads") ? hf_uint(j, "num_key_value_heads", path) : c.n_heads;
+  c.n_kv_heads = hf_uint(j, "num_key_value_heads", path, c.n_heads);
   c.ff = hf_uint(j, "intermediate_size", path);
-  c.head_dim = j.contains("head_dim") && !j["head_dim"].is_null() ? hf_uint(j, "head_dim", path)
-                                                                   : (c.n_heads ? c.dim / c.n_heads : 0);
-  c.n_ctx_train = j.contains("max_position_embeddings") ? hf_uint(j, "max_position_embeddings", path) : 4096;
+  c.head_dim = hf_uint(j, "head_dim", path, c.n_heads ? c.dim / c.n_heads : 0);
+  c.n_ctx_train = hf_uint(j, "max_position_embeddings", path, 4096);
   c.norm_eps = hf_float(j, "rms_norm_eps", 1e-6f, path);
   c.rope_theta = hf_float(j, "rope_theta", 10000.f, path);
   // Qwen2 configs carry a sliding_window that use_sliding_window (false) turns off.
   if (auto it = j.find("sliding_window");
       it != j.end() && it->is_number_unsigned() && hf_bool(j, "use_sliding_window", c.arch == Arch::Mistral, path))
-    c.sliding_window = it->get<uint32_t>();
+    c.sliding_window = hf_uint(j, "sliding_window", path);
   c.rope_neox = true;  // HF rotates halves
   c.tied_embeddings = hf_bool(j, "tie_word_embeddings", false, path);
   c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path);
@@ -166,10 +219,13 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
     if (type.empty()) type = hf_string(s, "type", path);
     if (type == "llama3") {
       validate_config(c, path);  // head_dim sizes the factors: checked first
-      c.rope_freq_factors = llama3_freq_factors(
-          c.head_dim, c.rope_theta, hf_float(s, "factor", 8.f, path), hf_float(s, "low_freq_factor", 1.f, path),
-          hf_float(s, "high_freq_factor", 4.f, path),
-          s.contains("original_max_position_embeddings") ? hf_uint(s, "original_max_position_embeddings", path) : 8192);
+      const float low = hf_float(s, "low_freq_factor", 1.f, path), high = hf_float(s, "high_freq_factor", 4.f, path);
+      if (!(high > low))
+        throw ModelError(fmt::format("{}: rope_scaling's high_freq_factor {} is not above its low_freq_factor {} "
+                                     "(hint: llama3 scaling blends between the two; the config is corrupt)",
+                                     path, high, low));
+      c.rope_freq_factors = llama3_freq_factors(c.head_dim, c.rope_theta, hf_float(s, "factor", 8.f, path), low, high,
+                                                hf_uint(s, "original_max_position_embeddings", path, 8192));
     } else if (!type.empty() && type != "default") {
       throw ModelError(fmt::format("{}: rope_scaling type '{}' is not supported (hint: wgrt supports llama3 "
                                    "scaling)", path, type));

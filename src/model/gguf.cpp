@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "model/mapped_file.h"
+#include "model/shape.h"
 
 namespace wgrt::model {
 
@@ -82,6 +84,10 @@ size_t min_encoded_size(GgufType t) {
 }
 
 bool known_type(uint32_t t) { return t <= uint32_t(GgufType::F64); }
+
+// Past any real tensor (the largest are ~2^31 elements), low enough that sizes derived from
+// a tensor's element count stay far from overflow.
+constexpr uint64_t kMaxTensorElements = uint64_t(1) << 50;
 
 // One scalar, widened: ints to int64 (u64 kept as bits), floats to double.
 void read_scalar(Cursor& c, GgufType t, const std::string& field, int64_t& i, double& f) {
@@ -211,22 +217,38 @@ GgufFile parse(const uint8_t* base, size_t size, const std::string& name) {
     f.alignment = *al;
   }
 
+  // Tensor names seen so far (views into the file), each with its index: a lookup per tensor
+  // keeps the duplicate check at n log n comparisons. Ordered rather than hashed, so that names
+  // crafted to collide under std::hash (a fixed-seed MurmurHash) cannot make it quadratic.
+  std::map<std::string_view, uint64_t> seen;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensorInfo t;
+    const size_t name_at = c.pos;
     t.name = c.read_string(fmt::format("tensor #{} name", i));
+    if (auto [it, fresh] = seen.try_emplace(std::string_view(reinterpret_cast<const char*>(base + name_at + 8),
+                                                             t.name.size()), i);
+        !fresh) {
+      c.pos = name_at;
+      c.fail(fmt::format("tensor #{} '{}'", i, t.name), fmt::format("name appears twice (first as tensor #{})", it->second),
+             "the file is corrupt");
+    }
     std::string field = fmt::format("tensor '{}'", t.name);
     uint32_t n_dims = c.read<uint32_t>(field + " dim count");
     if (n_dims == 0 || n_dims > 4)
       c.fail(field + " dim count", fmt::format("{} dims", n_dims), "tensors have 1 to 4 dims");
-    t.n_elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      uint64_t dim = c.read<uint64_t>(fmt::format("{} dim {}", field, d));
-      if (dim == 0 || dim > (uint64_t(1) << 40) || t.n_elements > (uint64_t(1) << 50) / dim)
-        c.fail(fmt::format("{} dim {}", field, d), fmt::format("size {}", dim),
-               "dims are non-zero and the tensor below 2^50 elements");
-      t.dims.push_back(dim);
-      t.n_elements *= dim;
+    const size_t dims_at = c.pos;
+    for (uint32_t d = 0; d < n_dims; ++d) t.dims.push_back(c.read<uint64_t>(fmt::format("{} dim {}", field, d)));
+    // The whole shape is read first, so a refusal shows all of it.
+    const std::optional<uint64_t> n = shape_elements(t.dims);
+    bool zero = false;
+    for (uint64_t d : t.dims) zero = zero || d == 0;
+    if (zero || !n || *n > kMaxTensorElements) {
+      c.pos = dims_at;
+      c.fail(field + " shape", fmt::format("{} {}", shape_str(t.dims), zero ? "has a zero dim" : !n ? "overflows 64 bits"
+                                                                          : fmt::format("has {} elements", *n)),
+             "dims are non-zero and a tensor has fewer than 2^50 elements; the file is corrupt");
     }
+    t.n_elements = *n;
     uint32_t type = c.read<uint32_t>(field + " type");
     const GgmlTypeInfo* info = ggml_type_info(type);
     if (!info)
@@ -235,13 +257,15 @@ GgufFile parse(const uint8_t* base, size_t size, const std::string& name) {
     if (t.dims[0] % info->block_elems)
       c.fail(field, fmt::format("row of {} elements is not a whole number of {} blocks ({} each)",
                                 t.dims[0], info->name, info->block_elems), "the file is corrupt");
-    t.n_bytes = t.n_elements / info->block_elems * info->block_bytes;
+    const std::optional<uint64_t> bytes = checked_mul(t.n_elements / info->block_elems, info->block_bytes);
+    if (!bytes)
+      c.fail(field, fmt::format("{} of shape {} overflows 64 bits of bytes", info->name, shape_str(t.dims)),
+             "the file is corrupt");
+    t.n_bytes = *bytes;
     t.offset = c.read<uint64_t>(field + " offset");
     if (t.offset % f.alignment)
       c.fail(field + " offset", fmt::format("offset {} is not a multiple of the alignment {}", t.offset, f.alignment),
              "the file is corrupt");
-    for (const auto& other : f.tensors)
-      if (other.name == t.name) c.fail(field, "name appears twice", "the file is corrupt");
     f.tensors.push_back(std::move(t));
   }
 

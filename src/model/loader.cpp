@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "ops/embedding/embedding.h"
 #include "ops/linear/linear.h"
@@ -311,7 +312,7 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
     std::vector<std::vector<uint32_t>> orders;
   };
   std::vector<Group> groups;
-  uint32_t n = 0;
+  uint64_t n_rows = 0;
   for (size_t i = 0; i < names.size(); ++i) {
     const WeightView& w = take(l, names[i], {k, rows[i]});
     ops::QuantFormat f{};
@@ -321,8 +322,12 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
     groups.back().parts.push_back(&w);
     groups.back().rows.push_back(rows[i]);
     groups.back().orders.push_back(orders[i]);
-    n += rows[i];
+    n_rows += rows[i];
   }
+  if (n_rows > std::numeric_limits<uint32_t>::max())
+    throw ModelError(fmt::format("{}: the fused weight's {} rows are past 32 bits (hint: the model's configuration "
+                                 "is corrupt)", names[0], n_rows));
+  const uint32_t n = uint32_t(n_rows);
   if (layout == FuseLayout::SwiGlu &&
       (groups.size() != 1 || names.size() != 2 || rows[0] != rows[1] || rows[0] % 16 != 0))
     return std::nullopt;

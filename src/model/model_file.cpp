@@ -6,17 +6,20 @@
 #include <fstream>
 #include <regex>
 
+#include "model/shape.h"
+
 namespace wgrt::model {
 
 uint64_t WeightView::n_elements() const {
-  uint64_t n = 1;
-  for (auto d : dims) n *= d;
-  return n;
+  // The readers refused shapes whose size overflows; a view made otherwise is a bug.
+  const std::optional<uint64_t> n = shape_elements(dims);
+  if (!n) throw std::logic_error(fmt::format("weight '{}': shape {} overflows 64 bits", name, shape_str(dims)));
+  return *n;
 }
 
 namespace {
 
-std::string dims_str(const std::vector<uint64_t>& d) { return fmt::format("[{}]", fmt::join(d, ", ")); }
+std::string dims_str(const std::vector<uint64_t>& d) { return shape_str(d); }
 
 // Hugging Face names -> GGUF names ("" for tensors wgrt does not use).
 std::string gguf_name(const std::string& hf) {
@@ -70,6 +73,7 @@ ModelFile open_hf_dir(const std::string& dir) {
   }
   mf.config = config_from_hf(j, cfg.string());
   mf.checkpoint = open_safetensors_dir(dir);
+  std::map<std::string, std::string, std::less<>> source;  // weight name -> checkpoint name
   for (const StTensor& t : mf.checkpoint->tensors) {
     // A name wgrt does not map keeps its own, so the loader's every-tensor check names it;
     // rotary tables some checkpoints carry are recomputed, not read.
@@ -82,6 +86,11 @@ ModelFile open_hf_dir(const std::string& dir) {
     w.dims.assign(t.shape.rbegin(), t.shape.rend());
     w.data = t.data;
     w.n_bytes = t.n_bytes;
+    // Two checkpoint names that map to one (a Hugging Face name and its GGUF name, say)
+    // would leave one of them silently unread.
+    if (auto [it, fresh] = source.try_emplace(name, t.name); !fresh)
+      throw ModelError(fmt::format("{}: tensors '{}' and '{}' both load as '{}' (hint: the checkpoint holds one weight "
+                                   "twice under different names)", t.file, it->second, t.name, name));
     mf.weights.emplace(name, std::move(w));
   }
   fs::path tok = fs::path(dir) / "tokenizer.json";

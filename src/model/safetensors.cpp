@@ -9,6 +9,7 @@
 #include <set>
 
 #include "model/mapped_file.h"
+#include "model/shape.h"
 
 namespace wgrt::model {
 
@@ -33,7 +34,12 @@ namespace {
   throw SafetensorsError(fmt::format("{}: {} (hint: {})", file, what, hint));
 }
 
-void parse_file(const std::string& path, StCheckpoint& ck) {
+// Past any real tensor's dim (the largest are ~2^18).
+constexpr uint64_t kMaxDim = uint64_t(1) << 40;
+
+// `seen`: the names of the checkpoint's tensors so far (a lookup per tensor keeps the duplicate
+// check across shards at n log n; ordered, so crafted hash collisions cannot slow it).
+void parse_file(const std::string& path, StCheckpoint& ck, std::set<std::string, std::less<>>& seen) {
   std::shared_ptr<Mapping> m;
   try {
     m = map_file(path);
@@ -71,15 +77,20 @@ void parse_file(const std::string& path, StCheckpoint& ck) {
     else if (dtype == "F16") t.dtype = StDtype::F16, elem = 2;
     else if (dtype == "BF16") t.dtype = StDtype::BF16, elem = 2;
     else fail(path, fmt::format("{} has dtype {}", where, dtype), "wgrt loads F32, F16 and BF16 checkpoints");
-    uint64_t n = 1;
     if (!info["shape"].is_array() || info["shape"].size() > 4)
       fail(path, where + " shape is not an array of at most 4 dims", "the header is corrupt");
     for (auto& d : info["shape"]) {
-      if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
-        fail(path, where + " has a bad dim", "the header is corrupt");
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > kMaxDim)
+        fail(path, fmt::format("{} dim {} is {}, not an integer from 0 to 2^40", where, t.shape.size(), d.dump()),
+             "the header is corrupt");
       t.shape.push_back(d.get<uint64_t>());
-      n *= t.shape.back();
     }
+    // Checked products: a shape whose byte size wraps 64 bits must not pass for a small one.
+    const std::optional<uint64_t> n = shape_elements(t.shape);
+    const std::optional<uint64_t> n_bytes = n ? checked_mul(*n, elem) : std::nullopt;
+    if (!n_bytes)
+      fail(path, fmt::format("{} of shape {} ({}) takes more than 2^64 bytes", where, shape_str(t.shape), dtype),
+           "the header is corrupt");
     auto& off = info["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       fail(path, where + " data_offsets is not [begin, end]", "the header is corrupt");
@@ -87,12 +98,13 @@ void parse_file(const std::string& path, StCheckpoint& ck) {
     if (b > e || e > data_size)
       fail(path, fmt::format("{} data [{}, {}) runs past the {} data bytes", where, b, e, data_size),
            "the file is truncated");
-    if (e - b != n * elem)
-      fail(path, fmt::format("{} holds {} bytes, but {} of {} need {}", where, e - b, n, dtype, n * elem),
+    if (e - b != *n_bytes)
+      fail(path, fmt::format("{} holds {} bytes, but shape {} of {} needs {}", where, e - b, shape_str(t.shape), dtype,
+                             *n_bytes),
            "the header is corrupt");
     t.data = base + data_start + b;
     t.n_bytes = e - b;
-    if (ck.find(name)) fail(path, where + " appears twice in the checkpoint", "the shards overlap");
+    if (!seen.insert(name).second) fail(path, where + " appears twice in the checkpoint", "the shards overlap");
     ck.tensors.push_back(std::move(t));
   }
   ck.mappings.push_back(std::move(m));
@@ -102,7 +114,8 @@ void parse_file(const std::string& path, StCheckpoint& ck) {
 
 StCheckpoint open_safetensors(const std::string& path) {
   StCheckpoint ck;
-  parse_file(path, ck);
+  std::set<std::string, std::less<>> seen;
+  parse_file(path, ck, seen);
   return ck;
 }
 
@@ -110,6 +123,7 @@ StCheckpoint open_safetensors_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path index = fs::path(dir) / "model.safetensors.index.json";
   StCheckpoint ck;
+  std::set<std::string, std::less<>> seen;
   if (fs::exists(index)) {
     std::ifstream in(index);
     nlohmann::json j;
@@ -126,9 +140,9 @@ StCheckpoint open_safetensors_dir(const std::string& dir) {
         throw SafetensorsError(fmt::format("{}: weight_map['{}'] is not a file name in the directory", index.string(), name));
       shards.insert(file.get<std::string>());
     }
-    for (const auto& s : shards) parse_file((fs::path(dir) / s).string(), ck);
+    for (const auto& s : shards) parse_file((fs::path(dir) / s).string(), ck, seen);
     for (auto& [name, file] : j["weight_map"].items())
-      if (!ck.find(name))
+      if (!seen.count(name))
         throw SafetensorsError(fmt::format("{}: '{}' is listed in {} but not found there", index.string(), name,
                                            file.get<std::string>()));
     return ck;
@@ -137,7 +151,7 @@ StCheckpoint open_safetensors_dir(const std::string& dir) {
   if (!fs::exists(single))
     throw SafetensorsError(fmt::format("{}: neither model.safetensors nor model.safetensors.index.json "
                                        "(hint: point -m at a Hugging Face model directory)", dir));
-  parse_file(single.string(), ck);
+  parse_file(single.string(), ck, seen);
   return ck;
 }
 

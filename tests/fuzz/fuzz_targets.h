@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -173,6 +174,13 @@ inline void check_round_trip(const tokenizer::Tokenizer& tok, std::string_view t
 
 // ---- targets -----------------------------------------------------------------------------------
 
+// What an accepted config promises the graph builders: finite positive float hyperparameters.
+inline void check_config(const model::ModelConfig& c) {
+  check(std::isfinite(c.norm_eps) && c.norm_eps > 0, "norm epsilon is not finite and positive");
+  check(std::isfinite(c.rope_theta) && c.rope_theta > 0, "rope theta is not finite and positive");
+  for (float f : c.rope_freq_factors) check(std::isfinite(f) && f > 0, "a rope frequency factor is not finite and positive");
+}
+
 inline void fuzz_gguf(std::span<const uint8_t> data) {
   model::GgufFile f;
   try {
@@ -184,7 +192,12 @@ inline void fuzz_gguf(std::span<const uint8_t> data) {
     check(t.data >= data.data() && t.n_bytes <= size_t(data.data() + data.size() - t.data),
           "tensor '" + t.name + "' lies outside the file");
   try {
-    model::validate_config(model::config_from_gguf(f), f.path);
+    const model::ModelConfig c = model::config_from_gguf(f);
+    model::validate_config(c, f.path);
+    check_config(c);
+    const std::string arch = f.get_string("general.architecture");
+    check(c.n_layers == f.get_uint(arch + ".block_count"), "the block count was truncated");
+    check(c.dim == f.get_uint(arch + ".embedding_length"), "the embedding length was truncated");
   } catch (const model::GgufError&) {
   } catch (const model::ModelError&) {
   }
@@ -240,10 +253,13 @@ inline void fuzz_safetensors(std::span<const uint8_t> data) {
   try {
     const model::ModelFile m = model::open_model(dir);
     model::validate_config(m.config, dir);
+    check_config(m.config);
     for (const model::StTensor& t : m.checkpoint->tensors) {
-      uint64_t elems = 1;
+      uint64_t elems = 1, bytes = 0;
       for (uint64_t d : t.shape) check(!__builtin_mul_overflow(elems, d, &elems), "tensor '" + t.name + "': shape overflows");
-      check(elems * (t.dtype == model::StDtype::F32 ? 4 : 2) == t.n_bytes, "tensor '" + t.name + "': bytes and shape disagree");
+      check(!__builtin_mul_overflow(elems, uint64_t(t.dtype == model::StDtype::F32 ? 4 : 2), &bytes),
+            "tensor '" + t.name + "': its byte size overflows");
+      check(bytes == t.n_bytes, "tensor '" + t.name + "': bytes and shape disagree");
     }
     for (const auto& [name, w] : m.weights)
       if (w.n_elements() <= kMaxDequantElements) model::weight_to_f32(w);

@@ -4,9 +4,11 @@
 // Usage: wgrt_fuzz_seeds <corpus dir>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "fuzz_targets.h"
@@ -50,7 +52,8 @@ model::GgufWriter gpt2_vocab() {
 }
 
 std::string random_model(model::Arch arch, model::GgmlType matrix, model::GgmlType embd, bool tied,
-                         const model::GgufWriter& vocab) {
+                         const model::GgufWriter& vocab,
+                         const std::function<void(model::GgufWriter&)>& edit = {}) {
   const std::vector<uint8_t> vocab_bytes = model::gguf_serialize(vocab);
   const model::GgufFile vocab_file = model::parse_gguf(vocab_bytes, "vocab");
   model::RandomModelSpec s;
@@ -60,7 +63,9 @@ std::string random_model(model::Arch arch, model::GgmlType matrix, model::GgmlTy
   s.embd_type = embd;
   s.tied_embeddings = tied;
   s.vocab_from = &vocab_file;
-  return as_string(model::gguf_serialize(model::make_random_model(s)));
+  model::GgufWriter w = model::make_random_model(s);
+  if (edit) edit(w);
+  return as_string(model::gguf_serialize(w));
 }
 
 std::vector<uint8_t> f32_bytes(size_t n, size_t elem) {
@@ -139,6 +144,29 @@ int main(int argc, char** argv) {
         random_model(model::Arch::Qwen2, model::GgmlType::Q4_0, model::GgmlType::F32, true, gpt2_vocab()));
   write(root / "gguf/seed-vocab-spm", as_string(model::gguf_serialize(spm_vocab())));
   write(root / "gguf/seed-vocab-gpt2", as_string(model::gguf_serialize(gpt2_vocab())));
+
+  // Inputs the loader once took wrongly: a size past 32 bits (read as 6 layers), an infinite
+  // epsilon, two tensors of one name; a [2^31, 2^31] F32 tensor of 0 bytes (its byte size
+  // wrapped 64 bits) and an epsilon that is infinite as a float.
+  write(root / "gguf/regress-block-count-past-32-bits",
+        random_model(model::Arch::Llama, model::GgmlType::Q8_0, model::GgmlType::F16, false, spm_vocab(),
+                     [](model::GgufWriter& w) {
+                       model::gguf_set(w, "llama.block_count", {model::GgufType::U64, (uint64_t(1) << 32) + 1});
+                     }));
+  write(root / "gguf/regress-epsilon-infinite",
+        random_model(model::Arch::Llama, model::GgmlType::Q8_0, model::GgmlType::F16, false, spm_vocab(),
+                     [](model::GgufWriter& w) {
+                       model::gguf_set_f32(w, "llama.attention.layer_norm_rms_epsilon", INFINITY);
+                     }));
+  write(root / "gguf/regress-tensor-name-twice",
+        random_model(model::Arch::Qwen2, model::GgmlType::Q4_0, model::GgmlType::F32, true, gpt2_vocab(),
+                     [](model::GgufWriter& w) { w.tensors.push_back(w.tensors.front()); }));
+  auto overflow = hf_tensors(false, false);
+  overflow["model.norm.weight"] = {"F32", {uint64_t(1) << 31, uint64_t(1) << 31}, {}};
+  write(root / "safetensors/regress-shape-bytes-overflow", hf_input(hf_config("LlamaForCausalLM"), overflow));
+  json huge_eps = hf_config("LlamaForCausalLM");
+  huge_eps["rms_norm_eps"] = 1e300;
+  write(root / "safetensors/regress-epsilon-past-float", hf_input(huge_eps, hf_tensors(false, false)));
 
   write(root / "safetensors/seed-llama.bin", hf_input(hf_config("LlamaForCausalLM"), hf_tensors(false, false)));
   json qwen = hf_config("Qwen2ForCausalLM");

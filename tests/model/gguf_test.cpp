@@ -1,6 +1,8 @@
 // GGUF reader and writer: round trips, and malformed files give clear errors, never crashes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <random>
 
@@ -137,6 +139,41 @@ TEST(Gguf, HugeCountsDoNotAllocate) {
   for (int i = 0; i < 8; ++i) bytes[16 + size_t(i)] = 0xff;  // metadata count
   e = parse_error(bytes);
   EXPECT_NE(e.find("metadata count"), std::string::npos) << e;
+}
+
+// 200,000 tensor names, the last a repeat of the first: the duplicate check looks each name up
+// in an index, so the whole table parses in about a second under ASan (it took minutes when each
+// name was compared with every earlier one).
+TEST(Gguf, TwoHundredThousandTensorNamesCheckedQuickly) {
+  constexpr int kTensors = 200000;
+  GgufWriter w;
+  for (int i = 0; i < kTensors; ++i)
+    gguf_add_tensor(w, fmt::format("t.{}", i), GgmlType::F32, {8}, std::vector<uint8_t>(32));
+  gguf_add_tensor(w, "t.0", GgmlType::F32, {8}, std::vector<uint8_t>(32));
+  const auto bytes = gguf_serialize(w);
+  const auto start = std::chrono::steady_clock::now();
+  std::string e = parse_error(bytes);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(e.find("tensor #200000 't.0'"), std::string::npos) << e;
+  EXPECT_NE(e.find("appears twice"), std::string::npos) << e;
+  EXPECT_NE(e.find("tensor #0"), std::string::npos) << e;
+  EXPECT_LT(seconds, 10.0) << "the tensor table of " << kTensors << " names took " << seconds << " s";
+}
+
+// Every dim is read before the shape is checked, so the error shows the whole shape.
+TEST(Gguf, ShapeProductPastTheLimitNamesTheShape) {
+  GgufWriter t;
+  gguf_add_tensor(t, "w", GgmlType::F32, {4, 4, 4, 4}, std::vector<uint8_t>(4 * 256));
+  auto bytes = gguf_serialize(t);
+  // Tensor info at 24: name (8 + 1), n_dims (4), dims at 37, 45, 53, 61: each 2^20 (2^80 elements).
+  for (size_t at : {37, 45, 53, 61}) {
+    const uint64_t d = uint64_t(1) << 20;
+    std::memcpy(bytes.data() + at, &d, 8);
+  }
+  std::string e = parse_error(bytes);
+  EXPECT_NE(e.find("tensor 'w'"), std::string::npos) << e;
+  EXPECT_NE(e.find("[1048576, 1048576, 1048576, 1048576]"), std::string::npos) << e;
+  EXPECT_NE(e.find("hint"), std::string::npos) << e;
 }
 
 TEST(Gguf, RandomCorruptionNeverCrashes) {

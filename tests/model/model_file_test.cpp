@@ -1,11 +1,14 @@
 // Model files: GGUF and Hugging Face directories to one config and GGUF-named weights;
 // malformed inputs give errors that name what, where and a hint.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "model/ggml_quantize.h"
 #include "model/model_file.h"
@@ -76,6 +79,45 @@ TEST(ModelFile, UnknownArchitectureAndMissingKeys) {
   gguf_set_u32(w, "llama.attention.head_count_kv", 3);  // 4 heads, 3 kv heads
   e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "gqa.gguf"); });
   EXPECT_NE(e.find("not a multiple"), std::string::npos) << e;
+}
+
+// Sizes past 32 bits are refused naming the key, never truncated (a block count of 2^32 + 6
+// once loaded as 6 layers).
+TEST(ModelFile, GgufSizesPastThirtyTwoBitsRefused) {
+  for (const char* key : {"llama.block_count", "llama.embedding_length", "llama.attention.head_count_kv",
+                          "llama.context_length", "llama.vocab_size", "llama.attention.sliding_window"}) {
+    GgufWriter w = make_random_model(RandomModelSpec{});
+    gguf_set(w, key, GgufValue{GgufType::U64, (uint64_t(1) << 32) + 6});
+    std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "big.gguf"); });
+    EXPECT_NE(e.find(fmt::format("'{}' = 4294967302 is past 32 bits", key)), std::string::npos) << key << ": " << e;
+    EXPECT_NE(e.find("hint"), std::string::npos) << e;
+  }
+  // Each fits 32 bits, their products do not: 2^26 heads of 64 would make q 2^32 rows.
+  GgufWriter w = make_random_model(RandomModelSpec{});
+  gguf_set_u32(w, "llama.attention.head_count", 1u << 26);
+  gguf_set_u32(w, "llama.attention.head_count_kv", 1u << 26);
+  std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "heads.gguf"); });
+  EXPECT_NE(e.find("past 32-bit sizes"), std::string::npos) << e;
+}
+
+// Every float hyperparameter is finite, positive and within float's range.
+TEST(ModelFile, GgufFloatHyperparametersMustBeFinite) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (const char* key : {"llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base"})
+    for (GgufValue v : {GgufValue{GgufType::F32, inf}, GgufValue{GgufType::F32, nan}, GgufValue{GgufType::F32, -1.0},
+                        GgufValue{GgufType::F32, 0.0}, GgufValue{GgufType::F64, 1e300}, GgufValue{GgufType::F64, 1e-300}}) {
+      GgufWriter w = make_random_model(RandomModelSpec{});
+      gguf_set(w, key, v);
+      std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "inf.gguf"); });
+      EXPECT_NE(e.find(fmt::format("'{}'", key)), std::string::npos) << key << " = " << std::get<double>(v.v) << ": " << e;
+      EXPECT_NE(e.find("finite positive"), std::string::npos) << e;
+    }
+  // rope_freqs.weight's divisors are read on the host: a NaN among them is refused too.
+  RandomModelSpec spec;
+  spec.rope_freq_factors.assign(spec.head_dim / 2, 1.f);
+  spec.rope_freq_factors[5] = std::numeric_limits<float>::quiet_NaN();
+  std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(make_random_model(spec)), "freqs.gguf"); });
+  EXPECT_NE(e.find("rope frequency factor 5"), std::string::npos) << e;
 }
 
 nlohmann::json llama_config() {
@@ -154,6 +196,75 @@ TEST(ModelFile, BadHuggingFaceInputs) {
   std::filesystem::remove_all(dir);
 }
 
+// config.json integers are range-checked into their 32-bit fields, floats must be finite and
+// positive (1e300 is a finite double, an infinite float).
+TEST(ModelFile, HuggingFaceConfigRangesChecked) {
+  // Through text, as a file is read (parsed, a non-negative integer is unsigned).
+  auto e_of = [](const nlohmann::json& cfg) {
+    return error_of([&] { config_from_hf(nlohmann::json::parse(cfg.dump()), "config.json"); });
+  };
+  EXPECT_EQ(e_of(llama_config()), "");
+  for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_key_value_heads", "head_dim",
+                          "max_position_embeddings"}) {
+    auto cfg = llama_config();
+    cfg[key] = (uint64_t(1) << 32) + 40;
+    std::string e = e_of(cfg);
+    EXPECT_NE(e.find(fmt::format("\"{}\" = 4294967336 is past 32 bits", key)), std::string::npos) << key << ": " << e;
+  }
+  auto cfg = llama_config();
+  cfg["architectures"] = {"MistralForCausalLM"};
+  cfg["sliding_window"] = (uint64_t(1) << 32) + 4096;
+  EXPECT_NE(e_of(cfg).find("\"sliding_window\" = 4294971392 is past 32 bits"), std::string::npos) << e_of(cfg);
+  cfg = llama_config();
+  cfg["rope_scaling"]["original_max_position_embeddings"] = (uint64_t(1) << 32) + 8192;
+  EXPECT_NE(e_of(cfg).find("\"original_max_position_embeddings\""), std::string::npos) << e_of(cfg);
+
+  for (const char* key : {"rms_norm_eps", "rope_theta"})
+    for (double v : {1e300, -1.0, 0.0, 1e-300}) {
+      cfg = llama_config();
+      cfg[key] = v;
+      std::string e = e_of(cfg);
+      EXPECT_NE(e.find(fmt::format("\"{}\"", key)), std::string::npos) << key << " = " << v << ": " << e;
+      EXPECT_NE(e.find("finite positive"), std::string::npos) << e;
+    }
+  for (const char* key : {"factor", "low_freq_factor", "high_freq_factor"}) {
+    cfg = llama_config();
+    cfg["rope_scaling"][key] = 1e39;
+    EXPECT_NE(e_of(cfg).find(fmt::format("\"{}\"", key)), std::string::npos) << e_of(cfg);
+  }
+  cfg = llama_config();
+  cfg["rope_scaling"]["low_freq_factor"] = 4.0;  // high_freq_factor 4: the blend divides by their difference
+  EXPECT_NE(e_of(cfg).find("high_freq_factor"), std::string::npos) << e_of(cfg);
+}
+
+// A shape whose byte size wraps 64 bits ([2^31, 2^31] F32 is 2^64 bytes, 0 mod 2^64) must not
+// pass for an empty tensor.
+TEST(ModelFile, SafetensorsShapeOverflowRefused) {
+  std::string dir = test::temp_dir("stoverflow");
+  const uint64_t big = uint64_t(1) << 31;
+  test::write_safetensors(dir + "/model.safetensors", {{"model.norm.weight", {"F32", {big, big}, {}}}});
+  std::string e = error_of([&] { open_safetensors(dir + "/model.safetensors"); });
+  EXPECT_NE(e.find("tensor 'model.norm.weight' of shape [2147483648, 2147483648] (F32)"), std::string::npos) << e;
+  EXPECT_NE(e.find("hint"), std::string::npos) << e;
+  const uint64_t d = uint64_t(1) << 16;  // 2^64 elements: the element count itself wraps
+  test::write_safetensors(dir + "/model.safetensors", {{"model.norm.weight", {"BF16", {d, d, d, d}, {}}}});
+  e = error_of([&] { open_safetensors(dir + "/model.safetensors"); });
+  EXPECT_NE(e.find("[65536, 65536, 65536, 65536]"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+}
+
+// A Hugging Face name and the GGUF name it maps to, both in one checkpoint: one would go unread.
+TEST(ModelFile, TwoNamesForOneWeightRefused) {
+  std::string dir = test::temp_dir("twonames");
+  std::ofstream(dir + "/config.json") << llama_config().dump();
+  test::write_safetensors(dir + "/model.safetensors", {{"model.norm.weight", {"F32", {32}, f32_bytes(std::vector<float>(32, 1.f))}},
+                                                       {"output_norm.weight", {"F32", {32}, f32_bytes(std::vector<float>(32, 2.f))}}});
+  std::string e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("'output_norm.weight'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'model.norm.weight'"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ModelFile, ShardedCheckpoint) {
   std::string dir = test::temp_dir("shards");
   std::ofstream(dir + "/config.json") << llama_config().dump();
@@ -164,6 +275,12 @@ TEST(ModelFile, ShardedCheckpoint) {
   ModelFile m = open_model(dir);
   EXPECT_EQ(get_weight(m, "output_norm.weight", {32}).type, GgmlType::BF16);
   EXPECT_EQ(weight_to_f32(get_weight(m, "output_norm.weight", {32}))[0], bf16_to_f32(0x3f3f));
+  // One tensor in two shards.
+  test::write_safetensors(dir + "/b.safetensors", {{"model.norm.weight", {"BF16", {32}, std::vector<uint8_t>(64, 0x3f)}},
+                                                   {"model.embed_tokens.weight", {"F32", {40, 32}, f32_bytes(test::random_floats(1280, 3))}}});
+  std::string twice = error_of([&] { open_model(dir); });
+  EXPECT_NE(twice.find("tensor 'model.embed_tokens.weight' appears twice"), std::string::npos) << twice;
+  test::write_safetensors(dir + "/b.safetensors", {{"model.norm.weight", {"BF16", {32}, std::vector<uint8_t>(64, 0x3f)}}});
   index["weight_map"]["model.layers.0.mlp.up_proj.weight"] = "a.safetensors";
   std::ofstream(dir + "/model.safetensors.index.json", std::ios::trunc) << index.dump();
   std::string e = error_of([&] { open_model(dir); });
