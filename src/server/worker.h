@@ -67,10 +67,14 @@ struct WorkerOptions {
   std::string chat_template;  // a file; "": the model's own, if any
   model::BuildOptions build;
   gpu::DeviceOptions device;
+  // Called once the worker has stopped serving and before it frees the session (the tokenizer
+  // the handlers read): returns when no handler can touch it any more.
+  std::function<void()> before_release;
 };
 
-// Loads the model, marks st ready (or failed, calling on_failed with the reason) and serves
-// jobs until stop_scheduler. Runs on its own thread.
+// Loads the model, warms it up (a short generation through the serving loop, so that the first
+// request does not pay for the pipelines' compilation), marks st ready (or failed, calling
+// on_failed with the reason) and serves jobs until stop_scheduler. Runs on its own thread.
 void run_worker(ServerState& st, const WorkerOptions& o, const std::function<void(const std::string&)>& on_failed);
 
 // The prompt's tokens for a request: the chat template's rendering of its messages, or the

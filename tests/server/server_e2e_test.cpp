@@ -31,6 +31,7 @@
 #include "server/http.h"
 #include "support/device.h"
 #include "support/hf_fixture.h"
+#include "server/serve_support.h"
 
 namespace wgrt {
 namespace {
@@ -38,99 +39,11 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const char* kKey = "test-key-123";
-const char* kTemplate =
-    "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
-    "{{ m.content }}<|eot_id|>{% endfor %}"
-    "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
-
-const std::string& model_path() {
-  static const std::string path = [] {
-    model::GgufWriter w = model::make_random_model(model::RandomModelSpec{});
-    model::gguf_set_string(w, "tokenizer.chat_template", kTemplate);
-    std::string p = test::temp_dir("serve") + "/tiny-chat.gguf";
-    model::gguf_write_file(w, p);
-    return p;
-  }();
-  return path;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-// A `wgrt serve` child on a free loopback port, ready (GET /health 200) when constructed.
-struct ServerProcess {
-  pid_t pid = -1;
-  int port = 0;
-  std::string err_path;
-
-  explicit ServerProcess(std::vector<std::string> extra = {}) {
-    err_path = test::temp_dir("serve-run") + "/stderr";
-    std::vector<std::string> args = {WGRT_BINARY, "serve", "-m", model_path(), "--port", "0", "-c", "1024",
-                                     "--api-key", kKey};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid = fork();
-    if (pid == 0) {
-      FILE* f = std::freopen(err_path.c_str(), "w", stderr);
-      (void)f;
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    static const std::regex re(R"(listening on http://127\.0\.0\.1:(\d+))");
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch m;
-      const std::string err = slurp(err_path);
-      if (port == 0 && std::regex_search(err, m, re)) port = std::stoi(m[1]);
-      if (port != 0) {
-        httplib::Client c("127.0.0.1", port);
-        if (auto r = c.Get("/health"); r && r->status == 200) return;
-      }
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        ADD_FAILURE() << "wgrt serve exited at start:\n" << err;
-        return;
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    ADD_FAILURE() << "wgrt serve not ready after 120 s:\n" << slurp(err_path);
-  }
-  // SIGTERM; the exit status (-1: it was not running).
-  int stop() {
-    if (pid < 0) return -1;
-    kill(pid, SIGTERM);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  ~ServerProcess() { stop(); }
-
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(120s);
-    c.set_bearer_token_auth(kKey);
-    return c;
-  }
-  size_t rss_kib() const {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(in, line);)
-      if (line.starts_with("VmRSS:")) return std::stoul(line.substr(6));
-    return 0;
-  }
-};
-
-bool healthy(const ServerProcess& s) {
-  httplib::Client c("127.0.0.1", s.port);
-  auto r = c.Get("/health");
-  return r && r->status == 200;
-}
+using test::kKey;
+using test::ServerProcess;
+using test::slurp;
+const std::string& model_path() { return test::serve_model_path(); }
+bool healthy(const ServerProcess& s) { return test::healthy(s.port); }
 
 // OpenAI's error object, with the code we expect.
 void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& what) {
@@ -450,18 +363,19 @@ TEST(ServeE2E, ALostDeviceAnswers503AndTheServerKeepsRunning) {
 // The HTTP layer in-process on a free loopback port, without a model or a worker (key "k").
 struct InProcessServer {
   server::ServerState st;
-  httplib::Server svr;
+  std::unique_ptr<server::HttpServer> svr;
   int port = -1;
   std::thread t;
-  InProcessServer() {
+  explicit InProcessServer(server::HttpOptions o = {}) {
     st.api_key = "k";
     server::init_scheduler(st.sched, 1, 4);
-    server::add_routes(svr, st);
-    port = svr.bind_to_any_port("127.0.0.1");
-    if (port > 0) t = std::thread([this] { svr.listen_after_bind(); });
+    o.access.allowed_hosts = server::default_allowed_hosts("127.0.0.1");
+    svr = std::make_unique<server::HttpServer>(st, o);
+    port = svr->bind("127.0.0.1", 0);
+    t = std::thread([this] { svr->run(); });
   }
   ~InProcessServer() {
-    svr.stop();
+    svr->stop();
     if (t.joinable()) t.join();
   }
 };
