@@ -230,12 +230,14 @@ void relay_stream(Job& job, const ResponseHead& head, bool include_usage, Exchan
   if (!ex.start_stream("text/event-stream")) return gone();
   // The chat API's first chunk carries the role (OpenAI sends it before any text).
   if (head.chat && !ex.chunk(sse_event(chunk_json(head, "", "", true, include_usage)))) return gone();
+  auto next_look = Clock::now();
   while (true) {
     std::optional<Event> e = wait_event(job, 100ms);
-    if (!e) {
+    if (Clock::now() >= next_look) {
+      next_look = Clock::now() + 100ms;
       if (peer_gone(fd)) return gone();
-      continue;
     }
+    if (!e) continue;
     if (e->error) {
       // The status is already sent: the error travels as an event, as OpenAI's streams do.
       ex.chunk(sse_event(error_json(*e->error)));
@@ -273,18 +275,21 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
   const ResponseHead head = make_head(chat, m.id, st.serial++);
   if (job->req.stream) return relay_stream(*job, head, job->req.include_usage, ex, fd);
   std::string text;
+  auto next_look = Clock::now();
   while (true) {
     std::optional<Event> e = wait_event(*job, 100ms);
-    if (!e) {
-      // Nobody to answer: the slot (or the queue place) goes to the next request.
+    // Nobody to answer: the slot (or the queue place) goes to the next request. Looked at every
+    // 100 ms, events or not.
+    if (Clock::now() >= next_look) {
+      next_look = Clock::now() + 100ms;
       if (peer_gone(fd)) {
         job->cancelled.store(true);
         ex.keep_alive = false;
         ex.answered = true;
         return;
       }
-      continue;
     }
+    if (!e) continue;
     text += e->text;
     if (!e->done) continue;
     if (e->error) throw *e->error;

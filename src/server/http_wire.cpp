@@ -88,6 +88,16 @@ HttpError framing_error(const beast::error_code& ec, const HttpLimits& lim, bool
   return {400, "bad_request", fmt::format("malformed HTTP {}: {}", in_head ? "request head" : "body", ec.message())};
 }
 
+// Whether the request line ends in a version of the right form ("HTTP/2.0"), one Beast does not
+// read: 505 for it, 400 for a line that is not HTTP at all.
+bool well_formed_version(const beast::flat_buffer& buf) {
+  const std::string_view data(static_cast<const char*>(buf.data().data()), buf.size());
+  const std::string_view line = data.substr(0, data.find("\r\n"));
+  if (line.size() < 9) return false;
+  const std::string_view v = line.substr(line.size() - 9);
+  return v.starts_with(" HTTP/") && std::isdigit(uint8_t(v[6])) && v[7] == '.' && std::isdigit(uint8_t(v[8]));
+}
+
 // The rules on a parsed head (http_wire.h); nullopt when it may go on.
 std::optional<HttpError> check_head(const HttpRequest& req, const HttpLimits& lim) {
   if (req.version != 10 && req.version != 11)
@@ -160,6 +170,8 @@ ReadStatus RequestReader::read_head(ByteSource& src, HttpRequest& req, HttpError
         ec == net::error::connection_reset)
       return ReadStatus::Closed;  // gone mid-request: nobody to answer
     error = framing_error(ec, im.lim, /*in_head=*/true);
+    if (ec == http::error::bad_version && well_formed_version(im.buf))
+      error = {505, "http_version_not_supported", "only HTTP/1.0 and HTTP/1.1 are served (hint: HTTP/1.1)"};
     return ReadStatus::Error;
   }
   const auto& m = p.get();

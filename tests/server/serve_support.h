@@ -238,7 +238,7 @@ inline std::string get(const std::string& path) {
 }
 
 // One request on a fresh connection; the response (status 0: none).
-inline RawResponse exchange(int port, const std::string& bytes,
+inline RawResponse roundtrip(int port, const std::string& bytes,
                             std::chrono::milliseconds timeout = std::chrono::milliseconds(60000)) {
   const int fd = connect_to(port);
   if (fd < 0) return {};
