@@ -15,12 +15,14 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -41,6 +43,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kTick = 200ms;  // how often a waiting thread looks at the stop flag
+constexpr size_t kTrimBody = 256u << 10;  // bodies from this size on give their memory back after
 
 int millis(Clock::duration d) {
   return int(std::clamp<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count(), 0, INT32_MAX));
@@ -396,6 +399,12 @@ void HttpServer::Impl::serve_connection(int fd) {
     }
     if (stopping.load()) ex.keep_alive = false;
     handle(req, ex, fd);
+    // A large body's memory, freed, stays in this thread's malloc arena unless handed back: the
+    // server's footprint then follows the bodies in flight, not the largest ever seen.
+    if (req.body.size() >= kTrimBody) {
+      req = HttpRequest{};
+      ::malloc_trim(0);
+    }
     if (!ex.keep_alive || ex.failed) break;
   }
   ::shutdown(fd, SHUT_WR);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -132,6 +133,7 @@ ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   m.n_ctx = s.mg.n_ctx;
   m.n_vocab = s.tok.vocab.n_vocab();
   m.tok = &s.tok;
+  for (const std::string& piece : s.tok.pieces) m.max_token_bytes = std::max(m.max_token_bytes, piece.size());
   chat::ChatTemplateSource src;
   bool have = false;
   if (!o.chat_template.empty()) {
@@ -190,8 +192,25 @@ ApiError device_lost_error(const std::string& why) {
                               "`wgrt serve`)", why));
 }
 
+namespace {
+
+// Four times the bytes the context's tokens can cover, as slack for normalizers that shrink text.
+void check_prompt_bytes(const ServedModel& m, size_t bytes, const char* param) {
+  const size_t most = 4 * size_t(m.n_ctx) * m.max_token_bytes;
+  if (bytes > most)
+    throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                   fmt::format("the prompt has {} bytes, more than a context of {} tokens can hold (its longest token "
+                               "has {} bytes); hint: a shorter prompt, or start the server with a larger --ctx-size",
+                               bytes, m.n_ctx, m.max_token_bytes), param);
+}
+
+}  // namespace
+
 std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r) {
-  if (!r.chat) return tokenizer::tokenize(*m.tok, r.prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (!r.chat) {
+    check_prompt_bytes(m, r.prompt.size(), "prompt");
+    return tokenizer::tokenize(*m.tok, r.prompt, /*add_special=*/true, /*parse_special=*/true);
+  }
   if (!m.tmpl)
     throw ApiError(400, "invalid_request_error", "no_chat_template",
                    "the served model has no chat template (hint: restart `wgrt serve` with --chat-template FILE, or "
@@ -210,6 +229,7 @@ std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest
     throw invalid_request(fmt::format("the chat template ({}) fails on these messages: {}", m.template_origin,
                                       e.what()), "messages");
   }
+  check_prompt_bytes(m, text.size(), "messages");
   // As `wgrt chat`: the template's markers are special tokens, the messages' text is not.
   return llm::tokenize_chat(*m.tok, text, in);
 }

@@ -36,6 +36,7 @@ struct ServedModel {
   std::string id;  // the file name, as clients name it in "model"
   uint32_t n_ctx = 0;
   int32_t n_vocab = 0;
+  size_t max_token_bytes = 1;  // the longest token's text: a prompt past 4 * n_ctx * this cannot fit
   const tokenizer::Tokenizer* tok = nullptr;
   std::optional<chat::Template> tmpl;  // none: /v1/chat/completions answers 400
   std::string template_origin;
@@ -79,7 +80,8 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
 
 // The prompt's tokens for a request: the chat template's rendering of its messages, or the
 // completion prompt (BOS as the vocabulary wants). Throws ApiError (400) when the template
-// fails on these messages or the model has none.
+// fails on these messages or the model has none, and before tokenizing a text too long for the
+// context whatever its tokens (so a large body costs no tokenizer work or memory).
 std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r);
 
 // The 503 "device_lost" error requests get once the device is gone; `why` is its message.
