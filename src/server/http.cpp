@@ -29,6 +29,7 @@
 #include <list>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "server/request.h"
@@ -149,7 +150,7 @@ struct Exchange {
   std::string head(int status, std::string_view type, std::optional<size_t> length) const {
     std::string h = fmt::format("HTTP/1.1 {} {}\r\n", status, reason(status));
     if (!type.empty()) h += fmt::format("Content-Type: {}\r\n", type);
-    if (length) h += fmt::format("Content-Length: {}\r\n", *length);
+    if (length && status != 204) h += fmt::format("Content-Length: {}\r\n", *length);  // 204: none (RFC 9110)
     h += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
     return h + extra_headers;
   }
@@ -303,12 +304,13 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
 void HttpServer::Impl::handle(const HttpRequest& req, Exchange& ex, int fd) {
   const Route route = find_route(req.method, req.path);
   if (route == Route::Preflight) {
-    const bool allowed = !cors_allow_origin(req, o.access).empty();
-    return ex.send(allowed ? 204 : 403, "", "",
-                   allowed ? "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
-                             "Access-Control-Allow-Headers: Authorization, Content-Type\r\n"
-                             "Access-Control-Max-Age: 600\r\n"
-                           : "");
+    if (cors_allow_origin(req, o.access).empty())
+      return ex.error(ApiError(403, "invalid_request_error", "origin_not_allowed",
+                               "a CORS preflight needs an Origin the server allows (hint: start it with --cors ORIGIN)"));
+    return ex.send(204, "", "",
+                   "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+                   "Access-Control-Allow-Headers: Authorization, Content-Type\r\n"
+                   "Access-Control-Max-Age: 600\r\n");
   }
   if (route == Route::NotFound)
     return ex.error(ApiError(404, "invalid_request_error", "not_found",
@@ -504,11 +506,19 @@ void HttpServer::run() {
       continue;
     }
     auto done = std::make_shared<std::atomic<bool>>(false);
-    im.conns.push_back({std::thread([&im, fd, done] {
-                          im.serve_connection(fd);
-                          done->store(true);
-                        }),
-                        done});
+    try {
+      im.conns.push_back({std::thread([&im, fd, done] {
+                            try {
+                              im.serve_connection(fd);
+                            } catch (...) {  // out of memory mid-request: this connection ends, not the server
+                              ::close(fd);
+                            }
+                            done->store(true);
+                          }),
+                          done});
+    } catch (const std::system_error&) {
+      ::close(fd);  // no thread to be had now: this client retries, the server goes on
+    }
   }
   ::close(im.listen_fd);
   im.listen_fd = -1;

@@ -195,6 +195,12 @@ struct RawReader {
       if (!fill(deadline)) return r;
     r.head = buf.substr(0, end + 2);
     size_t at = end + 4;
+    const int status = std::stoi(r.head.substr(9, 3));
+    if (status == 204 || status == 304 || status / 100 == 1) {  // no body, whatever the fields say
+      buf.erase(0, at);
+      r.status = status;
+      return r;
+    }
     std::smatch m;
     static const std::regex cl(R"(Content-Length: (\d+)\r\n)", std::regex::icase);
     if (std::regex_search(r.head, m, cl)) {
@@ -222,7 +228,7 @@ struct RawReader {
       at = buf.size();
     }
     buf.erase(0, at);
-    r.status = std::stoi(r.head.substr(9, 3));
+    r.status = status;
     return r;
   }
 };

@@ -313,7 +313,7 @@ TEST(ServeE2E, LoadSixteenClientsEightRequestsEach) {
 // Hostile requests on one server (issue 40): each refused with its status before any harm, the
 // framing never desynchronized, and the server answering correctly after each.
 TEST(ServeE2E, HostileRequestsAreRefusedAndFramingHolds) {
-  ServerProcess s({"--max-body", "65536"});
+  ServerProcess s({"--max-body", "65536", "--cors", "https://app.example"});
   ASSERT_GT(s.port, 0);
   using test::roundtrip;
   using test::post;
@@ -380,6 +380,14 @@ TEST(ServeE2E, HostileRequestsAreRefusedAndFramingHolds) {
   r = roundtrip(s.port, "GET /v1/models HTTP/1.1\r\nHost: evil.example:80\r\nAuthorization: Bearer " +
                            std::string(kKey) + "\r\n\r\n");
   EXPECT_EQ(r.status, 403) << r.body;
+  // An origin --cors allows: its preflight and its requests carry Access-Control-Allow-Origin.
+  r = roundtrip(s.port, "OPTIONS /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example\r\n"
+                        "Access-Control-Request-Method: POST\r\n\r\n");
+  EXPECT_EQ(r.status, 204) << r.head << r.body;
+  EXPECT_TRUE(r.has("Access-Control-Allow-Origin: https://app.example\r\n")) << r.head;
+  r = roundtrip(s.port, post("/tokenize", R"({"content": "a"})", "Origin: https://app.example\r\n"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(r.has("Access-Control-Allow-Origin: https://app.example\r\n")) << r.head;
   // Special-token text in a message is text: the prompt has one token per byte of it.
   const std::string content = "<|end_of_text|><|begin_of_text|>user";
   r = roundtrip(s.port, post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", content}}}},
