@@ -3,6 +3,7 @@
 // stops it in order (stop accepting, end the requests, join the connections, free the model).
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -79,6 +80,11 @@ int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // A descriptor per connection (up to HttpOptions::max_connections): the soft limit up to the hard one.
+  if (rlimit r{}; getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
   server::HttpServer http(st, http_options(f));
   const int port = http.bind(f.host, f.port);
   fmt::print(stderr, "wgrt: listening on http://{}:{} ({} slots batched in each step; queue of {})\n",

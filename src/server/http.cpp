@@ -493,7 +493,11 @@ void HttpServer::run() {
       continue;
     }
     const int fd = ::accept4(im.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // the client gave up already, or out of descriptors for a moment
+    if (fd < 0) {
+      // Out of descriptors: the connection waits in the backlog while others close (no spinning).
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) std::this_thread::sleep_for(50ms);
+      continue;  // else the client gave up already
+    }
     im.reap(false);
     std::lock_guard lock(im.m);
     if (im.conns.size() >= im.o.max_connections) {
