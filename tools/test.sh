@@ -5,6 +5,7 @@
 # of untrusted input and the engine's fast suites (graph engine on the CPU Vulkan driver, GPU
 # layer, sampler) again under AddressSanitizer and UndefinedBehaviorSanitizer, then every fuzz
 # target (tests/fuzz) for WGRT_FUZZ_SECONDS each (default 30; 0 skips fuzzing).
+# `wgrt serve`'s hostile-client suite (label "stress") runs after the main suite, on its own.
 # Usage: bash tools/test.sh [extra ctest args for the main suite]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,7 +15,11 @@ werror=OFF; [ -n "${CI:-}" ] && werror=ON
 
 cmake -S "$root" -B "$root/build" -G Ninja -DWGRT_WERROR=$werror
 cmake --build "$root/build"
-(cd "$root/build" && ctest --output-on-failure --no-tests=error -LE heavy "$@")
+(cd "$root/build" && ctest --output-on-failure --no-tests=error -LE 'heavy|stress' "$@")
+
+# `wgrt serve` against hostile clients (label "stress", about a minute): its figures (requests
+# sent / answered / lost, the server's RSS before and after) go to the log.
+timeout 300 "$root/build/tests/wgrt_stress_tests" --gtest_brief=1
 
 # The op and graph suites again on a device with WebGPU's default limits (WGRT_LIMITS=default:
 # 16 KiB of workgroup storage, 256 invocations per workgroup): every kernel must pick a variant

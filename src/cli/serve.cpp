@@ -1,11 +1,16 @@
 // `wgrt serve`: an OpenAI-compatible HTTP server (src/server/). The port is bound first, so
-// /health answers 503 while the worker thread loads the model; Ctrl-C or SIGTERM stops it.
+// /health answers 503 while the worker thread loads and warms up the model; Ctrl-C or SIGTERM
+// stops it in order (stop accepting, end the requests, join the connections, free the model).
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/commands.h"
@@ -25,7 +30,39 @@ struct ServeFlags {
   size_t queue_size = 64;
   std::string api_key;
   size_t max_body = 8u << 20;
+  double read_timeout = 30;
+  std::vector<std::string> cors;
+  std::vector<std::string> allowed_hosts;
 };
+
+// Set once the HTTP server has joined its last connection thread: the worker may free the session.
+struct Latch {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  void release() {
+    {
+      std::lock_guard lock(m);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return open; });
+  }
+};
+
+server::HttpOptions http_options(const ServeFlags& f) {
+  server::HttpOptions ho;
+  ho.limits.max_body = f.max_body;
+  ho.read_timeout = std::chrono::milliseconds(int64_t(f.read_timeout * 1000));
+  ho.access.cors_origins = f.cors;
+  ho.access.allowed_hosts = f.allowed_hosts.empty() ? server::default_allowed_hosts(f.host) : f.allowed_hosts;
+  if (std::find(f.allowed_hosts.begin(), f.allowed_hosts.end(), "*") != f.allowed_hosts.end())
+    ho.access.allowed_hosts.clear();
+  return ho;
+}
 
 int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
   server::ServerState st;
@@ -34,7 +71,7 @@ int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
                    std::chrono::system_clock::now().time_since_epoch()).count();
   server::init_scheduler(st.sched, f.parallel, f.queue_size);
 
-  // Signals go to one thread that waits for them; every other thread (httplib's, the
+  // Signals go to one thread that waits for them; every other thread (the connections', the
   // worker) inherits the blocked mask. A client gone mid-write must not kill the process.
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop_signals;
@@ -43,34 +80,31 @@ int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  httplib::Server svr;
-  // A thread per connection being served: every queued request holds one while it waits.
-  const size_t n_threads = f.parallel + f.queue_size + 8;
-  svr.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-  server::add_routes(svr, st, {.max_body_bytes = f.max_body});
-  int port = f.port;
-  if (f.port == 0) {
-    port = svr.bind_to_any_port(f.host);
-    if (port < 0) throw std::runtime_error(fmt::format("cannot bind {} to a free port", f.host));
-  } else if (!svr.bind_to_port(f.host, f.port)) {
-    throw std::runtime_error(fmt::format("cannot listen on {}:{} (hint: is the port in use? --port 0 picks a free one)",
-                                         f.host, f.port));
+  // A descriptor per connection (up to HttpOptions::max_connections): the soft limit up to the hard one.
+  if (rlimit r{}; getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
   }
+  server::HttpServer http(st, http_options(f));
+  const int port = http.bind(f.host, f.port);
   fmt::print(stderr, "wgrt: listening on http://{}:{} ({} slots batched in each step; queue of {})\n",
              f.host, port, st.sched.n_slots, f.queue_size);
 
   std::atomic<bool> failed{false}, done{false};
+  Latch http_joined;
   // Slot i is sequence i of the graph: every slot generates in the same steps.
   model::BuildOptions bo = build_options(f.model, false);
   bo.n_seqs = uint32_t(f.parallel);
-  server::WorkerOptions wo{f.model.model, f.chat_template, bo, dev_opts};
+  server::WorkerOptions wo{f.model.model, f.chat_template, bo, dev_opts, [&] { http_joined.wait(); }};
   std::thread worker([&] {
     server::run_worker(st, wo, [&](const std::string& why) {
       fmt::print(stderr, "wgrt: error: the model failed to load: {}\n", why);
       failed.store(true);
-      svr.stop();
+      http.stop();
     });
   });
+  // The orderly stop: no new connections, queued requests answered 503 and running ones ended
+  // (the scheduler's stop), connection threads joined (run() returns), then the session freed.
   std::thread waiter([&] {
     const timespec tick{0, 200'000'000};
     while (!done.load()) {
@@ -79,8 +113,8 @@ int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
         break;
       }
     }
+    http.stop();
     server::stop_scheduler(st.sched);
-    svr.stop();
   });
   std::thread announce([&] {
     while (st.phase.load() == server::Phase::Loading && !done.load())
@@ -90,9 +124,10 @@ int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
                  st.model.tmpl ? st.model.template_origin : "none, /v1/chat/completions answers 400");
   });
 
-  svr.listen_after_bind();
+  http.run();
   done.store(true);
   server::stop_scheduler(st.sched);
+  http_joined.release();
   waiter.join();
   worker.join();
   announce.join();
@@ -119,13 +154,25 @@ Run add_serve(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("--parallel", f->parallel, "request slots, generating together (each its own context)")
       ->check(CLI::Range(size_t(1), size_t(256)))
       ->capture_default_str();
-  cmd->add_option("--queue-size", f->queue_size, "requests that may wait for a slot; more get 503")
+  cmd->add_option("--queue-size", f->queue_size,
+                  "requests that may wait for a slot beyond the free ones; more get 503 (0: no waiting, a request "
+                  "runs if a slot is free)")
       ->check(CLI::Range(size_t(0), size_t(4096)))
       ->capture_default_str();
   cmd->add_option("--api-key", f->api_key, "require `Authorization: Bearer KEY` (all paths but /health)");
   cmd->add_option("--max-body", f->max_body, "largest request body in bytes (larger: 413)")
       ->check(CLI::Range(size_t(1024), size_t(1) << 30))
       ->capture_default_str();
+  cmd->add_option("--read-timeout", f->read_timeout,
+                  "seconds a client has to send a whole request, headers and body (slower: 408)")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--cors", f->cors,
+                  "an Origin allowed to call the API from a browser (repeatable; \"*\": any). Default: none but the "
+                  "server's own; a request from another Origin gets 403");
+  cmd->add_option("--allowed-hosts", f->allowed_hosts,
+                  "Host header names the server answers to (repeatable; \"*\": any). Default: localhost, "
+                  "127.0.0.1 and ::1 when bound to a loopback address (against DNS rebinding), else any; others get 403");
   add_device_flags(*cmd, dev_opts);
   return [&dev_opts, f] { return run_serve(dev_opts, *f); };
 }

@@ -19,7 +19,35 @@ void start_messages(Chat& c) {
   if (c.opts.system) c.messages.push_back({{"role", "system"}, {"content", *c.opts.system}});
 }
 
+// Every string (values and keys) in `j`, without recursion.
+void collect_strings(const nlohmann::ordered_json& j, std::vector<std::string_view>& out) {
+  std::vector<const nlohmann::ordered_json*> todo = {&j};
+  while (!todo.empty()) {
+    const nlohmann::ordered_json* v = todo.back();
+    todo.pop_back();
+    if (v->is_string()) out.push_back(v->get_ref<const std::string&>());
+    if (v->is_object())
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        out.push_back(it.key());
+        todo.push_back(&*it);
+      }
+    if (v->is_array())
+      for (const auto& e : *v) todo.push_back(&e);
+  }
+}
+
 }  // namespace
+
+std::vector<int32_t> tokenize_chat(const tokenizer::Tokenizer& tok, std::string_view rendered,
+                                   const chat::ChatInputs& in) {
+  std::vector<std::string_view> untrusted;
+  collect_strings(in.messages, untrusted);
+  collect_strings(in.tools, untrusted);
+  const std::vector<tokenizer::TextSpan> plain = tokenizer::untrusted_spans(tok, rendered, untrusted);
+  // Templates usually write the BOS text themselves; add BOS only when this one does not.
+  const bool has_bos = in.bos_token && !in.bos_token->empty() && rendered.starts_with(*in.bos_token);
+  return tokenizer::tokenize_with_plain_spans(tok, rendered, /*add_special=*/!has_bos, plain);
+}
 
 Chat start_chat(Session& s, const chat::ChatTemplateSource& src, const ChatOptions& o) {
   Chat c;
@@ -40,10 +68,8 @@ std::vector<int32_t> chat_prompt_tokens(const Chat& c) {
   in.bos_token = c.bos_token;
   in.eos_token = c.eos_token;
   in.enable_thinking = c.opts.enable_thinking;
-  std::string prompt = chat::render_chat(c.tmpl, in);
-  // Templates usually write the BOS text themselves; add BOS only when this one does not.
-  const bool has_bos = c.bos_token && !c.bos_token->empty() && prompt.starts_with(*c.bos_token);
-  return tokenizer::tokenize(c.s->tok, prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+  const std::string prompt = chat::render_chat(c.tmpl, in);
+  return tokenize_chat(c.s->tok, prompt, in);
 }
 
 TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<void(std::string_view)>& on_text,

@@ -19,6 +19,13 @@
 
 namespace wgrt::llm {
 
+// The tokens of a chat prompt the template rendered from `in`: the template's own markers
+// become special tokens, while the strings of the messages and tools (untrusted: a user may
+// write "<|eot_id|>" or "<|start_header_id|>") stay plain text wherever they spell one
+// (tokenizer::untrusted_spans). BOS is added unless the template wrote its text.
+std::vector<int32_t> tokenize_chat(const tokenizer::Tokenizer& tok, std::string_view rendered,
+                                   const chat::ChatInputs& in);
+
 struct ChatOptions {
   SamplerParams sampling;
   int32_t n_predict = -1;           // tokens per reply; < 0: until EOS or the context is full

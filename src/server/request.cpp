@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "chat/chat_template.h"
 
@@ -28,10 +29,49 @@ std::optional<Endpoint> endpoint_from_path(std::string_view path) {
   return std::nullopt;
 }
 
+namespace {
+
+// What a parsed body may cost in memory, estimated as it parses: a JSON value's node, plus the
+// heap of a container or of a string past the short-string buffer. The bound keeps a request's
+// memory a small multiple of its body's size, whatever its shape.
+size_t json_cost(nlohmann::json::parse_event_t ev, const ordered_json& parsed) {
+  using E = nlohmann::json::parse_event_t;
+  constexpr size_t kNode = 16, kHeap = 32, kShortString = 15;
+  switch (ev) {
+    case E::object_start:
+    case E::array_start: return kNode + kHeap;
+    case E::key:
+    case E::value: {
+      const size_t n = parsed.is_string() ? parsed.get_ref<const std::string&>().size() : 0;
+      return kNode + (n > kShortString ? kHeap + n : 0);
+    }
+    default: return 0;
+  }
+}
+
+}  // namespace
+
 ordered_json parse_body(std::string_view body) {
   ordered_json j;
+  size_t cost = 0;
+  const size_t budget = kJsonCostPerByte * body.size() + (64u << 10);
+  // Checked as the parser goes (nlohmann's parser is iterative): a value past the depth limit is
+  // never built, so nothing recursive (copy, comparison, dump) ever meets it.
+  const ordered_json::parser_callback_t check = [&](int depth, nlohmann::json::parse_event_t ev, ordered_json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if ((ev == E::object_start || ev == E::array_start) && size_t(depth) >= kMaxJsonDepth)
+      throw ApiError(400, "invalid_request_error", "json_too_deep",
+                     fmt::format("the request body nests objects and lists deeper than the limit of {} levels "
+                                 "(hint: flatten the data)", kMaxJsonDepth));
+    cost += json_cost(ev, parsed);
+    if (cost > budget)
+      throw ApiError(413, "invalid_request_error", "json_too_complex",
+                     fmt::format("the request body holds too many JSON values for its {} bytes (over {} bytes of "
+                                 "parsed values; hint: send fewer, larger values)", body.size(), budget));
+    return true;
+  };
   try {
-    j = ordered_json::parse(body.begin(), body.end());
+    j = ordered_json::parse(body.begin(), body.end(), check);
   } catch (const nlohmann::json::out_of_range& e) {  // a number past double's range: 1e400
     throw ApiError(400, "invalid_request_error", "invalid_json",
                    fmt::format("the request body is not valid JSON: {}", e.what()));
@@ -63,6 +103,9 @@ const ordered_json* field(const ordered_json& body, const char* name) {
   auto it = body.find(name);
   if (it == body.end() || it->is_null()) return nullptr;
   return &*it;
+}
+ordered_json* field(ordered_json& body, const char* name) {
+  return const_cast<ordered_json*>(field(std::as_const(body), name));  // the same lookup, on a body it owns
 }
 
 ApiError wrong_type(const char* name, const char* expected, const ordered_json& got) {
@@ -118,12 +161,12 @@ std::string message_text(const ordered_json& content, size_t index) {
   return text;
 }
 
-ordered_json parse_messages(const ordered_json& body) {
-  const ordered_json* v = field(body, "messages");
+ordered_json parse_messages(ordered_json& body) {
+  ordered_json* v = field(body, "messages");
   if (!v) throw invalid_request("'messages' is required (a list of {\"role\", \"content\"} objects)", "messages");
   if (!v->is_array()) throw wrong_type("messages", "a list", *v);
   if (v->empty()) throw invalid_request("'messages' is empty (hint: send at least one user message)", "messages");
-  ordered_json out = *v;
+  ordered_json out = std::move(*v);  // moved, not copied: a request costs its body's memory once
   for (size_t i = 0; i < out.size(); ++i) {
     ordered_json& m = out[i];
     if (!m.is_object()) throw wrong_type("messages[]", "an object", m);
@@ -163,7 +206,7 @@ std::vector<std::string> parse_stop(const ordered_json& body) {
 
 }  // namespace
 
-CompletionRequest parse_completion(const ordered_json& body, bool chat) {
+CompletionRequest parse_completion(ordered_json body, bool chat) {
   CompletionRequest r;
   r.chat = chat;
   if (const ordered_json* v = field(body, "model")) {
@@ -172,9 +215,9 @@ CompletionRequest parse_completion(const ordered_json& body, bool chat) {
   }
   if (chat) {
     r.messages = parse_messages(body);
-    if (const ordered_json* v = field(body, "tools")) {
+    if (ordered_json* v = field(body, "tools")) {
       if (!v->is_array()) throw wrong_type("tools", "a list", *v);
-      r.tools = *v;
+      r.tools = std::move(*v);
     }
     r.enable_thinking = boolean(body, "enable_thinking");
   } else {

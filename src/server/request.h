@@ -69,13 +69,19 @@ struct DetokenizeRequest {
   std::vector<int32_t> tokens;
 };
 
+// Limits on a body's JSON, checked while it parses (before any value past them is built).
+inline constexpr size_t kMaxJsonDepth = 64;     // nested objects and lists (400 json_too_deep)
+inline constexpr size_t kJsonCostPerByte = 12;  // parsed values' memory per body byte (413 json_too_complex)
+
 // The body as JSON: ApiError (400) naming the line and column when it does not parse, or when
-// it is not an object.
+// it is not an object; 400 when it nests deeper than kMaxJsonDepth, 413 when its values would
+// take more than kJsonCostPerByte times its size in memory.
 nlohmann::ordered_json parse_body(std::string_view body);
 
 // Throws ApiError (400) naming the field for a wrong type, a value out of range or an
 // unsupported option.
-CompletionRequest parse_completion(const nlohmann::ordered_json& body, bool chat);
+// The body is taken by value so that a caller's temporary is moved, never copied.
+CompletionRequest parse_completion(nlohmann::ordered_json body, bool chat);
 TokenizeRequest parse_tokenize(const nlohmann::ordered_json& body);
 DetokenizeRequest parse_detokenize(const nlohmann::ordered_json& body);
 

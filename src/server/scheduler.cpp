@@ -24,16 +24,6 @@ void init_scheduler(Scheduler& s, size_t n_slots, size_t max_queued) {
   s.slots.assign(s.n_slots, nullptr);
 }
 
-bool submit(Scheduler& s, std::shared_ptr<Job> job) {
-  {
-    std::lock_guard lock(s.m);
-    if (s.stopping || s.queue.size() >= s.max_queued) return false;
-    s.queue.push_back(std::move(job));
-  }
-  s.cv.notify_all();
-  return true;
-}
-
 namespace {
 
 size_t busy_count(const Scheduler& s) {
@@ -42,12 +32,42 @@ size_t busy_count(const Scheduler& s) {
   return n;
 }
 
+// Queued jobs whose client went away leave the queue (under s.m), ended as cancelled.
+void drop_cancelled(Scheduler& s) {
+  for (auto it = s.queue.begin(); it != s.queue.end();) {
+    if (!(*it)->cancelled.load()) {
+      ++it;
+      continue;
+    }
+    Event e;
+    e.done = true;
+    e.stop_reason = "cancelled";
+    push_event(**it, std::move(e));
+    ++s.left_queue;
+    it = s.queue.erase(it);
+  }
+}
+
 }  // namespace
+
+bool submit(Scheduler& s, std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(s.m);
+    drop_cancelled(s);
+    // Free slots take jobs at once: only jobs beyond them wait, max_queued at most.
+    const size_t free = s.n_slots - busy_count(s);
+    if (s.stopping || s.queue.size() >= s.max_queued + free) return false;
+    s.queue.push_back(std::move(job));
+  }
+  s.cv.notify_all();
+  return true;
+}
 
 std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait) {
   std::unique_lock lock(s.m);
   if (busy_count(s) == 0)
     s.cv.wait_for(lock, wait, [&] { return s.stopping || !s.queue.empty(); });
+  drop_cancelled(s);
   for (size_t i = 0; i < s.n_slots && !s.stopping && !s.queue.empty(); ++i) {
     if (s.slots[i]) continue;
     s.slots[i] = std::move(s.queue.front());
@@ -82,7 +102,7 @@ void stop_scheduler(Scheduler& s) {
 
 QueueCounts queue_counts(Scheduler& s) {
   std::lock_guard lock(s.m);
-  return {s.queue.size(), busy_count(s)};
+  return {s.queue.size(), busy_count(s), s.left_queue};
 }
 
 }  // namespace wgrt::server

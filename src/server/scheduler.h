@@ -40,6 +40,7 @@ struct Job {
   CompletionRequest req;
   std::vector<int32_t> prompt;  // tokenized by the handler
   std::atomic<bool> cancelled{false};
+  bool warm_up = false;  // the worker's own (worker.h): not counted in the metrics
   std::mutex m;
   std::condition_variable cv;
   std::deque<Event> events;
@@ -57,10 +58,13 @@ struct Scheduler {
   std::deque<std::shared_ptr<Job>> queue;
   std::vector<std::shared_ptr<Job>> slots;  // [n_slots], null: free
   bool stopping = false;
+  uint64_t left_queue = 0;  // queued jobs cancelled (their client went away) before a slot took them
 };
 
 void init_scheduler(Scheduler& s, size_t n_slots, size_t max_queued);
-// Queues the job; false (nothing queued) when the queue already holds max_queued jobs.
+// Queues the job; false (nothing queued) when max_queued jobs already wait beyond the free
+// slots (so max_queued 0 means: a request runs if a slot is free, else gets 503). Queued jobs
+// already cancelled leave the queue first, here and in fill_slots, with a "cancelled" end event.
 bool submit(Scheduler& s, std::shared_ptr<Job> job);
 // Moves queued jobs into free slots in FIFO order (the lowest free slot first), waiting up to
 // `wait` when no slot is busy and nothing is queued. Returns the indices of the busy slots.
@@ -70,6 +74,7 @@ void stop_scheduler(Scheduler& s);  // wakes the worker; queued jobs get a 503 e
 
 struct QueueCounts {
   size_t queued = 0, running = 0;
+  uint64_t left_queue = 0;
 };
 QueueCounts queue_counts(Scheduler& s);
 

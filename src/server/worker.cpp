@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 
 #include "llm/batch.h"
+#include "llm/chat.h"
 #include "llm/generate.h"
 #include "llm/sampler.h"
 #include "llm/session.h"
@@ -42,8 +44,10 @@ void finish(ServerState& st, Slot& slot, const std::string& reason) {
   e.done = true;
   e.stop_reason = reason;
   e.usage = {slot.job->prompt.size(), slot.n_generated};
-  st.metrics.decode_us += micros_since(slot.t_decode);
-  (reason == "cancelled" ? st.metrics.requests_cancelled : st.metrics.requests_done) += 1;
+  if (!slot.job->warm_up) {
+    st.metrics.decode_us += micros_since(slot.t_decode);
+    (reason == "cancelled" ? st.metrics.requests_cancelled : st.metrics.requests_done) += 1;
+  }
   push_event(*slot.job, std::move(e));
   slot.job.reset();
 }
@@ -79,7 +83,7 @@ bool emit(ServerState& st, const llm::Session& s, Slot& slot, uint32_t seq) {
     return false;
   }
   ++slot.n_generated;
-  st.metrics.generated_tokens += 1;
+  if (!slot.job->warm_up) st.metrics.generated_tokens += 1;
   Event e;
   e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_next(slot.dec, slot.next));
   if (!e.text.empty()) push_event(*slot.job, std::move(e));
@@ -129,6 +133,7 @@ ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   m.n_ctx = s.mg.n_ctx;
   m.n_vocab = s.tok.vocab.n_vocab();
   m.tok = &s.tok;
+  for (const std::string& piece : s.tok.pieces) m.max_token_bytes = std::max(m.max_token_bytes, piece.size());
   chat::ChatTemplateSource src;
   bool have = false;
   if (!o.chat_template.empty()) {
@@ -152,6 +157,33 @@ ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   return m;
 }
 
+// Two short generations, greedy and sampled (the two readout routes), that go through the
+// serving loop before /health says ok.
+std::vector<std::shared_ptr<Job>> warm_up_jobs(Scheduler& sched, const ServedModel& m) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (float temperature : {0.0f, 1.0f}) {
+    auto job = std::make_shared<Job>();
+    job->prompt = tokenizer::tokenize(*m.tok, "Hello", /*add_special=*/true, /*parse_special=*/false);
+    if (job->prompt.empty()) job->prompt.push_back(0);
+    job->req.sampling.temperature = temperature;
+    job->req.max_tokens = 2;
+    job->warm_up = true;
+    if (!submit(sched, job)) break;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+// Whether every warm-up job has ended; `error` gets the first failure's message.
+bool warmed_up(const std::vector<std::shared_ptr<Job>>& jobs, std::string& error) {
+  for (const auto& j : jobs) {
+    std::lock_guard lock(j->m);
+    if (j->events.empty() || !j->events.back().done) return false;
+    if (j->events.back().error && error.empty()) error = j->events.back().error->what();
+  }
+  return true;
+}
+
 }  // namespace
 
 ApiError device_lost_error(const std::string& why) {
@@ -160,8 +192,25 @@ ApiError device_lost_error(const std::string& why) {
                               "`wgrt serve`)", why));
 }
 
+namespace {
+
+// Four times the bytes the context's tokens can cover, as slack for normalizers that shrink text.
+void check_prompt_bytes(const ServedModel& m, size_t bytes, const char* param) {
+  const size_t most = 4 * size_t(m.n_ctx) * m.max_token_bytes;
+  if (bytes > most)
+    throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                   fmt::format("the prompt has {} bytes, more than a context of {} tokens can hold (its longest token "
+                               "has {} bytes); hint: a shorter prompt, or start the server with a larger --ctx-size",
+                               bytes, m.n_ctx, m.max_token_bytes), param);
+}
+
+}  // namespace
+
 std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r) {
-  if (!r.chat) return tokenizer::tokenize(*m.tok, r.prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (!r.chat) {
+    check_prompt_bytes(m, r.prompt.size(), "prompt");
+    return tokenizer::tokenize(*m.tok, r.prompt, /*add_special=*/true, /*parse_special=*/true);
+  }
   if (!m.tmpl)
     throw ApiError(400, "invalid_request_error", "no_chat_template",
                    "the served model has no chat template (hint: restart `wgrt serve` with --chat-template FILE, or "
@@ -180,9 +229,9 @@ std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest
     throw invalid_request(fmt::format("the chat template ({}) fails on these messages: {}", m.template_origin,
                                       e.what()), "messages");
   }
-  // As `wgrt chat`: templates usually write the BOS text themselves; add BOS only when not.
-  const bool has_bos = m.bos_token && !m.bos_token->empty() && text.starts_with(*m.bos_token);
-  return tokenizer::tokenize(*m.tok, text, /*add_special=*/!has_bos, /*parse_special=*/true);
+  check_prompt_bytes(m, text.size(), "messages");
+  // As `wgrt chat`: the template's markers are special tokens, the messages' text is not.
+  return llm::tokenize_chat(*m.tok, text, in);
 }
 
 void run_worker(ServerState& st, const WorkerOptions& o, const std::function<void(const std::string&)>& on_failed) {
@@ -199,9 +248,11 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     st.phase.store(Phase::Failed);
     stop_scheduler(st.sched);
     on_failed(st.load_error);
+    if (o.before_release) o.before_release();
     return;
   }
-  st.phase.store(Phase::Ready);
+  // Handlers refuse requests while loading, so the queue holds the warm-up jobs alone.
+  std::vector<std::shared_ptr<Job>> warm = warm_up_jobs(st.sched, st.model);
 
   std::vector<Slot> slots(st.sched.n_slots);
   auto lost = [&](const gpu::DeviceLostError& e) {
@@ -215,6 +266,19 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     free_slot(st.sched, i);
   };
   while (true) {
+    if (st.phase.load() == Phase::Loading) {
+      std::string why;
+      if (warmed_up(warm, why) && why.empty()) {
+        fmt::print(stderr, "wgrt: warmed up (the kernels of a short generation are compiled)\n");
+        st.phase.store(Phase::Ready);
+      } else if (!why.empty()) {
+        st.load_error = "the warm-up generation failed: " + why;
+        st.phase.store(Phase::Failed);
+        stop_scheduler(st.sched);
+        on_failed(st.load_error);
+        break;
+      }
+    }
     const std::vector<size_t> busy = fill_slots(st.sched, std::chrono::milliseconds(200));
     {
       std::lock_guard lock(st.sched.m);
@@ -271,7 +335,7 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     }
     const auto t0 = Clock::now();
     try {
-      if (steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
+      if (st.phase.load() == Phase::Ready && steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
       llm::eval_seqs(*s, parts, llm::merge_readouts(readouts));
       size_t row = 0;
       for (size_t k = 0; k < parts.size(); ++k) {
@@ -287,7 +351,7 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       for (size_t i : part_slot) drop(i, e);
       continue;
     }
-    if (n_prompt) {
+    if (n_prompt && st.phase.load() == Phase::Ready) {
       st.metrics.prefill_us += micros_since(t0);
       st.metrics.prompt_tokens += n_prompt;
     }
@@ -295,6 +359,8 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
   // Jobs still in a slot at shutdown end with what they have.
   for (Slot& slot : slots)
     if (slot.job) finish(st, slot, "cancelled");
+  // The session (and its tokenizer) outlives every handler.
+  if (o.before_release) o.before_release();
 }
 
 }  // namespace wgrt::server

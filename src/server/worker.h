@@ -36,6 +36,7 @@ struct ServedModel {
   std::string id;  // the file name, as clients name it in "model"
   uint32_t n_ctx = 0;
   int32_t n_vocab = 0;
+  size_t max_token_bytes = 1;  // the longest token's text: a prompt past 4 * n_ctx * this cannot fit
   const tokenizer::Tokenizer* tok = nullptr;
   std::optional<chat::Template> tmpl;  // none: /v1/chat/completions answers 400
   std::string template_origin;
@@ -67,15 +68,20 @@ struct WorkerOptions {
   std::string chat_template;  // a file; "": the model's own, if any
   model::BuildOptions build;
   gpu::DeviceOptions device;
+  // Called once the worker has stopped serving and before it frees the session (the tokenizer
+  // the handlers read): returns when no handler can touch it any more.
+  std::function<void()> before_release;
 };
 
-// Loads the model, marks st ready (or failed, calling on_failed with the reason) and serves
-// jobs until stop_scheduler. Runs on its own thread.
+// Loads the model, warms it up (a short generation through the serving loop, so that the first
+// request does not pay for the pipelines' compilation), marks st ready (or failed, calling
+// on_failed with the reason) and serves jobs until stop_scheduler. Runs on its own thread.
 void run_worker(ServerState& st, const WorkerOptions& o, const std::function<void(const std::string&)>& on_failed);
 
 // The prompt's tokens for a request: the chat template's rendering of its messages, or the
 // completion prompt (BOS as the vocabulary wants). Throws ApiError (400) when the template
-// fails on these messages or the model has none.
+// fails on these messages or the model has none, and before tokenizing a text too long for the
+// context whatever its tokens (so a large body costs no tokenizer work or memory).
 std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r);
 
 // The 503 "device_lost" error requests get once the device is gone; `why` is its message.

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <string.h>
+
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <optional>
 #include <queue>
@@ -346,15 +349,16 @@ Tokenizer build_tokenizer(Vocab vocab) {
 namespace {
 
 // Calls on_text(fragment) and on_special(id) over `text` in order, splitting out the tokens of
-// `table` (longest match at the leftmost position).
-template <typename OnText, typename OnSpecial>
-void split_specials(const Tokenizer::SpecialTable& table, std::string_view text, bool parse_special,
+// `table` (longest match at the leftmost position): USER_DEFINED ones always, the others where
+// special(pos, len) allows.
+template <typename Special, typename OnText, typename OnSpecial>
+void split_specials(const Tokenizer::SpecialTable& table, std::string_view text, const Special& special,
                     const OnText& on_text, const OnSpecial& on_special) {
   size_t frag_start = 0, i = 0;
   while (i < text.size()) {
     const Tokenizer::Special* hit = nullptr;
     for (const auto& s : table[static_cast<uint8_t>(text[i])]) {
-      if ((s.always || parse_special) && text.substr(i, s.text.size()) == s.text) {
+      if (text.substr(i, s.text.size()) == s.text && (s.always || special(i, s.text.size()))) {
         hit = &s;
         break;
       }
@@ -371,6 +375,35 @@ void split_specials(const Tokenizer::SpecialTable& table, std::string_view text,
   if (frag_start < text.size()) on_text(text.substr(frag_start));
 }
 
+// Whether [pos, pos + len) overlaps a span of `plain` (sorted, disjoint).
+bool overlaps(std::span<const TextSpan> plain, size_t pos, size_t len) {
+  auto it = std::upper_bound(plain.begin(), plain.end(), pos, [](size_t p, const TextSpan& s) { return p < s.end; });
+  return it != plain.end() && it->begin < pos + len;
+}
+
+std::vector<int32_t> tokenize_impl(const Tokenizer& t, std::string_view text, bool add_special, bool parse_special,
+                                   std::span<const TextSpan> plain) {
+  const Vocab& v = t.vocab;
+  std::vector<int32_t> out;
+  if (add_special && v.add_bos && v.bos_id >= 0) out.push_back(v.bos_id);
+  auto on_special = [&](int32_t id) { out.push_back(id); };
+  // Every fragment starts at the text's start or after an added token: a boundary for the
+  // Spm dummy prefix and the byte-level prefix space.
+  auto encode = [&](std::string_view frag) { encode_fragment(t, frag, /*after_special=*/true, out); };
+  auto special = [&](size_t pos, size_t len) { return parse_special && !overlaps(plain, pos, len); };
+  split_specials(t.specials, text, special, [&](std::string_view frag) {
+    if (!t.norm) return encode(frag);
+    // After normalization positions no longer map back: a fragment that touches a plain span
+    // reads specials as text throughout.
+    const bool frag_special = parse_special && !overlaps(plain, size_t(frag.data() - text.data()), frag.size());
+    const std::string normalized = normalize(*t.norm, frag);
+    split_specials(t.normalized_specials, normalized, [&](size_t, size_t) { return frag_special; }, encode,
+                   on_special);
+  }, on_special);
+  if (add_special && v.add_eos && v.eos_id >= 0) out.push_back(v.eos_id);
+  return out;
+}
+
 }  // namespace
 
 std::string normalize_text(const Tokenizer& t, std::string_view text) {
@@ -379,20 +412,60 @@ std::string normalize_text(const Tokenizer& t, std::string_view text) {
 
 std::vector<int32_t> tokenize(const Tokenizer& t, std::string_view text, bool add_special,
                               bool parse_special) {
-  const Vocab& v = t.vocab;
-  std::vector<int32_t> out;
-  if (add_special && v.add_bos && v.bos_id >= 0) out.push_back(v.bos_id);
-  auto on_special = [&](int32_t id) { out.push_back(id); };
-  // Every fragment starts at the text's start or after an added token: a boundary for the
-  // Spm dummy prefix and the byte-level prefix space.
-  auto encode = [&](std::string_view frag) { encode_fragment(t, frag, /*after_special=*/true, out); };
-  split_specials(t.specials, text, parse_special, [&](std::string_view frag) {
-    if (!t.norm) return encode(frag);
-    const std::string normalized = normalize(*t.norm, frag);
-    split_specials(t.normalized_specials, normalized, parse_special, encode, on_special);
-  }, on_special);
-  if (add_special && v.add_eos && v.eos_id >= 0) out.push_back(v.eos_id);
-  return out;
+  return tokenize_impl(t, text, add_special, parse_special, {});
+}
+
+std::vector<int32_t> tokenize_with_plain_spans(const Tokenizer& t, std::string_view text, bool add_special,
+                                               std::span<const TextSpan> plain) {
+  return tokenize_impl(t, text, add_special, /*parse_special=*/true, plain);
+}
+
+bool has_special_text(const Tokenizer& t, std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i)
+    for (const auto& sp : t.specials[static_cast<uint8_t>(s[i])])
+      if (!sp.always && s.substr(i, sp.text.size()) == sp.text) return true;
+  return false;
+}
+
+std::vector<TextSpan> untrusted_spans(const Tokenizer& t, std::string_view text,
+                                      std::span<const std::string_view> untrusted) {
+  std::vector<TextSpan> spans;
+  // memmem (two-way search): linear, whatever a hostile string repeats.
+  auto find = [&](std::string_view needle, size_t from) -> size_t {
+    if (from > text.size()) return std::string_view::npos;
+    const void* p = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+    return p ? size_t(static_cast<const char*>(p) - text.data()) : std::string_view::npos;
+  };
+  auto mark_all = [&](std::string_view needle) {
+    bool found = false;
+    for (size_t at = find(needle, 0); !needle.empty() && at != std::string_view::npos; at = find(needle, at + 1)) {
+      spans.push_back({at, at + needle.size()});
+      found = true;
+    }
+    return found;
+  };
+  for (std::string_view u : untrusted) {
+    if (!has_special_text(t, u) || mark_all(u)) continue;
+    // Not found whole (the template cut or trimmed it): its lines that hold a special text.
+    for (size_t b = 0; b < u.size();) {
+      size_t e = u.find('\n', b);
+      if (e == std::string_view::npos) e = u.size();
+      std::string_view line = u.substr(b, e - b);
+      while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) line.remove_prefix(1);
+      while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+      if (has_special_text(t, line)) mark_all(line);
+      b = e + 1;
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const TextSpan& a, const TextSpan& b) { return a.begin < b.begin; });
+  std::vector<TextSpan> merged;
+  for (const TextSpan& sp : spans) {
+    if (!merged.empty() && sp.begin <= merged.back().end)
+      merged.back().end = std::max(merged.back().end, sp.end);
+    else
+      merged.push_back(sp);
+  }
+  return merged;
 }
 
 // ---- detokenize ----------------------------------------------------------------------------

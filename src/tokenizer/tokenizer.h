@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +59,25 @@ Tokenizer build_tokenizer(Vocab vocab);
 
 std::vector<int32_t> tokenize(const Tokenizer& tok, std::string_view text, bool add_special,
                               bool parse_special);
+
+// A byte range [begin, end) of a text.
+struct TextSpan {
+  size_t begin = 0, end = 0;
+};
+// As tokenize with parse_special, except where a special token's text overlaps a span of
+// `plain` (sorted, disjoint): there it is plain text, as tokenize without parse_special reads it
+// (USER_DEFINED added tokens still match). For a prompt that mixes a template's own markers
+// with untrusted text (a chat's messages: llm/chat.h's tokenize_chat).
+std::vector<int32_t> tokenize_with_plain_spans(const Tokenizer& tok, std::string_view text, bool add_special,
+                                               std::span<const TextSpan> plain);
+// Whether `s` holds the text of a special token that only parse_special would match.
+bool has_special_text(const Tokenizer& tok, std::string_view s);
+// The spans of `text` (sorted, merged) that come from `untrusted` strings holding a special
+// token's text: every occurrence of such a string in `text`, or where a template changed it
+// (trimmed, cut), every occurrence of its lines that hold one. Strings without special text
+// need no span: they tokenize the same either way.
+std::vector<TextSpan> untrusted_spans(const Tokenizer& tok, std::string_view text,
+                                      std::span<const std::string_view> untrusted);
 
 // The text as the tokenizer's normalizer leaves it (itself when there is none).
 std::string normalize_text(const Tokenizer& tok, std::string_view text);

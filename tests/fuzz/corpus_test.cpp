@@ -38,6 +38,7 @@ TEST(FuzzCorpus, TokenizerJson) { replay("tokenizer_json", fuzz_tokenizer_json);
 TEST(FuzzCorpus, Tokenize) { replay("tokenize", fuzz_tokenize); }
 TEST(FuzzCorpus, ServerRequest) { replay("server_request", fuzz_server_request); }
 TEST(FuzzCorpus, ChatTemplate) { replay("chat_template", fuzz_chat_template); }
+TEST(FuzzCorpus, HttpRequest) { replay("http_request", fuzz_http_request); }
 
 }  // namespace
 }  // namespace wgrt::fuzz

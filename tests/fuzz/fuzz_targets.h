@@ -13,6 +13,9 @@
 //   tokenizer_json  tokenizer.json [ NUL tokenizer_config.json ]
 //   tokenize        u8 selector (bits 0-3: which tokenizer, bit 4: parse_special) | text
 //   server_request  u8 selector (bits 0-1: the endpoint, server/request.h) | the JSON body
+//   http_request    u8 read size (1 + the byte: how the bytes arrive) | a connection's bytes (one or
+//                   more requests: head, body of any transfer coding), parsed, checked and routed
+//                   as `wgrt serve` does; the bodies of API routes go on to server_request's body
 //   chat_template   u8 flags (bit 0: add_generation_prompt, bit 1: enable_thinking set, bit 2: its
 //                   value) | template source [ NUL messages JSON ]
 #pragma once
@@ -20,6 +23,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +43,7 @@
 #include "model/gguf.h"
 #include "model/model_file.h"
 #include "model/safetensors.h"
+#include "server/http_wire.h"
 #include "server/request.h"
 #include "server/response.h"
 #include "tokenizer/pretokenize.h"
@@ -355,7 +360,18 @@ inline void fuzz_server_request(std::span<const uint8_t> data) {
             return;  // the server answers 400 naming the template
           }
         }
-        const auto ids = tokenizer::tokenize(fuzz_server_tokenizer(), prompt, true, true);
+        // As the server: the messages' text is plain text, the template's markers special.
+        std::vector<std::string_view> untrusted;
+        for (const auto& m : r.messages)
+          if (m.contains("content") && m["content"].is_string())
+            untrusted.push_back(m["content"].get_ref<const std::string&>());
+        const std::vector<tokenizer::TextSpan> spans =
+            tokenizer::untrusted_spans(fuzz_server_tokenizer(), prompt, untrusted);
+        for (size_t k = 0; k < spans.size(); ++k)
+          check(spans[k].begin < spans[k].end && spans[k].end <= prompt.size() &&
+                    (k == 0 || spans[k - 1].end < spans[k].begin),
+                "untrusted spans not sorted, disjoint and inside the prompt");
+        const auto ids = tokenizer::tokenize_with_plain_spans(fuzz_server_tokenizer(), prompt, true, spans);
         server::check_prompt_fits(ids.size(), 4096);
         break;
       }
@@ -409,6 +425,65 @@ inline void fuzz_chat_template(std::span<const uint8_t> data) {
   try {
     chat::render_chat(t, in, {.now = 1, .max_iterations = 20000});
   } catch (const chat::TemplateError&) {
+  }
+}
+
+}  // namespace wgrt::fuzz
+
+namespace wgrt::fuzz {
+
+// A connection's bytes as `wgrt serve` reads them (server/http_wire.h), then its router.
+inline void fuzz_http_request(std::span<const uint8_t> data) {
+  if (data.empty()) return;
+  struct Source : server::ByteSource {
+    std::span<const uint8_t> bytes;
+    size_t at = 0, step = 1;
+    size_t read(char* dst, size_t n, std::error_code&) override {
+      const size_t k = std::min({n, step, bytes.size() - at});
+      std::memcpy(dst, bytes.data() + at, k);
+      at += k;
+      return k;
+    }
+  } src;
+  src.step = size_t(data[0]) + 1;
+  src.bytes = data.subspan(1);
+  server::HttpLimits lim;
+  lim.max_body = 1u << 16;
+  lim.max_header_bytes = 4096;
+  lim.max_field_bytes = 1024;
+  lim.max_fields = 32;
+  lim.max_target = 1024;
+  const server::AccessPolicy policy{"k", {"https://ok.example"}, server::default_allowed_hosts("127.0.0.1")};
+  auto check_error = [](const server::HttpError& e) {
+    check(e.status >= 400 && e.status < 600, fmt::format("HTTP error status {}", e.status));
+    check(!e.code.empty() && !e.message.empty(), "an HTTP error without code or message");
+  };
+  server::RequestReader reader(lim);
+  for (int i = 0; i < 32; ++i) {  // pipelined requests
+    server::HttpRequest req;
+    server::HttpError err;
+    const server::ReadStatus st = reader.read_head(src, req, err);
+    if (st == server::ReadStatus::Closed) return;
+    if (st == server::ReadStatus::Error) return check_error(err);
+    check(req.fields.size() <= lim.max_fields && req.target.size() <= lim.max_target, "a head past the limits");
+    server::cors_allow_origin(req, policy);
+    if (auto e = server::check_access(req, policy)) {
+      check(e->status == 401 || e->status == 403, fmt::format("access refused with {}", e->status));
+      return;  // the server answers and closes: the body is never read as a request
+    }
+    if (!reader.read_body(src, req, err)) return check_error(err);
+    check(req.body.size() <= lim.max_body, "a body past the limit");
+    std::vector<uint8_t> api;
+    switch (server::find_route(req.method, req.path)) {
+      case server::Route::Completions: api.push_back(uint8_t(server::Endpoint::Completions)); break;
+      case server::Route::ChatCompletions: api.push_back(uint8_t(server::Endpoint::ChatCompletions)); break;
+      case server::Route::Tokenize: api.push_back(uint8_t(server::Endpoint::Tokenize)); break;
+      case server::Route::Detokenize: api.push_back(uint8_t(server::Endpoint::Detokenize)); break;
+      default: continue;
+    }
+    api.insert(api.end(), req.body.begin(), req.body.end());
+    fuzz_server_request(api);
+    if (!req.keep_alive) return;
   }
 }
 

@@ -225,6 +225,57 @@ TEST(Request, TokenizeAndDetokenize) {
   EXPECT_THROW(check_token_ids({-1}, 258), ApiError);
 }
 
+// 100k levels of nesting in any field (60-200 KB bodies): refused while parsing, before any
+// recursive copy or destructor meets the value (it used to crash the server: a stack overflow).
+TEST(Request, DeepNestingIsRefusedBeforeAnyRecursiveWalk) {
+  const size_t depth = 100000;
+  const std::string lists = std::string(depth, '[') + std::string(depth, ']');
+  std::string objects;
+  for (size_t i = 0; i < depth; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(depth, '}');
+  const std::vector<std::string> bodies = {
+      R"({"messages": [{"role": "user", "content": )" + lists + "}]}",
+      R"({"messages": [{"role": "user", "content": "x"}], "tools": )" + lists + "}",
+      R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": )" + objects +
+          "}}]}]}",
+      R"({"prompt": "x", "unknown_field": )" + objects + "}",
+      lists,
+  };
+  for (const std::string& body : bodies) {
+    try {
+      parse_completion(parse_body(body), true);
+      ADD_FAILURE() << "accepted: " << body.substr(0, 80);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.code, "json_too_deep") << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(kMaxJsonDepth)), std::string::npos) << e.what();
+    }
+  }
+  // At the limit it parses.
+  const size_t ok = kMaxJsonDepth - 2;  // the body object and the field's own list included
+  const std::string at_limit = R"({"prompt": "x", "extra": )" + std::string(ok, '[') + std::string(ok, ']') + "}";
+  EXPECT_NO_THROW(parse_completion(parse_body(at_limit), false));
+}
+
+// A body's parsed values cost a bounded multiple of its size: a token list parses, a body of
+// empty lists (48 bytes of values per 3 of text) does not.
+TEST(Request, ParsedValuesAreBoundedByTheBodySize) {
+  std::string tokens = R"({"tokens": [)";
+  for (int i = 0; i < 100000; ++i) tokens += (i ? "," : "") + std::to_string(i % 10);
+  tokens += "]}";
+  EXPECT_EQ(parse_detokenize(parse_body(tokens)).tokens.size(), 100000u);
+  std::string empties = R"({"prompt": "x", "junk": [)";
+  for (int i = 0; i < 100000; ++i) empties += i ? ",[]" : "[]";
+  empties += "]}";
+  try {
+    parse_body(empties);
+    ADD_FAILURE() << "a body of empty lists was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 413);
+    EXPECT_EQ(e.code, "json_too_complex") << e.what();
+  }
+}
+
 TEST(Request, Endpoints) {
   EXPECT_EQ(endpoint_from_path("/v1/completions"), Endpoint::Completions);
   EXPECT_EQ(endpoint_from_path("/v1/chat/completions"), Endpoint::ChatCompletions);

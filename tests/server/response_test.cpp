@@ -148,12 +148,11 @@ std::shared_ptr<Job> job(const std::string& prompt) {
 TEST(Scheduler, FifoIntoFreeSlotsAndAFullQueueRefuses) {
   Scheduler s;
   init_scheduler(s, 2, 3);
-  auto a = job("a"), b = job("b"), c = job("c"), d = job("d"), e = job("e");
-  EXPECT_TRUE(submit(s, a));
-  EXPECT_TRUE(submit(s, b));
-  EXPECT_TRUE(submit(s, c));
-  EXPECT_FALSE(submit(s, d)) << "the queue holds 3";
-  EXPECT_EQ(queue_counts(s).queued, 3u);
+  auto a = job("a"), b = job("b"), c = job("c"), d = job("d"), e = job("e"), f = job("f");
+  // The free slots take two at once; three more may wait.
+  for (const auto& j : {a, b, c, d, e}) EXPECT_TRUE(submit(s, j));
+  EXPECT_FALSE(submit(s, f)) << "2 free slots + a queue of 3";
+  EXPECT_EQ(queue_counts(s).queued, 5u);
 
   // Every slot generates: the first jobs in arrival order take the free slots.
   std::vector<size_t> busy = fill_slots(s, std::chrono::milliseconds(0));
@@ -161,9 +160,8 @@ TEST(Scheduler, FifoIntoFreeSlotsAndAFullQueueRefuses) {
   EXPECT_EQ(s.slots[0], a);
   EXPECT_EQ(s.slots[1], b);
   EXPECT_EQ(queue_counts(s).running, 2u);
-  EXPECT_EQ(queue_counts(s).queued, 1u);
-  EXPECT_TRUE(submit(s, d)) << "a place came free";
-  EXPECT_TRUE(submit(s, e));
+  EXPECT_EQ(queue_counts(s).queued, 3u);
+  EXPECT_FALSE(submit(s, f)) << "no free slot, the queue holds 3";
   busy = fill_slots(s, std::chrono::milliseconds(0));
   EXPECT_EQ(busy.size(), 2u);
   EXPECT_EQ(s.slots[0], a) << "a busy slot keeps its job";
@@ -178,6 +176,41 @@ TEST(Scheduler, FifoIntoFreeSlotsAndAFullQueueRefuses) {
   EXPECT_EQ(s.slots[0], d);
   EXPECT_EQ(s.slots[1], e);
   EXPECT_EQ(queue_counts(s).queued, 0u);
+}
+
+// --queue-size 0: no waiting beyond the slots, yet a free slot always takes a request.
+TEST(Scheduler, QueueSizeZeroServesFreeSlotsAndRefusesTheRest) {
+  Scheduler s;
+  init_scheduler(s, 2, 0);
+  auto a = job("a"), b = job("b"), c = job("c");
+  EXPECT_TRUE(submit(s, a));
+  EXPECT_TRUE(submit(s, b));
+  EXPECT_FALSE(submit(s, c));
+  fill_slots(s, std::chrono::milliseconds(0));
+  EXPECT_FALSE(submit(s, c)) << "both slots busy";
+  free_slot(s, 0);
+  EXPECT_TRUE(submit(s, c));
+}
+
+// A queued job whose client went away leaves the queue (ended as cancelled), freeing its place.
+TEST(Scheduler, CancelledQueuedJobsLeaveTheQueue) {
+  Scheduler s;
+  init_scheduler(s, 1, 1);
+  auto a = job("a"), b = job("b"), c = job("c");
+  ASSERT_TRUE(submit(s, a));
+  fill_slots(s, std::chrono::milliseconds(0));
+  ASSERT_TRUE(submit(s, b));
+  EXPECT_FALSE(submit(s, c)) << "the queue holds b";
+  b->cancelled.store(true);
+  EXPECT_TRUE(submit(s, c)) << "b left the queue";
+  std::optional<Event> e = wait_event(*b, std::chrono::milliseconds(0));
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->done);
+  EXPECT_EQ(e->stop_reason, "cancelled");
+  EXPECT_EQ(queue_counts(s).left_queue, 1u);
+  free_slot(s, 0);
+  fill_slots(s, std::chrono::milliseconds(0));
+  EXPECT_EQ(s.slots[0], c);
 }
 
 TEST(Scheduler, WaitsForWorkAndStopEndsQueuedJobs) {
