@@ -5,11 +5,13 @@
 # 2. the op suites on this GPU (MATRIX_TESTS, a gtest filter), where the gemm route runs on
 #    matrix cores when the device has them (lavapipe has none: CI tests the int8 gemm);
 # 3. on the 1B Q4_0 and Q4_K_M files written by llama.cpp's quantizer: `wgrt bench` with matrix
-#    cores (the default) and without (WGRT_MMA=0), llama.cpp's peer_bench with its matrix cores
+#    cores (WGRT_MMA=1) and without (WGRT_MMA=0), llama.cpp's peer_bench with its matrix cores
 #    and without, the same tests (MATRIX_BENCH, default -p 512 -n 128 -d 0 -r 3);
 # 4. `wgrt run --warmup -n 128` after a 2-token prompt, to compare with bench's tg128;
 # 5. with PEER_CUDA=1 (pack with PEER_CUDA=1), llama.cpp's CUDA backend too, built here while the
 #    suites run (bench/peers/cuda-build.sh), on the same files.
+# The suites and the first wgrt rows run with WGRT_MMA=1 (the matrix-core gemm is opt-in until
+# measured: linear_q.h kLinearQMmaByDefault).
 # Everything lands in $OUT: summary.md (the rows), info.txt, tests.log, *.log.
 # Environment: OUT, PEER_WORK (model files), MATRIX_TESTS, MATRIX_TEST_S (the suites' time
 # limit, default 240 s), MATRIX_TYPES (default "q4_0 q4_k_m"), PEER_SMALL=1 (the tiny shape).
@@ -29,7 +31,7 @@ if [ -n "${PEER_CUDA:-}" ]; then
 fi
 filter=${MATRIX_TESTS:-LinearQ*:GpuPipelineCache*:GpuDevice*}
 t0=$SECONDS
-timeout "${MATRIX_TEST_S:-240}" wgrt_tests --gtest_brief=1 --gtest_filter="$filter" >"$out/tests.log" 2>&1
+WGRT_MMA=1 timeout "${MATRIX_TEST_S:-240}" wgrt_tests --gtest_brief=1 --gtest_filter="$filter" >"$out/tests.log" 2>&1
 rc=$?
 {
   echo "== wgrt_tests --gtest_filter=$filter: rc $rc in $((SECONDS - t0)) s"
@@ -59,8 +61,8 @@ for type in ${MATRIX_TYPES:-q4_0 q4_k_m}; do
   file="$work/$type.gguf"
   "$peer/peer_quantize" "$work/f16.gguf" "$file" "$type" >"$out/quantize-$type.log" 2>&1 || continue
   echo "== $preset $type" >>"$summary"
-  wgrt bench -m "$file" "${tests[@]}" -o md 2>"$out/wgrt-$type.log" | grep '^| ' | grep -v -e '---' -e '^| model' |
-    row "wgrt" >>"$summary"
+  WGRT_MMA=1 wgrt bench -m "$file" "${tests[@]}" -o md 2>"$out/wgrt-$type.log" | grep '^| ' |
+    grep -v -e '---' -e '^| model' | row "wgrt WGRT_MMA=1" >>"$summary"
   WGRT_MMA=0 wgrt bench -m "$file" "${tests[@]}" -o md 2>"$out/wgrt-int8-$type.log" | grep '^| ' |
     grep -v -e '---' -e '^| model' | row "wgrt WGRT_MMA=0" >>"$summary"
   "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl 2>"$out/peer-$type.log" | row "llama.cpp" >>"$summary"

@@ -26,7 +26,7 @@ gpu::DeviceCaps matrix_gpu() {
 }
 
 TEST(LinearQMma, TakenWhereTheAdapterOffersAnF16Tile) {
-  ScopedEnv env("WGRT_MMA", nullptr);
+  ScopedEnv env("WGRT_MMA", "1");
   EXPECT_TRUE(ops::gemm_takes_mma(matrix_gpu()));
   EXPECT_FALSE(ops::gemm_takes_mma(gpu::DeviceCaps{}));
 
@@ -50,7 +50,11 @@ TEST(LinearQMma, TakenWhereTheAdapterOffersAnF16Tile) {
   EXPECT_FALSE(ops::gemm_takes_mma(c));
 }
 
-TEST(LinearQMma, EnvironmentTurnsItOff) {
+TEST(LinearQMma, EnvironmentTurnsItOnAndOff) {
+  {
+    ScopedEnv env("WGRT_MMA", nullptr);
+    EXPECT_EQ(ops::gemm_takes_mma(matrix_gpu()), ops::kLinearQMmaByDefault);
+  }
   {
     ScopedEnv env("WGRT_MMA", "0");
     EXPECT_FALSE(ops::gemm_takes_mma(matrix_gpu()));

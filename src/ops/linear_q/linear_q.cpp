@@ -315,11 +315,13 @@ bool gemv_takes_int8(const gpu::DeviceCaps& caps, int forced) {
 }
 
 bool gemm_takes_mma(const gpu::DeviceCaps& caps) {
+  bool wanted = kLinearQMmaByDefault;
   if (const char* env = std::getenv("WGRT_MMA")) {
     const std::string v = env;
     if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_MMA='{}' (hint: 0 or 1)", v));
-    if (v == "0") return false;
+    wanted = v == "1";
   }
+  if (!wanted) return false;
   const bool f16_tile = std::any_of(caps.subgroup_matrix_configs.begin(), caps.subgroup_matrix_configs.end(),
                                     [](const gpu::SubgroupMatrixConfig& c) {
                                       return c.component == WGPUSubgroupMatrixComponentType_F16 &&

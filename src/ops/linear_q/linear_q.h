@@ -241,8 +241,10 @@ constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m wor
 // The gemm route on matrix cores (linear_q_mma.wgsl): where the device has subgroup matrices
 // with an f16 x f16 -> f32 16 x 16 x 16 configuration, shader-f16, a subgroup size of exactly
 // kLinearQMmaLanes and the kernel's workgroup memory (x and weight tiles as f16, one 16 x 16 f32
-// result per subgroup), the gemm of every weight format runs there; WGRT_MMA=0 keeps the int8
+// result per subgroup), the gemm of every weight format can run there: with WGRT_MMA=1 until
+// its results and speed are measured on a GPU (kLinearQMmaByDefault), WGRT_MMA=0 keeps the int8
 // gemm. Its sums differ from f32 math by f16 rounding of x and of the decoded weights.
+constexpr bool kLinearQMmaByDefault = false;
 constexpr uint32_t kLinearQMmaLanes = 32;
 constexpr uint32_t kLinearQMmaWorkgroupBytes =
     2 * (kLinearQGemmBM + kLinearQGemmBN) * 32 + 4 * (256 / kLinearQMmaLanes) * 16 * 16;
