@@ -7,7 +7,8 @@
 #   bench/peers/cuda-build.sh DEST
 #
 # DEST gets libllama, libggml* with the CUDA backend (sm_90: the H100 and H200), and beside them
-# peer_bench (bench/peers/peer_bench.cpp) linked against them, rpath $ORIGIN. Sourced settings
+# peer_bench (bench/peers/peer_bench.cpp) linked against them, rpath $ORIGIN (an old-style
+# DT_RPATH: it also serves the libraries' own dependencies, libggml-cpu beside libggml). Sourced settings
 # from device-common.sh are not needed: only $WGRT_CARRY (default .carry-peers).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -23,12 +24,13 @@ else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1
 fi | tar -xf - -C "$src"
 cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+  -DLLAMA_BUILD_MTMD=OFF -DLLAMA_CURL=OFF \
   -DBUILD_SHARED_LIBS=ON >"$src/configure.log" 2>&1 || { tail -30 "$src/configure.log" >&2; exit 1; }
 cmake --build "$src/build" --target llama -j "$(nproc)" >"$src/build.log" 2>&1 ||
   { tail -30 "$src/build.log" >&2; exit 1; }
 mkdir -p "$dest"
 find "$src/build" -name 'lib*.so*' -exec cp -P {} "$dest/" \;
 g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -I"$src/ggml/include" "$root/bench/peers/peer_bench.cpp" \
-  -o "$dest/peer_bench" -L"$dest" -lllama -lggml -lggml-base -Wl,-rpath,'$ORIGIN'
+  -o "$dest/peer_bench" -L"$dest" -lllama -lggml -lggml-base -Wl,--disable-new-dtags,-rpath,'$ORIGIN'
 echo "cuda-build: llama.cpp CUDA (sm_90) and peer_bench in $dest"
