@@ -90,7 +90,7 @@ double median(std::vector<double> values);
 
 // ---- output -------------------------------------------------------------------------------
 
-// A markdown table (pastes into docs/PERFORMANCE.md as is); columns padded to line up.
+// A markdown table (pastes into a docs/perf/ log as is); columns padded to line up.
 struct Table {
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;

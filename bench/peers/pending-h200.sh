@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measurements docs/PERFORMANCE.md lists as pending, in ONE device call after
+# The measurements the performance log (now docs/perf/) listed as pending, in ONE device call after
 #   bench/peers/pack.sh build bench/wgrt_lab_attention      (carry .carry-peers)
 # each an A/B alternated in the same run:
 #   1. decode attention kernels: wgrt_lab_attention, decode_sg against decode_vec (f16 caches,

@@ -14,7 +14,7 @@
 namespace wgrt::cli {
 namespace {
 
-constexpr size_t kCpuTokenwisePrompt = 32;  // docs/PERFORMANCE.md, first run on lavapipe
+constexpr size_t kCpuTokenwisePrompt = 32;  // docs/perf/demo-model.md, "First run on lavapipe"
 
 struct RunFlags {
   ModelFlags model;

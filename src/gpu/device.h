@@ -33,7 +33,7 @@ struct DeviceOptions {
   // Off: the subgroups feature is not requested (kernels take their workgroup-memory paths).
   // Env WGRT_SUBGROUPS=0 turns it off too.
   bool subgroups = true;
-  // Dawn toggles to enable, e.g. "disable_robustness" (docs/PERFORMANCE.md says which are
+  // Dawn toggles to enable, e.g. "disable_robustness" (docs/perf/2026-12-01.md, "Dawn device toggles", says which are
   // safe). Each is set at the stage Dawn reads it: "instance:NAME", "adapter:NAME" or
   // "device:NAME" (the default stage); "-NAME" disables one, e.g. "adapter:-vulkan_enable_f16_on_nvidia".
   // Env WGRT_TOGGLES adds a comma-separated list. kDefaultToggles are set first.

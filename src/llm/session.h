@@ -28,7 +28,7 @@ struct Session {
   size_t last_rows = 0;  // its readout rows
   // Tokens per step when eval runs a prompt (0: max_batch). 1 keeps a prompt on the decode
   // route: `wgrt run` does that for short prompts on a CPU driver, whose first dispatch of a
-  // kernel compiles it (docs/PERFORMANCE.md, first run on lavapipe).
+  // kernel compiles it (docs/perf/demo-model.md, "First run on lavapipe").
   uint32_t prompt_step = 0;
 };
 

@@ -76,7 +76,7 @@ TEST(GpuPipelineCache, SelftestKernelIsEmbedded) {
 // A lookup table copied into private or function memory (a `var` initialized with an array, or
 // with a module-scope `const` array) is indexed at run time by data, and NVIDIA's compiler places
 // it in local memory: the IQ4 grid read that way held its gemv to 3.5% of the H200's read peak
-// (docs/PERFORMANCE.md). Tables are read from workgroup memory (iq4_grid.wgsl) or a binding.
+// (docs/perf/2026-12-05.md, "The peer table at a768ed6"). Tables are read from workgroup memory (iq4_grid.wgsl) or a binding.
 // (Accumulator arrays, private or function-scope, indexed by loops with constant or override
 // bounds, such as gemv_m's gm_acc, are unrolled into registers and stay allowed.)
 TEST(GpuPipelineCache, NoKernelCopiesATableIntoPrivateMemory) {

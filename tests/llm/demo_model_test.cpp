@@ -66,7 +66,7 @@ TEST(DemoModel, TokenizerMatchesHuggingFace) {
 }
 
 // Each prompt position's logits: transformers' top 8 of the f32 model; the Q8_0 file's
-// weights move a logit by at most 0.5% of the largest (measured: 0.48%, docs/PERFORMANCE.md),
+// weights move a logit by at most 0.5% of the largest (measured: 0.48%, docs/perf/demo-model.md, "Logits against transformers"),
 // so 1% is the bound, and the best token agrees wherever transformers' margin exceeds it.
 TEST(DemoModel, PromptLogitsMatchTransformers) {
   const json ref = fixture("logits-top8.json");

@@ -182,7 +182,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   // Candidates fastest first. decode_vec (up to 4 of the group's heads per workgroup, a lane per
   // row word) where its workgroup holds the whole group: on the H200 it beat decode_sg by 5-30%
   // in the lab (GQA 4, head dim 64 and 128) and by 4% / 11% in tg128 at depth 0 / 4096
-  // (docs/PERFORMANCE.md). Then decode_sg with all of the group's heads (K/V read once per group)
+  // (docs/perf/2026-12-02.md, "decode_vec against decode_sg"). Then decode_sg with all of the group's heads (K/V read once per group)
   // down to one; decode_vec for larger groups (K/V read once per 4 heads, not measured against
   // decode_sg there); decode_split likewise.
   struct Decode {
@@ -303,7 +303,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   // prefill_sg for head dims from 128 where a key group (a lane per up to 4 vec4s of a row) fits
   // the subgroup: on the H200 (lab, 512 queries, f16) it took 2,247 µs against the tiles' 2,609 at
   // head dim 128 and 4,608 keys, 256 against 211 at 512 keys, and lost at head dim 64 (1,345
-  // against 1,143); docs/PERFORMANCE.md. 32 key groups per workgroup (at most 256 threads: 128
+  // against 1,143); docs/perf/2026-12-03.md, "Prefill attention by key groups". 32 key groups per workgroup (at most 256 threads: 128
   // rows at head dim 128); tiles of as many keys (up to 32) as the workgroup storage holds for K
   // and V in f32 and 4 words per thread load.
   uint32_t ps_lanes = 1;

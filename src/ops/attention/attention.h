@@ -108,12 +108,12 @@ constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
 // Default split: up to kDecodeWorkgroups workgroups over all KV heads, whole 64-key blocks each.
 // Measured on the H200 (132 SMs, 3 decode_vec workgroups resident per SM): 33-43 chunks per KV
 // head of a Llama model (264-344 workgroups, one wave) beat 17-22 (too few to fill the GPU) and
-// 64 (a second wave); 384 lands there past 3,072 keys (docs/PERFORMANCE.md).
+// 64 (a second wave); 384 lands there past 3,072 keys (docs/perf/2026-12-04.md, "Flash-decoding: the merge in fewer round trips").
 constexpr uint32_t kDecodeWorkgroups = 384;
 // decode_vec runs a context in one chunk (no merge dispatch) while it takes at most this many of
 // its workgroup's turns: on the H200 one chunk of 4 turns beat two chunks and their merge (head dim
 // 64, 256 keys: 6.7 against 7.4 µs; head dim 128, 128 keys: 7.2 against 9.0), 8 turns lost
-// (head dim 128, 256 keys: 11.8 against 9.7; docs/PERFORMANCE.md).
+// (head dim 128, 256 keys: 11.8 against 9.7; docs/perf/2026-12-04.md, "What each node costs").
 constexpr uint32_t kVecOneChunkTurns = 4;
 constexpr uint32_t kVecKeysPerTurn = 4;  // attention_decode_vec.wgsl VKEYS: keys per key group and turn
 constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 between
@@ -178,7 +178,7 @@ graph::TensorId attention_xq(const graph::Graph& g, const std::string& name);
 // Whether the model builders ask for xq_out where the output projection reads it, for an
 // attention output of `width` values (n_heads x head_dim): from kAttnXqMinWidth on. On the H200
 // the epilogue costs the attention 0.5-0.9 µs a layer and saves the output projection 1.1 at
-// 4,096 values but 0.4 at 2,048 (docs/PERFORMANCE.md, 2026-12-05). WGRT_ATTN_XQ=1 asks for it at
+// 4,096 values but 0.4 at 2,048 (docs/perf/2026-12-05.md, "The L2 prefetch measured and removed"). WGRT_ATTN_XQ=1 asks for it at
 // any width, 0 never (to measure); anything else throws naming it.
 constexpr uint32_t kAttnXqMinWidth = 4096;
 bool attention_xq_wanted(uint32_t width);

@@ -56,7 +56,7 @@ uint32_t gemv_m_block() { return env_count("WGRT_GEMV_M_BLOCK", 1, kLinearQGemvM
 // gemv_m pays a fixed cost the gemv does not (rms_norm and quantize_act as dispatches of their
 // own, a workgroup per tile whatever the rows): on the H200 it lost to the gemv's workgroup per
 // row on every weight of up to 16,384 rows (2048 x 2048 at 8 rows: 15.7-18.4 us against 9.6,
-// docs/PERFORMANCE.md) and won on the vocabulary (q6k 2048 x 128256 at 8 rows in the 1B model:
+// docs/perf/2026-12-03.md, "Batched decode: where the step goes") and won on the vocabulary (q6k 2048 x 128256 at 8 rows in the 1B model:
 // 262 us against 439). On CPU drivers it won everywhere measured (lavapipe, the demo model, 4
 // sequences: 118 tok/s against 49).
 uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8) {
@@ -259,7 +259,7 @@ constexpr uint32_t kGemvWideRows = 16384;  // gemv_lanes: 32 lanes from here
 // (kGemvWideRows), where more warps only add x traffic (H200, 1B Q4_K_M decode: the 2048- and
 // 3072-row projections 10-30% faster with 64, the 128,256-row vocabulary 12% slower; 1B Q4_0,
 // its 16,384-row gate|up reading x quantized ahead: 17.4 -> 14.6 us a call with 32, tg128
-// +4.3%, docs/PERFORMANCE.md). A CPU driver runs
+// +4.3%, docs/perf/2026-12-04.md, "The decode gemvs as the step runs them"). A CPU driver runs
 // a workgroup's lanes one SIMD batch after another, so lanes past a row's chunks only cost:
 // 16 there (lavapipe, the demo model's K = 384 rows of 24 q8 chunks: 16-lane sets decode 2x
 // faster than 64). Never fewer than a subgroup (the shuffles sum SG lanes of one set).
@@ -297,7 +297,7 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 
 // Whether the gemv quantizes x to int8 as it stages it (linear_q.wgsl XI8): on GPUs, where
 // the f32 decode's ALU work, not the memory, bounds the gemv (H200: 1.2-1.8x faster kernels,
-// decode +19-28%, docs/PERFORMANCE.md); off on CPU drivers, where it is no faster (lavapipe,
+// decode +19-28%, docs/perf/2026-12-01.md, "... the gemv with int8 activations"); off on CPU drivers, where it is no faster (lavapipe,
 // the demo model: the same tok/s within noise) and the f32 results stay closest to the
 // references. Every format has the route (iq4_xs / iq4_nl look their nibbles' int8 grid
 // values up by byte pairs, iq4_grid.wgsl iq4_bytes). Not on devices whose subgroups are

@@ -231,7 +231,7 @@ constexpr uint32_t kLinearQGemmBM = 64, kLinearQGemmBN = 128;
 // turns it off) split K where their tiles number fewer than kLinearQSplitTarget workgroups
 // (about two per SM on a 132-SM GPU; WGRT_GEMM_SPLIT_WGS overrides): at most
 // kLinearQSplitMax slices of at least kLinearQSplitMinK values. H200, M = 512 (lab, chain):
-// 2048x512 2.7x, 4096x1024 2x, 2048x2048 1.08x faster than one slice (docs/PERFORMANCE.md).
+// 2048x512 2.7x, 4096x1024 2x, 2048x2048 1.08x faster than one slice (docs/perf/2026-12-02.md, "... vec4 fragments and split K").
 constexpr uint32_t kLinearQSplitMax = 8, kLinearQSplitMinK = 256, kLinearQSplitTarget = 256;
 uint32_t gemm_split_max_n();
 // The K values per slice for m live rows of a split weight of n rows (k where one slice serves).

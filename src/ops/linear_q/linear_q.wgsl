@@ -377,7 +377,7 @@ override XI8: bool = false;
 // A gemv whose output another gemv reads next can write that output as int8 blocks too
 // (gemv_xq, gemv_swiglu_xq), so the consumer's workgroups read their chunks of x straight from
 // memory (XQ_IN) instead of each staging and quantizing x before its first dot product: that
-// staging took 16-26% of the H200 decode gemvs (docs/PERFORMANCE.md). The block is the producer
+// staging took 16-26% of the H200 decode gemvs (docs/perf/2026-12-04.md, "Decode gemvs read x quantized ahead"). The block is the producer
 // workgroup's 16 outputs, one scale each; the row's layout is xq_row.wgsl's. XQ_NORM quantizes
 // the outputs times the consumer's norm weight (bound as nw4), else as they are. The consumer
 // binds the xq row as x4 (bitcast); its NORM takes the sums of squares.

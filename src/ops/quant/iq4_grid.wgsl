@@ -7,7 +7,7 @@ const IQ4_GRID = array<f32, 16>(-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.
 // The grid as kernels read it, by a nibble known only at run time: in workgroup memory (16 words
 // on 16 banks, so a warp's lookups do not conflict). A copy in private or function memory would
 // be placed in local memory on NVIDIA, where it held the gemv to 3.5% of the read peak
-// (docs/PERFORMANCE.md). Every entry point that reads iq4_f calls iq4_grid_load first, then
+// (docs/perf/2026-12-05.md, "The peer table at a768ed6"). Every entry point that reads iq4_f calls iq4_grid_load first, then
 // passes a barrier before its first read; wg: its workgroup size.
 var<workgroup> iq4_f: array<f32, 16>;
 
