@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "support/knobs.h"
 
 namespace wgrt::cli {
 namespace {
@@ -132,10 +133,17 @@ void add_device_flags(CLI::App& cmd, gpu::DeviceOptions& opts) {
 
 Run add_info(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   auto* cmd = app.add_subcommand("info", "print the adapter, its limits and features");
-  auto json = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false), knobs = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "print JSON for machines");
+  cmd->add_flag("--knobs", *knobs, "list the WGRT_* environment variables (docs/KNOBS.md) and exit");
   add_device_flags(*cmd, dev_opts);
-  return [&dev_opts, json] { return run_info(dev_opts, *json); };
+  return [&dev_opts, json, knobs] {
+    if (*knobs) {
+      fmt::print("{}", knobs::table());
+      return 0;
+    }
+    return run_info(dev_opts, *json);
+  };
 }
 
 }  // namespace wgrt::cli

@@ -10,6 +10,7 @@
 
 #include "gpu/device.h"
 #include "gpu/webgpu.h"
+#include "support/knobs.h"
 
 #if !defined(WGRT_SYSTEM_WEBGPU_H)
 #include <dlfcn.h>
@@ -149,8 +150,10 @@ void load(const std::string& path) {
 
 }  // namespace
 
+const knobs::Text kDawnLib{"WGRT_DAWN_LIB", "the Dawn library to load (a dawn.node or libwebgpu_dawn.so)"};
+
 std::string dawn_library_path() {
-  if (const char* env = std::getenv("WGRT_DAWN_LIB"); env && *env) return env;
+  if (auto path = kDawnLib.get()) return *path;
   return WGRT_DAWN_LIBRARY;
 }
 

@@ -9,6 +9,7 @@
 
 #include "gpu/dawn_loader.h"
 #include "gpu/pipeline.h"
+#include "support/knobs.h"
 
 namespace wgrt::gpu {
 
@@ -34,6 +35,26 @@ struct ShaderDump {
 };
 
 namespace {
+
+// The device's knobs (support/knobs.h).
+const knobs::Text kToggles{"WGRT_TOGGLES",
+                           "Dawn toggles, comma-separated: NAME or -NAME (disables it), after instance:, adapter: or device: (default device:)"};
+const knobs::Choice kLimits{"WGRT_LIMITS", "adapter|default", "adapter",
+                            "the limits the device asks for: the adapter's maximum or WebGPU's defaults"};
+const knobs::Count kAdapter{"WGRT_ADAPTER", -1, 1024, -1, "the adapter, by its index in `wgrt info` (-1: the best GPU)"};
+const knobs::Choice kSubgroups{"WGRT_SUBGROUPS", "0|1", "1", "0 keeps kernels off subgroup operations"};
+const knobs::Text kShaderDump{"WGRT_SHADER_DUMP", "a folder for the WGSL and SPIR-V of every pipeline (Dawn's dump_shaders)",
+                              knobs::Lab};
+
+// A knob's value, its errors as GpuError (what create_device throws).
+template <class F>
+auto device_knob(F&& get) {
+  try {
+    return get();
+  } catch (const std::invalid_argument& e) {
+    throw GpuError(e.what());
+  }
+}
 
 void on_log(WGPULoggingType, WGPUStringView message, void* u1, void*) {
   auto* d = static_cast<ShaderDump*>(u1);
@@ -169,8 +190,8 @@ struct Toggles {
 Toggles parse_toggles(const DeviceOptions& opts) {
   std::vector<std::string> entries(std::begin(kDefaultToggles), std::end(kDefaultToggles));
   entries.insert(entries.end(), opts.toggles.begin(), opts.toggles.end());
-  if (const char* env = std::getenv("WGRT_TOGGLES")) {
-    std::string_view list(env);
+  if (const auto env = device_knob([] { return kToggles.get(); })) {
+    std::string_view list(*env);
     while (!list.empty()) {
       size_t comma = list.find(',');
       if (std::string_view e = list.substr(0, comma); !e.empty()) entries.emplace_back(e);
@@ -333,23 +354,14 @@ std::vector<Candidate> find_adapters(WGPUInstance instance, const DeviceOptions&
 
 // WGRT_LIMITS: unset, empty or "adapter" (the adapter's maximum), or "default".
 bool want_default_limits(const DeviceOptions& opts) {
-  const char* env = std::getenv("WGRT_LIMITS");
-  if (!env || !*env || std::string_view(env) == "adapter") return opts.default_limits;
-  if (std::string_view(env) == "default") return true;
-  throw GpuError(fmt::format("WGRT_LIMITS='{}' is not a limits choice (hint: 'default' for WebGPU's "
-                             "default limits, 'adapter' for the adapter's maximum)", env));
+  return device_knob([] { return kLimits.get(); }) == "default" || opts.default_limits;
 }
 
 int chosen_index(const DeviceOptions& opts, size_t count) {
   int index = opts.adapter_index;
   std::string source = "--adapter";
   if (index < 0) {
-    if (const char* env = std::getenv("WGRT_ADAPTER"); env && *env) {
-      char* end = nullptr;
-      long v = std::strtol(env, &end, 10);
-      if (*end != '\0' || v < 0)
-        throw GpuError(fmt::format(
-            "WGRT_ADAPTER='{}' is not an adapter index (hint: a number from `wgrt info`)", env));
+    if (const int64_t v = device_knob([] { return kAdapter.get(); }); v >= 0) {
       index = int(v);
       source = "WGRT_ADAPTER";
     }
@@ -430,8 +442,7 @@ Device create_device(const DeviceOptions& opts) {
     return std::find(dev.caps.adapter_features.begin(), dev.caps.adapter_features.end(), f) !=
            dev.caps.adapter_features.end();
   };
-  const char* env_sg = std::getenv("WGRT_SUBGROUPS");
-  const bool want_subgroups = opts.subgroups && !(env_sg && std::string_view(env_sg) == "0");
+  const bool want_subgroups = opts.subgroups && device_knob([] { return kSubgroups.get(); }) == "1";
   std::vector<WGPUFeatureName> wanted;
   for (auto f : {WGPUFeatureName_ShaderF16, WGPUFeatureName_Subgroups,
                  WGPUFeatureName_TimestampQuery, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix}) {
@@ -440,10 +451,9 @@ Device create_device(const DeviceOptions& opts) {
     if (offered(f) && (!needs_subgroups || want_subgroups)) wanted.push_back(f);
   }
 
-  const char* dump_dir = std::getenv("WGRT_SHADER_DUMP");
-  if (dump_dir && *dump_dir) {
+  if (const auto dump_dir = kShaderDump.get()) {
     dev.dump = std::make_unique<ShaderDump>();
-    dev.dump->dir = dump_dir;
+    dev.dump->dir = *dump_dir;
     std::erase(toggles.device.disabled, "dump_shaders");
     std::erase(toggles.device.enabled, "dump_shaders");
     toggles.device.enabled.emplace_back("dump_shaders");

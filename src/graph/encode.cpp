@@ -9,6 +9,7 @@
 #include "graph/check.h"
 #include "graph/graph.h"
 #include "graph/state.h"
+#include "support/knobs.h"
 
 namespace wgrt::graph {
 namespace {
@@ -28,9 +29,14 @@ std::vector<size_t> node_indices(const GraphState& g, std::span<const NodeId> no
 
 }  // namespace
 
+namespace {
+const knobs::Text kSkipNodes{"WGRT_SKIP_NODES",
+                             "PREFIX[:KERNEL],...: nodes (or one kernel of them) left out of every pass (to measure)",
+                             knobs::Lab};
+}  // namespace
+
 std::vector<uint32_t> skipped_from_env(const GraphState& g) {
-  const char* env = std::getenv("WGRT_SKIP_NODES");
-  const std::string s = env ? env : "";
+  const std::string s = kSkipNodes.get().value_or("");
   std::vector<uint32_t> masks;
   for (size_t at = 0; at < s.size();) {
     const size_t end = std::min(s.find(',', at), s.size());

@@ -15,16 +15,6 @@ graph::Grid grid_1d(uint64_t groups, uint32_t max_per_dim) {
   return {uint32_t(ceil_div(groups, y)), uint32_t(y), 1};
 }
 
-uint32_t env_count(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback) {
-  const char* env = std::getenv(name);
-  if (!env) return fallback;
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(env, &end, 10);
-  if (*env == '\0' || *end != '\0' || v < lo || v > hi)
-    throw std::invalid_argument(fmt::format("{}='{}' (hint: {} to {})", name, env, lo, hi));
-  return uint32_t(v);
-}
-
 size_t first_fit(const WGPULimits& limits, std::span<const WorkgroupFootprint> variants) {
   for (size_t i = 0; i < variants.size(); ++i)
     if (variants[i].storage_bytes <= limits.maxComputeWorkgroupStorageSize &&

@@ -16,10 +16,6 @@ constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // flat index as wid.x + wid.y * num_workgroups.x and skip indices past their count.
 graph::Grid grid_1d(uint64_t groups, uint32_t max_per_dim);
 
-// An environment variable's count in [lo, hi] (a knob to measure), or `fallback` where it is
-// unset; anything else throws std::invalid_argument naming the variable and the range.
-uint32_t env_count(const char* name, uint32_t lo, uint32_t hi, uint32_t fallback);
-
 // What one kernel variant asks of the device: the bytes of its entry point's var<workgroup>
 // data (each variable rounded up to 16) and its workgroup size. Ops compute it from the same
 // numbers they pass as override constants, so the budget and the WGSL arrays agree.

@@ -13,6 +13,7 @@
 #include "llm/generate.h"
 #include "llm/sampler.h"
 #include "llm/session.h"
+#include "support/knobs.h"
 
 namespace wgrt::server {
 
@@ -115,16 +116,11 @@ void fail(ServerState& st, Slot& slot, const std::exception& ex) {
 }
 
 // WGRT_TEST_DESTROY_DEVICE_AFTER (worker.h): steps before the device is destroyed; -1: never.
-int64_t destroy_device_after() {
-  const char* env = std::getenv("WGRT_TEST_DESTROY_DEVICE_AFTER");
-  if (!env || !*env) return -1;
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  if (*end != '\0' || v < 0)
-    throw std::invalid_argument(fmt::format(
-        "WGRT_TEST_DESTROY_DEVICE_AFTER='{}' is not a step count (hint: a number >= 0, or unset it)", env));
-  return int64_t(v);
-}
+const knobs::Count kDestroyDeviceAfter{"WGRT_TEST_DESTROY_DEVICE_AFTER", -1, int64_t(1) << 40, -1,
+                                       "wgrt serve destroys the device after the worker's first N steps (tests)",
+                                       knobs::Lab};
+
+int64_t destroy_device_after() { return kDestroyDeviceAfter.get(); }
 
 ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   ServedModel m;

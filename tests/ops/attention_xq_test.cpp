@@ -181,7 +181,7 @@ TEST(AttentionXqBuild, EnvSwitch) {
   EXPECT_TRUE(ops::attention_xq_wanted(64));
   env.set("yes");
   EXPECT_THAT(message_of<std::invalid_argument>([] { ops::attention_xq_wanted(4096); }),
-              ::testing::HasSubstr("WGRT_ATTN_XQ='yes' (hint: 0 or 1)"));
+              ::testing::HasSubstr("WGRT_ATTN_XQ='yes': not one of the choices (hint: auto|0|1"));
 }
 
 }  // namespace

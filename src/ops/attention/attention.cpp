@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "ops/linear_q/linear_q.h"
+#include "support/knobs.h"
 
 namespace wgrt::ops {
 
@@ -31,97 +32,87 @@ constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
 constexpr uint32_t kSgLoads = 4, kSgAcc = 8, kSgScores = 16, kSgMaxThreads = 128;
 constexpr uint32_t kVecHeads = 4;  // decode_vec: query heads per workgroup, the components of a vec4
 
+// attention's knobs (support/knobs.h): each forces a kernel or a tile, to measure.
+const knobs::Choice kDecodeBlock{"WGRT_DECODE_BLOCK", "auto|64|128|256", "auto",
+                                 "keys per decode_vec / decode_sg chunk", knobs::Lab};
+const knobs::Count kDecodeWgs{"WGRT_DECODE_WGS", 1, 65536, kDecodeWorkgroups,
+                              "the flash-decoding split's target workgroups", knobs::Lab};
+const knobs::Choice kPrefillQreg{"WGRT_PREFILL_QREG", "0|1", "1", "0: prefill reads q from workgroup memory",
+                                 knobs::Lab};
+const knobs::Dims kPrefillTile{"WGRT_PREFILL_TILE", 0, 1024, "ROWSxKEYS: prefill's only tile (0x0: any)",
+                               knobs::Lab};
+const knobs::Choice kDecodeKernel{"WGRT_DECODE_KERNEL", "best|vec|sg|split", "best", "the decode kernel",
+                                  knobs::Lab};
+const knobs::Choice kPrefillKernel{"WGRT_PREFILL_KERNEL", "best|rt|sg|tile", "best", "the prefill kernel",
+                                   knobs::Lab};
+const knobs::Count kPrefillRt{"WGRT_PREFILL_RT", 0, 1024, 0,
+                              "prefill_rt's threads, a power of two from 8 (0: the largest that fits)", knobs::Lab};
+const knobs::Dims kPrefillSg{"WGRT_PREFILL_SG", 0, 1024,
+                             "THREADSxKEYS of prefill_sg: powers of two, 4..64 keys (0x0: the defaults)", knobs::Lab};
+const knobs::Choice kPrefillRth{"WGRT_PREFILL_RTH", "0|1", "1", "0: prefill_rt converts f16 caches to f32 tiles",
+                                knobs::Lab};
+const knobs::Count kDecodeProbe{"WGRT_DECODE_PROBE", 0, 3, 0, "decode_vec's probe (attention_decode_vec.wgsl VPROBE)",
+                                knobs::Lab};
+const knobs::Choice kAttnXq{"WGRT_ATTN_XQ", "auto|0|1", "auto", "attention quantizes its output ahead for the gemv",
+                            knobs::Lab};
+
 // decode_vec's and decode_sg's chunks are whole blocks of this many keys: a context of up to one
-// block runs in one dispatch. WGRT_DECODE_BLOCK=64|128|256 forces one (to measure).
+// block runs in one dispatch. WGRT_DECODE_BLOCK forces one (to measure).
 uint32_t decode_sg_block() {
-  if (const char* env = std::getenv("WGRT_DECODE_BLOCK")) {
-    const std::string b = env;
-    if (b == "64" || b == "128" || b == "256") return uint32_t(std::stoul(b));
-    throw std::invalid_argument(fmt::format("WGRT_DECODE_BLOCK='{}' (hint: 64, 128 or 256)", b));
-  }
-  return kAttnKeyBlock;
+  const std::string b = kDecodeBlock.get();
+  return b == "auto" ? kAttnKeyBlock : uint32_t(std::stoul(b));
 }
 
 // The flash-decoding split's target workgroups over all KV heads (kDecodeWorkgroups);
 // WGRT_DECODE_WGS=N sets another (to measure).
-uint32_t decode_workgroups() { return env_count("WGRT_DECODE_WGS", 1, 65536, kDecodeWorkgroups); }
+uint32_t decode_workgroups() { return uint32_t(kDecodeWgs.get()); }
 
 // WGRT_PREFILL_QREG=0 has prefill read q from workgroup memory in the score phase even where
 // a row fits the registers (to measure).
-bool prefill_q_in_registers() {
-  const char* env = std::getenv("WGRT_PREFILL_QREG");
-  if (!env || std::string(env) == "1") return true;
-  if (std::string(env) == "0") return false;
-  throw std::invalid_argument(fmt::format("WGRT_PREFILL_QREG='{}' (hint: 0 or 1)", env));
-}
+bool prefill_q_in_registers() { return kPrefillQreg.get() == "1"; }
 
 // WGRT_PREFILL_TILE=ROWSxKEYS (e.g. 32x16) narrows prefill's tiles to one (to measure); 0x0: any.
-std::pair<uint32_t, uint32_t> prefill_tile_wanted() {
-  const char* env = std::getenv("WGRT_PREFILL_TILE");
-  unsigned rows = 0, keys = 0;
-  char tail = 0;
-  if (env && std::sscanf(env, "%ux%u%c", &rows, &keys, &tail) != 2)
-    throw std::invalid_argument(fmt::format("WGRT_PREFILL_TILE='{}' (hint: ROWSxKEYS, e.g. 32x16)", env));
-  return {rows, keys};
-}
+std::pair<uint32_t, uint32_t> prefill_tile_wanted() { return kPrefillTile.get(); }
 
 // WGRT_DECODE_KERNEL=vec|sg|split narrows `best` to one kernel (to measure).
 DecodeKernel decode_kernel_wanted(DecodeKernel want) {
-  const char* env = std::getenv("WGRT_DECODE_KERNEL");
-  if (want != DecodeKernel::best || !env) return want;
-  const std::string k = env;
-  if (k == "vec") return DecodeKernel::vec;
-  if (k == "sg") return DecodeKernel::sg;
-  if (k == "split") return DecodeKernel::split;
-  throw std::invalid_argument(fmt::format("WGRT_DECODE_KERNEL='{}' (hint: vec, sg or split)", k));
+  const std::string k = kDecodeKernel.get();
+  if (want != DecodeKernel::best || k == "best") return want;
+  return k == "vec" ? DecodeKernel::vec : k == "sg" ? DecodeKernel::sg : DecodeKernel::split;
 }
 
 // WGRT_PREFILL_KERNEL=rt|sg|tile narrows `best` to one prefill kernel (to measure).
 PrefillKernel prefill_kernel_wanted(PrefillKernel want) {
-  const char* env = std::getenv("WGRT_PREFILL_KERNEL");
-  if (want != PrefillKernel::best || !env) return want;
-  const std::string k = env;
-  if (k == "rt") return PrefillKernel::rt;
-  if (k == "sg") return PrefillKernel::sg;
-  if (k == "tile") return PrefillKernel::tile;
-  throw std::invalid_argument(fmt::format("WGRT_PREFILL_KERNEL='{}' (hint: rt, sg or tile)", k));
+  const std::string k = kPrefillKernel.get();
+  if (want != PrefillKernel::best || k == "best") return want;
+  return k == "rt" ? PrefillKernel::rt : k == "sg" ? PrefillKernel::sg : PrefillKernel::tile;
 }
 
-// WGRT_PREFILL_RT=THREADS (e.g. 64) sets prefill_rt's workgroup (to measure); unset: the largest
+bool pow2(uint32_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+// WGRT_PREFILL_RT=THREADS (e.g. 64) sets prefill_rt's workgroup (to measure); 0: the largest
 // that fits.
 uint32_t prefill_rt_wanted() {
-  const char* env = std::getenv("WGRT_PREFILL_RT");
-  unsigned threads = 0;
-  char tail = 0;
-  if (env && (std::sscanf(env, "%u%c", &threads, &tail) != 1 || threads < 8 || threads > 1024 ||
-              (threads & (threads - 1)) != 0))
+  const auto threads = uint32_t(kPrefillRt.get());
+  if (threads != 0 && (threads < 8 || !pow2(threads)))
     throw std::invalid_argument(
-        fmt::format("WGRT_PREFILL_RT='{}' (hint: a thread count, a power of two from 8 to 1024)", env));
+        fmt::format("WGRT_PREFILL_RT='{}' (hint: a thread count, a power of two from 8 to 1024)", threads));
   return threads;
 }
 
 // WGRT_PREFILL_SG=THREADSxKEYS (e.g. 128x16) sets prefill_sg's workgroup and tile keys (to
-// measure); unset: the defaults.
+// measure); 0x0: the defaults.
 std::pair<uint32_t, uint32_t> prefill_sg_wanted() {
-  const char* env = std::getenv("WGRT_PREFILL_SG");
-  unsigned threads = 0, keys = 0;
-  char tail = 0;
-  auto pow2 = [](unsigned x) { return x != 0 && (x & (x - 1)) == 0; };
-  if (env && (std::sscanf(env, "%ux%u%c", &threads, &keys, &tail) != 2 || threads > 1024 || !pow2(threads) ||
-              keys < 4 || keys > 64 || !pow2(keys)))
-    throw std::invalid_argument(fmt::format("WGRT_PREFILL_SG='{}' (hint: THREADSxKEYS, e.g. 128x16: powers of "
-                                            "two, up to 1024 threads, 4..64 keys)", env));
+  const auto [threads, keys] = kPrefillSg.get();
+  if ((threads || keys) && (!pow2(threads) || keys < 4 || keys > 64 || !pow2(keys)))
+    throw std::invalid_argument(fmt::format("WGRT_PREFILL_SG='{}x{}' (hint: THREADSxKEYS, e.g. 128x16: powers of "
+                                            "two, up to 1024 threads, 4..64 keys)", threads, keys));
   return {threads, keys};
 }
 
 // WGRT_PREFILL_RTH=0 has prefill_rt convert f16 caches into f32 tiles (prefill_rt) instead of
 // keeping them f16 (prefill_rth), to measure.
-bool prefill_rth_wanted() {
-  const char* env = std::getenv("WGRT_PREFILL_RTH");
-  if (!env || std::string(env) == "1") return true;
-  if (std::string(env) == "0") return false;
-  throw std::invalid_argument(fmt::format("WGRT_PREFILL_RTH='{}' (hint: 0 or 1)", env));
-}
+bool prefill_rth_wanted() { return kPrefillRth.get() == "1"; }
 
 // Query heads per decode workgroup to try, most first: the group spread evenly over 1, 2, 4, 8
 // workgroups (8: 8, 4, 2, 1; 7: 7, 4, 2, 1; 6: 6, 3, 2, 1).
@@ -491,8 +482,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
     decode_consts.push_back({"VKL", double(var.vec.lanes)});
     decode_consts.push_back({"VWG", double(var.vec.threads)});
-    if (const char* probe = std::getenv("WGRT_DECODE_PROBE"))  // attention_decode_vec.wgsl VPROBE
-      decode_consts.push_back({"VPROBE", double(std::atoi(probe))});
+    if (const int64_t probe = kDecodeProbe.get()) decode_consts.push_back({"VPROBE", double(probe)});
   }
   if (d.xq_out) decode_consts.push_back({"XO", double(var.decode_heads * head_dim)});
   if (var.decode_kernel == DecodeKernel::sg) {
@@ -618,11 +608,8 @@ graph::TensorId attention_xq(const graph::Graph& g, const std::string& name) {
 }
 
 bool attention_xq_wanted(uint32_t width) {
-  const char* env = std::getenv("WGRT_ATTN_XQ");
-  if (!env) return width >= kAttnXqMinWidth;
-  const std::string v = env;
-  if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_ATTN_XQ='{}' (hint: 0 or 1)", v));
-  return v == "1";
+  const std::string v = kAttnXq.get();
+  return v == "auto" ? width >= kAttnXqMinWidth : v == "1";
 }
 
 }  // namespace wgrt::ops

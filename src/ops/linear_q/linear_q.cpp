@@ -9,8 +9,36 @@
 #include "ops/norm/norm.h"
 #include "ops/sampling/sampling.h"
 #include "ops/silu_mul/silu_mul.h"
+#include "support/knobs.h"
 
 namespace wgrt::ops {
+
+namespace {
+// linear_q's knobs (support/knobs.h): each forces a route or a tile, to measure.
+const knobs::Count kGemvMaxM{"WGRT_GEMV_MAX_M", 1, kLinearQGemvMaxRows, kLinearQGemvMaxRows,
+                             "most rows of x the gemv route serves", knobs::Lab};
+const knobs::Count kGemvMBlock{"WGRT_GEMV_M_BLOCK", 1, kLinearQGemvMaxRows, kLinearQGemvMBlock,
+                               "rows of x per gemv_m workgroup", knobs::Lab};
+const knobs::Count kGemvMFrom{"WGRT_GEMV_M_FROM", 0, kLinearQGemvMaxRows + 1, 0,
+                              "first row count of the gemv_m route (0: the device's; 2..)", knobs::Lab};
+const knobs::Choice kGemvX{"WGRT_GEMV_X", "auto|1|2|4", "auto", "rows of x per gemv_multi workgroup", knobs::Lab};
+const knobs::Count kGemmSplitN{"WGRT_GEMM_SPLIT_N", 0, 65536, 4096,
+                               "split K of the gemm for weights of at most this many rows (0: never)", knobs::Lab};
+const knobs::Count kGemmSplitWgs{"WGRT_GEMM_SPLIT_WGS", 1, 1 << 20, kLinearQSplitTarget,
+                                 "workgroups split K aims for", knobs::Lab};
+const knobs::Choice kGemvTk{"WGRT_GEMV_TK", "auto|8|16|32|64", "auto", "gemv lanes along K", knobs::Lab};
+const knobs::Choice kGemvI8{"WGRT_GEMV_I8", "auto|0|1", "auto",
+                            "gemv activations: 0 f32, 1 int8 (auto: int8 on GPUs)", knobs::Lab};
+const knobs::Choice kMma{"WGRT_MMA", "auto|0|1", "auto",
+                         "the gemm on matrix cores where the device has them (auto: kLinearQMmaByDefault)", knobs::Lab};
+const knobs::Choice kMmaBm{"WGRT_MMA_BM", "auto|64|128", "auto", "rows of y per matrix-core gemm workgroup",
+                           knobs::Lab};
+const knobs::Choice kGemvXq{"WGRT_GEMV_XQ", "auto|0|1", "auto", "0: no gemv reads x quantized ahead", knobs::Lab};
+const knobs::Choice kGemvRope{"WGRT_GEMV_ROPE", "auto|0|1", "auto", "0: the q, k, v gemv leaves rope to its own kernel",
+                              knobs::Lab};
+const knobs::Count kGemvProbe{"WGRT_GEMV_PROBE", 0, 3, 0, "the one-row gemv's probe (linear_q.wgsl GV_PROBE)",
+                              knobs::Lab};
+}  // namespace
 
 namespace {
 constexpr ParamField kFields[] = {
@@ -49,9 +77,9 @@ std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std
   return out;
 }
 
-uint32_t gemv_max_rows() { return env_count("WGRT_GEMV_MAX_M", 1, kLinearQGemvMaxRows, kLinearQGemvMaxRows); }
+uint32_t gemv_max_rows() { return uint32_t(kGemvMaxM.get()); }
 
-uint32_t gemv_m_block() { return env_count("WGRT_GEMV_M_BLOCK", 1, kLinearQGemvMaxRows, kLinearQGemvMBlock); }
+uint32_t gemv_m_block() { return uint32_t(kGemvMBlock.get()); }
 
 // gemv_m pays a fixed cost the gemv does not (rms_norm and quantize_act as dispatches of their
 // own, a workgroup per tile whatever the rows): on the H200 it lost to the gemv's workgroup per
@@ -63,7 +91,9 @@ uint32_t gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8) {
   const uint32_t never = kLinearQGemvMaxRows + 1;
   if (gemv_int8 == 0) return never;  // f32 activations asked for: gemv_m's are int8
   const uint32_t fallback = caps.adapter.type == WGPUAdapterType_CPU || n > 16384 ? kLinearQGemvMFrom : never;
-  return env_count("WGRT_GEMV_M_FROM", 2, never, fallback);
+  const int64_t forced = kGemvMFrom.get();
+  if (forced == 1) throw std::invalid_argument("WGRT_GEMV_M_FROM='1' (hint: 0 for the device's, or 2..)");
+  return forced ? uint32_t(forced) : fallback;
 }
 
 namespace {
@@ -81,9 +111,8 @@ uint32_t gemv_x_rows(uint32_t forced) {
                                               forced));
     return forced;
   }
-  const uint32_t v = env_count("WGRT_GEMV_X", 1, 4, kLinearQGemvX);
-  if (v == 3) throw std::invalid_argument("WGRT_GEMV_X='3' (hint: 1, 2 or 4)");
-  return v;
+  const std::string v = kGemvX.get();
+  return v == "auto" ? kLinearQGemvX : uint32_t(std::stoul(v));
 }
 
 namespace {
@@ -95,10 +124,10 @@ bool gemv_multi_on(const gpu::DeviceCaps& caps, int gemv_int8, uint32_t gemv_x) 
 
 bool gemv_m_takes(QuantFormat f) { return f != QuantFormat::Q2K && f != QuantFormat::Q3K && !has_iq4_grid(f); }
 
-uint32_t gemm_split_max_n() { return env_count("WGRT_GEMM_SPLIT_N", 0, 65536, 4096); }
+uint32_t gemm_split_max_n() { return uint32_t(kGemmSplitN.get()); }
 
 uint32_t gemm_kslice(uint32_t m, uint32_t n, uint32_t k, uint32_t gs) {
-  static const uint32_t target = env_count("WGRT_GEMM_SPLIT_WGS", 1, 1u << 20, kLinearQSplitTarget);
+  const uint32_t target = uint32_t(kGemmSplitWgs.get());
   const uint64_t tiles = ceil_div(n, kLinearQGemmBN) * ceil_div(m, kLinearQGemmBM);
   const uint64_t slices = std::min<uint64_t>({kLinearQSplitMax, ceil_div(target, tiles), k / kLinearQSplitMinK});
   if (slices <= 1) return k;
@@ -183,7 +212,8 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
       case LinearQStep::Gemm: {
         const LinearQParams params = gemm_params(pp);
         plan.params[j].set(params);
-        plan.grids[j] = {uint32_t(ceil_div(pp.n, kLinearQGemmBN)), uint32_t(ceil_div(m, kLinearQGemmBM)),
+        const uint32_t bm = pp.mma_bm ? pp.mma_bm : kLinearQGemmBM;
+        plan.grids[j] = {uint32_t(ceil_div(pp.n, kLinearQGemmBN)), uint32_t(ceil_div(m, bm)),
                          uint32_t(ceil_div(c.k, params.kslice))};
         break;
       }
@@ -270,12 +300,7 @@ constexpr uint32_t kGemvWideRows = 16384;  // gemv_lanes: 32 lanes from here
 // `forced` (LinearQDesc::gemv_lanes) or WGRT_GEMV_TK=8|16|32|64 picks one (to measure).
 uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, const std::string& name, uint32_t xr) {
   uint32_t lanes = forced;
-  if (const char* env = std::getenv("WGRT_GEMV_TK"); env && !forced) {
-    const std::string v = env;
-    if (v != "8" && v != "16" && v != "32" && v != "64")
-      throw std::invalid_argument(fmt::format("WGRT_GEMV_TK='{}' (hint: 8, 16, 32 or 64)", v));
-    lanes = uint32_t(std::stoul(v));
-  }
+  if (const std::string v = kGemvTk.get(); v != "auto" && !forced) lanes = uint32_t(std::stoul(v));
   if (!lanes)
     lanes = std::max(caps.adapter.type == WGPUAdapterType_CPU ? 16u : xr > 1 || n >= kGemvWideRows ? 32u : 64u,
                      gpu::subgroup_lanes(caps));
@@ -306,22 +331,13 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 bool gemv_takes_int8(const gpu::DeviceCaps& caps, int forced) {
   if (gpu::subgroup_lanes(caps) < 4) return false;
   if (forced >= 0) return forced == 1;
-  if (const char* env = std::getenv("WGRT_GEMV_I8")) {
-    const std::string v = env;
-    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_GEMV_I8='{}' (hint: 0 or 1)", v));
-    return v == "1";
-  }
+  if (const std::string v = kGemvI8.get(); v != "auto") return v == "1";
   return caps.adapter.type != WGPUAdapterType_CPU;
 }
 
 bool gemm_takes_mma(const gpu::DeviceCaps& caps) {
-  bool wanted = kLinearQMmaByDefault;
-  if (const char* env = std::getenv("WGRT_MMA")) {
-    const std::string v = env;
-    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_MMA='{}' (hint: 0 or 1)", v));
-    wanted = v == "1";
-  }
-  if (!wanted) return false;
+  const std::string v = kMma.get();
+  if (!(v == "auto" ? kLinearQMmaByDefault : v == "1")) return false;
   const bool f16_tile = std::any_of(caps.subgroup_matrix_configs.begin(), caps.subgroup_matrix_configs.end(),
                                     [](const gpu::SubgroupMatrixConfig& c) {
                                       return c.component == WGPUSubgroupMatrixComponentType_F16 &&
@@ -334,12 +350,13 @@ bool gemm_takes_mma(const gpu::DeviceCaps& caps) {
          caps.limits.maxComputeInvocationsPerWorkgroup >= kWg;
 }
 
+uint32_t gemm_mma_bm(uint32_t n) {
+  if (const std::string v = kMmaBm.get(); v != "auto") return uint32_t(std::stoul(v));
+  return n >= 4096 ? kLinearQMmaMaxBM : 64;
+}
+
 bool linear_q_takes_xq(const gpu::DeviceCaps& caps, QuantFormat f, int forced_int8) {
-  if (const char* env = std::getenv("WGRT_GEMV_XQ")) {
-    const std::string v = env;
-    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_GEMV_XQ='{}' (hint: 0 or 1)", v));
-    if (v == "0") return false;
-  }
+  if (kGemvXq.get() == "0") return false;
   return gemv_takes_int8(caps, forced_int8) && kernel_bits(f) > 3;
 }
 
@@ -359,12 +376,7 @@ bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<co
   if (r.layout != RopeLayout::Normal || caps.limits.maxStorageBuffersPerShaderStage < 9) return false;
   for (const LinearQPartPlan& pp : parts)
     if (pp.n % 4 != 0) return false;
-  if (const char* env = std::getenv("WGRT_GEMV_ROPE")) {
-    const std::string v = env;
-    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("WGRT_GEMV_ROPE='{}' (hint: 0 or 1)", v));
-    return v == "1";
-  }
-  return true;
+  return kGemvRope.get() != "0";
 }
 
 enum class Scratch : uint8_t { Partial, Normed, GateUp, Qkv, Xq, Xs, Split, XqOut };
@@ -487,7 +499,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   };
   // xr: rows of x per gemv workgroup (GV_XR; gemv_multi's kernels); xq: the gemv route's kernel
   auto key = [&](const LinearQPart& wp, const char* entry, bool norm, bool split = false, uint32_t xr = 1,
-                 bool xq = false) {
+                 bool xq = false, uint32_t mma_bm = 0) {
     std::vector<gpu::OverrideConstant> extra = {{"BITS", kernel_bits(wp.format)},
                                                 {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
                                                 {"SCALES", kernel_scales(wp.format)},
@@ -516,8 +528,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       if (xq && d.xq_norm) extra.push_back({"XQ_NORM", 1.0});
       if (xq && reads_xq(wp)) extra.push_back({"XQ_IN", 1.0});
       extra.push_back({"GV_TK", double(lanes)});
-      if (const char* probe = std::getenv("WGRT_GEMV_PROBE"); probe && !gm)  // linear_q.wgsl GV_PROBE
-        extra.push_back({"GV_PROBE", double(std::atoi(probe))});
+      if (const int64_t probe = kGemvProbe.get(); probe && !gm) extra.push_back({"GV_PROBE", double(probe)});
       if (std::string_view(entry) == "gemv_rope")
         extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
                                    {"ROPE_NROT", double(rope_caches->n_rot)},
@@ -527,6 +538,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
     } else if (std::string_view(entry) == "gemm") {
       extra.push_back({"SPLIT", split ? 1.0 : 0.0});
     } else if (std::string_view(entry) == "gemm_mma") {
+      extra.push_back({"MMA_BM", double(mma_bm)});
       gpu::PipelineKey pk = gpu::make_key("linear_q_mma", entry, std::move(extra));
       pk.sg_shim = true;
       return pk;
@@ -703,6 +715,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       std::optional<graph::TensorId> split_sums;
       uint64_t split_words = 0;
       for (LinearQPartPlan& pp : part_plans) {
+        pp.mma_bm = mma ? gemm_mma_bm(pp.n) : 0;
         pp.split = !mma && parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 &&
                    k >= 2 * kLinearQSplitMinK;
         if (pp.split)
@@ -717,7 +730,7 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
         add_prologue(ks, steps, [&](uint32_t i) { return uses_gemm(i) && !mma; });
         for (uint32_t i = 0; i < parts.size(); ++i) {
           if (uses_gemm(i) && mma) {
-            ks.push_back({key(parts[i], "gemm_mma", false),
+            ks.push_back({key(parts[i], "gemm_mma", false, false, 1, false, part_plans[i].mma_bm),
                           {Binding::of(0, xin), Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales),
                            Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}});
             steps.push_back({LinearQStep::Gemm, i});

@@ -195,6 +195,7 @@ struct LinearQPartPlan {
   uint32_t n, y_off;  // the weight's rows and first column of y
   bool split = false;  // its gemm splits K (gemm_split_max_n) and gemm_combine finishes it
   uint32_t gemv_x = 1;  // rows of x per workgroup of its gemv_multi kernel (1 where gemv_m_takes not)
+  uint32_t mma_bm = 0;  // its gemm on matrix cores: the rows per workgroup (gemm_mma_bm), else 0
 };
 // The node's constants, built once; a plan call adds the live values (LinearQLive).
 struct LinearQPlanCtx {
@@ -240,14 +241,20 @@ constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m wor
 
 // The gemm route on matrix cores (linear_q_mma.wgsl): where the device has subgroup matrices
 // with an f16 x f16 -> f32 16 x 16 x 16 configuration, shader-f16, a subgroup size of exactly
-// kLinearQMmaLanes and the kernel's workgroup memory (x and weight tiles as f16, one 16 x 16 f32
-// result per subgroup), the gemm of every weight format can run there: with WGRT_MMA=1 until
-// its results and speed are measured on a GPU (kLinearQMmaByDefault), WGRT_MMA=0 keeps the int8
-// gemm. Its sums differ from f32 math by f16 rounding of x and of the decoded weights.
+// kLinearQMmaLanes and the kernel's workgroup memory (x and weight tiles as f16 rows of
+// kLinearQMmaLd values, one 16 x 16 f32 result per subgroup), the gemm of every weight format can
+// run there: with WGRT_MMA=1 until its results and speed are measured on a GPU
+// (kLinearQMmaByDefault), WGRT_MMA=0 keeps the int8 gemm. Its sums differ from f32 math by f16
+// rounding of x and of the decoded weights.
 constexpr bool kLinearQMmaByDefault = false;
 constexpr uint32_t kLinearQMmaLanes = 32;
+constexpr uint32_t kLinearQMmaMaxBM = 128, kLinearQMmaLd = 40;  // linear_q_mma.wgsl MMA_MAX_BM, MMA_LD
 constexpr uint32_t kLinearQMmaWorkgroupBytes =
-    2 * (kLinearQGemmBM + kLinearQGemmBN) * 32 + 4 * (256 / kLinearQMmaLanes) * 16 * 16;
+    2 * (kLinearQMmaMaxBM + kLinearQGemmBN) * kLinearQMmaLd + 4 * (256 / kLinearQMmaLanes) * 16 * 16;
 bool gemm_takes_mma(const gpu::DeviceCaps& caps);
+// The rows of y per matrix-core gemm workgroup (MMA_BM) for a weight of n rows: 128 where its
+// column tiles alone (n / 128) fill a large GPU at 4 row tiles (M = 512), else 64; WGRT_MMA_BM=64
+// or 128 forces one (to measure).
+uint32_t gemm_mma_bm(uint32_t n);
 
 }  // namespace wgrt::ops
