@@ -4,6 +4,9 @@
 # 1. `wgrt info` (shader-f16, subgroups, the subgroup-matrix configurations Dawn offers);
 # 2. the op suites on this GPU (MATRIX_TESTS, a gtest filter), where the gemm route runs on
 #    matrix cores when the device has them (lavapipe has none: CI tests the int8 gemm);
+# 2b. with MATRIX_LAB=1, wgrt_lab_linear at M = 512 (pack it: pack.sh build tests/wgrt_tests
+#    bench/wgrt_lab_linear) on the 1B and 8B shapes, with the int8 gemm (WGRT_MMA=0) and the
+#    matrix-core gemm at 64 and 128 rows a workgroup (WGRT_MMA_BM): its checks, then its timings;
 # 3. on the 1B Q4_0 and Q4_K_M files written by llama.cpp's quantizer: `wgrt bench` with matrix
 #    cores (WGRT_MMA=1) and without (WGRT_MMA=0), llama.cpp's peer_bench with its matrix cores
 #    and without, the same tests (MATRIX_BENCH, default -p 512 -n 128 -d 0 -r 3);
@@ -13,8 +16,8 @@
 # The suites and the first wgrt rows run with WGRT_MMA=1 (the matrix-core gemm is opt-in until
 # measured: linear_q.h kLinearQMmaByDefault).
 # Everything lands in $OUT: summary.md (the rows), info.txt, tests.log, *.log.
-# Environment: OUT, PEER_WORK (model files), MATRIX_TESTS, MATRIX_TEST_S (the suites' time
-# limit, default 240 s), MATRIX_TYPES (default "q4_0 q4_k_m"), PEER_SMALL=1 (the tiny shape).
+# Environment: OUT, PEER_WORK (model files), MATRIX_LAB, MATRIX_LAB_FORMATS, MATRIX_LAB_S, MATRIX_TESTS,
+# MATRIX_TEST_S (the suites' time limit, default 240 s), MATRIX_TYPES (default "q4_0 q4_k_m"), PEER_SMALL=1 (the tiny shape).
 set -uo pipefail
 default_out=/tmp/wgrt-matrix-out
 source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh"
@@ -38,6 +41,17 @@ rc=$?
   grep -E '^\[  (PASSED|FAILED)|tests? ran|FAILED TEST' "$out/tests.log" | head -20
 } >>"$summary"
 
+if [ -n "${MATRIX_LAB:-}" ]; then
+  lab_shapes=2048x2048,2048x512,2048x16384,8192x2048,4096x4096,4096x1024,4096x28672,14336x4096
+  for variant in "0 auto" "1 64" "1 128"; do
+    read -r mma bm <<<"$variant"
+    echo "== wgrt_lab_linear --m 512, WGRT_MMA=$mma WGRT_MMA_BM=$bm" >>"$summary"
+    WGRT_MMA=$mma WGRT_MMA_BM=$bm timeout "${MATRIX_LAB_S:-200}" wgrt_lab_linear --m 512 --formats "${MATRIX_LAB_FORMATS:-q4,q4k,q6k}" \
+      --shapes "$lab_shapes" --repeats 5 >"$out/lab-$mma-$bm.log" 2>&1
+    echo "rc $?" >>"$summary"
+    grep -E '^\|' "$out/lab-$mma-$bm.log" >>"$summary"
+  done
+fi
 if [ -n "${PEER_SMALL:-}" ]; then
   preset=tiny
   read -r -a tests <<<"${MATRIX_BENCH:--p 32 -n 8 -d 0 -r 2}"
