@@ -24,6 +24,7 @@ namespace {
 struct ServeFlags {
   ModelFlags model;
   std::string chat_template;
+  std::string alias;
   std::string host = "127.0.0.1";
   int port = 8080;
   size_t parallel = 4;
@@ -95,7 +96,7 @@ int run_serve(const gpu::DeviceOptions& dev_opts, const ServeFlags& f) {
   // Slot i is sequence i of the graph: every slot generates in the same steps.
   model::BuildOptions bo = build_options(f.model, false);
   bo.n_seqs = uint32_t(f.parallel);
-  server::WorkerOptions wo{f.model.model, f.chat_template, bo, dev_opts, [&] { http_joined.wait(); }};
+  server::WorkerOptions wo{f.model.model, f.chat_template, bo, dev_opts, [&] { http_joined.wait(); }, f.alias};
   std::thread worker([&] {
     server::run_worker(st, wo, [&](const std::string& why) {
       fmt::print(stderr, "wgrt: error: the model failed to load: {}\n", why);
@@ -147,6 +148,8 @@ Run add_serve(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   add_model_flags(*cmd, f->model);
   cmd->add_option("--chat-template", f->chat_template, "a Jinja template file (or a tokenizer_config.json) to use "
                                                        "instead of the model's");
+  cmd->add_option("--alias", f->alias, "the model's id for clients (GET /v1/models; responses' \"model\"); default: "
+                                       "the file name. Requests may name any model: the one served answers");
   cmd->add_option("--host", f->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", f->port, "port to listen on (0: a free one, printed at start)")
       ->check(CLI::Range(0, 65535))

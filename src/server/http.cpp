@@ -229,11 +229,14 @@ struct HttpServer::Impl {
 namespace {
 
 // The job's events as server-sent events; the client's going away cancels the job.
-void relay_stream(Job& job, const ResponseHead& head, bool include_usage, Exchange& ex, int fd) {
+// `echoed`: the prompt, sent first (completions' echo).
+void relay_stream(Job& job, const ResponseHead& head, const std::string& echoed, bool include_usage, Exchange& ex,
+                  int fd) {
   auto gone = [&] { job.cancelled.store(true); };
   if (!ex.start_stream("text/event-stream")) return gone();
   // The chat API's first chunk carries the role (OpenAI sends it before any text).
   if (head.chat && !ex.chunk(sse_event(chunk_json(head, "", "", true, include_usage)))) return gone();
+  if (!echoed.empty() && !ex.chunk(sse_event(chunk_json(head, echoed, "", false, include_usage)))) return gone();
   auto next_look = Clock::now();
   while (true) {
     std::optional<Event> e = wait_event(job, 100ms);
@@ -263,12 +266,14 @@ void relay_stream(Job& job, const ResponseHead& head, bool include_usage, Exchan
 
 void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bool chat) {
   const ServedModel& m = st.model;
+  // Whatever `model` names: one model is served (as llama-server); responses name it by its id.
   CompletionRequest r = parse_completion(parse_body(req.body), chat);
-  check_model(r, m.id);
   auto job = std::make_shared<Job>();
   job->prompt = prompt_tokens(m, r);
   check_prompt_fits(job->prompt.size(), m.n_ctx, chat ? "messages" : "prompt");
   job->req = std::move(r);
+  const ResponseHead head = make_head(chat, m.id, st.serial++);
+  job->id = head.id;
   if (!submit(st.sched, job)) {
     st.metrics.requests_rejected += 1;
     throw ApiError(503, "server_error", "queue_full",
@@ -276,9 +281,9 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
                                "(hint: retry later, or start the server with a larger --queue-size)",
                                st.sched.n_slots, st.sched.max_queued));
   }
-  const ResponseHead head = make_head(chat, m.id, st.serial++);
-  if (job->req.stream) return relay_stream(*job, head, job->req.include_usage, ex, fd);
-  std::string text;
+  const std::string echoed = job->req.echo ? job->req.prompt : std::string();
+  if (job->req.stream) return relay_stream(*job, head, echoed, job->req.include_usage, ex, fd);
+  std::string text = echoed;
   auto next_look = Clock::now();
   while (true) {
     std::optional<Event> e = wait_event(*job, 100ms);
@@ -315,11 +320,17 @@ void HttpServer::Impl::handle(const HttpRequest& req, Exchange& ex, int fd) {
   if (route == Route::NotFound)
     return ex.error(ApiError(404, "invalid_request_error", "not_found",
                              fmt::format("no route for {} {} (hint: /v1/chat/completions, /v1/completions, "
-                                         "/v1/models, /health)", req.method.substr(0, 16), req.path.substr(0, 128))));
+                                         "/v1/models, /health, /props, /slots)", req.method.substr(0, 16),
+                                         req.path.substr(0, 128))));
+  if (route == Route::Embeddings)
+    return ex.error(ApiError(501, "invalid_request_error", "unsupported_endpoint",
+                             fmt::format("{} is not supported: wgrt serves text generation only (hint: "
+                                         "/v1/chat/completions or /v1/completions)", req.path)));
   if (route == Route::MethodNotAllowed)
     return ex.error(ApiError(405, "invalid_request_error", "method_not_allowed",
-                             fmt::format("{} is not served on {} (hint: GET for /health, /v1/models and /metrics, "
-                                         "POST for the others)", req.method.substr(0, 16), req.path)));
+                             fmt::format("{} is not served on {} (hint: GET for /health, /v1/models, /props, /slots "
+                                         "and /metrics, POST for the others)", req.method.substr(0, 16),
+                                         req.path.substr(0, 128))));
   const Phase phase = st.phase.load();
   if (route == Route::Health) {
     switch (phase) {
@@ -339,6 +350,16 @@ void HttpServer::Impl::handle(const HttpRequest& req, Exchange& ex, int fd) {
   guarded(ex, [&] {
     switch (route) {
       case Route::Models: return ex.json(200, models_json(st.model.id, st.started, st.model.n_ctx));
+      case Route::Model: {
+        const std::string id = model_path_id(req.path);
+        if (id != st.model.id && id != st.model.file_name)
+          throw ApiError(404, "invalid_request_error", "model_not_found",
+                         fmt::format("no model '{}' here: this server serves '{}' (its file '{}'); hint: GET "
+                                     "/v1/models", id.substr(0, 128), st.model.id, st.model.file_name), "model");
+        return ex.json(200, model_json(st.model.id, st.started, st.model.n_ctx));
+      }
+      case Route::Props: return ex.json(200, props_json(st));
+      case Route::Slots: return ex.json(200, slots_json(st));
       case Route::Metrics:
         return ex.send(200, "text/plain; version=0.0.4",
                        metrics_text(st.metrics, queue_counts(st.sched), st.sched.n_slots));
@@ -554,6 +575,50 @@ std::string metrics_text(const Metrics& m, const QueueCounts& q, size_t n_slots)
   out += fmt::format("wgrt_requests_total{{result=\"cancelled\"}} {}\n", m.requests_cancelled.load() + q.left_queue);
   out += fmt::format("wgrt_requests_total{{result=\"failed\"}} {}\n", m.requests_failed.load());
   out += fmt::format("wgrt_requests_total{{result=\"rejected\"}} {}\n", m.requests_rejected.load());
+  return out;
+}
+
+ordered_json props_json(const ServerState& st) {
+  const ServedModel& m = st.model;
+  const CompletionRequest defaults;
+  const llm::SamplerParams& p = defaults.sampling;
+  auto or_null = [](const std::optional<std::string>& s) { return s ? ordered_json(*s) : ordered_json(nullptr); };
+  const ordered_json params = {{"temperature", p.temperature}, {"top_k", p.top_k},   {"top_p", p.top_p},
+                               {"min_p", p.min_p},             {"max_tokens", defaults.max_tokens},
+                               {"seed", nullptr},  // none: each request draws one
+                               {"stop", ordered_json::array()}, {"stream", defaults.stream}};
+  return {{"default_generation_settings", {{"n_ctx", m.n_ctx}, {"params", params}}},
+          {"total_slots", st.sched.n_slots},
+          {"model_alias", m.id},
+          {"model_path", m.path},
+          {"n_ctx", m.n_ctx},
+          {"n_vocab", m.n_vocab},
+          {"chat_template", m.tmpl ? ordered_json(m.template_text) : ordered_json(nullptr)},
+          {"chat_template_origin", m.tmpl ? ordered_json(m.template_origin) : ordered_json(nullptr)},
+          {"bos_token", or_null(m.bos_token)},
+          {"eos_token", or_null(m.eos_token)},
+          {"modalities", {{"vision", false}, {"audio", false}}},
+          {"build_info", fmt::format("wgrt {}", WGRT_VERSION)}};
+}
+
+ordered_json slots_json(ServerState& st) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  {
+    std::lock_guard lock(st.sched.m);
+    jobs = st.sched.slots;
+  }
+  ordered_json out = ordered_json::array();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job* j = jobs[i].get();
+    // A free slot's KV cache is reset by its next request: nothing in it can be reused.
+    out.push_back({{"id", i},
+                   {"is_processing", j != nullptr},
+                   {"n_ctx", st.model.n_ctx},
+                   {"request_id", j ? ordered_json(j->id) : ordered_json(nullptr)},
+                   {"n_prompt_tokens", j ? j->prompt.size() : size_t(0)},
+                   {"n_cached", j ? j->n_cached.load() : 0u},
+                   {"n_decoded", j ? j->n_decoded.load() : 0u}});
+  }
   return out;
 }
 

@@ -6,7 +6,10 @@
 //   GET  /health                 503 {"status": "loading"} while the model loads and warms up,
 //                                then 200; 503 {"status": "device_lost", "error"} once the GPU
 //                                device is lost (every other path then answers 503 too)
-//   GET  /v1/models              the served model
+//   GET  /v1/models              the served model (its id: --alias, else the file name)
+//   GET  /v1/models/{id}         that model, for its id or file name (else 404 model_not_found)
+//   GET  /props, /slots          the server's settings; each slot's state (http.h's props_json)
+//   POST /v1/embeddings          501 unsupported_endpoint
 //   POST /v1/completions         OpenAI completions (stream or not)
 //   POST /v1/chat/completions    OpenAI chat completions, through the model's chat template
 //   POST /tokenize, /detokenize  {"content"} <-> {"tokens"}
@@ -55,6 +58,13 @@ class HttpServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// GET /props: the served model (id, path, context, chat template, special tokens), the
+// defaults a request gets for the fields it leaves out, the slots, the build.
+nlohmann::ordered_json props_json(const ServerState& st);
+// GET /slots: per slot, whether it generates, for which response id, and how far: the prompt's
+// tokens, the tokens in its KV cache and those generated.
+nlohmann::ordered_json slots_json(ServerState& st);
 
 // The Prometheus exposition of the server's counters (GET /metrics).
 std::string metrics_text(const Metrics& m, const QueueCounts& q, size_t n_slots);

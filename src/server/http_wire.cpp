@@ -214,6 +214,10 @@ Route find_route(std::string_view method, std::string_view path) {
       {"/health", "GET", Route::Health},
       {"/v1/models", "GET", Route::Models},
       {"/metrics", "GET", Route::Metrics},
+      {"/props", "GET", Route::Props},
+      {"/slots", "GET", Route::Slots},
+      {"/v1/embeddings", "POST", Route::Embeddings},
+      {"/embeddings", "POST", Route::Embeddings},
       {"/v1/completions", "POST", Route::Completions},
       {"/completions", "POST", Route::Completions},
       {"/v1/chat/completions", "POST", Route::ChatCompletions},
@@ -227,7 +231,29 @@ Route find_route(std::string_view method, std::string_view path) {
     // HEAD is not served: every answer here has a body worth reading.
     return method == e.method ? e.route : Route::MethodNotAllowed;
   }
+  if (path.starts_with(kModelPathPrefix) && path.size() > kModelPathPrefix.size()) {
+    if (method == "OPTIONS") return Route::Preflight;
+    return method == "GET" ? Route::Model : Route::MethodNotAllowed;
+  }
   return Route::NotFound;
+}
+
+std::string model_path_id(std::string_view path) {
+  if (!path.starts_with(kModelPathPrefix)) return {};
+  path.remove_prefix(kModelPathPrefix.size());
+  std::string id;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '%') {
+      id += path[i];
+      continue;
+    }
+    auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                                   : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+    if (i + 2 >= path.size() || hex(path[i + 1]) < 0 || hex(path[i + 2]) < 0) return {};
+    id += char(hex(path[i + 1]) * 16 + hex(path[i + 2]));
+    i += 2;
+  }
+  return id;
 }
 
 std::vector<std::string> default_allowed_hosts(std::string_view bind_host) {

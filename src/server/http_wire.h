@@ -90,12 +90,17 @@ class RequestReader {
 
 // The routes of `wgrt serve` (http.h lists them).
 enum class Route : uint8_t {
-  Health, Models, Metrics, Completions, ChatCompletions, Tokenize, Detokenize,
+  Health, Models, Model, Metrics, Props, Slots, Completions, ChatCompletions, Tokenize, Detokenize,
+  Embeddings,        // known, not implemented: 501 naming it
   Preflight,         // OPTIONS: a browser's CORS preflight
   NotFound,          // 404
   MethodNotAllowed,  // 405: a known path with another method
 };
+// Model: GET /v1/models/{id}, the id being the rest of the path (model_path_id).
 Route find_route(std::string_view method, std::string_view path);
+inline constexpr std::string_view kModelPathPrefix = "/v1/models/";
+// The id in /v1/models/{id}, percent-decoded ("" when it is malformed).
+std::string model_path_id(std::string_view path);
 
 // Who may talk to the server, checked on the head before the body is read.
 struct AccessPolicy {

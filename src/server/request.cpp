@@ -206,7 +206,138 @@ std::vector<std::string> parse_stop(const ordered_json& body) {
 
 }  // namespace
 
+namespace {
+
+constexpr uint8_t kBoth = kChat | kText;
+using enum FieldUse;
+
+// The words docs/SERVER.md's table repeats (a test holds them together).
+constexpr FieldRule kFieldTable[] = {
+    {"model", kBoth, Implemented, "any name is accepted: one model is served; responses name it by its id"},
+    {"messages", kChat, Implemented, "text content (a string or text parts); other parts are refused"},
+    {"prompt", kText, Implemented, "a string, or a list of one string"},
+    {"temperature", kBoth, Implemented, "[0, 2]; 0 is greedy"},
+    {"top_p", kBoth, Implemented, "(0, 1]"},
+    {"top_k", kBoth, Implemented, "an integer >= 0 (0: off); default 40"},
+    {"min_p", kBoth, Implemented, "[0, 1]"},
+    {"max_tokens", kBoth, Implemented, ">= 1; default: until an end token or the context is full"},
+    {"max_completion_tokens", kChat, Implemented, "as max_tokens"},
+    {"stop", kBoth, Implemented, "a string or a list of up to 4"},
+    {"seed", kBoth, Implemented, "an integer: the same seed and request give the same text"},
+    {"stream", kBoth, Implemented, "server-sent events ending in data: [DONE]"},
+    {"stream_options", kBoth, Implemented,
+     "include_usage is implemented; include_obfuscation is ignored (no obfuscation field is sent)"},
+    {"tools", kChat, Implemented, "given to the chat template; the reply is the model's text, unparsed"},
+    {"tool_choice", kChat, Implemented,
+     "\"auto\" (the default); \"none\" leaves the tools out of the prompt; \"required\" or a named function is "
+     "refused (it needs constrained decoding)"},
+    {"parallel_tool_calls", kChat, Implemented,
+     "true (the default) is accepted; false with tools is refused (wgrt cannot hold the model to one call)"},
+    {"enable_thinking", kChat, Implemented, "wgrt extension: the template's enable_thinking variable"},
+    {"chat_template_kwargs", kChat, Implemented, "an object; its enable_thinking is read, other keys are refused"},
+    {"echo", kText, Implemented, "true puts the prompt before the generated text (streamed: in the first chunk)"},
+    {"n", kBoth, Refused, "1 only: one choice per request"},
+    {"best_of", kText, Refused, "1 only"},
+    {"logprobs", kBoth, Refused, "false or null only: log probabilities are not returned"},
+    {"top_logprobs", kChat, Refused, "0 only"},
+    {"presence_penalty", kBoth, Refused, "0 only"},
+    {"frequency_penalty", kBoth, Refused, "0 only"},
+    {"repeat_penalty", kBoth, Refused, "1 only"},
+    {"logit_bias", kBoth, Refused, "{} only"},
+    {"response_format", kBoth, Refused,
+     "{\"type\": \"text\"} only: json_object and json_schema need constrained decoding; describe the format in "
+     "the prompt"},
+    {"grammar", kBoth, Refused, "constrained decoding is not implemented; describe the format in the prompt"},
+    {"json_schema", kBoth, Refused, "constrained decoding is not implemented; describe the format in the prompt"},
+    {"suffix", kText, Refused, "\"\" only: fill-in-the-middle is not implemented"},
+    {"functions", kChat, Refused, "deprecated by OpenAI: send tools"},
+    {"function_call", kChat, Refused, "deprecated by OpenAI: send tool_choice"},
+    {"audio", kChat, Refused, "text only"},
+    {"modalities", kChat, Refused, "[\"text\"] only"},
+    {"prediction", kChat, Refused, "predicted outputs are not implemented"},
+    {"reasoning_effort", kChat, Refused, "send enable_thinking (true or false) instead"},
+    {"verbosity", kChat, Refused, "not implemented; ask for brevity in the prompt"},
+    {"web_search_options", kChat, Refused, "no web search"},
+    {"store", kBoth, Refused, "false only: wgrt stores no completions"},
+    {"user", kBoth, Ignored, "an end-user id for the provider's abuse monitoring; wgrt logs no requests"},
+    {"safety_identifier", kBoth, Ignored, "as user"},
+    {"metadata", kBoth, Ignored, "tags for stored completions; none are stored"},
+    {"service_tier", kBoth, Ignored, "one queue serves every request"},
+    {"prompt_cache_key", kBoth, Ignored, "a routing hint for the provider's cache; one server, same output"},
+    {"cache_prompt", kBoth, Ignored, "a prompt cache does not change the output; wgrt starts each request fresh"},
+};
+
+// Fields often sent under another name (by llama-server's own clients), for the hint.
+constexpr std::pair<std::string_view, std::string_view> kOtherNames[] = {
+    {"n_predict", "max_tokens"},
+    {"repetition_penalty", "repeat_penalty"},
+    {"stop_sequences", "stop"},
+    {"input", "prompt (or messages on /v1/chat/completions)"},
+};
+
+const char* endpoint_path(bool chat) { return chat ? "/v1/chat/completions" : "/v1/completions"; }
+
+// Every key of the body is a field this endpoint knows (400 unknown_parameter naming it).
+void check_known_fields(const ordered_json& body, bool chat) {
+  const uint8_t mine = chat ? kChat : kText;
+  for (const auto& [key, value] : body.items()) {
+    const FieldRule* rule = nullptr;
+    for (const FieldRule& f : kFieldTable)
+      if (f.name == key) rule = &f;
+    if (rule && (rule->endpoints & mine)) continue;
+    std::string hint;
+    if (rule)
+      hint = fmt::format("it is a field of {}", endpoint_path(!chat));
+    for (const auto& [other, ours] : kOtherNames)
+      if (other == key) hint = fmt::format("did you mean '{}'?", ours);
+    if (hint.empty()) hint = "leave it out; docs/SERVER.md lists the fields wgrt reads";
+    throw ApiError(400, "invalid_request_error", "unknown_parameter",
+                   fmt::format("'{}' is not a field of {} (hint: {})", key.substr(0, 64), endpoint_path(chat), hint),
+                   key.substr(0, 64));
+  }
+}
+
+ApiError unsupported(const char* name, const std::string& what, std::string_view note) {
+  return ApiError(400, "invalid_request_error", "unsupported_parameter",
+                  fmt::format("'{}' {}: wgrt does not support it (hint: {})", name, what, note), name);
+}
+
+std::string_view note_of(std::string_view name) {
+  for (const FieldRule& f : kFieldTable)
+    if (f.name == name) return f.note;
+  return {};
+}
+
+// A refused field is accepted when absent, null, or equal to its default (`is_default`).
+template <class F>
+void refuse_unless(const ordered_json& body, const char* name, F&& is_default) {
+  const ordered_json* v = field(body, name);
+  if (v && !is_default(*v)) throw unsupported(name, fmt::format("is {}", v->dump().substr(0, 80)), note_of(name));
+}
+
+bool is_empty_object(const ordered_json& v) { return v.is_object() && v.empty(); }
+bool is_false(const ordered_json& v) { return v.is_boolean() && !v.get<bool>(); }
+
+// tool_choice "auto" is what the template does with tools; "none" keeps them out of the
+// prompt, so the model is not offered any. Forcing a call needs constrained decoding.
+void parse_tool_choice(const ordered_json& body, CompletionRequest& r) {
+  if (const ordered_json* v = field(body, "tool_choice")) {
+    if (*v == "none")
+      r.tools = nullptr;
+    else if (*v != "auto")
+      throw unsupported("tool_choice", fmt::format("is {}", v->dump().substr(0, 80)),
+                        "\"auto\" or \"none\": forcing a tool call needs constrained decoding");
+  }
+  if (auto x = boolean(body, "parallel_tool_calls"); x && !*x && !r.tools.is_null())
+    throw unsupported("parallel_tool_calls", "is false", "leave it out: wgrt cannot hold the model to one call");
+}
+
+}  // namespace
+
+const std::span<const FieldRule> kCompletionFields{kFieldTable};
+
 CompletionRequest parse_completion(ordered_json body, bool chat) {
+  check_known_fields(body, chat);
   CompletionRequest r;
   r.chat = chat;
   if (const ordered_json* v = field(body, "model")) {
@@ -220,8 +351,21 @@ CompletionRequest parse_completion(ordered_json body, bool chat) {
       r.tools = std::move(*v);
     }
     r.enable_thinking = boolean(body, "enable_thinking");
+    if (const ordered_json* v = field(body, "chat_template_kwargs")) {
+      if (!v->is_object()) throw wrong_type("chat_template_kwargs", "an object", *v);
+      for (const auto& [key, value] : v->items())
+        if (key != "enable_thinking")
+          throw unsupported("chat_template_kwargs", fmt::format("has '{}'", key.substr(0, 64)),
+                            "only enable_thinking is passed to the template");
+      if (const ordered_json* t = field(*v, "enable_thinking")) {
+        if (!t->is_boolean()) throw wrong_type("chat_template_kwargs.enable_thinking", "true or false", *t);
+        r.enable_thinking = t->get<bool>();
+      }
+    }
+    parse_tool_choice(body, r);
   } else {
     r.prompt = parse_prompt(body);
+    r.echo = boolean(body, "echo").value_or(false);
   }
 
   if (auto x = number_in(body, "temperature", 0, 2)) r.sampling.temperature = float(*x);
@@ -234,14 +378,41 @@ CompletionRequest parse_completion(ordered_json body, bool chat) {
   }
   for (const char* name : {"presence_penalty", "frequency_penalty"})
     if (auto x = number_in(body, name, -2, 2); x && *x != 0)
-      throw ApiError(400, "invalid_request_error", "unsupported_parameter",
-                     fmt::format("'{}' is not supported yet by wgrt (only 0); hint: leave it out", name), name);
+      throw unsupported(name, fmt::format("is {}", *x), "0 only; leave it out");
+  if (auto x = number_in(body, "repeat_penalty", 0, 10, /*lo_open=*/true); x && *x != 1)
+    throw unsupported("repeat_penalty", fmt::format("is {}", *x), "1 only; leave it out");
   if (auto x = integer_in(body, "n", 1, 128); x && *x != 1)
-    throw ApiError(400, "invalid_request_error", "unsupported_parameter",
-                   fmt::format("'n' is {}: wgrt returns one choice per request (n = 1)", *x), "n");
-  if (auto x = boolean(body, "logprobs"); x && *x)
-    throw ApiError(400, "invalid_request_error", "unsupported_parameter", "'logprobs' is not supported by wgrt",
-                   "logprobs");
+    throw unsupported("n", fmt::format("is {}: one choice per request", *x), "send n requests, each with its own seed");
+  if (!chat)
+    if (auto x = integer_in(body, "best_of", 1, 128); x && *x != 1)
+      throw unsupported("best_of", fmt::format("is {}", *x), "send several requests and compare them yourself");
+  // Chat's logprobs is a boolean, the completions' an integer (how many alternatives; false is
+  // read as null there).
+  if (const ordered_json* v = field(body, "logprobs")) {
+    if (chat && !v->is_boolean()) throw wrong_type("logprobs", "true or false", *v);
+    if (!chat && !v->is_number_integer() && !is_false(*v)) throw wrong_type("logprobs", "an integer", *v);
+    if (!is_false(*v))
+      throw unsupported("logprobs", fmt::format("is {}: log probabilities are not returned", v->dump()),
+                        chat ? "leave it out or send false" : "leave it out or send null");
+  }
+  if (chat)
+    if (auto x = integer_in(body, "top_logprobs", 0, 20); x && *x != 0)
+      throw unsupported("top_logprobs", fmt::format("is {}: log probabilities are not returned", *x), "leave it out");
+  refuse_unless(body, "logit_bias", is_empty_object);
+  refuse_unless(body, "response_format", [](const ordered_json& v) {
+    return v.is_object() && v.size() == 1 && v.value("type", "") == "text";
+  });
+  const auto never = [](const ordered_json&) { return false; };
+  for (const char* name : {"grammar", "json_schema"}) refuse_unless(body, name, never);
+  refuse_unless(body, "store", is_false);
+  if (chat) {
+    for (const char* name : {"functions", "function_call", "audio", "prediction", "reasoning_effort", "verbosity",
+                             "web_search_options"})
+      refuse_unless(body, name, never);
+    refuse_unless(body, "modalities", [](const ordered_json& v) { return v == ordered_json::array({"text"}); });
+  } else {
+    refuse_unless(body, "suffix", [](const ordered_json& v) { return v == ""; });
+  }
   // max_completion_tokens replaced max_tokens in the chat API; either is read, the newer first.
   for (const char* name : {"max_tokens", "max_completion_tokens"})
     if (auto x = integer_in(body, name, 1, std::numeric_limits<int32_t>::max())) r.max_tokens = int32_t(*x);
@@ -249,6 +420,11 @@ CompletionRequest parse_completion(ordered_json body, bool chat) {
   r.stream = boolean(body, "stream").value_or(false);
   if (const ordered_json* v = field(body, "stream_options")) {
     if (!v->is_object()) throw wrong_type("stream_options", "an object", *v);
+    for (const auto& [key, value] : v->items())
+      if (key != "include_usage" && key != "include_obfuscation")
+        throw ApiError(400, "invalid_request_error", "unknown_parameter",
+                       fmt::format("'stream_options.{}' is not an option wgrt knows (hint: include_usage)",
+                                   key.substr(0, 64)), "stream_options");
     if (const ordered_json* u = field(*v, "include_usage")) {
       if (!u->is_boolean()) throw wrong_type("stream_options.include_usage", "true or false", *u);
       r.include_usage = u->get<bool>();
@@ -281,13 +457,6 @@ DetokenizeRequest parse_detokenize(const ordered_json& body) {
     r.tokens.push_back(t.get<int32_t>());
   }
   return r;
-}
-
-void check_model(const CompletionRequest& r, const std::string& served_id) {
-  if (!r.model.empty() && r.model != served_id)
-    throw ApiError(404, "invalid_request_error", "model_not_found",
-                   fmt::format("the model '{}' does not exist here: this server serves '{}' (hint: GET /v1/models)",
-                               r.model, served_id), "model");
 }
 
 void check_prompt_fits(size_t n_prompt, uint32_t n_ctx, const std::string& param) {

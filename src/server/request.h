@@ -2,15 +2,12 @@
 // network, no model): what `wgrt serve` accepts, checked field by field before any work is
 // queued. The HTTP glue (http.h) and the fuzz target `server_request` call these.
 //
-// Accepted fields (others are ignored, as OpenAI clients send extras):
-//   /v1/chat/completions  messages (list of {role, content: string | [{type: "text", text}]}),
-//                         tools, enable_thinking (wgrt extension)
-//   /v1/completions       prompt (a string, or a list of one string)
-//   both                  model, temperature [0, 2], top_p (0, 1], top_k >= 0, min_p [0, 1],
-//                         max_tokens / max_completion_tokens >= 1, stop (string or list of up
-//                         to 4), seed, stream, stream_options.include_usage,
-//                         presence_penalty / frequency_penalty (0 only: 400 otherwise),
-//                         n (1 only), logprobs (false only)
+// One policy for the fields of /v1/chat/completions and /v1/completions (kCompletionFields,
+// listed with the same words in docs/SERVER.md): every field is implemented, accepted and
+// ignored because it cannot change the output (metadata), or refused with a 400 that names it
+// and a hint; a value that only states the default (n: 1, logprobs: false, echo: false...) is
+// accepted. A field outside the list is refused too (400 unknown_parameter), as OpenAI does:
+// nothing a client sends is dropped without a word.
 //   /tokenize             content (string), add_special (bool, default true)
 //   /detokenize           tokens (list of integers)
 #pragma once
@@ -18,6 +15,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -45,6 +43,22 @@ enum class Endpoint : uint8_t { Completions, ChatCompletions, Tokenize, Detokeni
 // "/v1/completions" → Completions, ...; nullopt for other paths.
 std::optional<Endpoint> endpoint_from_path(std::string_view path);
 
+// How the server treats a field of the completion endpoints.
+enum class FieldUse : uint8_t {
+  Implemented,  // read and honoured (some values may still be refused: `note` says which)
+  Ignored,      // accepted and ignored: it cannot change what is generated (`note` says why)
+  Refused,      // 400 unsupported_parameter unless it states the default (`note` says which)
+};
+inline constexpr uint8_t kChat = 1, kText = 2;  // FieldRule::endpoints bits
+struct FieldRule {
+  std::string_view name;
+  uint8_t endpoints;  // kChat, kText or both
+  FieldUse use;
+  std::string_view note;
+};
+// Every field the two completion endpoints know, for the unknown-field check and the docs.
+extern const std::span<const FieldRule> kCompletionFields;
+
 struct CompletionRequest {
   bool chat = false;
   std::string model;                                                  // "" when not given
@@ -52,6 +66,7 @@ struct CompletionRequest {
   nlohmann::ordered_json tools;                                       // null: none
   std::optional<bool> enable_thinking;
   std::string prompt;  // completions
+  bool echo = false;   // completions: the prompt comes back before the generated text
   llm::SamplerParams sampling{.temperature = 1.0f, .top_k = 40, .top_p = 1.0f, .min_p = 0.0f};
   bool has_seed = false;  // else the server draws one
   int32_t max_tokens = -1;  // < 0: until EOS or the context is full
@@ -85,8 +100,6 @@ CompletionRequest parse_completion(nlohmann::ordered_json body, bool chat);
 TokenizeRequest parse_tokenize(const nlohmann::ordered_json& body);
 DetokenizeRequest parse_detokenize(const nlohmann::ordered_json& body);
 
-// The model a request names must be the one served (404 model_not_found otherwise); "" is fine.
-void check_model(const CompletionRequest& r, const std::string& served_id);
 // A prompt of n_prompt tokens leaves room for at least one generated token in n_ctx (400
 // naming both sizes otherwise, and `param`, the field that holds the prompt).
 void check_prompt_fits(size_t n_prompt, uint32_t n_ctx, const std::string& param = "prompt");

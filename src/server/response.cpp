@@ -85,13 +85,12 @@ std::string sse_event(const ordered_json& j) {
 
 std::string sse_done() { return "data: [DONE]\n\n"; }
 
+ordered_json model_json(const std::string& model, int64_t created, uint32_t n_ctx) {
+  return {{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "wgrt"}, {"meta", {{"n_ctx", n_ctx}}}};
+}
+
 ordered_json models_json(const std::string& model, int64_t created, uint32_t n_ctx) {
-  return {{"object", "list"},
-          {"data", ordered_json::array({{{"id", model},
-                                         {"object", "model"},
-                                         {"created", created},
-                                         {"owned_by", "wgrt"},
-                                         {"meta", {{"n_ctx", n_ctx}}}}})}};
+  return {{"object", "list"}, {"data", ordered_json::array({model_json(model, created, n_ctx)})}};
 }
 
 }  // namespace wgrt::server

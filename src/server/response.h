@@ -47,7 +47,8 @@ nlohmann::ordered_json usage_chunk_json(const ResponseHead& h, const Usage& u);
 std::string sse_event(const nlohmann::ordered_json& j);  // "data: {...}\n\n"
 std::string sse_done();                                  // "data: [DONE]\n\n"
 
-// GET /v1/models
+// GET /v1/models/{id}: the model object; GET /v1/models: the list of the one served.
+nlohmann::ordered_json model_json(const std::string& model, int64_t created, uint32_t n_ctx);
 nlohmann::ordered_json models_json(const std::string& model, int64_t created, uint32_t n_ctx);
 
 }  // namespace wgrt::server

@@ -39,7 +39,11 @@ struct Event {
 struct Job {
   CompletionRequest req;
   std::vector<int32_t> prompt;  // tokenized by the handler
+  std::string id;               // the response's id ("chatcmpl-..."), set before submit
   std::atomic<bool> cancelled{false};
+  // Progress, written by the worker, read by GET /slots.
+  std::atomic<uint32_t> n_cached{0};   // tokens in the slot's KV cache (prompt and generated)
+  std::atomic<uint32_t> n_decoded{0};  // tokens generated
   bool warm_up = false;  // the worker's own (worker.h): not counted in the metrics
   std::mutex m;
   std::condition_variable cv;

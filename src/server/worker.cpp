@@ -84,6 +84,7 @@ bool emit(ServerState& st, const llm::Session& s, Slot& slot, uint32_t seq) {
     return false;
   }
   ++slot.n_generated;
+  slot.job->n_decoded.store(uint32_t(slot.n_generated));
   if (!slot.job->warm_up) st.metrics.generated_tokens += 1;
   Event e;
   e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_next(slot.dec, slot.next));
@@ -124,8 +125,10 @@ int64_t destroy_device_after() { return kDestroyDeviceAfter.get(); }
 
 ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   ServedModel m;
-  m.id = o.model_path.empty() ? "wgrt-default" : std::filesystem::path(o.model_path).filename().string();
-  if (m.id.empty()) m.id = std::filesystem::path(o.model_path).parent_path().filename().string();
+  m.path = o.model_path;
+  m.file_name = o.model_path.empty() ? "wgrt-default" : std::filesystem::path(o.model_path).filename().string();
+  if (m.file_name.empty()) m.file_name = std::filesystem::path(o.model_path).parent_path().filename().string();
+  m.id = o.alias.empty() ? m.file_name : o.alias;
   m.n_ctx = s.mg.n_ctx;
   m.n_vocab = s.tok.vocab.n_vocab();
   m.tok = &s.tok;
@@ -146,6 +149,7 @@ ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   }
   if (have) {
     m.tmpl = chat::parse_template(src.text, src.origin);
+    m.template_text = src.text;
     m.template_origin = src.origin;
     m.bos_token = src.bos_token;
     m.eos_token = src.eos_token;
@@ -337,6 +341,7 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       for (size_t k = 0; k < parts.size(); ++k) {
         Slot& slot = slots[part_slot[k]];
         if (!slot.decoding) slot.prefilled += parts[k].tokens.size();
+        slot.job->n_cached.store(uint32_t(llm::seq_pos(*s, parts[k].seq)));
         if (!parts[k].output) continue;
         slot.next = llm::pick_next_row(*s, slot.sampler, row++);
         slot.decoding = true;

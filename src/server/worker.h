@@ -33,12 +33,15 @@ namespace wgrt::server {
 
 // What the handlers read once the model is ready (never written after that).
 struct ServedModel {
-  std::string id;  // the file name, as clients name it in "model"
+  std::string id;         // --alias, else the file name: what /v1/models lists and responses name
+  std::string file_name;  // the model file's name (GET /v1/models/{id} answers to it too)
+  std::string path;       // as given to --model
   uint32_t n_ctx = 0;
   int32_t n_vocab = 0;
   size_t max_token_bytes = 1;  // the longest token's text: a prompt past 4 * n_ctx * this cannot fit
   const tokenizer::Tokenizer* tok = nullptr;
   std::optional<chat::Template> tmpl;  // none: /v1/chat/completions answers 400
+  std::string template_text;
   std::string template_origin;
   std::optional<std::string> bos_token, eos_token;
 };
@@ -71,6 +74,7 @@ struct WorkerOptions {
   // Called once the worker has stopped serving and before it frees the session (the tokenizer
   // the handlers read): returns when no handler can touch it any more.
   std::function<void()> before_release;
+  std::string alias;  // the model's id for clients; "": the file name
 };
 
 // Loads the model, warms it up (a short generation through the serving loop, so that the first

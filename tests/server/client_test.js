@@ -1,14 +1,15 @@
 // `wgrt serve` driven by the real OpenAI client (npm openai@6.49.0, .deps/server-openai), as
 // users would: chat and completions, streaming and not, usage, stop strings, an abort mid-stream
-// (the slot is freed and the next request works), 401 with a wrong key.
-// Usage: NODE_PATH=.deps/server-openai/node_modules node client_test.js BASE_URL API_KEY
+// (the slot is freed and the next request works), 401 with a wrong key, the model's alias and
+// models.retrieve, fields refused by name, embeddings refused.
+// Usage: NODE_PATH=.deps/server-openai/node_modules node client_test.js BASE_URL API_KEY ALIAS
 // Prints "ok <check>" per check; exits 1 at the first failure.
 'use strict';
 const assert = require('node:assert/strict');
 const openai = require('openai');
 const OpenAI = openai.OpenAI || openai.default || openai;
 
-const [base, key] = process.argv.slice(2);
+const [base, key, alias] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: base + '/v1', apiKey: key, maxRetries: 0, timeout: 120000 });
 const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hello' }];
 
@@ -58,6 +59,15 @@ async function main() {
   const models = await client.models.list();
   assert.equal(models.data.length, 1);
   const model = models.data[0].id;
+  assert.equal(model, alias, 'the model is listed under its --alias');
+  assert.equal((await client.models.retrieve(alias)).id, alias);
+  try {
+    await client.models.retrieve('no-such-model');
+    assert.fail('an unknown model id was found');
+  } catch (e) {
+    assert.ok(e instanceof openai.NotFoundError, String(e));
+    assert.equal(e.code, 'model_not_found');
+  }
   console.log('ok models', model);
 
   // Chat, not streamed, greedy: the reference for the streamed run of the same request.
@@ -95,7 +105,12 @@ async function main() {
     { model, prompt, max_tokens: 16, temperature: 0, stream: true, stream_options: { include_usage: true } }));
   assert.equal(textStream.text, full);
   assert.deepEqual(textStream.usage, text.usage);
-  console.log('ok completions, streamed and not', JSON.stringify(full));
+  const echoed = await client.completions.create({ model, prompt, max_tokens: 16, temperature: 0, echo: true });
+  assert.equal(echoed.choices[0].text, prompt + full);
+  const echoStream = await streamed(await client.completions.create(
+    { model, prompt, max_tokens: 16, temperature: 0, echo: true, stream: true }));
+  assert.equal(echoStream.text, prompt + full);
+  console.log('ok completions, streamed and not, with echo', JSON.stringify(full));
 
   // Stop strings: a piece of an unstopped reply cuts it right before the piece's first
   // occurrence, streamed or not (the piece spans several byte-level tokens, so several chunks).
@@ -170,20 +185,34 @@ async function main() {
   assert.equal((await r.json()).error.code, 'invalid_api_key');
   console.log('ok 401');
 
-  // Errors the client maps to its own types.
-  try {
-    await client.chat.completions.create({ model: 'no-such-model', messages, max_tokens: 2 });
-    assert.fail('an unknown model was accepted');
-  } catch (e) {
-    assert.ok(e instanceof openai.NotFoundError, String(e));
-    assert.equal(e.code, 'model_not_found');
+  // Any model name is served (one model), and the response names the served one.
+  const other = await client.chat.completions.create({ model: 'gpt-4o', messages, max_tokens: 12, temperature: 0 });
+  assert.equal(other.model, alias);
+  assert.equal(other.choices[0].message.content, chat.choices[0].message.content);
+  // Errors the client maps to its own types: a field wgrt does not do is refused by name.
+  const refused = [
+    [{ n: 2 }, 'n'],
+    [{ logit_bias: { '65': 10 } }, 'logit_bias'],
+    [{ response_format: { type: 'json_object' } }, 'response_format'],
+    [{ presence_penalty: 0.5 }, 'presence_penalty'],
+    [{ logprobs: true }, 'logprobs'],
+  ];
+  for (const [extra, param] of refused) {
+    try {
+      await client.chat.completions.create({ model, messages, max_tokens: 2, ...extra });
+      assert.fail(param + ' was accepted');
+    } catch (e) {
+      assert.ok(e instanceof openai.BadRequestError, String(e));
+      assert.equal(e.param, param);
+      assert.equal(e.code, 'unsupported_parameter');
+    }
   }
   try {
-    await client.chat.completions.create({ model, messages, max_tokens: 2, n: 2 });
-    assert.fail('n = 2 was accepted');
+    await client.embeddings.create({ model, input: 'x' });
+    assert.fail('embeddings were answered');
   } catch (e) {
-    assert.ok(e instanceof openai.BadRequestError, String(e));
-    assert.equal(e.param, 'n');
+    assert.equal(e.status, 501, String(e));
+    assert.equal(e.code, 'unsupported_endpoint');
   }
   const last = await client.completions.create({ model, prompt, max_tokens: 16, temperature: 0 });
   assert.equal(last.choices[0].text, full);

@@ -190,7 +190,18 @@ TEST(HttpWire, Routes) {
   EXPECT_EQ(find_route("POST", "/completions"), Route::Completions);
   EXPECT_EQ(find_route("GET", "/v1/completions"), Route::MethodNotAllowed);
   EXPECT_EQ(find_route("OPTIONS", "/v1/completions"), Route::Preflight);
-  EXPECT_EQ(find_route("POST", "/v1/embeddings"), Route::NotFound);
+  EXPECT_EQ(find_route("POST", "/v1/embeddings"), Route::Embeddings);
+  EXPECT_EQ(find_route("POST", "/v1/audio/speech"), Route::NotFound);
+  EXPECT_EQ(find_route("GET", "/props"), Route::Props);
+  EXPECT_EQ(find_route("GET", "/slots"), Route::Slots);
+  EXPECT_EQ(find_route("POST", "/slots"), Route::MethodNotAllowed);
+  EXPECT_EQ(find_route("GET", "/v1/models/gpt-4o-mini"), Route::Model);
+  EXPECT_EQ(find_route("DELETE", "/v1/models/gpt-4o-mini"), Route::MethodNotAllowed);
+  EXPECT_EQ(find_route("GET", "/v1/models/"), Route::NotFound);
+  EXPECT_EQ(model_path_id("/v1/models/org%2Fmodel.gguf"), "org/model.gguf");
+  EXPECT_EQ(model_path_id("/v1/models/a/b"), "a/b");
+  EXPECT_EQ(model_path_id("/v1/models/bad%2"), "");
+  EXPECT_EQ(model_path_id("/v1/models/bad%zz"), "");
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // The server's request checks, table-driven: each body, the status and the error code OpenAI's
 // API gives for it (400 invalid_request_error for wrong types and values, 404 model_not_found)
 // or the fields it must parse to.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "server/request.h"
 
@@ -76,7 +79,71 @@ const Refused kRefused[] = {
      "unsupported_parameter", "frequency_penalty"},
     {"penalty_out_of_range", false, R"({"prompt": "x", "presence_penalty": 3})", 400, "invalid_value",
      "presence_penalty"},
-    {"logprobs", false, R"({"prompt": "x", "logprobs": true})", 400, "unsupported_parameter", "logprobs"},
+    {"logprobs_chat", true, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", 400,
+     "unsupported_parameter", "logprobs"},
+    {"logprobs_text", false, R"({"prompt": "x", "logprobs": 2})", 400, "unsupported_parameter", "logprobs"},
+    {"logprobs_text_bool", false, R"({"prompt": "x", "logprobs": true})", 400, "invalid_type", "logprobs"},
+    // The field policy: every field is implemented, ignored as metadata, or refused by name.
+    {"unknown_field", false, R"({"prompt": "x", "typical_p": 0.5})", 400, "unknown_parameter", "typical_p"},
+    {"unknown_field_other_name", false, R"({"prompt": "x", "n_predict": 8})", 400, "unknown_parameter", "n_predict"},
+    {"messages_on_completions", false, R"({"prompt": "x", "messages": []})", 400, "unknown_parameter", "messages"},
+    {"prompt_on_chat", true, R"({"messages": [{"role": "user", "content": "x"}], "prompt": "y"})", 400,
+     "unknown_parameter", "prompt"},
+    {"echo_on_chat", true, R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", 400,
+     "unknown_parameter", "echo"},
+    {"stream_options_unknown", false, R"({"prompt": "x", "stream": true, "stream_options": {"chunk": 1}})", 400,
+     "unknown_parameter", "stream_options"},
+    {"top_logprobs", true, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", 400,
+     "unsupported_parameter", "top_logprobs"},
+    {"repeat_penalty", false, R"({"prompt": "x", "repeat_penalty": 1.1})", 400, "unsupported_parameter",
+     "repeat_penalty"},
+    {"logit_bias", false, R"({"prompt": "x", "logit_bias": {"50256": -100}})", 400, "unsupported_parameter",
+     "logit_bias"},
+    {"best_of", false, R"({"prompt": "x", "best_of": 3})", 400, "unsupported_parameter", "best_of"},
+    {"response_format_json", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", 400,
+     "unsupported_parameter", "response_format"},
+    {"response_format_schema", false,
+     R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {}}}})",
+     400, "unsupported_parameter", "response_format"},
+    {"grammar", false, R"({"prompt": "x", "grammar": "root ::= \"a\""})", 400, "unsupported_parameter", "grammar"},
+    {"json_schema", true, R"({"messages": [{"role": "user", "content": "x"}], "json_schema": {}})", 400,
+     "unsupported_parameter", "json_schema"},
+    {"suffix", false, R"({"prompt": "x", "suffix": "end"})", 400, "unsupported_parameter", "suffix"},
+    {"functions", true, R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})", 400,
+     "unsupported_parameter", "functions"},
+    {"function_call", true, R"({"messages": [{"role": "user", "content": "x"}], "function_call": "auto"})", 400,
+     "unsupported_parameter", "function_call"},
+    {"audio", true, R"({"messages": [{"role": "user", "content": "x"}], "audio": {"voice": "alloy"}})", 400,
+     "unsupported_parameter", "audio"},
+    {"modalities_audio", true, R"({"messages": [{"role": "user", "content": "x"}], "modalities": ["text", "audio"]})",
+     400, "unsupported_parameter", "modalities"},
+    {"prediction", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "prediction": {"type": "content", "content": "x"}})", 400,
+     "unsupported_parameter", "prediction"},
+    {"reasoning_effort", true, R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "low"})", 400,
+     "unsupported_parameter", "reasoning_effort"},
+    {"verbosity", true, R"({"messages": [{"role": "user", "content": "x"}], "verbosity": "low"})", 400,
+     "unsupported_parameter", "verbosity"},
+    {"web_search_options", true, R"({"messages": [{"role": "user", "content": "x"}], "web_search_options": {}})", 400,
+     "unsupported_parameter", "web_search_options"},
+    {"store_true", true, R"({"messages": [{"role": "user", "content": "x"}], "store": true})", 400,
+     "unsupported_parameter", "store"},
+    {"tool_choice_required", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "required"})", 400,
+     "unsupported_parameter", "tool_choice"},
+    {"tool_choice_named", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}})",
+     400, "unsupported_parameter", "tool_choice"},
+    {"parallel_tool_calls_false", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "parallel_tool_calls": false})", 400,
+     "unsupported_parameter", "parallel_tool_calls"},
+    {"chat_template_kwargs_other", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"foo": 1}})", 400,
+     "unsupported_parameter", "chat_template_kwargs"},
+    {"chat_template_kwargs_thinking_string", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": "no"}})", 400,
+     "invalid_type", "chat_template_kwargs.enable_thinking"},
 };
 
 class RequestRefused : public testing::TestWithParam<Refused> {};
@@ -171,20 +238,89 @@ TEST(Request, ChatMessagesAreNormalized) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
 }
 
-TEST(Request, UnknownModelIs404) {
-  CompletionRequest r = parse_completion(parse_body(R"({"prompt": "x", "model": "gpt-4o"})"), false);
-  try {
-    check_model(r, "tiny.gguf");
-    FAIL();
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.status, 404);
-    EXPECT_EQ(e.code, "model_not_found");
-    EXPECT_NE(std::string(e.what()).find("tiny.gguf"), std::string::npos);
+// One model is served: whatever a request names, it answers (as llama-server does).
+TEST(Request, AnyModelNameIsAccepted) {
+  EXPECT_EQ(parse_completion(parse_body(R"({"prompt": "x", "model": "gpt-4o-mini"})"), false).model, "gpt-4o-mini");
+}
+
+// A value that states the default of a refused field, and the ignored metadata, are accepted.
+TEST(Request, DefaultValuesOfRefusedFieldsAndMetadataAreAccepted) {
+  const CompletionRequest chat = parse_completion(
+      parse_body(R"({"messages": [{"role": "user", "content": "x"}], "n": 1, "logprobs": false, "top_logprobs": 0,
+                     "logit_bias": {}, "response_format": {"type": "text"}, "store": false, "modalities": ["text"],
+                     "presence_penalty": 0, "frequency_penalty": 0, "repeat_penalty": 1, "tool_choice": "auto",
+                     "parallel_tool_calls": true, "user": "u", "safety_identifier": "s", "metadata": {"k": "v"},
+                     "service_tier": "auto", "prompt_cache_key": "c", "cache_prompt": true, "audio": null,
+                     "stream": true, "stream_options": {"include_usage": true, "include_obfuscation": false}})"),
+      true);
+  EXPECT_TRUE(chat.include_usage);
+  const CompletionRequest text = parse_completion(
+      parse_body(R"({"prompt": "x", "best_of": 1, "suffix": "", "echo": false, "logprobs": null, "user": "u"})"),
+      false);
+  EXPECT_FALSE(text.echo);
+}
+
+TEST(Request, ToolChoiceNoneLeavesTheToolsOut) {
+  const char* tools = R"([{"type": "function", "function": {"name": "f", "parameters": {}}}])";
+  const std::string base = std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") + tools;
+  EXPECT_FALSE(parse_completion(parse_body(base + "}"), true).tools.is_null());
+  EXPECT_FALSE(parse_completion(parse_body(base + R"(, "tool_choice": "auto"})"), true).tools.is_null());
+  EXPECT_TRUE(parse_completion(parse_body(base + R"(, "tool_choice": "none"})"), true).tools.is_null());
+  // Without tools, parallel_tool_calls says nothing: accepted.
+  EXPECT_NO_THROW(parse_completion(
+      parse_body(R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": false})"), true));
+}
+
+TEST(Request, ChatTemplateKwargsAndEchoAreRead) {
+  const CompletionRequest r = parse_completion(
+      parse_body(R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": false}})"),
+      true);
+  ASSERT_TRUE(r.enable_thinking.has_value());
+  EXPECT_FALSE(*r.enable_thinking);
+  EXPECT_TRUE(parse_completion(parse_body(R"({"prompt": "x", "echo": true})"), false).echo);
+}
+
+// The unknown-field error names the field, the endpoint and a hint.
+TEST(Request, UnknownFieldsAreNamedWithAHint) {
+  auto message = [](const char* body, bool chat) {
+    try {
+      parse_completion(parse_body(body), chat);
+    } catch (const ApiError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string predict = message(R"({"prompt": "x", "n_predict": 3})", false);
+  EXPECT_NE(predict.find("'n_predict' is not a field of /v1/completions"), std::string::npos) << predict;
+  EXPECT_NE(predict.find("max_tokens"), std::string::npos) << predict;
+  const std::string echo = message(R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", true);
+  EXPECT_NE(echo.find("a field of /v1/completions"), std::string::npos) << echo;
+  const std::string bias = message(R"({"prompt": "x", "logit_bias": {"1": 5}})", false);
+  EXPECT_NE(bias.find("'logit_bias'"), std::string::npos) << bias;
+  EXPECT_NE(bias.find("hint: {} only"), std::string::npos) << bias;
+}
+
+// Every refused field has a refused case above; every field is in docs/SERVER.md's table, with
+// its status, and the table lists no field the code does not know.
+TEST(Request, FieldPolicyIsTestedAndDocumented) {
+  for (const FieldRule& f : kCompletionFields) {
+    if (f.use != FieldUse::Refused) continue;
+    bool seen = false;
+    for (const Refused& c : kRefused) seen |= f.name == c.param && std::string(c.code) == "unsupported_parameter";
+    EXPECT_TRUE(seen) << f.name << " is refused, but no case in kRefused shows it";
   }
-  r.model = "tiny.gguf";
-  EXPECT_NO_THROW(check_model(r, "tiny.gguf"));
-  r.model = "";
-  EXPECT_NO_THROW(check_model(r, "tiny.gguf"));
+  std::ifstream in(WGRT_SOURCE_DIR "/docs/SERVER.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_FALSE(doc.empty()) << "docs/SERVER.md is missing";
+  for (const FieldRule& f : kCompletionFields) {
+    const char* use = f.use == FieldUse::Implemented ? "implemented" : f.use == FieldUse::Ignored ? "ignored" : "refused";
+    const char* where = f.endpoints == (kChat | kText) ? "both" : f.endpoints == kChat ? "chat" : "completions";
+    const std::string row = fmt::format("| `{}` | {} | {} | {} |", f.name, where, use, f.note);
+    EXPECT_NE(doc.find(row), std::string::npos) << "docs/SERVER.md lacks the row\n" << row;
+  }
+  size_t rows = 0;
+  for (size_t at = doc.find("\n| `"); at != std::string::npos; at = doc.find("\n| `", at + 1)) ++rows;
+  EXPECT_EQ(rows, kCompletionFields.size()) << "docs/SERVER.md's field table has rows the code does not know";
 }
 
 TEST(Request, PromptOverTheContextNamesBothSizes) {
@@ -253,7 +389,7 @@ TEST(Request, DeepNestingIsRefusedBeforeAnyRecursiveWalk) {
   }
   // At the limit it parses.
   const size_t ok = kMaxJsonDepth - 2;  // the body object and the field's own list included
-  const std::string at_limit = R"({"prompt": "x", "extra": )" + std::string(ok, '[') + std::string(ok, ']') + "}";
+  const std::string at_limit = R"({"prompt": "x", "metadata": )" + std::string(ok, '[') + std::string(ok, ']') + "}";
   EXPECT_NO_THROW(parse_completion(parse_body(at_limit), false));
 }
 

@@ -62,11 +62,11 @@ TEST(ServeE2E, OpenAIClient) {
   const std::string modules = WGRT_SOURCE_DIR "/.deps/server-openai/node_modules";
   if (!std::filesystem::exists(modules + "/openai/package.json"))
     GTEST_SKIP() << "npm openai is absent (hint: run tools/setup-test-data.sh)";
-  ServerProcess s;
+  ServerProcess s({"--alias", "gpt-4o-mini"});
   ASSERT_GT(s.port, 0);
   const std::string out = test::temp_dir("serve-node") + "/out";
   const std::string cmd = "NODE_PATH=" + modules + " node " WGRT_SOURCE_DIR "/tests/server/client_test.js http://127.0.0.1:" +
-                          std::to_string(s.port) + " " + kKey + " >" + out + " 2>&1";
+                          std::to_string(s.port) + " " + kKey + " gpt-4o-mini >" + out + " 2>&1";
   const int rc = std::system(cmd.c_str());
   const std::string log = slurp(out);
   EXPECT_EQ(rc, 0) << log << "\nserver:\n" << slurp(s.err_path);
@@ -173,14 +173,21 @@ TEST(ServeE2E, MalformedRequestsGet4xxAndTheServerStaysUp) {
       {"temperature a string", chat, R"({"messages": [{"role": "user", "content": "x"}], "temperature": "0"})", 400,
        "invalid_type"},
       {"max_tokens negative", "/v1/completions", R"({"prompt": "x", "max_tokens": -5})", 400, "invalid_value"},
-      {"unknown model", "/v1/completions", R"({"prompt": "x", "model": "gpt-4"})", 404, "model_not_found"},
+      {"unknown field", "/v1/completions", R"({"prompt": "x", "mirostat": 2})", 400, "unknown_parameter"},
+      {"logit_bias", chat, R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"65": 10}})", 400,
+       "unsupported_parameter"},
+      {"json mode", chat,
+       R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", 400,
+       "unsupported_parameter"},
+      {"unknown model id", "/v1/models/gpt-4", "", 404, "model_not_found"},
       {"over-long prompt", "/v1/completions", json{{"prompt", long_prompt}}.dump(), 400, "context_length_exceeded"},
       {"huge body", "/v1/completions", json{{"prompt", std::string(100000, 'b')}}.dump(), 413, ""},
       {"detokenize out of range", "/detokenize", R"({"tokens": [99999]})", 400, "invalid_value"},
-      {"unknown path", "/v1/embeddings", R"({"input": "x"})", 404, "not_found"},
+      {"embeddings", "/v1/embeddings", R"({"input": "x"})", 501, "unsupported_endpoint"},
+      {"unknown path", "/v1/audio/speech", R"({"input": "x"})", 404, "not_found"},
   };
   for (const Case& k : cases) {
-    auto r = c.Post(k.path, k.body, "application/json");
+    auto r = k.body.empty() ? c.Get(k.path) : c.Post(k.path, k.body, "application/json");
     if (*k.code)
       expect_error(r, k.status, k.code, k.what);
     else {
@@ -207,6 +214,92 @@ TEST(ServeE2E, MalformedRequestsGet4xxAndTheServerStaysUp) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
   EXPECT_TRUE(ok->body.ends_with("data: [DONE]\n\n")) << ok->body;
+}
+
+// --alias names the model; any name in a request is served; /v1/models/{id} answers for the
+// alias and the file name; /props tells the settings; /slots shows a request as it generates.
+TEST(ServeE2E, AliasPropsAndSlots) {
+  ServerProcess s({"--alias", "gpt-4o-mini", "--parallel", "2"});
+  ASSERT_GT(s.port, 0);
+  httplib::Client c = s.client();
+  auto get_json = [&](const std::string& path, int status = 200) {
+    auto r = c.Get(path);
+    EXPECT_TRUE(r) << path;
+    if (!r) return json();
+    EXPECT_EQ(r->status, status) << path << ": " << r->body;
+    return json::parse(r->body, nullptr, false);
+  };
+  EXPECT_EQ(get_json("/v1/models")["data"][0]["id"], "gpt-4o-mini");
+  EXPECT_EQ(get_json("/v1/models/gpt-4o-mini")["id"], "gpt-4o-mini");
+  EXPECT_EQ(get_json("/v1/models/tiny-chat.gguf")["id"], "gpt-4o-mini") << "the file name is an id too";
+  EXPECT_EQ(get_json("/v1/models/tiny%2Dchat.gguf")["object"], "model") << "percent-encoded";
+  EXPECT_EQ(get_json("/v1/models/llama-3", 404)["error"]["code"], "model_not_found");
+
+  // Any model name: the served one answers, and the response names it.
+  auto r = c.Post("/v1/completions", R"({"model": "gpt-4", "prompt": "The quick", "max_tokens": 4, "temperature": 0})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json plain = json::parse(r->body);
+  EXPECT_EQ(plain["model"], "gpt-4o-mini");
+  // echo: the prompt, then the same generated text.
+  r = c.Post("/v1/completions", R"({"prompt": "The quick", "max_tokens": 4, "temperature": 0, "echo": true})",
+             "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], "The quick" + plain["choices"][0]["text"].get<std::string>());
+
+  const json props = get_json("/props");
+  EXPECT_EQ(props["total_slots"], 2);
+  EXPECT_EQ(props["model_alias"], "gpt-4o-mini");
+  EXPECT_EQ(props["model_path"], model_path());
+  EXPECT_EQ(props["n_ctx"], 1024);
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 1024);
+  EXPECT_EQ(props["default_generation_settings"]["params"]["temperature"], 1.0);
+  EXPECT_EQ(props["default_generation_settings"]["params"]["top_k"], 40);
+  EXPECT_EQ(props["chat_template"], test::kTemplate);
+  EXPECT_TRUE(props["build_info"].get<std::string>().starts_with("wgrt ")) << props.dump();
+
+  json slots = get_json("/slots");
+  ASSERT_EQ(slots.size(), 2u) << slots.dump();
+  for (const json& sl : slots) EXPECT_FALSE(sl["is_processing"]) << slots.dump();
+  // A long stream on a raw connection: while it generates, /slots shows it under its id.
+  const int fd = test::connect_to(s.port);
+  ASSERT_GE(fd, 0);
+  const std::string long_stream = R"({"prompt": "x", "max_tokens": 1000, "temperature": 1, "seed": 3, "stream": true})";
+  ASSERT_TRUE(test::send_bytes(fd, test::post("/v1/completions", long_stream)));
+  test::RawReader rd{fd};
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  auto events = [&] {
+    size_t n = 0;
+    for (size_t at = rd.buf.find("data: "); at != std::string::npos; at = rd.buf.find("data: ", at + 1)) ++n;
+    return n;
+  };
+  while (events() < 3 && rd.fill(deadline)) {
+  }
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(rd.buf, m, std::regex(R"re("id":"(cmpl-[0-9a-f]+)")re"))) << rd.buf;
+  const std::string id = m[1];
+  slots = get_json("/slots");
+  const json* busy = nullptr;
+  for (const json& sl : slots)
+    if (sl["is_processing"]) busy = &sl;
+  ASSERT_TRUE(busy) << slots.dump();
+  EXPECT_EQ((*busy)["request_id"], id);
+  EXPECT_EQ((*busy)["n_prompt_tokens"], 2) << "BOS and 'x'";
+  EXPECT_GE((*busy)["n_decoded"].get<int>(), 1) << slots.dump();
+  // The prompt, then the generated tokens as the steps feed them (the latest waits for the next
+  // step; the two counts are read a moment apart).
+  EXPECT_GE((*busy)["n_cached"].get<int>(), 2) << slots.dump();
+  EXPECT_LE((*busy)["n_cached"].get<int>(), 2 + (*busy)["n_decoded"].get<int>()) << slots.dump();
+  EXPECT_EQ((*busy)["n_ctx"], 1024);
+  ::close(fd);  // the client goes: the slot is freed
+  bool idle = false;
+  for (int i = 0; i < 200 && !idle; ++i) {
+    slots = get_json("/slots");
+    idle = std::none_of(slots.begin(), slots.end(), [](const json& sl) { return sl["is_processing"].get<bool>(); });
+    if (!idle) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(idle) << slots.dump();
 }
 
 TEST(ServeE2E, AFullQueueAnswers503) {
