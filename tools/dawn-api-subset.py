@@ -5,7 +5,7 @@ wgrt's own ABI declarations (src/gpu/dawn_abi.h) use, for tests/gpu/abi_test.cpp
     tools/dawn-api-subset.py DAWN_JSON COMMIT > tests/gpu/dawn_api.json
 
 DAWN_JSON is src/dawn/dawn.json of the Dawn commit the pinned package was built from (npm
-webgpu@0.4.0: c5d549e250). Kept: every entry abi_test.cpp names (its EV/ET/ROW/CB rows) and
+webgpu@0.4.0: c5d549e250). Kept: every entry abi_test.cpp names (its EV/ET/ROW/CB/FP rows) and
 every type their members and arguments name, transitively; objects without their methods.
 Run it again whenever tools/setup.sh pins another Dawn, then fix dawn_abi.h until the test
 passes.
@@ -20,7 +20,7 @@ api = json.load(open(sys.argv[1]))
 commit = sys.argv[2]
 
 test = (root / "tests/gpu/abi_test.cpp").read_text()
-wanted = set(re.findall(r'\b(?:EV|ET|ROW|CB)\("([^"]+)"', test))
+wanted = set(re.findall(r'\b(?:EV|ET|ROW|CB|FP)\("([^"]+)"', test))
 
 kept = {}
 todo = sorted(wanted)

@@ -21,6 +21,7 @@
 
 #include "cli/build_info.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "llm/batch.h"
 #include "llm/profile.h"
 #include "llm/session.h"
@@ -473,7 +474,7 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
 Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   auto* cmd = app.add_subcommand("bench", "measure prompt and generation speed (llama-bench's tests and fields)");
   auto f = std::make_shared<BenchFlags>();
-  const auto count = CLI::Range(0u, 1u << 20);
+  const auto count = integer_in(0, 1 << 20);
   cmd->add_option("-m,--model", f->model, "a .gguf file or a Hugging Face model directory")->required();
   cmd->add_option("-p,--n-prompt", f->n_prompt, "prompt tokens of each pp test (comma list; 0: none; default 512)")
       ->delimiter(',')->check(count);
@@ -481,10 +482,10 @@ Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
       ->delimiter(',')->check(count);
   cmd->add_option("-d,--n-depth", f->depth, "positions of KV cache filled before each test (comma list; default 0,4096)")
       ->delimiter(',')->check(count);
-  cmd->add_option("-r,--repetitions", f->reps, "timed repetitions of each test")->check(CLI::Range(1u, 1000u))->capture_default_str();
-  cmd->add_option("-b,--batch-size", f->batch, "prompt tokens per step")->check(CLI::Range(1u, 8192u))->capture_default_str();
+  cmd->add_option("-r,--repetitions", f->reps, "timed repetitions of each test")->check(integer_in(1, 1000))->capture_default_str();
+  cmd->add_option("-b,--batch-size", f->batch, "prompt tokens per step")->check(integer_in(1, 8192))->capture_default_str();
   cmd->add_option("-c,--ctx-size", f->ctx, "context size (default: what the largest test needs)")
-      ->check(CLI::Range(1u, 1u << 21));
+      ->check(integer_in(1, 1 << 21));
   cmd->add_option("-o,--output", f->output, "rows as md, json, jsonl or csv")
       ->check(CLI::IsMember({"md", "json", "jsonl", "csv"}))->capture_default_str();
   cmd->add_flag("--no-warmup", f->no_warmup, "skip the untimed runs of each test before its repetitions (at least one, for 1 s)");
@@ -497,7 +498,7 @@ Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("--peaks", f->peaks, "device peaks JSON (default: bench/peaks-*.json for this adapter)");
   cmd->add_option("--parallel", f->parallel, "also tg rows of this many sequences decoding together on one graph, "
                                              "aggregate tok/s (comma list, e.g. 1,8; as `wgrt serve` steps its slots)")
-      ->delimiter(',')->check(CLI::Range(1u, 256u));
+      ->delimiter(',')->check(integer_in(1, 256));
   add_device_flags(*cmd, dev_opts);
   cmd->callback([f] { validate(*f); });
   return [&dev_opts, f] { return run_bench(dev_opts, *f); };

@@ -1,6 +1,8 @@
 // `wgrt chat`: an interactive terminal chat. Lines from stdin are user turns; replies stream
 // to stdout, per-turn speed goes to stderr. Ctrl-C stops a reply (Ctrl-C at the prompt, or
-// end of input, leaves); /clear starts over; /exit leaves. Works from a pipe too.
+// end of input, leaves); /clear starts over; /exit leaves; /help lists the commands. Any other
+// line that starts with '/' is refused as an unknown command, not sent to the model ('//' sends
+// a line that starts with '/'). Works from a pipe too.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -20,6 +22,23 @@ namespace {
 std::atomic<bool> g_interrupt{false};
 
 extern "C" void on_sigint(int) { g_interrupt.store(true); }
+
+struct ChatCommand {
+  const char* name;
+  const char* help;
+};
+constexpr ChatCommand kChatCommands[] = {
+    {"/help", "list these commands"},
+    {"/clear", "start the conversation over"},
+    {"/exit", "leave (also /quit, Ctrl-C at the prompt, or end of input)"},
+    {"/quit", "leave"},
+};
+
+void print_chat_help() {
+  fmt::print(stderr, "wgrt: commands:\n");
+  for (const ChatCommand& c : kChatCommands) fmt::print(stderr, "  {:<7} {}\n", c.name, c.help);
+  fmt::print(stderr, "  a line that starts with '//' is sent to the model without its first '/'\n");
+}
 
 struct ChatFlags {
   ModelFlags model;
@@ -46,7 +65,10 @@ int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
   }
 
   gpu::Device dev = gpu::create_device(dev_opts);
+  Progress progress;
+  start_progress(progress, dev, f.model.model);
   llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, false));
+  end_progress(progress);
   if (llm::is_default_model(s))
     fmt::print(stderr, "wgrt: the built-in default model has RANDOM WEIGHTS: its replies are noise.\n");
   llm::ChatOptions o;
@@ -64,7 +86,7 @@ int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
   sigaction(SIGINT, &sa, &old);
 
   fmt::print(stderr, "wgrt: chatting with {} on {} (template: {}), context {}, seed {}. Ctrl-C stops a reply, "
-                     "/clear starts over, /exit leaves.\n",
+                     "/clear starts over, /exit leaves, /help lists the commands.\n",
              s.model.path, dev.caps.adapter.name, src.origin, s.mg.n_ctx, o.sampling.seed);
 
   const bool tty = isatty(STDIN_FILENO);
@@ -80,6 +102,20 @@ int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
     if (line == "/clear") {
       llm::clear_chat(c);
       fmt::print(stderr, "wgrt: conversation cleared\n");
+      continue;
+    }
+    if (line == "/help" || line == "/?") {
+      print_chat_help();
+      continue;
+    }
+    if (line.starts_with("//")) {
+      line.erase(0, 1);
+    } else if (line.starts_with('/')) {
+      std::string known;
+      for (const ChatCommand& cmd : kChatCommands) known += fmt::format("{}{}", known.empty() ? "" : ", ", cmd.name);
+      const std::string word = line.substr(0, line.find_first_of(" \t"));
+      fmt::print(stderr, "wgrt: unknown command '{}' (not sent to the model); the commands are {} (hint: start the "
+                         "line with '//' to send text that begins with '/')\n", word, known);
       continue;
     }
     if (line.empty()) continue;
@@ -116,9 +152,9 @@ Run add_chat(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("--system", f->system, "a system message that opens the conversation")
       ->each([f](const std::string&) { f->has_system = true; });
   cmd->add_option("-n,--n-predict", f->n_predict, "tokens per reply at most (-1: until EOS or the context is full)")
-      ->check(CLI::Range(-1, 1 << 20));
+      ->check(integer_in(-1, 1 << 20));
   add_sampling_flags(*cmd, f->sampling);
-  cmd->add_option("--stop", f->stop, "end a reply before this text (repeatable)");
+  cmd->add_option("--stop", f->stop, "end a reply before this text (repeatable)")->default_str("");
   cmd->add_option("--enable-thinking", f->enable_thinking, "set enable_thinking for templates that read it")
       ->check(CLI::IsMember({"true", "false"}));
   add_device_flags(*cmd, dev_opts);

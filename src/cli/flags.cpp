@@ -1,11 +1,92 @@
 #include "cli/flags.h"
 
+#include "gpu/pipeline.h"
+
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <unistd.h>
 #include <filesystem>
+#include <limits>
 #include <random>
+#include <string_view>
+#include <system_error>
 
 namespace wgrt::cli {
+
+namespace {
+
+template <class T>
+bool parse_whole(std::string_view s, T& v) {
+  if (s.starts_with('+')) s.remove_prefix(1);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
+}  // namespace
+
+CLI::Validator number_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& in) -> std::string {
+        double v = 0;
+        if (!parse_whole(in, v)) return fmt::format("'{}' is not a number", in);
+        if (!(v >= lo && v <= hi)) return fmt::format("{} is out of range: from {} to {}", in, lo, hi);
+        return "";
+      },
+      fmt::format("NUMBER in [{}, {}]", lo, hi));
+}
+
+CLI::Validator integer_in(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& in) -> std::string {
+        int64_t v = 0;
+        double d = 0;
+        if (!parse_whole(in, v)) {
+          if (parse_whole(in, d)) return fmt::format("'{}' is not a whole number", in);
+          return fmt::format("'{}' is not a number", in);
+        }
+        if (v < lo || v > hi) return fmt::format("{} is out of range: from {} to {}", in, lo, hi);
+        return "";
+      },
+      fmt::format("INTEGER in [{}, {}]", lo, hi));
+}
+
+void start_progress(Progress& p, gpu::Device& dev, const std::string& what) {
+  p.dev = &dev;
+  p.tty = isatty(STDERR_FILENO);
+  const char* env = std::getenv("WGRT_PROGRESS");
+  p.on = env && *env ? std::string_view(env) != "0" : p.tty;
+  if (!p.on) return;
+  const char* end = p.tty ? "" : "\n";
+  fmt::print(stderr, "{}wgrt: loading {}{}", p.tty ? "\r\033[K" : "", what, end);
+  std::fflush(stderr);
+  dev.pipelines->on_create = [tty = p.tty, n = std::make_shared<int>(0)](const std::string& label) {
+    const std::string name = label.substr(0, label.find(' '));
+    fmt::print(stderr, "{}wgrt: compiling kernel {}: {}{}", tty ? "\r\033[K" : "", ++*n, name, tty ? "" : "\n");
+    std::fflush(stderr);
+  };
+}
+
+Progress::~Progress() { end_progress(*this); }
+
+void end_progress(Progress& p) {
+  if (!p.on) return;
+  p.dev->pipelines->on_create = nullptr;
+  if (p.tty) fmt::print(stderr, "\r\033[K");
+  std::fflush(stderr);
+  p.on = false;
+}
+
+void rewrite_llamacpp_aliases(int argc, char** argv) {
+  static char ngl[] = "--n-gpu-layers";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) break;
+    if (std::strcmp(argv[i], "-ngl") == 0) argv[i] = ngl;
+  }
+}
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_option("-m,--model", f.model, "a .gguf file or a Hugging Face model directory (default: wgrt's demo "
@@ -13,9 +94,10 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_option("-c,--ctx-size", f.ctx_size,
                  fmt::format("context size in tokens (default: the model's trained context, at most {})",
                              model::kDefaultMaxCtx))
-      ->check(CLI::Range(1u, 1u << 20));
+      ->check(integer_in(1, 1 << 20))
+      ->default_str("");  // 0 stands for the model's own, which the description says
   cmd.add_option("-b,--batch-size", f.batch_size, "prompt tokens per step")
-      ->check(CLI::Range(1u, 8192u))
+      ->check(integer_in(1, 8192))
       ->each([&f](const std::string&) { f.batch_size_set = true; });
   cmd.add_option("--quantize", f.quantize, "weights on the GPU: q4gsw, q8, none, or auto (GGUF: as stored; "
                                            "Hugging Face: q4gsw)")
@@ -24,6 +106,21 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_flag("--kv-f32", f.kv_f32, "keep the KV cache in f32 (default f16)");
   cmd.add_flag("--allow-unused-tensors", f.allow_unused,
                "run a file with tensors the architecture does not read (a warning instead of an error)");
+  cmd.add_option("--n-gpu-layers", f.n_gpu_layers, "accepted for llama.cpp's -ngl N: wgrt runs every layer on "
+                                                   "the GPU, whatever N")
+      ->check(CLI::Validator(
+          [](std::string& in) -> std::string {
+            int64_t n = 0;
+            if (in == "all" || in == "auto" || (parse_whole(in, n) && n >= -1)) return "";
+            return fmt::format("'{}' is not a layer count (hint: a number, 'all' or 'auto')", in);
+          },
+          "N|all|auto"))
+      ->each([](const std::string& n) {
+        static bool said = false;
+        if (!said) std::fprintf(stderr, "wgrt: -ngl %s: wgrt runs every layer on the GPU (the count is not used)\n",
+                                n.c_str());
+        said = true;
+      });
 }
 
 model::BuildOptions build_options(const ModelFlags& f, bool all_logits) {
@@ -41,13 +138,14 @@ model::BuildOptions build_options(const ModelFlags& f, bool all_logits) {
 }
 
 void add_sampling_flags(CLI::App& cmd, SamplingFlags& f) {
-  cmd.add_option("--temp", f.temp, "temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
-  cmd.add_option("--top-k", f.top_k, "top-k candidates (0: all)")->check(CLI::Range(0u, 1u << 20));
-  cmd.add_option("--top-p", f.top_p, "nucleus sampling mass")->check(CLI::Range(0.0001f, 1.0f));
-  cmd.add_option("--min-p", f.min_p, "drop tokens below this share of the best")->check(CLI::Range(0.0f, 1.0f));
+  cmd.add_option("--temp", f.temp, "temperature (0: greedy)")->check(number_in(0, 100));
+  cmd.add_option("--top-k", f.top_k, "top-k candidates (0: all)")->check(integer_in(0, 1 << 20));
+  cmd.add_option("--top-p", f.top_p, "nucleus sampling mass")->check(number_in(0.0001, 1));
+  cmd.add_option("--min-p", f.min_p, "drop tokens below this share of the best")->check(number_in(0, 1));
   cmd.add_option("--repeat-penalty", f.repeat_penalty, "penalty for recent tokens (1: off)")
-      ->check(CLI::Range(0.01f, 100.0f));
-  cmd.add_option("--seed", f.seed, "sampling seed (default: random)")->check(CLI::NonNegativeNumber);
+      ->check(number_in(0.01, 100));
+  cmd.add_option("--seed", f.seed, "sampling seed (-1: random)")
+      ->check(integer_in(-1, std::numeric_limits<int64_t>::max()));
 }
 
 llm::SamplerParams sampler_params(const SamplingFlags& f) {

@@ -7,10 +7,37 @@
 #include <cstdint>
 #include <string>
 
+#include "gpu/device.h"
 #include "llm/sampler.h"
 #include "model/transformer.h"
 
 namespace wgrt::cli {
+
+// Checks for numeric flags. A value that does not parse says "'abc' is not a number" (or "not a
+// whole number"); one outside [lo, hi] says so with both ends written plainly. The description
+// shown in --help is "NUMBER in [lo, hi]".
+CLI::Validator number_in(double lo, double hi);
+CLI::Validator integer_in(int64_t lo, int64_t hi);
+
+// A status line on stderr while a model loads and its kernels compile ("loading ...", then
+// "compiling kernel N: NAME", rewritten in place), cleared before the first output. Only when
+// stderr is a terminal; env WGRT_PROGRESS=0 turns it off, WGRT_PROGRESS=1 on (also for a pipe,
+// one line per step).
+struct Progress {
+  gpu::Device* dev = nullptr;
+  bool on = false;
+  bool tty = false;
+  Progress() = default;
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  ~Progress();  // ends it (an error on the way out then starts on a clean line)
+};
+void start_progress(Progress& p, gpu::Device& dev, const std::string& what);
+void end_progress(Progress& p);
+
+// llama.cpp's spellings that CLI11 cannot declare (a short flag of several letters, which it would
+// read as `-n gl`): each becomes its long form before parsing. argv is rewritten in place.
+void rewrite_llamacpp_aliases(int argc, char** argv);
 
 struct ModelFlags {
   std::string model;
@@ -21,6 +48,7 @@ struct ModelFlags {
   uint32_t group_size = 32;
   bool kv_f32 = false;
   bool allow_unused = false;
+  std::string n_gpu_layers;  // -ngl N|all|auto: accepted for llama.cpp's users; every layer runs on the GPU
 };
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f);
@@ -30,7 +58,7 @@ struct SamplingFlags {
   float temp = 0.8f;
   uint32_t top_k = 40;
   float top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
-  int64_t seed = -1;  // < 0: random
+  int64_t seed = -1;  // -1: random
 };
 
 void add_sampling_flags(CLI::App& cmd, SamplingFlags& f);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "support/knobs.h"
 
 namespace wgrt::cli {
@@ -128,7 +129,8 @@ void add_device_flags(CLI::App& cmd, gpu::DeviceOptions& opts) {
       ->check(CLI::IsMember({"vulkan", "metal", "d3d12", "d3d11", "opengl", "opengles", "null"}));
   cmd.add_option("--adapter", opts.adapter_index,
                  "adapter index from `wgrt info` (default: env WGRT_ADAPTER, else the best GPU)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, 1 << 16))
+      ->default_str("");  // -1 stands for "choose", which the description says
 }
 
 Run add_info(CLI::App& app, gpu::DeviceOptions& dev_opts) {

@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 
 int main(int argc, char** argv) {
   using namespace wgrt;
   CLI::App app{"wgrt: run large language models on any GPU through WebGPU (Dawn)", "wgrt"};
   app.set_version_flag("--version", std::string("wgrt ") + WGRT_VERSION);
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows each flag's default
+  cli::rewrite_llamacpp_aliases(argc, argv);
   gpu::DeviceOptions dev_opts;
   const std::vector<std::pair<const char*, cli::Run>> commands = {
       {"run", cli::add_run(app, dev_opts)},

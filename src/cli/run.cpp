@@ -1,8 +1,11 @@
 // `wgrt run`: generate text; `wgrt perplexity`: score a text file.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 
@@ -20,6 +23,8 @@ struct RunFlags {
   ModelFlags model;
   SamplingFlags sampling;
   std::string prompt = "Once upon a time";
+  std::string prompt_file;  // -f: the prompt from FILE, "-" for stdin
+  bool display_prompt = true;
   int32_t n_predict = 128;
   std::vector<std::string> stop;
   std::string dump_logits;
@@ -48,9 +53,38 @@ void warm_up(llm::Session& s, const llm::GenerateOptions& timed) {
   }
 }
 
-int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
+// The whole of `path` ("-": stdin), with a bound so a wrong path (a device, a huge log) fails clearly.
+constexpr size_t kMaxPromptFileBytes = size_t(64) << 20;
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    if (std::filesystem::is_directory(path))
+      throw std::invalid_argument(fmt::format("-f {}: is a directory (hint: -f names a text file; -f - reads stdin)", path));
+    file.open(path, std::ios::binary);
+    if (!file)
+      throw std::invalid_argument(fmt::format("-f {}: cannot open (hint: check the path; -f - reads stdin)", path));
+    in = &file;
+  }
+  std::string text;
+  char buf[65536];
+  while (in->read(buf, sizeof buf) || in->gcount() > 0) {
+    text.append(buf, size_t(in->gcount()));
+    if (text.size() > kMaxPromptFileBytes)
+      throw std::invalid_argument(fmt::format("-f {}: more than {} MiB of prompt (hint: is it the right file?)",
+                                              path == "-" ? "- (stdin)" : path, kMaxPromptFileBytes >> 20));
+  }
+  if (in->bad()) throw std::runtime_error(fmt::format("-f {}: read error", path));
+  return text;
+}
+
+int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
+  if (!f.prompt_file.empty()) f.prompt = read_prompt_file(f.prompt_file);
   gpu::Device dev = gpu::create_device(dev_opts);
+  Progress progress;
+  start_progress(progress, dev, f.model.model.empty() ? "the model" : f.model.model);
   llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, !f.dump_logits.empty()));
+  end_progress(progress);
   if (llm::is_default_model(s))
     fmt::print(stderr, "wgrt: running the built-in default model. It has RANDOM WEIGHTS: its text is noise, not "
                        "language.\n");
@@ -77,8 +111,10 @@ int run_generate(const gpu::DeviceOptions& dev_opts, const RunFlags& f) {
   if (graph::skipping_kernels(*s.mg.graph))
     fmt::print(stderr, "wgrt: WGRT_SKIP_NODES leaves dispatches out: the text is wrong (a measuring aid)\n");
   if (f.warmup) warm_up(s, o);
-  std::fputs(f.prompt.c_str(), stdout);
-  std::fflush(stdout);
+  if (f.display_prompt) {
+    std::fwrite(f.prompt.data(), 1, f.prompt.size(), stdout);
+    std::fflush(stdout);
+  }
   llm::GenerateStats st = llm::generate(s, o, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -105,19 +141,27 @@ struct PerplexityFlags {
 };
 
 int run_perplexity(const gpu::DeviceOptions& dev_opts, const PerplexityFlags& f) {
-  std::ifstream in(f.file, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open (hint: check the path given to -f)", f.file));
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_prompt_file(f.file);
   gpu::Device dev = gpu::create_device(dev_opts);
+  Progress progress;
+  start_progress(progress, dev, f.model.model.empty() ? "the model" : f.model.model);
   llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, /*all_logits=*/true));
-  std::vector<int32_t> tokens = tokenizer::tokenize(s.tok, text.str(), /*add_special=*/true, /*parse_special=*/false);
-  if (tokens.size() < 2) throw std::invalid_argument(fmt::format("{}: fewer than 2 tokens to score", f.file));
-  llm::PerplexityResult r = llm::perplexity(s, tokens, [](size_t done, size_t total) {
-    fmt::print(stderr, "\rwgrt: {}/{} tokens", done, total);
+  end_progress(progress);
+  std::vector<int32_t> tokens = tokenizer::tokenize(s.tok, text, /*add_special=*/true, /*parse_special=*/false);
+  const size_t n_chunks = llm::perplexity_chunks(tokens.size(), s.mg.n_ctx);
+  fmt::print(stderr, "wgrt: {} tokens, {} chunks of {}, each scored on its second half ({} tokens)\n", tokens.size(),
+             n_chunks, s.mg.n_ctx, s.mg.n_ctx - s.mg.n_ctx / 2 - 1);
+  // The running estimate after each chunk, as [chunk]PPL,
+  llm::PerplexityResult r = llm::perplexity(s, tokens, [](const llm::PerplexityResult& run) {
+    fmt::print("[{}]{:.4f},", run.n_chunks, run.perplexity());
+    std::fflush(stdout);
   });
-  fmt::print(stderr, "\n");
-  fmt::print("perplexity {:.4f} over {} scored tokens (mean NLL {:.4f}), context {}\n", r.perplexity(), r.n_scored,
+  fmt::print("\n");
+  if (std::isnan(r.error()))
+    fmt::print("Final estimate: PPL = {:.4f} (no +/-: the scored tokens do not spread)\n", r.perplexity());
+  else
+    fmt::print("Final estimate: PPL = {:.4f} +/- {:.5f}\n", r.perplexity(), r.error());
+  fmt::print(stderr, "wgrt: {} tokens scored in {} chunks, mean NLL {:.4f}, context {}\n", r.n_scored, r.n_chunks,
              r.nll / double(r.n_scored), s.mg.n_ctx);
   return 0;
 }
@@ -128,11 +172,13 @@ Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   auto* cmd = app.add_subcommand("run", "generate text from a prompt");
   auto f = std::make_shared<RunFlags>();
   add_model_flags(*cmd, f->model);
-  cmd->add_option("-p,--prompt", f->prompt, "the prompt");
+  auto* prompt = cmd->add_option("-p,--prompt", f->prompt, "the prompt");
+  cmd->add_option("-f,--file", f->prompt_file, "read the prompt from FILE (-: from stdin)")->excludes(prompt);
+  cmd->add_flag("!--no-display-prompt", f->display_prompt, "do not echo the prompt before the generated text");
   cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate (0: prompt only, -1: until EOS)")
-      ->check(CLI::Range(-1, 1 << 20));
+      ->check(integer_in(-1, 1 << 20));
   add_sampling_flags(*cmd, f->sampling);
-  cmd->add_option("--stop", f->stop, "stop before this text (repeatable)");
+  cmd->add_option("--stop", f->stop, "stop before this text (repeatable)")->default_str("");
   cmd->add_option("--dump-logits", f->dump_logits, "write the prompt's logits, f32 [n_prompt, n_vocab], to FILE");
   cmd->add_flag("--warmup", f->warmup, "run the prompt once untimed first, so shader compilation is not timed");
   cmd->add_flag("--profile", f->profile, "afterwards, per-kernel GPU time, bytes and FLOPs against the device peaks "
@@ -146,7 +192,7 @@ Run add_perplexity(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   auto* cmd = app.add_subcommand("perplexity", "perplexity of a model over a text file");
   auto f = std::make_shared<PerplexityFlags>();
   add_model_flags(*cmd, f->model);
-  cmd->add_option("-f,--file", f->file, "the text file")->required();
+  cmd->add_option("-f,--file", f->file, "the text file (-: stdin)")->required();
   add_device_flags(*cmd, dev_opts);
   return [&dev_opts, f] { return run_perplexity(dev_opts, *f); };
 }

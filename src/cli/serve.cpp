@@ -152,23 +152,23 @@ Run add_serve(CLI::App& app, gpu::DeviceOptions& dev_opts) {
                                        "the file name. Requests may name any model: the one served answers");
   cmd->add_option("--host", f->host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", f->port, "port to listen on (0: a free one, printed at start)")
-      ->check(CLI::Range(0, 65535))
+      ->check(integer_in(0, 65535))
       ->capture_default_str();
   cmd->add_option("--parallel", f->parallel, "request slots, generating together (each its own context)")
-      ->check(CLI::Range(size_t(1), size_t(256)))
+      ->check(integer_in(1, 256))
       ->capture_default_str();
   cmd->add_option("--queue-size", f->queue_size,
                   "requests that may wait for a slot beyond the free ones; more get 503 (0: no waiting, a request "
                   "runs if a slot is free)")
-      ->check(CLI::Range(size_t(0), size_t(4096)))
+      ->check(integer_in(0, 4096))
       ->capture_default_str();
   cmd->add_option("--api-key", f->api_key, "require `Authorization: Bearer KEY` (all paths but /health)");
   cmd->add_option("--max-body", f->max_body, "largest request body in bytes (larger: 413)")
-      ->check(CLI::Range(size_t(1024), size_t(1) << 30))
+      ->check(integer_in(1024, int64_t(1) << 30))
       ->capture_default_str();
   cmd->add_option("--read-timeout", f->read_timeout,
                   "seconds a client has to send a whole request, headers and body (slower: 408)")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->check(number_in(0.1, 3600))
       ->capture_default_str();
   cmd->add_option("--cors", f->cors,
                   "an Origin allowed to call the API from a browser (repeatable; \"*\": any). Default: none but the "

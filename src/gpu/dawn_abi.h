@@ -257,6 +257,7 @@ typedef enum WGPUStorageTextureAccess {
 typedef enum WGPUSType {
   WGPUSType_ShaderSourceSPIRV = 0x00000001,
   WGPUSType_ShaderSourceWGSL = 0x00000002,
+  WGPUSType_DawnCacheDeviceDescriptor = 0x00050007,
   WGPUSType_DawnTogglesDescriptor = 0x0005000A,
   WGPUSType_AdapterPropertiesMemoryHeaps = 0x00050013,
   WGPUSType_AdapterPropertiesSubgroupMatrixConfigs = 0x0005003B,
@@ -364,6 +365,14 @@ typedef void (*WGPUBufferMapCallback)(WGPUMapAsyncStatus status, WGPUStringView 
                                       void* userdata1, void* userdata2);
 typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, WGPUStringView message,
                                           void* userdata1, void* userdata2);
+
+// Dawn's blob cache (function pointers, one userdata). Load is asked twice per key: with
+// value null to learn the size (0: a miss), then with a buffer of that size; it returns the
+// bytes copied, and a size other than the first answer counts as a miss.
+typedef size_t (*WGPUDawnLoadCacheDataFunction)(void const* key, size_t keySize, void* value,
+                                                size_t valueSize, void* userdata);
+typedef void (*WGPUDawnStoreCacheDataFunction)(void const* key, size_t keySize, void const* value,
+                                               size_t valueSize, void* userdata);
 
 typedef struct WGPURequestAdapterCallbackInfo {
   WGPUChainedStruct* nextInChain;
@@ -539,6 +548,15 @@ typedef struct WGPUDawnTogglesDescriptor {
   size_t disabledToggleCount;
   const char* const* disabledToggles;
 } WGPUDawnTogglesDescriptor;
+
+// Chained into WGPUDeviceDescriptor: the isolation key enters every cache key Dawn makes.
+typedef struct WGPUDawnCacheDeviceDescriptor {
+  WGPUChainedStruct chain;
+  WGPUStringView isolationKey;
+  WGPUDawnLoadCacheDataFunction loadDataFunction;
+  WGPUDawnStoreCacheDataFunction storeDataFunction;
+  void* functionUserdata;
+} WGPUDawnCacheDeviceDescriptor;
 
 typedef struct WGPUQueueDescriptor {
   WGPUChainedStruct const* nextInChain;

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 
 #include "gpu/dawn_loader.h"
+#include "gpu/disk_cache.h"
 #include "gpu/pipeline.h"
 #include "support/knobs.h"
 
@@ -90,6 +92,22 @@ Device::~Device() {
   instance.reset();
   errors.reset();
   dump.reset();
+  disk_cache.reset();
+}
+
+std::string cache_isolation_key(const AdapterDesc& a) {
+  uint64_t kernels = 0xcbf29ce484222325ull;
+  for (const EmbeddedKernel& k : embedded_kernels()) {
+    kernels = fnv1a64(k.name, std::strlen(k.name) + 1, kernels);
+    kernels = fnv1a64(k.source, std::strlen(k.source) + 1, kernels);
+  }
+  // Dawn's own keys carry its version and the adapter too; the isolation key adds what only
+  // wgrt knows (its kernels) and keeps entries apart even where Dawn's description of an
+  // adapter would not.
+  const std::string what = fmt::format("dawn c5d549e250; {} {:04x}:{:04x} {}; {}; {}; kernels {:016x}", a.name,
+                                       a.vendor_id, a.device_id, backend_name(a.backend), a.driver, a.architecture,
+                                       kernels);
+  return fmt::format("wgrt{:016x}", fnv1a64(what.data(), what.size()));
 }
 
 const char* backend_name(WGPUBackendType t) {
@@ -460,6 +478,17 @@ Device create_device(const DeviceOptions& opts) {
   }
   std::vector<const char*> toggle_ptrs;
   WGPUDawnTogglesDescriptor device_toggles = toggles_desc(toggles.device, toggle_ptrs);
+
+  const std::string cache_dir = resolve_cache_dir(opts.cache_dir);
+  if (!cache_dir.empty()) dev.disk_cache = open_disk_cache(cache_dir);
+  const std::string isolation = cache_isolation_key(dev.caps.adapter);
+  WGPUDawnCacheDeviceDescriptor cache_desc{};
+  cache_desc.chain.sType = WGPUSType_DawnCacheDeviceDescriptor;
+  cache_desc.isolationKey = sv(isolation);
+  cache_desc.loadDataFunction = disk_cache_load;
+  cache_desc.storeDataFunction = disk_cache_store;
+  cache_desc.functionUserdata = dev.disk_cache.get();
+  if (dev.disk_cache) device_toggles.chain.next = &cache_desc.chain;
 
   WGPUDeviceDescriptor desc{};
   desc.nextInChain = &device_toggles.chain;

@@ -42,6 +42,9 @@ struct DeviceOptions {
   // workgroup, 128 MiB storage bindings, ...) instead of the adapter's maximum, to run as on
   // the smallest conforming adapter. Env WGRT_LIMITS=default turns it on too.
   bool default_limits = false;
+  // Dawn's compiled shaders and pipeline cache on disk (gpu/disk_cache.h): "" for env
+  // WGRT_CACHE_DIR, else $XDG_CACHE_HOME/wgrt or ~/.cache/wgrt; "off" for none.
+  std::string cache_dir;
 };
 
 // Set first, so DeviceOptions::toggles can undo them: the experimental features (subgroup
@@ -88,6 +91,7 @@ struct DeviceCaps {
 struct ErrorSink;       // callback-owned error record (device.cpp)
 struct ShaderDump;      // WGRT_SHADER_DUMP's log sink (device.cpp)
 struct PipelineCache;   // pipeline.h
+struct DiskCache;       // disk_cache.h
 
 struct Device {
   Instance instance;
@@ -98,6 +102,7 @@ struct Device {
   std::unique_ptr<ErrorSink> errors;        // stable address for the callbacks
   std::unique_ptr<PipelineCache> pipelines; // owned by the device, shared by graphs
   std::unique_ptr<ShaderDump> dump;         // env WGRT_SHADER_DUMP=DIR only
+  std::unique_ptr<DiskCache> disk_cache;    // null when off; outlives the device (Dawn calls it)
 
   Device();
   Device(Device&&) noexcept;
@@ -117,6 +122,11 @@ std::string config_name(const SubgroupMatrixConfig& c);              // "f16xf16
 std::vector<AdapterDesc> list_adapters(const DeviceOptions& opts);
 
 Device create_device(const DeviceOptions& opts = {});
+
+// What Dawn's blob cache asks the cache for: everything that changes what Dawn compiles, so
+// entries of another adapter, driver, Dawn or version of wgrt's kernels never match. Dawn
+// puts it into each of its keys.
+std::string cache_isolation_key(const AdapterDesc& adapter);
 
 // WGRT_SHADER_DUMP: names the pipeline whose shaders Dawn logs next ("" after it); no-op when
 // the dump is off.

@@ -137,6 +137,7 @@ const Pipeline& get_pipeline(Device& dev, const PipelineKey& key) {
   }
   std::string label = key.kernel;
   for (const auto& c : key.constants) label += fmt::format(" {}={}", c.name, c.value);
+  if (cache.on_create) cache.on_create(label);
   auto p = std::make_unique<Pipeline>(
       make_pipeline(dev, label, mod->second.get(), key.entry, key.constants));
   return *cache.pipelines.emplace(key, std::move(p)).first->second;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <compare>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -70,6 +71,8 @@ struct PipelineCache {
   std::map<PipelineKey, std::unique_ptr<Pipeline>> pipelines;
   int64_t hits = 0;
   int64_t misses = 0;
+  // Called with a new pipeline's label before it is created (a progress line; may be empty).
+  std::function<void(const std::string& label)> on_create;
 };
 
 // Compiles WGSL; throws GpuError "compiling WGSL '<label>': <Dawn's message>" on errors.

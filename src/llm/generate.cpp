@@ -195,31 +195,66 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
 
 double PerplexityResult::perplexity() const { return n_scored ? std::exp(nll / double(n_scored)) : NAN; }
 
-PerplexityResult perplexity(Session& s, const std::vector<int32_t>& tokens,
-                            const std::function<void(size_t, size_t)>& progress) {
-  if (!s.mg.all_logits) throw std::logic_error("perplexity needs a session built with all_logits");
+double PerplexityResult::error() const {
+  if (n_scored < 2) return NAN;
+  const double mean = nll / double(n_scored), var = nll2 / double(n_scored) - mean * mean;
+  if (!(var > 0)) return NAN;
+  return std::exp(mean) * std::sqrt(var / double(n_scored - 1));
+}
+
+size_t perplexity_chunks(size_t n_tokens, size_t n_ctx) {
+  if (n_ctx < 2 || n_tokens < 2 * n_ctx)
+    throw std::invalid_argument(fmt::format(
+        "the text has {} tokens; perplexity with a context of {} needs at least {} (2 chunks of the "
+        "context: only each chunk's second half is scored) (hint: a longer text, or a smaller -c)",
+        n_tokens, n_ctx, 2 * n_ctx));
+  return n_tokens / n_ctx;
+}
+
+double token_nll(const float* row, size_t n_vocab, int32_t target) {
+  double mx = row[0];
+  for (size_t j = 1; j < n_vocab; ++j) mx = std::max(mx, double(row[j]));
+  double sum = 0;
+  for (size_t j = 0; j < n_vocab; ++j) sum += std::exp(double(row[j]) - mx);
+  return mx + std::log(sum) - double(row[target]);
+}
+
+PerplexityResult perplexity_windows(std::span<const int32_t> tokens, size_t n_ctx, size_t n_vocab, int32_t bos,
+                                    const ChunkLogits& logits,
+                                    const std::function<void(const PerplexityResult&)>& progress) {
   PerplexityResult r;
-  const size_t window = s.mg.n_ctx, v = s.mg.n_vocab;
-  for (size_t start = 0; start + 1 < tokens.size(); start += window) {
-    const size_t n = std::min(window, tokens.size() - start);
-    reset(s);
-    eval(s, std::span<const int32_t>(tokens.data() + start, n), [&](size_t first, size_t count) {
-      std::vector<float> logits = read_logits(s);
-      for (size_t i = 0; i < count; ++i) {
-        size_t pos = first + i;  // predicts tokens[start + pos + 1]
-        if (pos + 1 >= n) break;
-        const float* row = &logits[i * v];
-        double mx = row[0];
-        for (size_t j = 1; j < v; ++j) mx = std::max(mx, double(row[j]));
-        double sum = 0;
-        for (size_t j = 0; j < v; ++j) sum += std::exp(double(row[j]) - mx);
-        r.nll += -(double(row[tokens[start + pos + 1]]) - mx - std::log(sum));
-        ++r.n_scored;
-      }
+  const size_t n_chunks = perplexity_chunks(tokens.size(), n_ctx), first = n_ctx / 2;
+  std::vector<int32_t> chunk(n_ctx);
+  for (size_t c = 0; c < n_chunks; ++c) {
+    const std::span<const int32_t> orig = tokens.subspan(c * n_ctx, n_ctx);
+    std::copy(orig.begin(), orig.end(), chunk.begin());
+    if (bos >= 0) chunk[0] = bos;
+    logits(chunk, [&](size_t pos, const float* row) {
+      if (pos < first || pos + 1 >= n_ctx) return;
+      const double v = token_nll(row, n_vocab, orig[pos + 1]);
+      r.nll += v;
+      r.nll2 += v * v;
+      ++r.n_scored;
     });
-    if (progress) progress(start + n, tokens.size());
+    r.n_chunks = c + 1;
+    if (progress) progress(r);
   }
   return r;
+}
+
+PerplexityResult perplexity(Session& s, std::span<const int32_t> tokens,
+                            const std::function<void(const PerplexityResult&)>& progress) {
+  if (!s.mg.all_logits) throw std::logic_error("perplexity needs a session built with all_logits");
+  const size_t v = s.mg.n_vocab;
+  const int32_t bos = s.tok.vocab.add_bos ? s.tok.vocab.bos_id : -1;
+  auto gpu_logits = [&](std::span<const int32_t> chunk, const std::function<void(size_t, const float*)>& row) {
+    reset(s);
+    eval(s, chunk, [&](size_t first, size_t count) {
+      const std::vector<float> logits = read_logits(s);
+      for (size_t i = 0; i < count; ++i) row(first + i, &logits[i * v]);
+    });
+  };
+  return perplexity_windows(tokens, s.mg.n_ctx, v, bos, gpu_logits, progress);
 }
 
 }  // namespace wgrt::llm

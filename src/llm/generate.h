@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,14 +49,37 @@ struct StopFilter {
 std::string stop_filter_push(StopFilter& f, std::string_view text);
 std::string stop_filter_flush(StopFilter& f);  // at the end: what is still held
 
-// Mean negative log-likelihood per token over `tokens` (windows of n_ctx, every position
-// after the first of its window scored). Needs a session built with all_logits.
+// Perplexity as llama.cpp's llama-perplexity computes it, so the two numbers compare. The text's
+// tokens (a BOS first when the vocabulary adds one) are cut into floor(n / n_ctx) chunks of
+// n_ctx tokens; the rest is left out. Each chunk runs from an empty cache, its first token
+// replaced by BOS when the vocabulary adds one, and only its second half is scored: the logits
+// at positions [n_ctx/2, n_ctx - 1) predict the token after each, n_ctx - n_ctx/2 - 1 tokens a
+// chunk. The +/- is the standard error of the mean NLL carried through exp:
+// PPL * sqrt((mean(nll^2) - mean(nll)^2) / (n - 1)).
 struct PerplexityResult {
-  double nll = 0;
+  double nll = 0;   // sum over the scored tokens of -log p(token)
+  double nll2 = 0;  // sum of the squares
   size_t n_scored = 0;
+  size_t n_chunks = 0;
   double perplexity() const;
+  double error() const;  // NAN with fewer than 2 tokens or no spread
 };
-PerplexityResult perplexity(Session& s, const std::vector<int32_t>& tokens,
-                            const std::function<void(size_t done, size_t total)>& progress = {});
+// Chunks of n_ctx tokens in n_tokens; throws std::invalid_argument when there are fewer than
+// 2 * n_ctx tokens (the first chunk's first half is never scored).
+size_t perplexity_chunks(size_t n_tokens, size_t n_ctx);
+// -log softmax(row)[target] over n_vocab logits.
+double token_nll(const float* row, size_t n_vocab, int32_t target);
+
+// One chunk's logits: calls row(pos, logits) for each position of `chunk` (any order; n_vocab floats each).
+using ChunkLogits =
+    std::function<void(std::span<const int32_t> chunk, const std::function<void(size_t pos, const float* row)>& row)>;
+// The scoring above over `tokens` with logits from `logits` (wgrt's GPU, or a reference);
+// bos < 0: no BOS replacement. progress(r) after each chunk, with the running sums.
+PerplexityResult perplexity_windows(std::span<const int32_t> tokens, size_t n_ctx, size_t n_vocab, int32_t bos,
+                                    const ChunkLogits& logits,
+                                    const std::function<void(const PerplexityResult&)>& progress = {});
+// On the session's model (built with all_logits), n_ctx its context.
+PerplexityResult perplexity(Session& s, std::span<const int32_t> tokens,
+                            const std::function<void(const PerplexityResult&)>& progress = {});
 
 }  // namespace wgrt::llm

@@ -94,6 +94,23 @@ TEST(ChatCli, TwoTurnsThenClear) {
   }
 }
 
+TEST(ChatCli, SlashCommandsAreAnsweredNotSent) {
+  Result r = run_script("printf '/help\\n/bogus now\\n//x\\n/exit\\n' | $WGRT chat -m " + files().gguf +
+                        " --temp 0 -n 2 -c 512");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("/clear"), std::string::npos) << r.err;  // /help lists the commands
+  EXPECT_NE(r.err.find("unknown command '/bogus' (not sent to the model); the commands are /help, /clear, /exit, "
+                       "/quit"),
+            std::string::npos)
+      << r.err;
+  // Only '//x' reached the model, as the user turn "/x".
+  std::vector<Turn> t = turns(r.err);
+  ASSERT_EQ(t.size(), 1u) << r.err;
+  const size_t p1 = std::string("<|start_header_id|>user<|end_header_id|>\n\n/x<|eot_id|>"
+                                "<|start_header_id|>assistant<|end_header_id|>\n\n").size();
+  EXPECT_EQ(t[0].total, 1 + p1);
+}
+
 TEST(ChatCli, CtrlCStopsTheReplyNotTheChat) {
   // Replies that would run until the context is full; SIGINT once each streams.
   Result r = run_script(

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu/webgpu.h"
@@ -134,6 +135,7 @@ const std::vector<CEnumValue>& enum_values() {
     EV("storage texture access", "binding not used", WGPUStorageTextureAccess_BindingNotUsed),
     EV("s type", "shader source SPIRV", WGPUSType_ShaderSourceSPIRV),
     EV("s type", "shader source WGSL", WGPUSType_ShaderSourceWGSL),
+    EV("s type", "dawn cache device descriptor", WGPUSType_DawnCacheDeviceDescriptor),
     EV("s type", "dawn toggles descriptor", WGPUSType_DawnTogglesDescriptor),
     EV("s type", "adapter properties memory heaps", WGPUSType_AdapterPropertiesMemoryHeaps),
     EV("s type", "adapter properties subgroup matrix configs", WGPUSType_AdapterPropertiesSubgroupMatrixConfigs),
@@ -333,6 +335,9 @@ const std::vector<CStruct>& structs() {
         F(chain, "chain"), F(enabledToggleCount, "enabled toggle count"),
         F(enabledToggles, "enabled toggles"), F(disabledToggleCount, "disabled toggle count"),
         F(disabledToggles, "disabled toggles")),
+    ROW("dawn cache device descriptor", WGPUDawnCacheDeviceDescriptor,
+        F(chain, "chain"), F(isolationKey, "isolation key"), F(loadDataFunction, "load data function"),
+        F(storeDataFunction, "store data function"), F(functionUserdata, "function userdata")),
     ROW("queue descriptor", WGPUQueueDescriptor,
         F(nextInChain, "next in chain"), F(label, "label")),
     ROW("device descriptor", WGPUDeviceDescriptor,
@@ -422,6 +427,26 @@ const std::vector<CCallback>& callbacks() {
       CB("pop error scope callback", WGPUPopErrorScopeCallback),
       CB("buffer map callback", WGPUBufferMapCallback),
       CB("queue work done callback", WGPUQueueWorkDoneCallback)};
+  return table;
+}
+
+// Dawn's plain function pointers (no userdata pair): the arity, and whether it returns a value.
+struct CFunctionPointer {
+  const char* json_name;  // "dawn load cache data function"
+  const char* c_name;
+  size_t arity;
+  bool returns_void;
+};
+template <class R, class... A>
+constexpr bool returns_void(R (*)(A...)) {
+  return std::is_void_v<R>;
+}
+#define FP(jn, T) CFunctionPointer{jn, #T, arity(T{}), returns_void(T{})}
+
+const std::vector<CFunctionPointer>& function_pointers() {
+  static const std::vector<CFunctionPointer> table = {
+      FP("dawn load cache data function", WGPUDawnLoadCacheDataFunction),
+      FP("dawn store cache data function", WGPUDawnStoreCacheDataFunction)};
   return table;
 }
 
@@ -627,6 +652,19 @@ TEST(GpuAbi, CallbackArityMatchesDawnJson) {
   }
 }
 
+TEST(GpuAbi, FunctionPointersMatchDawnJson) {
+  REQUIRE_API(api);
+  JsonLayouts layouts(*api);
+  for (const CFunctionPointer& row : function_pointers()) {
+    SCOPED_TRACE(row.c_name);
+    ASSERT_TRUE(api->contains(row.json_name)) << "no dawn.json entry '" << row.json_name << "'";
+    const json& e = (*api)[row.json_name];
+    ASSERT_EQ(e.value("category", ""), "function pointer");
+    EXPECT_EQ(row.arity, e["args"].size());
+    EXPECT_EQ(row.returns_void, !e.contains("returns"));
+  }
+}
+
 // Every value and struct dawn_abi.h declares has a row above (so the checks cover it).
 TEST(GpuAbi, TablesCoverTheWholeHeader) {
   REQUIRE_API(api);
@@ -662,6 +700,13 @@ TEST(GpuAbi, TablesCoverTheWholeHeader) {
   for (auto it = std::sregex_iterator(header.begin(), header.end(), callback_re);
        it != std::sregex_iterator(); ++it)
     EXPECT_TRUE(callback_rows.contains((*it)[1])) << (*it)[1] << " is declared but not checked";
+
+  std::set<std::string> function_rows;
+  for (const auto& r : function_pointers()) function_rows.insert(r.c_name);
+  const std::regex function_re(R"(typedef \w+ \(\*(WGPU\w+Function)\))");
+  for (auto it = std::sregex_iterator(header.begin(), header.end(), function_re);
+       it != std::sregex_iterator(); ++it)
+    EXPECT_TRUE(function_rows.contains((*it)[1])) << (*it)[1] << " is declared but not checked";
 
   const std::regex struct_re(R"(typedef struct (WGPU\w+) \{)");
   for (auto it = std::sregex_iterator(header.begin(), header.end(), struct_re);
