@@ -16,7 +16,8 @@
 # The suites and the first wgrt rows run with WGRT_MMA=1 (the matrix-core gemm is opt-in until
 # measured: linear_q.h kLinearQMmaByDefault).
 # Everything lands in $OUT: summary.md (the rows), info.txt, tests.log, *.log.
-# Environment: OUT, PEER_WORK (model files), MATRIX_LAB, MATRIX_LAB_FORMATS, MATRIX_LAB_S, MATRIX_TESTS,
+# Environment: OUT, PEER_WORK (model files), MATRIX_LAB, MATRIX_LAB_FORMATS, MATRIX_LAB_S,
+# MATRIX_LAB_VARIANTS (WGRT_MMA:WGRT_MMA_BM pairs, default "0:auto 1:64 1:128"), MATRIX_TESTS,
 # MATRIX_TEST_S (the suites' time limit, default 240 s), MATRIX_TYPES (default "q4_0 q4_k_m"), PEER_SMALL=1 (the tiny shape).
 set -uo pipefail
 default_out=/tmp/wgrt-matrix-out
@@ -43,8 +44,8 @@ rc=$?
 
 if [ -n "${MATRIX_LAB:-}" ]; then
   lab_shapes=2048x2048,2048x512,2048x16384,8192x2048,4096x4096,4096x1024,4096x28672,14336x4096
-  for variant in "0 auto" "1 64" "1 128"; do
-    read -r mma bm <<<"$variant"
+  for variant in ${MATRIX_LAB_VARIANTS:-0:auto 1:64 1:128}; do
+    mma=${variant%:*} bm=${variant#*:}
     echo "== wgrt_lab_linear --m 512, WGRT_MMA=$mma WGRT_MMA_BM=$bm" >>"$summary"
     WGRT_MMA=$mma WGRT_MMA_BM=$bm timeout "${MATRIX_LAB_S:-200}" wgrt_lab_linear --m 512 --formats "${MATRIX_LAB_FORMATS:-q4,q4k,q6k}" \
       --shapes "$lab_shapes" --repeats 5 >"$out/lab-$mma-$bm.log" 2>&1

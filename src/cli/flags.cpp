@@ -1,6 +1,7 @@
 #include "cli/flags.h"
 
 #include "gpu/pipeline.h"
+#include "support/knobs.h"
 
 #include <fmt/format.h>
 
@@ -54,11 +55,16 @@ CLI::Validator integer_in(int64_t lo, int64_t hi) {
       fmt::format("INTEGER in [{}, {}]", lo, hi));
 }
 
+namespace {
+const knobs::Choice kProgress{"WGRT_PROGRESS", "auto|0|1", "auto",
+                              "the loading and compiling line on stderr (auto: when stderr is a terminal)"};
+}  // namespace
+
 void start_progress(Progress& p, gpu::Device& dev, const std::string& what) {
   p.dev = &dev;
   p.tty = isatty(STDERR_FILENO);
-  const char* env = std::getenv("WGRT_PROGRESS");
-  p.on = env && *env ? std::string_view(env) != "0" : p.tty;
+  const std::string want = kProgress.get();
+  p.on = want == "auto" ? p.tty : want == "1";
   if (!p.on) return;
   const char* end = p.tty ? "" : "\n";
   fmt::print(stderr, "{}wgrt: loading {}{}", p.tty ? "\r\033[K" : "", what, end);

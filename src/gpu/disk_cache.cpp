@@ -1,5 +1,7 @@
 #include "gpu/disk_cache.h"
 
+#include "support/knobs.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -105,10 +107,14 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t h) {
   return h;
 }
 
+namespace {
+const knobs::Text kCacheDir{"WGRT_CACHE_DIR",
+                            "the pipeline cache's folder (default $XDG_CACHE_HOME/wgrt or ~/.cache/wgrt; off: none)"};
+}  // namespace
+
 std::string resolve_cache_dir(const std::string& option) {
   std::string dir = option;
-  if (dir.empty())
-    if (const char* env = std::getenv("WGRT_CACHE_DIR")) dir = env;
+  if (dir.empty()) dir = kCacheDir.get().value_or("");
   if (dir == "off") return "";
   if (!dir.empty()) return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/wgrt";

@@ -10,8 +10,8 @@
 //            127 / absmax may round a value sitting on a .5 tie the other way;
 //     f32:   against f32 math on the dequantized weights: the exact worst case of rounding each
 //            activation to its group's int8 grid (ref::int8_act_error_bound: |dx| <= absmax/254).
-//   gemm on matrix cores (ops::gemm_takes_mma: x and the decoded weights rounded to f16, f32
-//   sums): against f32 math, |err| <= (1.5 * 2^-10 + 1e-5) * sum_k |x w| (two f16 roundings of
+//   gemm on matrix cores (ops::gemm_takes_mma and gemm_mma_bm for the weight's rows: x and the
+//   decoded weights rounded to f16, f32 sums): against f32 math, |err| <= (1.5 * 2^-10 + 1e-5) * sum_k |x w| (two f16 roundings of
 //   2^-11 each per product), and within the int8 bound above, which that never exceeds.
 #include <fmt/format.h>
 
@@ -119,7 +119,7 @@ void run_q_case(const QCase& c) {
         tight[o] = 1e-5f * mass[o] + 1.01f * step_term + 1e-30f;
         loose[o] += 1e-5f * mass[o] + 1e-30f;
       }
-    if (expected_route(c, m) == ops::kLinearQGemm && ops::gemm_takes_mma(device().caps)) {
+    if (expected_route(c, m) == ops::kLinearQGemm && ops::gemm_takes_mma(device().caps) && ops::gemm_mma_bm(c.n)) {
       std::vector<float> f16_bound(mass.size());
       for (size_t i = 0; i < mass.size(); ++i) f16_bound[i] = (1.5f / 1024.f + 1e-5f) * mass[i] + 1e-30f;
       EXPECT_TRUE(within(got, f32_want, f16_bound)) << "matrix-core gemm vs f32 reference (f16 rounding bound)";

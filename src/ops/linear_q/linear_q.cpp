@@ -31,7 +31,8 @@ const knobs::Choice kGemvI8{"WGRT_GEMV_I8", "auto|0|1", "auto",
                             "gemv activations: 0 f32, 1 int8 (auto: int8 on GPUs)", knobs::Lab};
 const knobs::Choice kMma{"WGRT_MMA", "auto|0|1", "auto",
                          "the gemm on matrix cores where the device has them (auto: kLinearQMmaByDefault)", knobs::Lab};
-const knobs::Choice kMmaBm{"WGRT_MMA_BM", "auto|64|128", "auto", "rows of y per matrix-core gemm workgroup",
+const knobs::Choice kMmaBm{"WGRT_MMA_BM", "auto|64|128", "auto",
+                           "rows of y per matrix-core gemm workgroup (auto: 128 from 4096 rows, else the int8 gemm)",
                            knobs::Lab};
 const knobs::Choice kGemvXq{"WGRT_GEMV_XQ", "auto|0|1", "auto", "0: no gemv reads x quantized ahead", knobs::Lab};
 const knobs::Choice kGemvRope{"WGRT_GEMV_ROPE", "auto|0|1", "auto", "0: the q, k, v gemv leaves rope to its own kernel",
@@ -352,7 +353,7 @@ bool gemm_takes_mma(const gpu::DeviceCaps& caps) {
 
 uint32_t gemm_mma_bm(uint32_t n) {
   if (const std::string v = kMmaBm.get(); v != "auto") return uint32_t(std::stoul(v));
-  return n >= 4096 ? kLinearQMmaMaxBM : 64;
+  return n >= kLinearQMmaMinN ? kLinearQMmaMaxBM : 0;
 }
 
 bool linear_q_takes_xq(const gpu::DeviceCaps& caps, QuantFormat f, int forced_int8) {
@@ -710,13 +711,14 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       // Split K: the weights of few rows (gemm_split_max_n) sum slices of K into one scratch
       // [slices][M][N], shared by the weights one after the other. Up to 3 weights (q|k|v in three
       // formats: 10 kernels with norm, act quantizations, combines and rope, graph::kMaxDispatches).
-      // On matrix cores (gemm_takes_mma) the gemm reads f32 x itself and splits no K.
+      // On matrix cores (gemm_takes_mma, and gemm_mma_bm for the weight's rows) the gemm reads f32
+      // x itself and splits no K.
       const bool mma = gemm_takes_mma(caps);
       std::optional<graph::TensorId> split_sums;
       uint64_t split_words = 0;
       for (LinearQPartPlan& pp : part_plans) {
         pp.mma_bm = mma ? gemm_mma_bm(pp.n) : 0;
-        pp.split = !mma && parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 &&
+        pp.split = !pp.mma_bm && parts.size() <= 3 && pp.n <= gemm_split_max_n() && pp.n % 4 == 0 &&
                    k >= 2 * kLinearQSplitMinK;
         if (pp.split)
           split_words = std::max<uint64_t>(split_words, uint64_t(split_scratch_rows(max_m, pp.n, k, act_gs)) * pp.n);
@@ -727,9 +729,9 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
         std::vector<LinearQStep> steps;
         // q6k has no small_m kernel: its gemm serves every row count past the gemv's.
         auto uses_gemm = [&](uint32_t i) { return !small || parts[i].format == QuantFormat::Q6K; };
-        add_prologue(ks, steps, [&](uint32_t i) { return uses_gemm(i) && !mma; });
+        add_prologue(ks, steps, [&](uint32_t i) { return uses_gemm(i) && !part_plans[i].mma_bm; });
         for (uint32_t i = 0; i < parts.size(); ++i) {
-          if (uses_gemm(i) && mma) {
+          if (uses_gemm(i) && part_plans[i].mma_bm) {
             ks.push_back({key(parts[i], "gemm_mma", false, false, 1, false, part_plans[i].mma_bm),
                           {Binding::of(0, xin), Binding::of(8, parts[i].q), Binding::of(2, parts[i].scales),
                            Binding::of(3, bias), Binding::of(4, ymat), Binding::params(5), Binding::of(9, res)}});

@@ -248,13 +248,16 @@ constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m wor
 // rounding of x and of the decoded weights.
 constexpr bool kLinearQMmaByDefault = false;
 constexpr uint32_t kLinearQMmaLanes = 32;
-constexpr uint32_t kLinearQMmaMaxBM = 128, kLinearQMmaLd = 40;  // linear_q_mma.wgsl MMA_MAX_BM, MMA_LD
+constexpr uint32_t kLinearQMmaMaxBM = 128, kLinearQMmaLd = 72;  // linear_q_mma.wgsl MMA_MAX_BM, MMA_LD
 constexpr uint32_t kLinearQMmaWorkgroupBytes =
     2 * (kLinearQMmaMaxBM + kLinearQGemmBN) * kLinearQMmaLd + 4 * (256 / kLinearQMmaLanes) * 16 * 16;
 bool gemm_takes_mma(const gpu::DeviceCaps& caps);
-// The rows of y per matrix-core gemm workgroup (MMA_BM) for a weight of n rows: 128 where its
-// column tiles alone (n / 128) fill a large GPU at 4 row tiles (M = 512), else 64; WGRT_MMA_BM=64
-// or 128 forces one (to measure).
+// The rows of y per matrix-core gemm workgroup (MMA_BM) for a weight of n rows on a device where
+// gemm_takes_mma: 128 from kLinearQMmaMinN rows, and 0 (the int8 gemm, which splits K where its
+// tiles are few) below; WGRT_MMA_BM=64 or 128 forces the matrix cores at that tile (to measure).
+// H100, wgrt_lab_linear --m 512 at 32 values a step: 4096 x 4096 q4gsw 295 us (128 rows) against
+// the int8 gemm's 342, q4k 284 against 378; 2048 x 512 138 against 40 (split K).
+constexpr uint32_t kLinearQMmaMinN = 4096;
 uint32_t gemm_mma_bm(uint32_t n);
 
 }  // namespace wgrt::ops

@@ -1,13 +1,14 @@
 // linear_q's gemm route on matrix cores (linear_q.h, gemm_takes_mma): y = x w^T for every
 // weight format through subgroup matrices, f16 x f16 -> f32, 16 x 16 x 16 per multiply-add.
 // A workgroup (WG = 256 threads: 8 subgroups of 32) makes a MMA_BM x BN (64 or 128 x 128) tile
-// of y. Per K step of 32, the x tile goes to workgroup memory as f16, and the weight tile is
-// decoded there to f16 values (q * scale - min, with the K-quants' sub-block scales: gemm_qwords
+// of y. Per K step of 64 (two halves of 32, each loaded and decoded as the int8 gemm's step),
+// the x tile goes to workgroup memory as f16, and the weight tile is decoded there to f16 values (q * scale - min, with the K-quants' sub-block scales: gemm_qwords
 // and gemm_col_scale, the int8 gemm's own decoding), so the f32 sums need no per-group factors.
 // Subgroup s owns rows MMA_BM / 2 * (s / 4) and columns 32 (s % 4) of the tile: MMA_BM / 32 x 2
 // result matrices. The next step's words are loaded before this step's multiplies, as in the
-// int8 gemm. The tiles' rows are MMA_LD values apart (32 + 8: the pad spreads the rows that a
-// matrix load reads together over the memory banks).
+// int8 gemm: 64 values a step keep twice the loads in flight per barrier. The tiles' rows are
+// MMA_LD values apart (64 + 8: the pad spreads the rows that a matrix load reads together over
+// the memory banks).
 enable f16;
 enable chromium_experimental_subgroup_matrix;
 // Each subgroup loads and stores its own matrices (offsets from lid / MMA_SG): uniform within a
@@ -16,13 +17,13 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 //! use linear_q
 
 override MMA_BM: u32 = 64u;  // rows of y per workgroup: 64 or 128 (linear_q.cpp gemm_mma_bm)
-const MMA_BK: u32 = 32u;
-const MMA_LD: u32 = 40u;     // the tiles' row stride, in f16 values
+const MMA_BK: u32 = 64u;     // K values per step: two halves of 32
+const MMA_LD: u32 = 72u;     // the tiles' row stride, in f16 values
 const MMA_MAX_BM: u32 = 128u;
 const MMA_SG: u32 = 32u;     // lanes per subgroup: the route needs a subgroup size of 32
 const MMA_T: u32 = 16u;      // the matrices' M = N = K
-var<workgroup> mma_a: array<f16, MMA_MAX_BM * MMA_LD>;  // x tile [MMA_BM][32], row-major
-var<workgroup> mma_b: array<f16, BN * MMA_LD>;          // weight tile [BN][32]: K x N, column-major
+var<workgroup> mma_a: array<f16, MMA_MAX_BM * MMA_LD>;  // x tile [MMA_BM][64], row-major
+var<workgroup> mma_b: array<f16, BN * MMA_LD>;          // weight tile [BN][64]: K x N, column-major
 var<workgroup> mma_c: array<f32, (WG / MMA_SG) * MMA_T * MMA_T>;  // one 16 x 16 result per subgroup
 
 struct MmaStep {
@@ -47,6 +48,17 @@ fn mma_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> MmaStep {
     st.cs[e] = ColScale(0.0, 0.0, 0u);
     if (n < p.n) { st.cs[e] = gemm_col_scale(n, k0); }
   }
+  return st;
+}
+
+// A half step of zeros (past K): x and the factors zero, so every value it stores is zero.
+fn mma_zero() -> MmaStep {
+  var st: MmaStep;
+  for (var e = 0u; e < 4u; e++) {
+    st.xa[e] = vec4<f32>(0.0);
+    st.cs[e] = ColScale(0.0, 0.0, 0u);
+  }
+  for (var e = 0u; e < 8u; e++) { st.bw[e] = 0u; }
   return st;
 }
 
@@ -79,23 +91,24 @@ fn mma_put4(q: u32, f: vec2<f32>, at: u32, d: u32) {
   mma_b[at + 3u * d] = v13.y;
 }
 
-fn mma_store(st: MmaStep, k0: u32, lid: u32) {
+// Half h of the step's tiles: the 32 K values from k (st fetched at k).
+fn mma_store(st: MmaStep, k: u32, h: u32, lid: u32) {
   for (var e = 0u; e < MMA_BM / 32u; e++) {
     let idx = lid + WG * e;
-    let at = (idx / 8u) * MMA_LD + 4u * (idx % 8u);
-    let h = vec4<f16>(st.xa[e]);
-    mma_a[at] = h.x;
-    mma_a[at + 1u] = h.y;
-    mma_a[at + 2u] = h.z;
-    mma_a[at + 3u] = h.w;
+    let at = (idx / 8u) * MMA_LD + 32u * h + 4u * (idx % 8u);
+    let xh = vec4<f16>(st.xa[e]);
+    mma_a[at] = xh.x;
+    mma_a[at + 1u] = xh.y;
+    mma_a[at + 2u] = xh.z;
+    mma_a[at + 3u] = xh.w;
   }
   let loads = select(4u, 2u, BITS == 4u || BITS == 5u);
   for (var e = 0u; e < loads; e++) {
     let nn = b_column(lid, e);
     let w = b_word(lid, e);
     // Past the last row the factors are zero, and so are the values.
-    let q = gemm_qwords(st.bw[2u * e], st.bw[2u * e + 1u], true, w, k0);
-    let col = nn * MMA_LD;
+    let q = gemm_qwords(st.bw[2u * e], st.bw[2u * e + 1u], true, w, k);
+    let col = nn * MMA_LD + 32u * h;
     if (BITS == 4u || BITS == 5u) {
       // q.x's bytes are values 8w + 0, 2, 4, 6 of the step; q.y's 8w + 1, 3, 5, 7.
       let f = mma_factors(st.cs[e], w / 2u);
@@ -148,11 +161,17 @@ fn gemm_mma(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
   var c31 = subgroup_matrix_result<f32, 16, 16>();
   nl_grid_load(lid, WG);
   if (NL) { workgroupBarrier(); }
-  var st = mma_fetch(m0, n0, 0u, lid);
+  // K is a multiple of 32 (every format's group or block): a last step of 32 stores zeros in
+  // its second half (st1 stays zero past K).
+  var st0 = mma_fetch(m0, n0, 0u, lid);
+  var st1 = mma_zero();
+  if (32u < p.k) { st1 = mma_fetch(m0, n0, 32u, lid); }
   for (var k0 = 0u; k0 < p.k; k0 += MMA_BK) {
-    mma_store(st, k0, lid);
+    mma_store(st0, k0, 0u, lid);
+    mma_store(st1, k0 + 32u, 1u, lid);
     workgroupBarrier();
-    if (k0 + MMA_BK < p.k) { st = mma_fetch(m0, n0, k0 + MMA_BK, lid); }
+    if (k0 + MMA_BK < p.k) { st0 = mma_fetch(m0, n0, k0 + MMA_BK, lid); }
+    if (k0 + MMA_BK + 32u < p.k) { st1 = mma_fetch(m0, n0, k0 + MMA_BK + 32u, lid); } else { st1 = mma_zero(); }
     for (var kk = 0u; kk < MMA_BK; kk += MMA_T) {
       let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&mma_b, sn * MMA_LD + kk, true, MMA_LD);
       let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&mma_b, (sn + 16u) * MMA_LD + kk, true, MMA_LD);
