@@ -10,27 +10,15 @@
 #include "model/gguf_writer.h"
 #include "model/random_model.h"
 #include "support/hf_fixture.h"
+#include "support/run_script.h"
 
 namespace wgrt {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = test::ScriptResult;
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-// Runs `bash -c script` where $WGRT is the binary; returns its exit code, stdout, stderr.
-Result run_script(const std::string& script) {
-  std::string dir = test::temp_dir("chatcli-run");
-  std::ofstream(dir + "/s.sh") << "WGRT=" << WGRT_BINARY << "\n" << script << "\n";
-  int status = std::system(("bash " + dir + "/s.sh >" + dir + "/out 2>" + dir + "/err").c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir + "/out"), slurp(dir + "/err")};
-}
+// The script with $WGRT the binary (support/run_script.h).
+Result run_script(const std::string& script) { return test::run_script("chatcli-run", script); }
 
 struct Files {
   std::string gguf, bare;

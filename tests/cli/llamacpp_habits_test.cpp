@@ -13,27 +13,15 @@
 #include "model/gguf_writer.h"
 #include "model/random_model.h"
 #include "support/hf_fixture.h"
+#include "support/run_script.h"
 
 namespace wgrt {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = test::ScriptResult;
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-// `bash -c script` with $WGRT the binary; its exit code, stdout and stderr apart.
-Result run_script(const std::string& script) {
-  std::string dir = test::temp_dir("habits-run");
-  std::ofstream(dir + "/s.sh") << "WGRT=" << WGRT_BINARY << "\n" << script << "\n";
-  int status = std::system(("bash " + dir + "/s.sh >" + dir + "/out 2>" + dir + "/err </dev/null").c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir + "/out"), slurp(dir + "/err")};
-}
+// The script with $WGRT the binary and stdin /dev/null (support/run_script.h).
+Result run_script(const std::string& script) { return test::run_script("habits-run", script, true); }
 
 const std::string& model_path() {
   static std::string path = [] {

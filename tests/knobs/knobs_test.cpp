@@ -11,6 +11,7 @@
 
 #include "support/env.h"
 #include "support/knobs.h"
+#include "support/run_script.h"
 #include "support/throws.h"
 
 namespace wgrt::test {
@@ -78,13 +79,9 @@ TEST(Knobs, DocTableAndInfoListEveryKnob) {
   for (std::string line; std::getline(lines, line);)
     if (line.starts_with("|")) table += line + "\n";
 
-  FILE* p = popen((std::string(WGRT_BINARY) + " info --knobs 2>/dev/null").c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string got;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) got.append(buf, n);
-  EXPECT_EQ(pclose(p), 0);
-  EXPECT_EQ(table, got) << "docs/KNOBS.md is stale (hint: build/wgrt info --knobs)";
+  const ScriptResult info = run_script("knobs", "$WGRT info --knobs", true);
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_EQ(table, info.out) << "docs/KNOBS.md is stale (hint: build/wgrt info --knobs)";
 
   std::istringstream linked(knobs::table());
   for (std::string row; std::getline(linked, row);)
