@@ -171,6 +171,9 @@ ordered_json parse_messages(ordered_json& body) {
     ordered_json& m = out[i];
     if (!m.is_object()) throw wrong_type("messages[]", "an object", m);
     if (auto c = m.find("content"); c != m.end() && !c->is_null()) *c = message_text(*c, i);
+    // An assistant's tool-call turn comes back from clients with content null, which templates
+    // read as text ('</think>' in content): it is the empty text.
+    else if (m.contains("tool_calls") && !m["tool_calls"].is_null()) m["content"] = "";
   }
   try {
     return chat::normalize_messages(out);

@@ -291,12 +291,13 @@ TEST(Request, ForcedToolCallsNameTheMissingGrammarEngine) {
 TEST(Request, ToolCallAndResultReachTheTemplate) {
   const CompletionRequest r = parse_completion(parse_body(R"({"messages": [
       {"role": "user", "content": "Weather in Oslo?"},
-      {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
         "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
       {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 3}"}],
     "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
       "properties": {"city": {"type": "string"}}}}}]})"), true);
   ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1]["content"], "");  // null, as clients send it, read as no text
   EXPECT_EQ(r.messages[2]["role"], "tool");
   EXPECT_EQ(r.messages[2]["tool_call_id"], "call_1");
   EXPECT_EQ(r.messages[2]["content"], "{\"temp\": 3}");
