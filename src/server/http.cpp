@@ -229,10 +229,12 @@ struct HttpServer::Impl {
 namespace {
 
 // The job's events as server-sent events; the client's going away cancels the job.
-// `echoed`: the prompt, sent first (completions' echo).
-void relay_stream(Job& job, const ResponseHead& head, const std::string& echoed, bool include_usage, Exchange& ex,
-                  int fd) {
+// `echoed`: the prompt, sent first (completions' echo). `tools`: how the reply's tool calls look
+// (None: the text goes out as it comes).
+void relay_stream(Job& job, const ResponseHead& head, const std::string& echoed, bool include_usage, ToolFormat tools,
+                  Exchange& ex, int fd) {
   auto gone = [&] { job.cancelled.store(true); };
+  StreamState state{.head = head, .include_usage = include_usage, .tools = {.format = tools}};
   if (!ex.start_stream("text/event-stream")) return gone();
   // The chat API's first chunk carries the role (OpenAI sends it before any text).
   if (head.chat && !ex.chunk(sse_event(chunk_json(head, "", "", true, include_usage)))) return gone();
@@ -252,12 +254,9 @@ void relay_stream(Job& job, const ResponseHead& head, const std::string& echoed,
       ex.end_stream();
       return;
     }
-    if (!e->text.empty() && !ex.chunk(sse_event(chunk_json(head, e->text, "", false, include_usage)))) return gone();
+    if (!e->text.empty() && !ex.chunk(stream_text_events(state, e->text))) return gone();
     if (!e->done) continue;
-    const std::string finish = finish_reason(e->stop_reason);
-    if (!ex.chunk(sse_event(chunk_json(head, "", finish, false, include_usage)))) return gone();
-    if (include_usage && !ex.chunk(sse_event(usage_chunk_json(head, e->usage)))) return gone();
-    if (!ex.chunk(sse_done()) || !ex.end_stream()) return gone();
+    if (!ex.chunk(stream_end_events(state, e->stop_reason, e->usage)) || !ex.end_stream()) return gone();
     return;
   }
 }
@@ -282,7 +281,9 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
                                st.sched.n_slots, st.sched.max_queued));
   }
   const std::string echoed = job->req.echo ? job->req.prompt : std::string();
-  if (job->req.stream) return relay_stream(*job, head, echoed, job->req.include_usage, ex, fd);
+  // Tool calls are parsed out of the reply when tools were offered (tool_choice "none" drops them).
+  const ToolFormat tools = chat && !job->req.tools.is_null() ? m.tool_format : ToolFormat::None;
+  if (job->req.stream) return relay_stream(*job, head, echoed, job->req.include_usage, tools, ex, fd);
   std::string text = echoed;
   auto next_look = Clock::now();
   while (true) {
@@ -302,6 +303,9 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
     text += e->text;
     if (!e->done) continue;
     if (e->error) throw *e->error;
+    const ParsedReply reply = parse_tool_calls(tools, text, call_id_base(head));
+    if (!reply.calls.empty())
+      return ex.json(200, completion_json(head, reply.content, "tool_calls", e->usage, reply.calls));
     return ex.json(200, completion_json(head, text, finish_reason(e->stop_reason), e->usage));
   }
 }

@@ -171,6 +171,9 @@ ordered_json parse_messages(ordered_json& body) {
     ordered_json& m = out[i];
     if (!m.is_object()) throw wrong_type("messages[]", "an object", m);
     if (auto c = m.find("content"); c != m.end() && !c->is_null()) *c = message_text(*c, i);
+    // An assistant's tool-call turn comes back from clients with content null, which templates
+    // read as text ('</think>' in content): it is the empty text.
+    else if (m.contains("tool_calls") && !m["tool_calls"].is_null()) m["content"] = "";
   }
   try {
     return chat::normalize_messages(out);
@@ -227,10 +230,12 @@ constexpr FieldRule kFieldTable[] = {
     {"stream", kBoth, Implemented, "server-sent events ending in data: [DONE]"},
     {"stream_options", kBoth, Implemented,
      "include_usage is implemented; include_obfuscation is ignored (no obfuscation field is sent)"},
-    {"tools", kChat, Implemented, "given to the chat template; the reply is the model's text, unparsed"},
+    {"tools", kChat, Implemented,
+     "given to the chat template; the reply's tool calls (Hermes/Qwen <tool_call>, Llama 3.x JSON, Mistral "
+     "[TOOL_CALLS], as the template shows) come back as tool_calls"},
     {"tool_choice", kChat, Implemented,
-     "\"auto\" (the default); \"none\" leaves the tools out of the prompt; \"required\" or a named function is "
-     "refused (it needs constrained decoding)"},
+     "\"auto\" (the default); \"none\" leaves the tools out of the prompt and parses no calls; \"required\" or a "
+     "named function is refused (it needs constrained decoding: wgrt has no grammar engine yet)"},
     {"parallel_tool_calls", kChat, Implemented,
      "true (the default) is accepted; false with tools is refused (wgrt cannot hold the model to one call)"},
     {"enable_thinking", kChat, Implemented, "wgrt extension: the template's enable_thinking variable"},
@@ -319,14 +324,21 @@ bool is_empty_object(const ordered_json& v) { return v.is_object() && v.empty();
 bool is_false(const ordered_json& v) { return v.is_boolean() && !v.get<bool>(); }
 
 // tool_choice "auto" is what the template does with tools; "none" keeps them out of the
-// prompt, so the model is not offered any. Forcing a call needs constrained decoding.
+// prompt, so the model is not offered any (and its reply is not searched for calls). Forcing a
+// call ("required", or a named function) needs constrained decoding.
 void parse_tool_choice(const ordered_json& body, CompletionRequest& r) {
   if (const ordered_json* v = field(body, "tool_choice")) {
+    if (!v->is_string() && !v->is_object()) throw wrong_type("tool_choice", "a string or an object", *v);
+    if (v->is_string() && *v != "none" && *v != "auto" && *v != "required")
+      throw invalid_request(fmt::format("'tool_choice' is {}; it must be \"none\", \"auto\", \"required\" or "
+                                        "{{\"type\": \"function\", \"function\": {{\"name\": ...}}}}",
+                                        v->dump().substr(0, 80)), "tool_choice");
     if (*v == "none")
       r.tools = nullptr;
     else if (*v != "auto")
       throw unsupported("tool_choice", fmt::format("is {}", v->dump().substr(0, 80)),
-                        "\"auto\" or \"none\": forcing a tool call needs constrained decoding");
+                        "\"auto\" or \"none\": forcing a tool call needs constrained decoding, and wgrt has no "
+                        "grammar engine yet; ask for the call in the prompt");
   }
   if (auto x = boolean(body, "parallel_tool_calls"); x && !*x && !r.tools.is_null())
     throw unsupported("parallel_tool_calls", "is false", "leave it out: wgrt cannot hold the model to one call");

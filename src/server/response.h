@@ -1,19 +1,25 @@
 // Responses and server-sent events in OpenAI's schema, as pure functions:
 //   non-streaming   {"id", "object": "chat.completion" | "text_completion", "created", "model",
 //                    "choices": [{"index": 0, "message": {"role": "assistant", "content"} | "text",
-//                                 "logprobs": null, "finish_reason": "stop" | "length"}],
+//                                 "logprobs": null, "finish_reason": "stop" | "length" | "tool_calls"}],
 //                    "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}}
 //   streaming       one `data: {json}\n\n` event per chunk ("chat.completion.chunk" with a
 //                   "delta", or "text_completion" with "text"); the first chat chunk carries
 //                   the role, the last one the finish_reason; with include_usage every chunk
 //                   has "usage": null and a final chunk with no choices carries the usage;
 //                   then `data: [DONE]\n\n`.
+//   tool calls      message.tool_calls [{"id", "type": "function", "function": {"name",
+//                   "arguments"}}] with content null when no text is left; streamed, one chunk a
+//                   call whose delta.tool_calls holds it whole with its index.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "server/tool_calls.h"
 
 namespace wgrt::server {
 
@@ -36,13 +42,31 @@ ResponseHead make_head(bool chat, const std::string& model, uint64_t serial);
 const char* finish_reason(std::string_view stop_reason);
 
 nlohmann::ordered_json usage_json(const Usage& u);
+// `calls` (chat): the reply's tool calls; then `text` is the content left, null when empty.
 nlohmann::ordered_json completion_json(const ResponseHead& h, const std::string& text, std::string_view finish,
-                                       const Usage& u);
+                                       const Usage& u, const std::vector<ToolCall>& calls = {});
 
 // A streamed chunk: `text` (the delta), and the finish reason when it is the last.
 nlohmann::ordered_json chunk_json(const ResponseHead& h, std::string_view text, std::string_view finish,
                                   bool first, bool include_usage);
+// A streamed chat chunk carrying tool call `index`, whole.
+nlohmann::ordered_json tool_call_chunk_json(const ResponseHead& h, size_t index, const ToolCall& call,
+                                            bool include_usage);
 nlohmann::ordered_json usage_chunk_json(const ResponseHead& h, const Usage& u);
+
+// A stream's events after its first: text as it is generated (held back from where a tool
+// call may start, tool_calls.h), then at the end the held content, one chunk a tool call, the
+// finish reason ("tool_calls" when there are calls), the usage when asked, and [DONE].
+struct StreamState {
+  ResponseHead head;
+  bool include_usage = false;
+  ToolStream tools;  // format None: text goes out as it comes
+};
+std::string stream_text_events(StreamState& s, std::string_view text);
+std::string stream_end_events(StreamState& s, std::string_view stop_reason, const Usage& u);
+
+// The ids of a response's tool calls: "call_" and the response id's unique part, then "_k".
+std::string call_id_base(const ResponseHead& h);
 
 std::string sse_event(const nlohmann::ordered_json& j);  // "data: {...}\n\n"
 std::string sse_done();                                  // "data: [DONE]\n\n"

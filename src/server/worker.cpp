@@ -151,6 +151,7 @@ ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
     m.tmpl = chat::parse_template(src.text, src.origin);
     m.template_text = src.text;
     m.template_origin = src.origin;
+    m.tool_format = detect_tool_format(src.text);
     m.bos_token = src.bos_token;
     m.eos_token = src.eos_token;
   }

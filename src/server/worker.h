@@ -27,6 +27,7 @@
 #include "model/transformer.h"
 #include "server/request.h"
 #include "server/scheduler.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace wgrt::server {
@@ -43,6 +44,7 @@ struct ServedModel {
   std::optional<chat::Template> tmpl;  // none: /v1/chat/completions answers 400
   std::string template_text;
   std::string template_origin;
+  ToolFormat tool_format = ToolFormat::None;  // how the template's tool calls look (tool_calls.h)
   std::optional<std::string> bos_token, eos_token;
 };
 

