@@ -1,0 +1,108 @@
+/* wgrt's C API: load a model, tokenize, generate, chat.
+ *
+ * Opaque handles, plain C types. No exception crosses it: every entry point returns a status
+ * (or a size) and leaves a message for wgrt_last_error(). docs/API.md has an example. */
+#ifndef WGRT_WGRT_H
+#define WGRT_WGRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "MAJOR.MINOR.PATCH" of the library; a static string. */
+const char* wgrt_version(void);
+
+typedef enum wgrt_status {
+  WGRT_OK = 0,
+  WGRT_CANCELLED = 1,                /* a generation ended early by wgrt_cancel (not an error) */
+  WGRT_ERR_INVALID_ARGUMENT = -1,    /* NULL pointer, value out of range, prompt past the context */
+  WGRT_ERR_IO = -2,                  /* a file missing or unreadable */
+  WGRT_ERR_MODEL = -3,               /* a model file wgrt cannot read (format, tensors, tokenizer) */
+  WGRT_ERR_GPU = -4,                 /* no adapter, device lost, WebGPU error */
+  WGRT_ERR_BUSY = -5,                /* the model is running another generation */
+  WGRT_ERR_OUT_OF_MEMORY = -6,
+  WGRT_ERR_INTERNAL = -7             /* anything else: a bug to report */
+} wgrt_status;
+
+/* The message of this thread's latest failed call ("" when none): what failed, where, and a
+ * hint. Valid until this thread's next wgrt call. */
+const char* wgrt_last_error(void);
+/* The status of this thread's latest failed call (WGRT_OK when none); with wgrt_model_load,
+ * which returns NULL on failure. */
+wgrt_status wgrt_last_status(void);
+/* A short name for a status ("WGRT_ERR_IO"); a static string. */
+const char* wgrt_status_name(wgrt_status s);
+
+typedef struct wgrt_model wgrt_model;
+
+typedef struct wgrt_model_params {
+  const char* model_path;     /* .gguf file or Hugging Face folder; NULL or "": the demo model */
+  uint32_t n_ctx;             /* context positions; 0: the model's default */
+  int32_t adapter_index;      /* GPU adapter; -1: env WGRT_ADAPTER, else the best one */
+  /* Jinja text of a chat template that replaces the model's own (NULL: the model's). */
+  const char* chat_template;
+} wgrt_model_params;
+
+wgrt_model_params wgrt_model_default_params(void);
+
+/* NULL on failure (wgrt_last_error says why). */
+wgrt_model* wgrt_model_load(const wgrt_model_params* params);
+void wgrt_model_free(wgrt_model* model); /* NULL is fine */
+
+/* The text's tokens into tokens[0..capacity). Returns how many the text has (write again with
+ * that capacity when it is larger), or a negative wgrt_status. add_special: BOS as the model
+ * wants; parse_special: special tokens' texts ("<|eot_id|>") become those tokens. */
+int32_t wgrt_tokenize(const wgrt_model* model, const char* text, size_t text_len, int add_special,
+                      int parse_special, int32_t* tokens, int32_t capacity);
+/* The tokens' text into buf, NUL-terminated when it fits (as snprintf). Returns its length in
+ * bytes without the NUL, or a negative wgrt_status. render_special: control tokens as text. */
+int32_t wgrt_detokenize(const wgrt_model* model, const int32_t* tokens, int32_t n_tokens, int render_special,
+                        char* buf, size_t capacity);
+
+typedef struct wgrt_sampling_params {
+  float temperature;      /* 0: greedy */
+  uint32_t top_k;         /* 0: all candidates */
+  float top_p;            /* 1: off */
+  float min_p;            /* 0: off */
+  float repeat_penalty;   /* 1: off */
+  uint32_t repeat_last_n;
+  uint64_t seed;
+  int32_t max_tokens;     /* tokens to generate; < 0: until end of text or the context is full */
+} wgrt_sampling_params;
+
+wgrt_sampling_params wgrt_sampling_default_params(void);
+
+/* Called once per generated token with its text (NUL-terminated, text_len bytes; empty while a
+ * character is split across tokens, whose bytes come with a later one) and id. A last call
+ * with token -1 may carry the bytes of a character the generation left unfinished, as U+FFFD.
+ * Return 0 to go on, non-zero to stop. */
+typedef int (*wgrt_token_callback)(const char* text, size_t text_len, int32_t token, void* user);
+
+/* Generates from `prompt` (a fresh context each call; special tokens' texts are parsed).
+ * WGRT_OK when it ends by end of text, max_tokens, the context or the callback;
+ * WGRT_CANCELLED after wgrt_cancel. One generation per model at a time (else WGRT_ERR_BUSY). */
+wgrt_status wgrt_generate(wgrt_model* model, const char* prompt, const wgrt_sampling_params* sampling,
+                          wgrt_token_callback callback, void* user);
+
+/* Asks the model's running generation to stop before its next token; safe from any thread.
+ * A cancel while none runs stops the next one at its start. */
+void wgrt_cancel(wgrt_model* model);
+
+typedef struct wgrt_chat_message {
+  const char* role;     /* "system", "user", "assistant" */
+  const char* content;
+} wgrt_chat_message;
+
+/* Renders the conversation with the model's chat template (or params.chat_template), adds the
+ * assistant's turn, and generates the reply as wgrt_generate does. */
+wgrt_status wgrt_chat(wgrt_model* model, const wgrt_chat_message* messages, size_t n_messages,
+                      const wgrt_sampling_params* sampling, wgrt_token_callback callback, void* user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WGRT_WGRT_H */
