@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -22,9 +23,10 @@ struct Spec {
 };
 
 // Filled by the knobs' constructors during static initialization (one file's knobs at a time),
-// read afterwards; the mutex keeps a late declaration (a function-local knob) safe.
-std::vector<Spec>& registry() {
-  static std::vector<Spec> specs;
+// read afterwards; the mutex keeps a late declaration (a function-local knob) safe, and a deque
+// keeps the entries where they are as it grows (find hands out references).
+std::deque<Spec>& registry() {
+  static std::deque<Spec> specs;
   return specs;
 }
 std::mutex& registry_mutex() {
@@ -40,7 +42,7 @@ void declare(Spec s) {
   registry().push_back(std::move(s));
 }
 
-Spec find(std::string_view name) {
+const Spec& find(std::string_view name) {
   std::lock_guard lock(registry_mutex());
   for (const Spec& s : registry())
     if (s.name == name) return s;
@@ -107,7 +109,7 @@ void validate(const Spec& s, std::string_view v) {
 
 // The declared knob's value, checked; nullopt when unset or empty.
 std::optional<std::string> checked(std::string_view name) {
-  const Spec s = find(name);
+  const Spec& s = find(name);
   const char* env = std::getenv(std::string(name).c_str());
   if (!env || !*env) return std::nullopt;
   validate(s, env);

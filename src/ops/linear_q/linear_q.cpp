@@ -127,12 +127,17 @@ bool gemv_m_takes(QuantFormat f) { return f != QuantFormat::Q2K && f != QuantFor
 
 uint32_t gemm_split_max_n() { return uint32_t(kGemmSplitN.get()); }
 
-uint32_t gemm_kslice(uint32_t m, uint32_t n, uint32_t k, uint32_t gs) {
-  const uint32_t target = uint32_t(kGemmSplitWgs.get());
+namespace {
+uint32_t kslice_for(uint32_t m, uint32_t n, uint32_t k, uint32_t gs, uint32_t target) {
   const uint64_t tiles = ceil_div(n, kLinearQGemmBN) * ceil_div(m, kLinearQGemmBM);
   const uint64_t slices = std::min<uint64_t>({kLinearQSplitMax, ceil_div(target, tiles), k / kLinearQSplitMinK});
   if (slices <= 1) return k;
   return uint32_t(ceil_div(ceil_div(k, slices), gs) * gs);  // whole activation groups
+}
+}  // namespace
+
+uint32_t gemm_kslice(uint32_t m, uint32_t n, uint32_t k, uint32_t gs) {
+  return kslice_for(m, n, k, gs, uint32_t(kGemmSplitWgs.get()));
 }
 
 namespace {
@@ -140,7 +145,9 @@ namespace {
 // rows that any live row count in the gemm route takes.
 uint32_t split_scratch_rows(uint32_t max_m, uint32_t n, uint32_t k, uint32_t gs) {
   uint64_t rows = 0;
-  for (uint32_t m = 1; m <= max_m; ++m) rows = std::max<uint64_t>(rows, ceil_div(k, gemm_kslice(m, n, k, gs)) * m);
+  const auto target = uint32_t(kGemmSplitWgs.get());  // read once, not per row count
+  for (uint32_t m = 1; m <= max_m; ++m)
+    rows = std::max<uint64_t>(rows, ceil_div(k, kslice_for(m, n, k, gs, target)) * m);
   return uint32_t(rows);
 }
 }  // namespace
