@@ -8,12 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Exported from libwgrt.so; everything else in it stays hidden. */
+#if defined(__GNUC__)
+#define WGRT_API __attribute__((visibility("default")))
+#else
+#define WGRT_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* "MAJOR.MINOR.PATCH" of the library; a static string. */
-const char* wgrt_version(void);
+WGRT_API const char* wgrt_version(void);
 
 typedef enum wgrt_status {
   WGRT_OK = 0,
@@ -29,12 +36,12 @@ typedef enum wgrt_status {
 
 /* The message of this thread's latest failed call ("" when none): what failed, where, and a
  * hint. Valid until this thread's next wgrt call. */
-const char* wgrt_last_error(void);
+WGRT_API const char* wgrt_last_error(void);
 /* The status of this thread's latest failed call (WGRT_OK when none); with wgrt_model_load,
  * which returns NULL on failure. */
-wgrt_status wgrt_last_status(void);
+WGRT_API wgrt_status wgrt_last_status(void);
 /* A short name for a status ("WGRT_ERR_IO"); a static string. */
-const char* wgrt_status_name(wgrt_status s);
+WGRT_API const char* wgrt_status_name(wgrt_status s);
 
 typedef struct wgrt_model wgrt_model;
 
@@ -46,21 +53,22 @@ typedef struct wgrt_model_params {
   const char* chat_template;
 } wgrt_model_params;
 
-wgrt_model_params wgrt_model_default_params(void);
+WGRT_API wgrt_model_params wgrt_model_default_params(void);
 
 /* NULL on failure (wgrt_last_error says why). */
-wgrt_model* wgrt_model_load(const wgrt_model_params* params);
-void wgrt_model_free(wgrt_model* model); /* NULL is fine */
+WGRT_API wgrt_model* wgrt_model_load(const wgrt_model_params* params);
+WGRT_API void wgrt_model_free(wgrt_model* model); /* NULL is fine */
 
 /* The text's tokens into tokens[0..capacity). Returns how many the text has (write again with
  * that capacity when it is larger), or a negative wgrt_status. add_special: BOS as the model
  * wants; parse_special: special tokens' texts ("<|eot_id|>") become those tokens. */
-int32_t wgrt_tokenize(const wgrt_model* model, const char* text, size_t text_len, int add_special,
-                      int parse_special, int32_t* tokens, int32_t capacity);
+WGRT_API int32_t wgrt_tokenize(const wgrt_model* model, const char* text, size_t text_len,
+                               int add_special, int parse_special, int32_t* tokens,
+                               int32_t capacity);
 /* The tokens' text into buf, NUL-terminated when it fits (as snprintf). Returns its length in
  * bytes without the NUL, or a negative wgrt_status. render_special: control tokens as text. */
-int32_t wgrt_detokenize(const wgrt_model* model, const int32_t* tokens, int32_t n_tokens, int render_special,
-                        char* buf, size_t capacity);
+WGRT_API int32_t wgrt_detokenize(const wgrt_model* model, const int32_t* tokens, int32_t n_tokens,
+                                 int render_special, char* buf, size_t capacity);
 
 typedef struct wgrt_sampling_params {
   float temperature;      /* 0: greedy */
@@ -73,7 +81,7 @@ typedef struct wgrt_sampling_params {
   int32_t max_tokens;     /* tokens to generate; < 0: until end of text or the context is full */
 } wgrt_sampling_params;
 
-wgrt_sampling_params wgrt_sampling_default_params(void);
+WGRT_API wgrt_sampling_params wgrt_sampling_default_params(void);
 
 /* Called once per generated token with its text (NUL-terminated, text_len bytes; empty while a
  * character is split across tokens, whose bytes come with a later one) and id. A last call
@@ -84,12 +92,13 @@ typedef int (*wgrt_token_callback)(const char* text, size_t text_len, int32_t to
 /* Generates from `prompt` (a fresh context each call; special tokens' texts are parsed).
  * WGRT_OK when it ends by end of text, max_tokens, the context or the callback;
  * WGRT_CANCELLED after wgrt_cancel. One generation per model at a time (else WGRT_ERR_BUSY). */
-wgrt_status wgrt_generate(wgrt_model* model, const char* prompt, const wgrt_sampling_params* sampling,
-                          wgrt_token_callback callback, void* user);
+WGRT_API wgrt_status wgrt_generate(wgrt_model* model, const char* prompt,
+                                   const wgrt_sampling_params* sampling,
+                                   wgrt_token_callback callback, void* user);
 
 /* Asks the model's running generation to stop before its next token; safe from any thread.
  * A cancel while none runs stops the next one at its start. */
-void wgrt_cancel(wgrt_model* model);
+WGRT_API void wgrt_cancel(wgrt_model* model);
 
 typedef struct wgrt_chat_message {
   const char* role;     /* "system", "user", "assistant" */
@@ -98,8 +107,9 @@ typedef struct wgrt_chat_message {
 
 /* Renders the conversation with the model's chat template (or params.chat_template), adds the
  * assistant's turn, and generates the reply as wgrt_generate does. */
-wgrt_status wgrt_chat(wgrt_model* model, const wgrt_chat_message* messages, size_t n_messages,
-                      const wgrt_sampling_params* sampling, wgrt_token_callback callback, void* user);
+WGRT_API wgrt_status wgrt_chat(wgrt_model* model, const wgrt_chat_message* messages,
+                               size_t n_messages, const wgrt_sampling_params* sampling,
+                               wgrt_token_callback callback, void* user);
 
 #ifdef __cplusplus
 }
