@@ -8,10 +8,19 @@
 
 #include "graph/graph.h"
 #include "model/loader.h"
+#include "model/plan.h"
 #include "model/transformer.h"
 #include "ops/kv_cache/kv_cache.h"
 
 namespace wgrt::model {
+
+// The residual stream between steps: x, and its int8 blocks (times the norm weight of the fused
+// projection that reads it next) where the step that wrote x wrote them too (the LayerPlan's
+// *_xq_norm, linear_q's xq_out). The reader takes them as its xq_in.
+struct Hidden {
+  graph::TensorId x;
+  std::optional<graph::TensorId> xq;
+};
 
 struct BuildContext {
   graph::Graph& g;
@@ -27,59 +36,61 @@ struct BuildContext {
   graph::SymbolId want_top_k;
   std::optional<ops::KvRows> rows;         // several sequences per step (BuildOptions::n_seqs > 1)
   std::optional<graph::TensorId> out_rows; // with rows: the step rows the output head keeps
-  // The residual stream's int8 blocks (times the norm weight of the projection that reads it
-  // next), where the projection that wrote it wrote them too (linear_q xq_out): the next fused
-  // projection reads its x from them at one row (xq_in). Taken by that projection.
-  std::optional<graph::TensorId> hidden_xq;
   std::map<std::string, graph::TensorId> vectors;  // layer_vector's, by weight name
 };
 
-// A [n] f32 weight (a norm weight), loaded once however many blocks ask for it.
+// A [n] f32 weight (a norm weight), loaded once however many steps ask for it.
 graph::TensorId layer_vector(BuildContext& b, const std::string& name, uint32_t n);
-
-// Whether the fused projections write their outputs quantized for the projection that reads
-// them next: BuildOptions::quantize_ahead, else where this device's one-row gemvs read that
-// (linear_q_takes_xq).
-bool quantizes_ahead(const BuildContext& b);
 
 // "blk.3.attn_q.weight" style weight names and "attn_q.3" style tensor names.
 std::string wname(uint32_t layer, const char* what);
 std::string tname(const char* what, uint32_t layer);
 
-graph::TensorId embed_tokens(BuildContext& b);
+// plan_forward for this build.
+ForwardPlan plan_forward(const BuildContext& b, const AttentionVariant& attention);
+
+Hidden embed_tokens(BuildContext& b);
 graph::TensorId residual(BuildContext& b, graph::TensorId x, graph::TensorId y, const std::string& out);
 
-struct AttentionVariant {
-  bool qkv_bias = false;  // qwen2
-  bool qk_norm = false;   // qwen3: RMS norm over each head of q and k before RoPE
+// A layer's K and V caches: one tensor each, or past the storage binding limit tensors of
+// consecutive KV heads (the kernels that write and read them take the parts).
+struct LayerCaches {
+  graph::TensorId k, v;
+  std::vector<ops::KvCachePart> more;
 };
-// x + attention(attn_norm(x)): grouped-query self-attention with RoPE over the layer's KV
-// cache. Where the q, k and v weights share one quantized format, attn_norm runs inside one
-// fused q|k|v projection and RoPE and the cache write are one kernel; the output projection
-// adds the residual in its epilogue.
-graph::TensorId attention_block(BuildContext& b, uint32_t layer, graph::TensorId x, const AttentionVariant& v);
+LayerCaches add_layer_caches(BuildContext& b, uint32_t layer);
 
-// x + down(silu(gate(h)) * up(h)), h = ffn_norm(x): with quantized gate and up, the norm, one
-// fused gate|up projection and SiLU * up are one kernel; down adds the residual. `next`: the
-// next layer's attention (none after the last), whose fused q|k|v reads down's output
-// quantized ahead.
-graph::TensorId ffn_block(BuildContext& b, uint32_t layer, graph::TensorId x, const AttentionVariant* next);
+// q = rope(attn_norm(x) Wqᵀ), and K = rope(attn_norm(x) Wkᵀ), V = attn_norm(x) Wvᵀ written to
+// the caches at the step's positions (with the variant's biases and q/k norms). Fused
+// (p.fused_qkv): one node, RoPE and the cache write in its epilogue. Returns q.
+graph::TensorId attention_qkv(BuildContext& b, const LayerPlan& p, uint32_t layer, const Hidden& x,
+                              const AttentionVariant& v, const LayerCaches& caches);
 
-// x + w(in), fused into linear_q's epilogue for quantized weights. `next_norm`: the norm weight
-// of the fused projection that reads the sum next; the epilogue then also writes it quantized
-// ahead (b.hidden_xq) where the device reads that.
-graph::TensorId apply_linear_residual(BuildContext& b, const LinearWeight& w, graph::TensorId in, graph::TensorId x,
-                                      const std::string& out,
-                                      std::optional<graph::TensorId> next_norm = std::nullopt);
+// softmax(q Kᵀ / √head_dim) V over the cache, causal, grouped-query; with several sequences a
+// step of up to one token per sequence takes flash-decoding. Quantized ahead for attn_output
+// where p.attention_xq.
+Hidden attend(BuildContext& b, const LayerPlan& p, uint32_t layer, graph::TensorId q, const LayerCaches& caches);
+
+// x + in Wᵀ for the layer's weight `what` ([n_out, k]; its bias where the file has one), the
+// residual added in linear_q's epilogue for quantized weights, which also writes the sum quantized
+// ahead, times the norm weight `xq_norm`, where that is not empty (LayerPlan).
+Hidden linear_residual(BuildContext& b, uint32_t layer, const char* what, uint32_t n_out, uint32_t k, const Hidden& in,
+                       graph::TensorId x, const std::string& xq_norm, const char* out);
+
+// SiLU(h Wgᵀ) ⊙ h Wuᵀ, h = ffn_norm(x). Fused (p.fused_gate_up): one node, the norm in its
+// prologue and the product in its epilogue (quantized ahead for down where p.act_xq).
+Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t layer, const Hidden& x);
 
 // Final norm, the last position's row (unless all_logits; with several sequences the rows of
 // out_rows), output projection and GPU sampling reductions; fills the graph outputs of `mg`.
-void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg);
+void output_head(BuildContext& b, const Hidden& x, ModelGraph& mg);
 
 // The architecture builders (one file each): embeddings to the last hidden state.
-graph::TensorId build_llama(BuildContext& b);
-graph::TensorId build_mistral(BuildContext& b);
-graph::TensorId build_qwen2(BuildContext& b);
-graph::TensorId build_qwen3(BuildContext& b);
+Hidden build_llama(BuildContext& b);
+Hidden build_mistral(BuildContext& b);
+Hidden build_qwen2(BuildContext& b);
+Hidden build_qwen3(BuildContext& b);
+// The llama layer stack with the attention variant (qwen2's biases, qwen3's q/k norms).
+Hidden llama_layers(BuildContext& b, const AttentionVariant& attention);
 
 }  // namespace wgrt::model

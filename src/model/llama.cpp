@@ -5,14 +5,25 @@
 
 namespace wgrt::model {
 
-graph::TensorId build_llama(BuildContext& b) {
-  const AttentionVariant attention{.qkv_bias = b.c.qkv_bias, .qk_norm = b.c.qk_norm};
-  graph::TensorId x = embed_tokens(b);
-  for (uint32_t l = 0; l < b.c.n_layers; ++l) {
-    x = attention_block(b, l, x, attention);
-    x = ffn_block(b, l, x, l + 1 < b.c.n_layers ? &attention : nullptr);
+Hidden llama_layers(BuildContext& b, const AttentionVariant& attention) {
+  const ModelConfig& c = b.c;
+  const uint32_t q_dim = c.n_heads * c.head_dim;
+  const ForwardPlan plan = plan_forward(b, attention);  // which steps fuse: model/plan.h
+  Hidden x = embed_tokens(b);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const LayerPlan& p = plan.layers[l];
+    const LayerCaches caches = add_layer_caches(b, l);
+    const graph::TensorId q = attention_qkv(b, p, l, x, attention, caches);  // q; K, V into the caches
+    const Hidden a = attend(b, p, l, q, caches);                             // softmax(q Kᵀ / √d) V
+    x = linear_residual(b, l, "attn_output", c.dim, q_dim, a, x.x, p.attn_output_xq_norm, "attn_residual");
+    const Hidden f = ffn_swiglu(b, p, l, x);                                 // SiLU(h Wgᵀ) ⊙ h Wuᵀ
+    x = linear_residual(b, l, "ffn_down", c.dim, c.ff, f, x.x, p.down_xq_norm, "ffn_residual");
   }
   return x;
+}
+
+Hidden build_llama(BuildContext& b) {
+  return llama_layers(b, {.qkv_bias = b.c.qkv_bias, .qk_norm = b.c.qk_norm});
 }
 
 }  // namespace wgrt::model

@@ -294,6 +294,64 @@ ops::QuantTensors add_fused(graph::Graph& g, Loader& l, const std::string& name,
 
 }  // namespace
 
+namespace {
+
+// Every part quantized; consecutive parts of one format and group size make one weight.
+struct FuseGroup {
+  ops::QuantFormat format;
+  uint32_t gs;
+  std::vector<const WeightView*> parts;
+  std::vector<uint32_t> rows;
+  std::vector<std::vector<uint32_t>> orders;
+};
+
+// The weights load_linear_fused makes of `names`, or nullopt where they do not fuse (a part
+// missing, not quantized, of another activation grouping, or a run past one binding). Reads
+// nothing and marks nothing used.
+std::optional<std::vector<FuseGroup>> fuse_groups(const graph::Graph& g, const Loader& l,
+                                                  const std::vector<std::string>& names,
+                                                  const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
+                                                  const std::vector<std::vector<uint32_t>>& orders) {
+  std::vector<FuseGroup> groups;
+  uint64_t n_rows = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!find_weight(*l.model, names[i])) return std::nullopt;
+    const WeightView& w = get_weight(*l.model, names[i], {k, rows[i]});
+    ops::QuantFormat f{};
+    uint32_t gs = 0;
+    if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
+    if (groups.empty() || groups.back().format != f || groups.back().gs != gs) groups.push_back({f, gs, {}, {}, {}});
+    groups.back().parts.push_back(&w);
+    groups.back().rows.push_back(rows[i]);
+    groups.back().orders.push_back(orders.empty() ? std::vector<uint32_t>{} : orders[i]);
+    n_rows += rows[i];
+  }
+  if (n_rows > std::numeric_limits<uint32_t>::max())
+    throw ModelError(fmt::format("{}: the fused weight's {} rows are past 32 bits (hint: the model's configuration "
+                                 "is corrupt)", names[0], n_rows));
+  if (layout == FuseLayout::SwiGlu &&
+      (groups.size() != 1 || names.size() != 2 || rows[0] != rows[1] || rows[0] % 16 != 0))
+    return std::nullopt;
+  // One output from several weights needs one activation grouping (linear_q's int8 routes).
+  auto act_group = [](const FuseGroup& gr) { return ops::activation_group(gr.format, gr.gs); };
+  for (const FuseGroup& gr : groups)
+    if (act_group(gr) != act_group(groups[0])) return std::nullopt;
+  // A fused tensor past one binding: the parts are loaded one by one (and split by rows).
+  for (const FuseGroup& gr : groups) {
+    LinearWeight fused{.kind = LinearWeight::Kind::Quant, .n = 0, .k = k, .format = gr.format, .gs = gr.gs};
+    for (uint32_t r : gr.rows) fused.n += r;
+    if (rows_bytes(fused, fused.n) > tensor_budget(g, l.opts)) return std::nullopt;
+  }
+  return groups;
+}
+
+}  // namespace
+
+bool linear_fuses(const graph::Graph& g, const Loader& l, const std::vector<std::string>& names,
+                  const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout) {
+  return fuse_groups(g, l, names, rows, k, layout, {}).has_value();
+}
+
 std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const std::vector<std::string>& names,
                                               const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout,
                                               const std::vector<std::string>& bias_names,
@@ -303,51 +361,19 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
   for (size_t i = 0; i < names.size(); ++i)
     if (!orders[i].empty() && (layout != FuseLayout::Rows || orders[i].size() != rows[i]))
       throw std::logic_error(fmt::format("{}: a row order of {} for {} rows", names[i], orders[i].size(), rows[i]));
-  // Every part quantized; consecutive parts of one format and group size make one weight.
-  struct Group {
-    ops::QuantFormat format;
-    uint32_t gs;
-    std::vector<const WeightView*> parts;
-    std::vector<uint32_t> rows;
-    std::vector<std::vector<uint32_t>> orders;
-  };
-  std::vector<Group> groups;
-  uint64_t n_rows = 0;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const WeightView& w = take(l, names[i], {k, rows[i]});
-    ops::QuantFormat f{};
-    uint32_t gs = 0;
-    if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) return std::nullopt;
-    if (groups.empty() || groups.back().format != f || groups.back().gs != gs) groups.push_back({f, gs, {}, {}, {}});
-    groups.back().parts.push_back(&w);
-    groups.back().rows.push_back(rows[i]);
-    groups.back().orders.push_back(orders[i]);
-    n_rows += rows[i];
-  }
-  if (n_rows > std::numeric_limits<uint32_t>::max())
-    throw ModelError(fmt::format("{}: the fused weight's {} rows are past 32 bits (hint: the model's configuration "
-                                 "is corrupt)", names[0], n_rows));
-  const uint32_t n = uint32_t(n_rows);
-  if (layout == FuseLayout::SwiGlu &&
-      (groups.size() != 1 || names.size() != 2 || rows[0] != rows[1] || rows[0] % 16 != 0))
-    return std::nullopt;
-  // One output from several weights needs one activation grouping (linear_q's int8 routes).
-  auto act_group = [](const Group& gr) { return ops::activation_group(gr.format, gr.gs); };
-  for (const Group& gr : groups)
-    if (act_group(gr) != act_group(groups[0])) return std::nullopt;
-  // A fused tensor past one binding: the parts are loaded one by one (and split by rows).
-  for (const Group& gr : groups) {
-    LinearWeight fused{.kind = LinearWeight::Kind::Quant, .n = 0, .k = k, .format = gr.format, .gs = gr.gs};
-    for (uint32_t r : gr.rows) fused.n += r;
-    if (rows_bytes(fused, fused.n) > tensor_budget(g, l.opts)) return std::nullopt;
-  }
+  for (size_t i = 0; i < names.size(); ++i) take(l, names[i], {k, rows[i]});
+  const std::optional<std::vector<FuseGroup>> fused_groups = fuse_groups(g, l, names, rows, k, layout, orders);
+  if (!fused_groups) return std::nullopt;
+  const std::vector<FuseGroup>& groups = *fused_groups;
+  uint32_t n = 0;
+  for (uint32_t r : rows) n += r;
   LinearWeight lw;
   lw.kind = LinearWeight::Kind::Quant;
   lw.n = n;
   lw.k = k;
   const std::string name = names[0] + "+fused";
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const Group& gr = groups[gi];
+    const FuseGroup& gr = groups[gi];
     LinearWeight part{.kind = LinearWeight::Kind::Quant, .n = 0, .k = k, .format = gr.format, .gs = gr.gs};
     for (uint32_t r : gr.rows) part.n += r;
     const ops::QuantTensors t =

@@ -92,6 +92,10 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
                                               const std::vector<std::string>& bias_names = {},
                                               const std::vector<std::vector<uint32_t>>& row_orders = {});
 
+// Whether load_linear_fused makes one fused weight of `names` (without reading or marking them).
+bool linear_fuses(const graph::Graph& g, const Loader& l, const std::vector<std::string>& names,
+                  const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout);
+
 // The row order that makes a q or k projection's neox RoPE pairs (j, j + head_dim / 2 of each
 // head) adjacent: row h * head_dim + 2j takes file row h * head_dim + j, row 2j + 1 takes
 // j + head_dim / 2. Both projections in it, q·k is unchanged and RoPE turns them in the normal

@@ -4,6 +4,6 @@
 
 namespace wgrt::model {
 
-graph::TensorId build_mistral(BuildContext& b) { return build_llama(b); }
+Hidden build_mistral(BuildContext& b) { return build_llama(b); }
 
 }  // namespace wgrt::model

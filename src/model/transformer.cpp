@@ -79,7 +79,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
     b.next_token = mg.argmax = graph::add_weight(g, {.name = "next_token", .dtype = graph::DType::U32, .shape = {1},
                                                      .role = graph::TensorRole::State, .carried = true});
 
-  graph::TensorId x;
+  Hidden x;
   switch (c.arch) {
     case Arch::Llama: x = build_llama(b); break;
     case Arch::Mistral: x = build_mistral(b); break;
