@@ -6,6 +6,7 @@
 //   throughput BASE               32 requests, 16 in flight, max_tokens 16; prints tok/s
 //   failover BASE PROGRESS STOP   64 clients loop until the file STOP exists; writes
 //                                 "answered sent" to PROGRESS; exits 1 if a request is lost
+//                                 or refused with another status than 503
 'use strict';
 const fs = require('node:fs');
 const openai = require('openai');
@@ -126,6 +127,10 @@ async function failover() {
   const total = counts.ok + counts.status + counts.cut + counts.lost;
   if (total !== counts.sent) throw new Error(`${counts.sent} sent but ${total} accounted for`);
   if (counts.lost > 0) throw new Error(`${counts.lost} requests lost`);
+  // A request that reached a dying replica is retried elsewhere (retry-on empty-response): the
+  // only refusal left is 503 (no replica free), never a 502 for a request cut off unanswered.
+  const other = Object.keys(statuses).filter((s) => s !== '503');
+  if (other.length) throw new Error(`error statuses other than 503: ${other.join(', ')}`);
   if (counts.ok === 0) throw new Error('no request answered');
 }
 

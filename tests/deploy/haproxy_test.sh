@@ -8,8 +8,9 @@
 #      aggregate generated tok/s printed (not asserted: the machine's cores are shared);
 #   3. failover: 64 clients send requests in a loop while replica r2 is killed (SIGKILL) and
 #      started again; the clients stop once r2 is back in rotation and has answered again.
-#      Every request gets a correct answer or a clear error (503, a cut stream, ...); a request
-#      that times out or ends without a finish_reason or error is lost, and none may be.
+#      Every request gets a correct answer or a clear error (503, a cut stream); a request that
+#      times out or ends without a finish_reason or error is lost, and none may be; requests
+#      the kill met in flight are retried by HAProxy (at least one, and no 502).
 # Figures (sent / answered / retried by HAProxy / 503 / cut / lost, tok/s) go to stdout.
 # Usage: tests/deploy/haproxy_test.sh [WGRT_BINARY]   (default: build/wgrt)
 # Every process it starts is stopped on exit, by its PID.
@@ -167,4 +168,5 @@ echo "haproxy_test: failover: HAProxy retried $retried_ok answered requests on a
 # Every time HAProxy took a replica out of rotation, and why (the kill's, and any other).
 grep -E '^Server wgrt_replicas/r[0-9]+ is DOWN' "$tmp/haproxy.log" | sed -E 's/, check duration.*//; s/^/haproxy_test: /' || true
 [ "$clients_rc" = 0 ] || fail "failover clients (exit $clients_rc): see the counts above"
+[ "$retried_ok" -gt 0 ] || fail "no request was retried: the kill met no request in flight on r2"
 echo "haproxy_test: ok in $((SECONDS - t0)) s"
