@@ -104,7 +104,10 @@ async function throughput() {
 async function failover() {
   const counts = { sent: 0, ok: 0, streamed: 0, status: 0, cut: 0, lost: 0 };
   const statuses = {}, examples = {};
-  const writeProgress = () => fs.writeFileSync(progressFile, `${counts.ok} ${counts.sent}\n`);
+  const writeProgress = () => {  // whole or not at all, for the script that polls it
+    fs.writeFileSync(progressFile + '.tmp', `${counts.ok} ${counts.sent}\n`);
+    fs.renameSync(progressFile + '.tmp', progressFile);
+  };
   const timer = setInterval(writeProgress, 200);
   async function clientLoop(i) {
     const k = keyed(i, `fail-${i}`);

@@ -36,7 +36,7 @@ cleanup() {
   for name in "${!pids[@]}"; do kill -9 "${pids[$name]}" 2>/dev/null || true; done
   for name in "${!pids[@]}"; do wait "${pids[$name]}" 2>/dev/null || true; done
   if [ $rc -ne 0 ]; then
-    for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; }; done
+    for f in "$tmp"/*.log "$tmp"/*.out; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; }; done
   fi
   rm -rf "$tmp"
   exit $rc
@@ -82,7 +82,6 @@ wait_for() {  # seconds description command...
   until "$@"; do
     [ $SECONDS -lt $until ] || fail "timed out after ${limit} s waiting for $what"
     for name in "${!pids[@]}"; do
-      [ "$name" = clients ] && continue
       kill -0 "${pids[$name]}" 2>/dev/null || fail "$name (pid ${pids[$name]}) exited while waiting for $what"
     done
     sleep 0.2
@@ -136,7 +135,7 @@ echo "haproxy_test: aggregate generated tok/s: one replica $tps1, two replicas $
 # again at once; the clients stop once it is back in rotation and has answered 8 more requests.
 node "$clients" failover "$lb" "$tmp/progress" "$tmp/stop" > "$tmp/failover.out" 2>&1 &
 pids[clients]=$!
-answered() { if [ -s "$tmp/progress" ]; then awk '{print $1}' "$tmp/progress"; else echo 0; fi; }
+answered() { local n; n=$(awk '{print $1}' "$tmp/progress" 2>/dev/null || true); echo "${n:-0}"; }
 answered_64() { [ "$(answered)" -ge 64 ]; }
 wait_for 120 "64 answers before the kill" answered_64
 before=$(answered)
@@ -146,11 +145,10 @@ echo "haproxy_test: killed r2 (SIGKILL) after $before answers; starting it again
 [ "$(curl -sS -o /dev/null -w '%{http_code}' "$admin/replicas/r2/metrics")" = 503 ] \
   || fail "a killed replica's /replicas/r2/metrics is not 503"
 start_replica r2 "$port_r2"
-down() { ! up "$1"; }
-wait_for 60 "r2 out of rotation" down r2
-wait_for 120 "r2 back in rotation" up r2
+wait_for 120 "the restarted r2's /health" curl -fs -o /dev/null "http://$WGRT_REPLICA_2/health"
+wait_for 30 "r2 back in rotation" up r2
 echo "haproxy_test: r2 back in rotation $((SECONDS - t_kill)) s after the kill"
-r2_answers() { [ "$(replica_done r2)" -ge 8 ]; }
+r2_answers() { local n; n=$(replica_done r2 || true); [ "${n:-0}" -ge 8 ]; }
 wait_for 120 "8 answers from the restarted r2" r2_answers
 touch "$tmp/stop"
 until ! kill -0 "${pids[clients]}" 2>/dev/null; do
