@@ -3,7 +3,7 @@
 # changes nothing and touches no network when all is in place.
 #
 #   Debian packages : compiler, CMake/Ninja, libraries, Vulkan loader, clang-16 + libFuzzer (the
-#                     fuzz targets), Mesa lavapipe >= 25
+#                     fuzz targets), HAProxy and curl (deploy/haproxy's test), Mesa lavapipe >= 25
 #                     (bookworm-backports, from this machine's own configured archive)
 #   Dawn            : npm webgpu@0.4.0 (sha512-checked), its dawn.node into .deps/dawn-node
 set -euo pipefail
@@ -14,7 +14,8 @@ sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates openssl
   googletest libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
   libfmt-dev libcpp-httplib-dev libboost-dev libpcre2-dev python3 python3-numpy libvulkan1
-  libutf8proc-dev clang-16 libclang-rt-16-dev libfuzzer-16-dev libvulkan-dev spirv-tools)
+  libutf8proc-dev clang-16 libclang-rt-16-dev libfuzzer-16-dev libvulkan-dev spirv-tools
+  haproxy curl)
 
 missing=()
 # npm: Debian's package, unless a Node.js with its own npm is already installed.

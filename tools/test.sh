@@ -21,6 +21,11 @@ cmake --build "$root/build"
 # sent / answered / lost, the server's RSS before and after) go to the log.
 timeout 300 "$root/build/tests/wgrt_stress_tests" --gtest_brief=1
 
+# --- deploy/haproxy: two `wgrt serve` replicas behind HAProxy on loopback (about 1.5 minutes):
+# affinity, one and two replicas' tok/s, 64 clients while a replica is killed and restarted.
+timeout 600 bash "$root/tests/deploy/haproxy_test.sh" "$root/build/wgrt"
+# --- end deploy/haproxy
+
 # The op and graph suites again on a device with WebGPU's default limits (WGRT_LIMITS=default:
 # 16 KiB of workgroup storage, 256 invocations per workgroup): every kernel must pick a variant
 # that fits.
