@@ -8,6 +8,7 @@
 #   P/lib/pkgconfig/wgrt.pc             pkg-config --cflags --libs wgrt
 #   P/share/wgrt/wgrt-demo-q8_0.gguf    the demo model, run when no model is named
 #   P/share/doc/wgrt/                   licences (wgrt's, Dawn's) and the demo model's notes
+#   P/lib/python3/dist-packages/wgrt/   the Python package (ctypes over P/lib/libwgrt.so.0)
 #
 # The lib/ and share/ places are fixed (not GNUInstallDirs' multiarch lib/<triple>): the
 # programs find Dawn and the demo model one folder up from themselves (support/install_paths.h).
@@ -34,6 +35,8 @@ get_filename_component(_demo_name "${WGRT_INSTALL_DEMO_MODEL}" NAME)
 install(FILES "${WGRT_DEMO_MODEL_FILE}" DESTINATION "${_demo_dir}" RENAME "${_demo_name}")
 install(FILES LICENSE DESTINATION share/doc/wgrt)
 install(FILES models/README.md DESTINATION share/doc/wgrt RENAME demo-model.md)
+
+install(DIRECTORY python/wgrt DESTINATION lib/python3/dist-packages FILES_MATCHING PATTERN "*.py")
 
 install(EXPORT wgrtTargets NAMESPACE wgrt:: DESTINATION lib/cmake/wgrt)
 configure_package_config_file(cmake/wgrtConfig.cmake.in "${CMAKE_BINARY_DIR}/wgrtConfig.cmake"

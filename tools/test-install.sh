@@ -24,7 +24,8 @@ cmake --build "$build" --target wgrt wgrt_shared
 run cmake --install "$build" --prefix "$prefix" --strip >/dev/null
 for f in bin/wgrt lib/libwgrt.so lib/libwgrt.so.0 lib/wgrt/dawn.node include/wgrt/wgrt.h include/wgrt/wgrt.hpp \
          lib/cmake/wgrt/wgrtConfig.cmake lib/cmake/wgrt/wgrtConfigVersion.cmake lib/cmake/wgrt/wgrtTargets.cmake \
-         lib/pkgconfig/wgrt.pc share/wgrt/wgrt-demo-q8_0.gguf share/doc/wgrt/LICENSE; do
+         lib/pkgconfig/wgrt.pc share/wgrt/wgrt-demo-q8_0.gguf share/doc/wgrt/LICENSE \
+         lib/python3/dist-packages/wgrt/__init__.py; do
   [ -e "$prefix/$f" ] || fail "cmake --install left out $f"
 done
 pass "cmake --install put the files in place"
@@ -68,6 +69,12 @@ grep -q "wgrt-demo-q8_0.gguf" "$tmp/last.log" || fail "wgrt run did not say it r
 [ -n "$text" ] && [[ "$continuation" == "$text"* ]] || fail "wgrt run printed '$text', not the start of '$continuation'"
 pass "installed wgrt run, moved prefix, from $PWD: $text"
 
+# The Python package as installed: it finds the prefix's libwgrt.so, which finds the demo model.
+py_text=$(run env PYTHONPATH="$prefix/lib/python3/dist-packages" WGRT_LIBRARY= /usr/bin/python3 -c \
+  "import wgrt; print(wgrt.Model().generate('$prompt', temperature=0, max_tokens=8))") || exit 1
+[ "$py_text" = "$text" ] || fail "the installed Python package generated '$py_text', not '$text'"
+pass "the installed Python package (import wgrt) generated the same text"
+
 # A half-copied install says what it looked for.
 mkdir -p "$tmp/lone/bin" && cp "$prefix/bin/wgrt" "$tmp/lone/bin/"
 if "$tmp/lone/bin/wgrt" run -n 1 >/dev/null 2>"$tmp/lone.log"; then fail "wgrt ran without Dawn"; fi
@@ -86,7 +93,7 @@ deb=$(ls "$tmp"/deb/wgrt_*_amd64.deb)
 listing=$(dpkg-deb -c "$deb")
 for f in ./usr/bin/wgrt ./usr/lib/libwgrt.so ./usr/lib/wgrt/dawn.node ./usr/include/wgrt/wgrt.h \
          ./usr/include/wgrt/wgrt.hpp ./usr/lib/cmake/wgrt/wgrtConfig.cmake ./usr/lib/pkgconfig/wgrt.pc \
-         ./usr/share/wgrt/wgrt-demo-q8_0.gguf; do
+         ./usr/share/wgrt/wgrt-demo-q8_0.gguf ./usr/lib/python3/dist-packages/wgrt/__init__.py; do
   echo "$listing" | grep -q " $f\( \|$\)" || fail "$(basename "$deb") lacks $f"
 done
 depends=$(dpkg-deb -f "$deb" Depends)
