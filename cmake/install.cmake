@@ -58,8 +58,8 @@ set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_CONTACT "wgrt developers <wgrt@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "LLM inference on WebGPU (Dawn): CLI, OpenAI-compatible server, C API")
 set(CPACK_PACKAGE_DESCRIPTION "wgrt runs GGUF and Hugging Face language models on any Vulkan GPU through
- Dawn's WebGPU. This package holds the wgrt program (run, chat, serve), the C library libwgrt.so
- with its headers, CMake and pkg-config files, Dawn, and a small demo model.")
+Dawn's WebGPU. This package holds the wgrt program (run, chat, serve), the C library libwgrt.so
+with its headers, CMake and pkg-config files, the Python package, Dawn, and a small demo model.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)  # the programs only: install(FILES) of dawn.node keeps the symbol table it needs
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -67,4 +67,5 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1, libfmt9, libpcre2-8-0, libutf8proc2, libvulkan1")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mesa-vulkan-drivers | vulkan-icd")
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # a shlibs file and the ldconfig trigger for libwgrt.so.0
 include(CPack)
