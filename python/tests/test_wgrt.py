@@ -124,7 +124,7 @@ def test_a_closed_model_refuses_calls():
         m.generate("x")
 
 
-def test_generation_from_another_thread_with_its_own_model(model):
+def test_generation_from_another_thread(model):
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("text", model.generate("Once upon a time", **GREEDY)))
     t.start()
