@@ -7,10 +7,11 @@
 #     BUILD_DIR  a build of this checkout (default: build-bench)
 #     PROGRAM    executables relative to BUILD_DIR (default: wgrt and every bench/wgrt_lab_*)
 #
-# .carry/ afterwards (about 7 MB; the transfer limit is 64 MiB per call, whole tree included):
+# .carry/ afterwards (about 20 MB; the transfer limit is 64 MiB per call, whole tree included):
 #   *.deb                  Vulkan loader + glvnd (Debian amd64), unpacked into / there
 #   bin/                   the programs, debug info stripped
 #   dawn/dawn.node.xz      Dawn (tools/setup.sh pins it), loaded at run time via WGRT_DAWN_LIB
+#   share/wgrt/            the demo model, found by bin/* beside themselves (as installed)
 #   lib/                   non-system shared libraries the programs need (libfmt, ...)
 #   lib-compat/            libstdc++/libgcc_s, used there only if the system's are too old
 #   MANIFEST               commit, date, sha256 of every file
@@ -30,8 +31,8 @@ fi
 
 carry="${WGRT_CARRY:-$root/.carry}"  # WGRT_CARRY: another folder, for runs side by side
 mkdir -p "$carry"
-rm -rf "$carry/bin" "$carry/lib" "$carry/lib-compat" "$carry/dawn"
-mkdir -p "$carry/bin" "$carry/lib" "$carry/lib-compat" "$carry/dawn"
+rm -rf "$carry/bin" "$carry/lib" "$carry/lib-compat" "$carry/dawn" "$carry/share"
+mkdir -p "$carry/bin" "$carry/lib" "$carry/lib-compat" "$carry/dawn" "$carry/share/wgrt"
 
 # Vulkan loader and the glvnd pieces the NVIDIA ICD needs; downloaded once.
 debs=(libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
@@ -57,6 +58,9 @@ if command -v spirv-as >/dev/null; then cp "$(command -v spirv-as)" "$carry/bin/
 dawn="$root/.deps/dawn-node/dawn.node"
 [ -f "$dawn" ] || { echo "device-pack: $dawn missing (hint: tools/setup.sh)" >&2; exit 1; }
 xz -T2 -6 -c "$dawn" >"$carry/dawn/dawn.node.xz"
+
+# The demo model, in the installed layout (src/support/install_paths.h): `wgrt run` without -m.
+cp models/wgrt-demo-q8_0.gguf "$carry/share/wgrt/"
 
 # Shared libraries: glibc's own stay behind (the machine has them); libstdc++/libgcc_s go to
 # lib-compat as a fallback; everything else (libfmt, ...) goes along.

@@ -13,7 +13,7 @@ sudo_=""; [ "$(id -u)" = 0 ] || sudo_="sudo"
 
 packages=(build-essential cmake ninja-build pkg-config git ca-certificates openssl
   googletest libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
-  libfmt-dev libcpp-httplib-dev libboost-dev libpcre2-dev python3 python3-numpy libvulkan1
+  libfmt-dev libcpp-httplib-dev libboost-dev libpcre2-dev python3 python3-numpy python3-pytest libvulkan1
   libutf8proc-dev clang-16 libclang-rt-16-dev libfuzzer-16-dev libvulkan-dev spirv-tools
   haproxy curl)
 

@@ -5,7 +5,8 @@
 # of untrusted input and the engine's fast suites (graph engine on the CPU Vulkan driver, GPU
 # layer, sampler) again under AddressSanitizer and UndefinedBehaviorSanitizer, then every fuzz
 # target (tests/fuzz) for WGRT_FUZZ_SECONDS each (default 30; 0 skips fuzzing).
-# `wgrt serve`'s hostile-client suite (label "stress") runs after the main suite, on its own.
+# `wgrt serve`'s hostile-client suite (label "stress") runs after the main suite, on its own,
+# then the Python package's tests and the install test (tools/test-install.sh).
 # Usage: bash tools/test.sh [extra ctest args for the main suite]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,6 +21,14 @@ cmake --build "$root/build"
 # `wgrt serve` against hostile clients (label "stress", about a minute): its figures (requests
 # sent / answered / lost, the server's RSS before and after) go to the log.
 timeout 300 "$root/build/tests/wgrt_stress_tests" --gtest_brief=1
+
+# The Python package (python/wgrt, ctypes) over build/libwgrt.so and the demo model, with pytest.
+# Debian's python3 (tools/setup.sh installs python3-pytest for it), not one on PATH.
+(cd "$root/python" && WGRT_LIBRARY="$root/build/libwgrt.so" /usr/bin/python3 -m pytest -q -p no:cacheprovider)
+
+# wgrt as users get it (about 2 minutes): installed into a temporary prefix, examples/ built
+# against it alone (find_package, pkg-config) and run, the installed and moved `wgrt run`, the .deb.
+bash "$root/tools/test-install.sh" "$root/build"
 
 # --- deploy/haproxy: two `wgrt serve` replicas behind HAProxy on loopback (about 1.5 minutes):
 # affinity, one and two replicas' tok/s, 64 clients while a replica is killed and restarted.

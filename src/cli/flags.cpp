@@ -96,7 +96,8 @@ void rewrite_llamacpp_aliases(int argc, char** argv) {
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
   cmd.add_option("-m,--model", f.model, "a .gguf file or a Hugging Face model directory (default: wgrt's demo "
-                                        "model, models/wgrt-demo-q8_0.gguf; builtin:random: random weights)");
+                                        "model, share/wgrt/wgrt-demo-q8_0.gguf of wgrt's install (models/ in the "
+                                        "sources); builtin:random: random weights)");
   cmd.add_option("-c,--ctx-size", f.ctx_size,
                  fmt::format("context size in tokens (default: the model's trained context, at most {})",
                              model::kDefaultMaxCtx))

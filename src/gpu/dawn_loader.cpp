@@ -10,6 +10,7 @@
 
 #include "gpu/device.h"
 #include "gpu/webgpu.h"
+#include "support/install_paths.h"
 #include "support/knobs.h"
 
 #if !defined(WGRT_SYSTEM_WEBGPU_H)
@@ -115,6 +116,11 @@ void load(const std::string& path) {
   if (::access(path.c_str(), R_OK) != 0)
     throw GpuError(fmt::format("Dawn's library {} cannot be read: {} {}", path,
                                std::strerror(errno), hint));
+  // dawn.node binds the Node-API stubs above at load. Where this code is libwgrt.so opened with
+  // RTLD_LOCAL (Python's ctypes), the dynamic linker would not look there: make the library's
+  // exports (libwgrt.map) global first. It stays loaded, as Dawn does.
+  if (const std::string self = support::own_file(); !self.empty())
+    ::dlopen(self.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_GLOBAL);
   void* handle = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (!handle) {
     std::string why = ::dlerror();
@@ -154,7 +160,14 @@ const knobs::Text kDawnLib{"WGRT_DAWN_LIB", "the Dawn library to load (a dawn.no
 
 std::string dawn_library_path() {
   if (auto path = kDawnLib.get()) return *path;
-  return WGRT_DAWN_LIBRARY;
+  if (std::string found = support::find_shipped_file(support::kDawnFile); !found.empty()) return found;
+  std::string tried;
+  for (const std::string& c : support::shipped_file_candidates(support::kDawnFile))
+    tried += (tried.empty() ? "" : ", ") + c;
+  throw GpuError(fmt::format("Dawn's library not found beside {} (tried {}) (hint: install wgrt with "
+                             "`cmake --install`, keeping its lib/wgrt/dawn.node, or point WGRT_DAWN_LIB at "
+                             "the dawn.node of npm webgpu@0.4.0; tools/setup.sh fetches it)",
+                             support::own_file(), tried.empty() ? "nothing" : tried));
 }
 
 void load_dawn() {

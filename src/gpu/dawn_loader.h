@@ -15,8 +15,9 @@ namespace wgrt::gpu {
 // GpuError naming the file and what is missing (the file, a symbol, an entry point) with a hint.
 void load_dawn();
 
-// The file load_dawn() reads: $WGRT_DAWN_LIB when set, else the one tools/setup.sh installed
-// for this build.
+// The file load_dawn() reads: $WGRT_DAWN_LIB when set, else PREFIX/lib/wgrt/dawn.node beside
+// the wgrt binary or libwgrt.so (support/install_paths.h; the build tree links tools/setup.sh's
+// dawn.node there). Throws GpuError naming the paths it tried when none exists.
 std::string dawn_library_path();
 
 }  // namespace wgrt::gpu

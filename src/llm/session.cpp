@@ -9,22 +9,26 @@
 #include "llm/batch.h"
 #include "model/random_model.h"
 #include "ops/sampling/sampling.h"
+#include "support/install_paths.h"
 
 namespace wgrt::llm {
 
-const char* demo_model_path() {
-#ifdef WGRT_DEMO_MODEL
-  return WGRT_DEMO_MODEL;  // the source tree's models/wgrt-demo-q8_0.gguf, set by CMakeLists.txt
-#else
-  return "";
-#endif
-}
+std::string demo_model_path() { return support::find_shipped_file(support::kDemoModelFile); }
 
 model::ModelFile open_model_or_default(const std::string& model_path) {
-  const bool random = model_path == kRandomModel || (model_path.empty() && !std::filesystem::exists(demo_model_path()));
-  if (!random) return model::open_model(model_path.empty() ? demo_model_path() : model_path);
-  model::GgufWriter w = model::make_random_model(model::default_model_spec());
-  return model::open_gguf_bytes(model::gguf_serialize(w), "<built-in default model>");
+  if (model_path == kRandomModel) {
+    model::GgufWriter w = model::make_random_model(model::default_model_spec());
+    return model::open_gguf_bytes(model::gguf_serialize(w), "<built-in default model>");
+  }
+  if (!model_path.empty()) return model::open_model(model_path);
+  if (std::string demo = demo_model_path(); !demo.empty()) return model::open_model(demo);
+  std::string tried;
+  for (const std::string& c : support::shipped_file_candidates(support::kDemoModelFile))
+    tried += (tried.empty() ? "" : ", ") + c;
+  throw model::ModelError(fmt::format("the demo model is not beside {} (tried {}) (hint: name a model "
+                                      "with -m FILE, or install wgrt with `cmake --install`, which puts "
+                                      "it in share/wgrt/; -m {} runs random weights)",
+                                      support::own_file(), tried.empty() ? "nothing" : tried, kRandomModel));
 }
 
 bool is_default_model(const Session& s) { return s.model.bytes != nullptr; }

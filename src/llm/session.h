@@ -37,13 +37,13 @@ struct Session {
 enum class Readout : uint8_t { All, Argmax, TopK, Logits };
 
 // Loads the tokenizer and builds the graph. `model` "" is wgrt's demo model, trained on
-// public-domain English (models/README.md; the file the build recorded, demo_model_path()),
-// or, when that file is missing, the built-in default model of random weights; kRandomModel
-// always names the random one.
+// public-domain English (models/README.md), found beside the program or library
+// (demo_model_path(); a ModelError names the paths tried when it is missing); kRandomModel
+// names the built-in model of random weights.
 inline constexpr const char* kRandomModel = "builtin:random";
 Session open_session(gpu::Device& dev, const std::string& model_path, const model::BuildOptions& o);
 model::ModelFile open_model_or_default(const std::string& model_path);
-const char* demo_model_path();
+std::string demo_model_path();  // PREFIX/share/wgrt/wgrt-demo-q8_0.gguf, "" if missing
 bool is_default_model(const Session& s);  // the random-weight model
 
 // Runs `tokens` at positions n_past.. in chunks of at most max_batch (or prompt_step), advancing n_past.

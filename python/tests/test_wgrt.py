@@ -1,0 +1,140 @@
+"""The wgrt Python package against a libwgrt.so ($WGRT_LIBRARY; tools/test.sh points it at
+build/libwgrt.so) and wgrt's demo model, found beside the library. Generations are a few tokens:
+the CI's GPU is a CPU driver."""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import wgrt
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEMPLATE = ("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"
+            "{% if add_generation_prompt %}assistant:{% endif %}")
+GREEDY = dict(temperature=0, max_tokens=6)
+
+
+@pytest.fixture(scope="module")
+def model():
+    with wgrt.Model(chat_template=TEMPLATE) as m:  # the demo model, with a template of ours
+        yield m
+
+
+def test_version_is_the_projects():
+    project = re.search(r"project\(wgrt VERSION ([0-9.]+)", (ROOT / "CMakeLists.txt").read_text()).group(1)
+    assert wgrt.version() == project
+    assert wgrt.__version__ == project
+
+
+def test_sampling_defaults_come_from_the_library():
+    d = wgrt.sampling_defaults()
+    assert d["max_tokens"] == 128 and d["top_k"] == 40 and abs(d["temperature"] - 0.8) < 1e-6
+
+
+def test_tokenize_and_detokenize_round_trip(model):
+    text = "In the beginning God created the heaven and the earth."
+    ids = model.tokenize(text, add_special=False)
+    assert 5 < len(ids) < len(text)
+    assert model.tokenize(text)[1:] == ids  # the demo model prepends BOS
+    assert model.detokenize(ids) == text
+    long_text = "and " * 300  # more tokens than the first buffer's guess? grown as needed
+    assert model.detokenize(model.tokenize(long_text, add_special=False)) == long_text
+
+
+def test_generate_and_stream_give_the_same_greedy_text(model):
+    text = model.generate("Once upon a time", **GREEDY)
+    assert text.strip()
+    pieces = list(model.stream("Once upon a time", **GREEDY))
+    assert 1 <= len(pieces) <= 6
+    assert "".join(pieces) == text
+    assert len(model.tokenize(text, add_special=False)) <= 6
+
+
+def test_closing_a_stream_stops_its_generation(model):
+    s = model.stream("And God said", temperature=0, max_tokens=-1)
+    first = next(s)
+    assert first
+    s.close()  # the C callback stops it: the model is free at once
+    assert model.generate("And God said", temperature=0, max_tokens=2)
+
+
+def test_chat_renders_the_template_and_streams(model):
+    messages = [{"role": "user", "content": "Who made the light?"}]
+    reply = model.chat(messages, **GREEDY)
+    assert reply
+    assert "".join(model.chat([("user", "Who made the light?")], stream=True, **GREEDY)) == reply
+    # The template's text is the prompt: the reply is generate()'s on the rendered conversation.
+    assert reply == model.generate("user: Who made the light?\nassistant:", **GREEDY)
+
+
+def test_cancel_before_a_generation_stops_it_at_its_start(model):
+    model.cancel()
+    assert model.generate("Once upon a time", **GREEDY) == ""
+    assert model.generate("Once upon a time", **GREEDY)  # the cancel was used up
+
+
+def test_a_second_generation_meanwhile_is_busy(model):
+    s = model.stream("And the earth", temperature=0, max_tokens=-1)
+    next(s)
+    with pytest.raises(wgrt.WgrtError) as e:
+        model.generate("x", max_tokens=1)
+    assert e.value.status_name == "WGRT_ERR_BUSY"
+    s.close()
+
+
+def test_errors_carry_the_status_and_message(tmp_path):
+    missing = tmp_path / "no-such.gguf"
+    with pytest.raises(wgrt.WgrtError) as e:
+        wgrt.Model(str(missing))
+    assert e.value.status == -2 and e.value.status_name == "WGRT_ERR_IO"
+    assert str(missing) in e.value.message and "hint" in e.value.message
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 20)
+    with pytest.raises(wgrt.WgrtError) as e:
+        wgrt.Model(str(bad))
+    assert e.value.status_name == "WGRT_ERR_MODEL" and str(bad) in e.value.message
+
+
+def test_bad_arguments(model):
+    with pytest.raises(TypeError, match="unknown sampling option 'temp'"):
+        model.generate("x", temp=0)
+    with pytest.raises(wgrt.WgrtError) as e:
+        model.detokenize([10 ** 9])
+    assert e.value.status_name == "WGRT_ERR_INVALID_ARGUMENT" and "tokens[0]" in e.value.message
+    with pytest.raises(wgrt.WgrtError) as e:
+        model.chat([])
+    assert e.value.status_name == "WGRT_ERR_INVALID_ARGUMENT"
+
+
+def test_a_model_without_a_chat_template_says_so():
+    with wgrt.Model() as m, pytest.raises(wgrt.WgrtError) as e:
+        m.chat([{"role": "user", "content": "hi"}], max_tokens=1)
+    assert e.value.status_name == "WGRT_ERR_MODEL" and "chat_template" in e.value.message
+
+
+def test_a_closed_model_refuses_calls():
+    m = wgrt.Model()
+    m.close()
+    m.close()  # twice is fine
+    with pytest.raises(ValueError, match="closed"):
+        m.generate("x")
+
+
+def test_generation_from_another_thread(model):
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("text", model.generate("Once upon a time", **GREEDY)))
+    t.start()
+    t.join()
+    assert out["text"] == model.generate("Once upon a time", **GREEDY)
+
+
+def test_a_missing_library_names_what_was_tried(tmp_path):
+    env = dict(os.environ, WGRT_LIBRARY=str(tmp_path / "libwgrt.so"))
+    r = subprocess.run([sys.executable, "-c", "import wgrt; wgrt.version()"], env=env, capture_output=True,
+                       text=True, cwd=ROOT / "python")
+    assert r.returncode != 0
+    assert f"{tmp_path / 'libwgrt.so'} (no such file)" in r.stderr and "WGRT_LIBRARY" in r.stderr
