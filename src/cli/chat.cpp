@@ -2,7 +2,8 @@
 // to stdout, per-turn speed goes to stderr. Ctrl-C stops a reply (Ctrl-C at the prompt, or
 // end of input, leaves); /clear starts over; /exit leaves; /help lists the commands. Any other
 // line that starts with '/' is refused as an unknown command, not sent to the model ('//' sends
-// a line that starts with '/'). Works from a pipe too.
+// a line that starts with '/'). Works from a pipe too. A conversation that outgrows the context
+// drops its oldest turns, and a reply that fills it shifts it (llm/chat.h); a notice says so.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -125,12 +126,18 @@ int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
         std::fwrite(text.data(), 1, text.size(), stdout);
         std::fflush(stdout);
       }, &g_interrupt);
-    } catch (const std::invalid_argument& e) {  // over the context: say so, keep chatting
+    } catch (const std::invalid_argument& e) {  // this message alone passes the context: say so, keep chatting
       fmt::print(stderr, "wgrt: {}\n", e.what());
       continue;
     }
     std::fputs("\n", stdout);
     std::fflush(stdout);
+    if (st.dropped_messages)
+      fmt::print(stderr, "wgrt: context shift: the {} oldest messages ({} tokens) left the conversation to fit the "
+                         "context of {} (the system message stays)\n", st.dropped_messages, st.dropped_tokens, s.mg.n_ctx);
+    if (st.shifted_tokens)
+      fmt::print(stderr, "wgrt: context shift: the reply filled the context; {} older tokens were discarded and the "
+                         "rest evaluated again\n", st.shifted_tokens);
     fmt::print(stderr, "wgrt: turn of {} tokens: {} reused from the cache, {} prefilled in {:.3f} s; {} generated "
                        "in {:.3f} s ({:.1f} tok/s); stopped by {}\n",
                st.n_prompt, st.n_reused, st.n_prefilled, st.prefill_seconds, st.n_generated, st.generate_seconds,

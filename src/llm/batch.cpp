@@ -18,12 +18,16 @@ uint32_t seq_pos(const Session& s, uint32_t seq) {
   return n_seqs(s) == 1 ? s.n_past : s.seq_past[seq];
 }
 
-void reset_seq(Session& s, uint32_t seq) {
-  (void)seq_pos(s, seq);
+void reset_seq(Session& s, uint32_t seq) { truncate_seq(s, seq, 0); }
+
+void truncate_seq(Session& s, uint32_t seq, uint32_t n) {
+  const uint32_t pos = seq_pos(s, seq);
+  if (n > pos)
+    throw std::invalid_argument(fmt::format("sequence {} holds {} positions: it cannot keep {}", seq, pos, n));
   if (n_seqs(s) == 1)
-    s.n_past = 0;
+    s.n_past = n;
   else
-    s.seq_past[seq] = 0;
+    s.seq_past[seq] = n;
 }
 
 namespace {

@@ -25,6 +25,9 @@ struct SeqPart {
 uint32_t n_seqs(const Session& s);
 uint32_t seq_pos(const Session& s, uint32_t seq);  // positions of the sequence's KV region in use
 void reset_seq(Session& s, uint32_t seq);          // forget it (its region is overwritten from 0)
+// Keeps the sequence's first n positions (n <= seq_pos), whose K/V stay valid: the next step
+// writes from position n (a prompt cache's reused prefix).
+void truncate_seq(Session& s, uint32_t seq, uint32_t n);
 
 // Runs one step of `parts` (distinct sequences, at most max_batch tokens in all), advancing each
 // sequence's position. The readout (s.last) has one row per part with `output`, in part order.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "llm/context_shift.h"
 #include "llm/generate.h"
 
 namespace wgrt::llm {
@@ -61,9 +62,11 @@ Chat start_chat(Session& s, const chat::ChatTemplateSource& src, const ChatOptio
   return c;
 }
 
-std::vector<int32_t> chat_prompt_tokens(const Chat& c) {
+std::vector<int32_t> chat_prompt_tokens(const Chat& c) { return chat_prompt_tokens(c, c.messages); }
+
+std::vector<int32_t> chat_prompt_tokens(const Chat& c, const nlohmann::ordered_json& messages) {
   chat::ChatInputs in;
-  in.messages = c.messages;
+  in.messages = messages;
   in.add_generation_prompt = true;
   in.bos_token = c.bos_token;
   in.eos_token = c.eos_token;
@@ -72,6 +75,50 @@ std::vector<int32_t> chat_prompt_tokens(const Chat& c) {
   return tokenize_chat(c.s->tok, prompt, in);
 }
 
+namespace {
+
+// The prompt's first tokens that render the leading system messages (what a context shift
+// keeps); 0 when there are none, or the template cannot render them alone.
+size_t system_prompt_tokens(const Chat& c, const std::vector<int32_t>& prompt) {
+  nlohmann::ordered_json system = nlohmann::ordered_json::array();
+  for (const auto& m : c.messages) {
+    if (m.value("role", "") != "system") break;
+    system.push_back(m);
+  }
+  if (system.empty()) return 0;
+  std::vector<int32_t> alone;
+  try {
+    chat::ChatInputs in;
+    in.messages = system;
+    in.add_generation_prompt = false;
+    in.bos_token = c.bos_token;
+    in.eos_token = c.eos_token;
+    in.enable_thinking = c.opts.enable_thinking;
+    alone = tokenize_chat(c.s->tok, chat::render_chat(c.tmpl, in), in);
+  } catch (const chat::TemplateError&) {
+    return 0;  // e.g. a template that insists on a user message
+  }
+  size_t n = 0;
+  while (n < alone.size() && n < prompt.size() && alone[n] == prompt[n]) ++n;
+  return n;
+}
+
+// A reply that filled the context: the older half of the tokens after the first n_keep leave
+// the cache and the newer half is evaluated again right after them. Returns the tokens
+// discarded, 0 when nothing can be (then the reply ends).
+size_t shift_context(Chat& c, size_t n_keep) {
+  Session& s = *c.s;
+  const size_t n_past = s.n_past;
+  if (n_keep + 2 > n_past) return 0;
+  const size_t discard = (n_past - n_keep) / 2;
+  c.cached.erase(c.cached.begin() + ptrdiff_t(n_keep), c.cached.begin() + ptrdiff_t(n_keep + discard));
+  s.n_past = uint32_t(n_keep);
+  eval(s, std::span<const int32_t>(c.cached.data() + n_keep, c.cached.size() - n_keep), {}, Readout::Argmax);
+  return discard;
+}
+
+}  // namespace
+
 TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<void(std::string_view)>& on_text,
                     const std::atomic<bool>* interrupt) {
   Session& s = *c.s;
@@ -79,15 +126,23 @@ TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<v
   c.messages.push_back({{"role", "user"}, {"content", user_text}});
   std::vector<int32_t> prompt;
   try {
-    prompt = chat_prompt_tokens(c);
-    if (prompt.size() >= s.mg.n_ctx)
-      throw std::invalid_argument(fmt::format("the conversation has {} tokens, past the context of {} (hint: /clear, "
-                                              "or a larger --ctx-size)", prompt.size(), s.mg.n_ctx));
+    const auto tokens_of = [&](const nlohmann::ordered_json& m) { return chat_prompt_tokens(c, m); };
+    std::optional<FittedChat> fit =
+        fit_chat(c.messages, s.mg.n_ctx, reply_room(s.mg.n_ctx, c.opts.n_predict), tokens_of);
+    if (!fit)
+      throw std::invalid_argument(fmt::format(
+          "this message and the system prompt take {} tokens, past the context of {} (hint: a shorter message, "
+          "or a larger --ctx-size)", tokens_of(drop_turns(c.messages, c.messages.size())).size(), s.mg.n_ctx));
+    c.messages = std::move(fit->messages);
+    prompt = std::move(fit->tokens);
+    st.dropped_messages = fit->dropped_messages;
+    st.dropped_tokens = fit->dropped_tokens;
   } catch (...) {
     c.messages.erase(c.messages.size() - 1);
     throw;
   }
   st.n_prompt = prompt.size();
+  const size_t n_keep = system_prompt_tokens(c, prompt);
 
   // Keep the cache for the longest shared prefix (the template may re-render earlier turns
   // differently); at least the last prompt token is evaluated, for its logits.
@@ -133,8 +188,13 @@ TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<v
     }
     if (c.opts.n_predict >= 0 && st.n_generated >= size_t(c.opts.n_predict)) break;
     if (s.n_past >= s.mg.n_ctx) {
-      st.stop_reason = "context";
-      break;
+      // Without n_predict a reply runs until an end token or the full context, so no shift.
+      const size_t discarded = c.opts.n_predict >= 0 ? shift_context(c, n_keep) : 0;
+      if (discarded == 0) {
+        st.stop_reason = "context";
+        break;
+      }
+      st.shifted_tokens += discarded;
     }
     eval(s, std::span<const int32_t>(&next, 1), {}, step_readout(s, c.sampler.params));
     c.cached.push_back(next);

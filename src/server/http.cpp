@@ -268,7 +268,11 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
   // Whatever `model` names: one model is served (as llama-server); responses name it by its id.
   CompletionRequest r = parse_completion(parse_body(req.body), chat);
   auto job = std::make_shared<Job>();
-  job->prompt = prompt_tokens(m, r);
+  Prompt prompt = fit_prompt(m, r);  // chat: the oldest turns leave a conversation past the context
+  job->prompt = std::move(prompt.tokens);
+  job->dropped_messages = prompt.dropped_messages;
+  job->dropped_tokens = prompt.dropped_tokens;
+  job->n_keep = prompt.n_keep;
   check_prompt_fits(job->prompt.size(), m.n_ctx, chat ? "messages" : "prompt");
   job->req = std::move(r);
   const ResponseHead head = make_head(chat, m.id, st.serial++);
@@ -564,6 +568,8 @@ std::string metrics_text(const Metrics& m, const QueueCounts& q, size_t n_slots)
     out += fmt::format("# HELP wgrt_{0} {1}\n# TYPE wgrt_{0} {2}\nwgrt_{0} {3}\n", name, help, type, value);
   };
   metric("prompt_tokens_total", "counter", "Prompt tokens evaluated.", prompt);
+  metric("prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's KV cache, not evaluated.",
+         m.prompt_tokens_cached.load());
   metric("generated_tokens_total", "counter", "Tokens generated.", generated);
   metric("prompt_seconds_total", "counter", "Time spent evaluating prompts.", prefill_s);
   metric("generation_seconds_total", "counter", "Time spent generating, prompts excluded.", decode_s);
@@ -607,20 +613,23 @@ ordered_json props_json(const ServerState& st) {
 
 ordered_json slots_json(ServerState& st) {
   std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<size_t> cached;
   {
     std::lock_guard lock(st.sched.m);
     jobs = st.sched.slots;
+    for (const auto& c : st.sched.cached) cached.push_back(c.size());
   }
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job* j = jobs[i].get();
-    // A free slot's KV cache is reset by its next request: nothing in it can be reused.
+    // A free slot's n_cached: the tokens its KV cache keeps for the next request (prompt cache).
     out.push_back({{"id", i},
                    {"is_processing", j != nullptr},
                    {"n_ctx", st.model.n_ctx},
                    {"request_id", j ? ordered_json(j->id) : ordered_json(nullptr)},
                    {"n_prompt_tokens", j ? j->prompt.size() : size_t(0)},
-                   {"n_cached", j ? j->n_cached.load() : 0u},
+                   {"n_prompt_tokens_cached", j ? j->n_reused : size_t(0)},
+                   {"n_cached", j ? size_t(j->n_cached.load()) : cached[i]},
                    {"n_decoded", j ? j->n_decoded.load() : 0u}});
   }
   return out;

@@ -63,7 +63,8 @@ class HttpServer {
 // defaults a request gets for the fields it leaves out, the slots, the build.
 nlohmann::ordered_json props_json(const ServerState& st);
 // GET /slots: per slot, whether it generates, for which response id, and how far: the prompt's
-// tokens, the tokens in its KV cache and those generated.
+// tokens, those of them reused from the slot's cache, the tokens in its KV cache and those
+// generated; a free slot's n_cached is its prompt cache (what the next request may reuse).
 nlohmann::ordered_json slots_json(ServerState& st);
 
 // The Prometheus exposition of the server's counters (GET /metrics).

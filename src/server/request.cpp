@@ -269,7 +269,8 @@ constexpr FieldRule kFieldTable[] = {
     {"metadata", kBoth, Ignored, "tags for stored completions; none are stored"},
     {"service_tier", kBoth, Ignored, "one queue serves every request"},
     {"prompt_cache_key", kBoth, Ignored, "a routing hint for the provider's cache; one server, same output"},
-    {"cache_prompt", kBoth, Ignored, "a prompt cache does not change the output; wgrt starts each request fresh"},
+    {"cache_prompt", kBoth, Implemented,
+     "true (the default): the longest start of the prompt that a free slot's KV cache holds is reused, only the rest is prefilled (usage.prompt_tokens_details.cached_tokens); false prefills it whole"},
 };
 
 // Fields often sent under another name (by llama-server's own clients), for the hint.
@@ -429,6 +430,7 @@ CompletionRequest parse_completion(ordered_json body, bool chat) {
   for (const char* name : {"max_tokens", "max_completion_tokens"})
     if (auto x = integer_in(body, name, 1, std::numeric_limits<int32_t>::max())) r.max_tokens = int32_t(*x);
   r.stop = parse_stop(body);
+  r.cache_prompt = boolean(body, "cache_prompt").value_or(true);
   r.stream = boolean(body, "stream").value_or(false);
   if (const ordered_json* v = field(body, "stream_options")) {
     if (!v->is_object()) throw wrong_type("stream_options", "an object", *v);

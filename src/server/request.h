@@ -73,6 +73,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;
+  bool cache_prompt = true;  // reuse the longest prefix a free slot's KV cache holds (scheduler.h)
 };
 
 struct TokenizeRequest {

@@ -20,9 +20,14 @@ const char* finish_reason(std::string_view stop_reason) {
 }
 
 ordered_json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  ordered_json j = {{"prompt_tokens", u.prompt_tokens},
+                    {"completion_tokens", u.completion_tokens},
+                    {"total_tokens", u.prompt_tokens + u.completion_tokens},
+                    {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+  if (u.dropped_messages > 0 || u.discarded_tokens > 0)
+    j["context_shift"] = {{"dropped_messages", u.dropped_messages}, {"dropped_tokens", u.dropped_tokens},
+                          {"discarded_tokens", u.discarded_tokens}};
+  return j;
 }
 
 namespace {

@@ -2,7 +2,11 @@
 //   non-streaming   {"id", "object": "chat.completion" | "text_completion", "created", "model",
 //                    "choices": [{"index": 0, "message": {"role": "assistant", "content"} | "text",
 //                                 "logprobs": null, "finish_reason": "stop" | "length" | "tool_calls"}],
-//                    "usage": {"prompt_tokens", "completion_tokens", "total_tokens"}}
+//                    "usage": {"prompt_tokens", "completion_tokens", "total_tokens",
+//                              "prompt_tokens_details": {"cached_tokens"},
+//                              "context_shift": {"dropped_messages", "dropped_tokens",
+//                              "discarded_tokens"} (only when older turns were left out, or the
+//                              reply filled the context and was shifted)}}
 //   streaming       one `data: {json}\n\n` event per chunk ("chat.completion.chunk" with a
 //                   "delta", or "text_completion" with "text"); the first chat chunk carries
 //                   the role, the last one the finish_reason; with include_usage every chunk
@@ -26,6 +30,10 @@ namespace wgrt::server {
 struct Usage {
   size_t prompt_tokens = 0;
   size_t completion_tokens = 0;
+  size_t cached_tokens = 0;  // of the prompt's, reused from the slot's KV cache (scheduler.h's prompt cache)
+  // Context shift (worker.h). Chat: the oldest turns left out so that the conversation fits.
+  size_t dropped_messages = 0, dropped_tokens = 0;
+  size_t discarded_tokens = 0;  // left the KV cache when the reply filled the context
 };
 
 // What every response of one request shares.

@@ -1,5 +1,7 @@
 #include "server/scheduler.h"
 
+#include <algorithm>
+
 namespace wgrt::server {
 
 void push_event(Job& j, Event e) {
@@ -22,6 +24,16 @@ void init_scheduler(Scheduler& s, size_t n_slots, size_t max_queued) {
   s.n_slots = std::max<size_t>(n_slots, 1);
   s.max_queued = max_queued;
   s.slots.assign(s.n_slots, nullptr);
+  s.cached.assign(s.n_slots, {});
+  s.last_used.assign(s.n_slots, 0);
+}
+
+size_t reusable_prefix(const std::vector<int32_t>& cached, const std::vector<int32_t>& prompt) {
+  if (prompt.empty()) return 0;
+  const size_t most = std::min(cached.size(), prompt.size() - 1);
+  size_t n = 0;
+  while (n < most && cached[n] == prompt[n]) ++n;
+  return n;
 }
 
 namespace {
@@ -68,9 +80,23 @@ std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait) {
   if (busy_count(s) == 0)
     s.cv.wait_for(lock, wait, [&] { return s.stopping || !s.queue.empty(); });
   drop_cancelled(s);
-  for (size_t i = 0; i < s.n_slots && !s.stopping && !s.queue.empty(); ++i) {
-    if (s.slots[i]) continue;
-    s.slots[i] = std::move(s.queue.front());
+  while (!s.stopping && !s.queue.empty()) {
+    Job& job = *s.queue.front();
+    // The free slot with the longest reusable prefix, else the one idle longest, else the lowest.
+    std::optional<size_t> best;
+    size_t best_reuse = 0;
+    for (size_t i = 0; i < s.n_slots; ++i) {
+      if (s.slots[i]) continue;
+      const size_t reuse = job.req.cache_prompt ? reusable_prefix(s.cached[i], job.prompt) : 0;
+      if (!best || reuse > best_reuse || (reuse == best_reuse && s.last_used[i] < s.last_used[*best])) {
+        best = i;
+        best_reuse = reuse;
+      }
+    }
+    if (!best) break;
+    job.n_reused = best_reuse;
+    s.last_used[*best] = ++s.n_filled;
+    s.slots[*best] = std::move(s.queue.front());
     s.queue.pop_front();
   }
   std::vector<size_t> busy;
@@ -79,10 +105,18 @@ std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait) {
   return busy;
 }
 
-void free_slot(Scheduler& s, size_t slot) {
+void free_slot(Scheduler& s, size_t slot, std::vector<int32_t> kv_tokens) {
   std::lock_guard lock(s.m);
   s.slots.at(slot).reset();
+  s.cached.at(slot) = std::move(kv_tokens);
 }
+
+void clear_caches(Scheduler& s) {
+  std::lock_guard lock(s.m);
+  for (size_t i = 0; i < s.n_slots; ++i)
+    if (!s.slots[i]) s.cached[i].clear();
+}
+
 
 void stop_scheduler(Scheduler& s) {
   std::deque<std::shared_ptr<Job>> left;

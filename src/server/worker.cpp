@@ -10,6 +10,7 @@
 
 #include "llm/batch.h"
 #include "llm/chat.h"
+#include "llm/context_shift.h"
 #include "llm/generate.h"
 #include "llm/sampler.h"
 #include "llm/session.h"
@@ -33,8 +34,14 @@ struct Slot {
   tokenizer::StreamDecoder dec;
   llm::Readout readout = llm::Readout::All;
   size_t prefilled = 0;  // prompt tokens in the slot's KV region
+  std::vector<int32_t> kv;  // the tokens at the sequence's KV positions 0.. (its prompt cache, after)
   bool decoding = false; // the prompt is in; `next` holds the latest sampled token
   int32_t next = -1;
+  bool fresh = false;    // `next` is not emitted yet
+  // A context shift's re-prefill (shift_context): tokens to evaluate again before `next`.
+  std::vector<int32_t> refill;
+  size_t refilled = 0;
+  size_t discarded = 0;  // tokens the shifts took out of the cache
   size_t n_generated = 0;
   Clock::time_point t_decode;
 };
@@ -44,7 +51,12 @@ void finish(ServerState& st, Slot& slot, const std::string& reason) {
   e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_flush(slot.dec)) + llm::stop_filter_flush(slot.filter);
   e.done = true;
   e.stop_reason = reason;
-  e.usage = {slot.job->prompt.size(), slot.n_generated};
+  e.usage = {.prompt_tokens = slot.job->prompt.size(),
+             .completion_tokens = slot.n_generated,
+             .cached_tokens = slot.job->n_reused,
+             .dropped_messages = slot.job->dropped_messages,
+             .dropped_tokens = slot.job->dropped_tokens,
+             .discarded_tokens = slot.discarded};
   if (!slot.job->warm_up) {
     st.metrics.decode_us += micros_since(slot.t_decode);
     (reason == "cancelled" ? st.metrics.requests_cancelled : st.metrics.requests_done) += 1;
@@ -53,8 +65,9 @@ void finish(ServerState& st, Slot& slot, const std::string& reason) {
   slot.job.reset();
 }
 
-// A fresh context for the job in its slot's sequence: the prompt goes in with the next steps.
-void start(llm::Session& s, Slot& slot, uint32_t seq, std::shared_ptr<Job> job) {
+// The job's context in its slot's sequence: the KV positions of the prefix the scheduler found
+// cached stay (n_reused), the rest of the prompt goes in with the next steps.
+void start(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq, std::shared_ptr<Job> job) {
   slot = Slot{};
   slot.job = std::move(job);
   const CompletionRequest& r = slot.job->req;
@@ -66,19 +79,44 @@ void start(llm::Session& s, Slot& slot, uint32_t seq, std::shared_ptr<Job> job) 
   slot.readout = llm::step_readout(s, p);
   if (slot.job->prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
   for (int32_t id : slot.job->prompt) llm::accept_token(slot.sampler, id);
-  llm::reset_seq(s, seq);
+  const std::vector<int32_t>& prompt = slot.job->prompt;
+  const size_t reused = slot.job->n_reused;
+  if (reused >= prompt.size()) throw std::logic_error("the prompt cache reuses the whole prompt");
+  llm::truncate_seq(s, seq, uint32_t(reused));
+  slot.kv.assign(prompt.begin(), prompt.begin() + ptrdiff_t(reused));
+  slot.prefilled = reused;
+  slot.job->n_cached.store(uint32_t(reused));
+  if (!slot.job->warm_up) st.metrics.prompt_tokens_cached += reused;
   slot.t_decode = Clock::now();
+}
+
+// A reply that filled its context, when max_tokens bounds it: the older half of the tokens after
+// the job's first n_keep leave the slot's cache, the newer half waits in `refill` for the next
+// steps (worker.h says why a re-prefill). False when nothing can be shifted.
+bool shift_context(llm::Session& s, Slot& slot, uint32_t seq) {
+  if (slot.job->req.max_tokens < 0) return false;
+  const size_t pos = slot.kv.size(), keep = std::min(slot.job->n_keep, pos);
+  if (keep + 2 > pos) return false;
+  const size_t discard = (pos - keep) / 2;
+  slot.refill.assign(slot.kv.begin() + ptrdiff_t(keep + discard), slot.kv.end());
+  slot.refilled = 0;
+  slot.kv.resize(keep);
+  llm::truncate_seq(s, seq, uint32_t(keep));
+  slot.discarded += discard;
+  return true;
 }
 
 // Emits the latest sampled token, which the next step then feeds; false once the job has ended
 // (its end event sent).
-bool emit(ServerState& st, const llm::Session& s, Slot& slot, uint32_t seq) {
+bool emit(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq) {
   const CompletionRequest& r = slot.job->req;
   if (slot.job->cancelled.load()) {
     finish(st, slot, "cancelled");
     return false;
   }
   if (!slot.decoding) return true;  // its prompt goes into the next step
+  if (!slot.fresh) return true;     // a shift's re-prefill goes on; `next` went out already
+  slot.fresh = false;
   if (llm::is_end_token(s, slot.next)) {
     finish(st, slot, "eos");
     return false;
@@ -97,7 +135,7 @@ bool emit(ServerState& st, const llm::Session& s, Slot& slot, uint32_t seq) {
     finish(st, slot, "length");
     return false;
   }
-  if (llm::seq_pos(s, seq) >= s.mg.n_ctx) {
+  if (llm::seq_pos(s, seq) >= s.mg.n_ctx && !shift_context(s, slot, seq)) {
     finish(st, slot, "context");
     return false;
   }
@@ -205,19 +243,11 @@ void check_prompt_bytes(const ServedModel& m, size_t bytes, const char* param) {
                                bytes, m.n_ctx, m.max_token_bytes), param);
 }
 
-}  // namespace
-
-std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r) {
-  if (!r.chat) {
-    check_prompt_bytes(m, r.prompt.size(), "prompt");
-    return tokenizer::tokenize(*m.tok, r.prompt, /*add_special=*/true, /*parse_special=*/true);
-  }
-  if (!m.tmpl)
-    throw ApiError(400, "invalid_request_error", "no_chat_template",
-                   "the served model has no chat template (hint: restart `wgrt serve` with --chat-template FILE, or "
-                   "use /v1/completions)");
+// The tokens of `messages` rendered by the template with the request's tools and settings.
+std::vector<int32_t> chat_tokens(const ServedModel& m, const CompletionRequest& r,
+                                 const nlohmann::ordered_json& messages) {
   chat::ChatInputs in;
-  in.messages = r.messages;
+  in.messages = messages;
   in.tools = r.tools;
   in.add_generation_prompt = true;
   in.enable_thinking = r.enable_thinking;
@@ -233,6 +263,69 @@ std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest
   check_prompt_bytes(m, text.size(), "messages");
   // As `wgrt chat`: the template's markers are special tokens, the messages' text is not.
   return llm::tokenize_chat(*m.tok, text, in);
+}
+
+// The prompt's first tokens that render the leading system messages alone (what a context
+// shift keeps); 0 when there are none, or the template cannot render them alone.
+size_t system_prompt_tokens(const ServedModel& m, const CompletionRequest& r, const std::vector<int32_t>& prompt) {
+  nlohmann::ordered_json system = nlohmann::ordered_json::array();
+  for (const auto& msg : r.messages) {
+    if (msg.value("role", "") != "system" && msg.value("role", "") != "developer") break;
+    system.push_back(msg);
+  }
+  if (system.empty()) return 0;
+  chat::ChatInputs in;
+  in.messages = system;
+  in.tools = r.tools;
+  in.add_generation_prompt = false;
+  in.enable_thinking = r.enable_thinking;
+  in.bos_token = m.bos_token;
+  in.eos_token = m.eos_token;
+  std::vector<int32_t> alone;
+  try {
+    alone = llm::tokenize_chat(*m.tok, chat::render_chat(*m.tmpl, in), in);
+  } catch (const chat::TemplateError&) {
+    return 0;  // e.g. a template that insists on a user message
+  }
+  size_t n = 0;
+  while (n < alone.size() && n < prompt.size() && alone[n] == prompt[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r) {
+  if (!r.chat) {
+    check_prompt_bytes(m, r.prompt.size(), "prompt");
+    return tokenizer::tokenize(*m.tok, r.prompt, /*add_special=*/true, /*parse_special=*/true);
+  }
+  if (!m.tmpl)
+    throw ApiError(400, "invalid_request_error", "no_chat_template",
+                   "the served model has no chat template (hint: restart `wgrt serve` with --chat-template FILE, or "
+                   "use /v1/completions)");
+  return chat_tokens(m, r, r.messages);
+}
+
+Prompt fit_prompt(const ServedModel& m, const CompletionRequest& r) {
+  Prompt p{.tokens = prompt_tokens(m, r)};
+  p.n_keep = !p.tokens.empty() && p.tokens[0] == m.tok->vocab.bos_id ? 1 : 0;
+  if (r.chat) p.n_keep = std::max(p.n_keep, system_prompt_tokens(m, r, p.tokens));
+  const size_t room = llm::reply_room(m.n_ctx, r.max_tokens);
+  if (!r.chat || p.tokens.size() + room <= m.n_ctx) return p;
+  const auto tokens_of = [&](const nlohmann::ordered_json& messages) { return chat_tokens(m, r, messages); };
+  std::optional<llm::FittedChat> fit = llm::fit_chat(r.messages, m.n_ctx, room, tokens_of);
+  if (!fit) {
+    const size_t last = tokens_of(llm::drop_turns(r.messages, r.messages.size())).size();
+    throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                   fmt::format("the conversation has {} tokens; without its older turns (the system messages and "
+                               "the last turn alone) still {}, but the context holds {} with room for at least one "
+                               "generated token; hint: a shorter last message, or start the server with a larger "
+                               "--ctx-size", p.tokens.size(), last, m.n_ctx), "messages");
+  }
+  p.tokens = std::move(fit->tokens);
+  p.dropped_messages = fit->dropped_messages;
+  p.dropped_tokens = fit->dropped_tokens;
+  return p;
 }
 
 void run_worker(ServerState& st, const WorkerOptions& o, const std::function<void(const std::string&)>& on_failed) {
@@ -271,6 +364,7 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       std::string why;
       if (warmed_up(warm, why) && why.empty()) {
         fmt::print(stderr, "wgrt: warmed up (the kernels of a short generation are compiled)\n");
+        clear_caches(st.sched);  // no request reuses the warm-up's tokens
         st.phase.store(Phase::Ready);
       } else if (!why.empty()) {
         st.load_error = "the warm-up generation failed: " + why;
@@ -298,12 +392,12 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
             std::lock_guard lock(st.sched.m);
             job = st.sched.slots[i];
           }
-          start(*s, slot, uint32_t(i), std::move(job));
+          start(st, *s, slot, uint32_t(i), std::move(job));
         }
         if (emit(st, *s, slot, uint32_t(i)))
           live.push_back(i);
         else
-          free_slot(st.sched, i);
+          free_slot(st.sched, i, std::move(slot.kv));  // what its KV cache holds stays for the next job
       } catch (const std::exception& e) {
         drop(i, e);
       }
@@ -316,7 +410,7 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     std::vector<llm::Readout> readouts;
     size_t budget = s->mg.max_batch, n_prompt = 0;
     for (size_t i : live)
-      if (slots[i].decoding) {
+      if (slots[i].decoding && slots[i].refill.empty()) {
         parts.push_back({uint32_t(i), {&slots[i].next, 1}, true});
         part_slot.push_back(i);
         readouts.push_back(slots[i].readout);
@@ -324,13 +418,16 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       }
     for (size_t i : live) {
       Slot& slot = slots[i];
-      if (slot.decoding || budget == 0) continue;
-      const std::vector<int32_t>& prompt = slot.job->prompt;
-      const size_t n = std::min(budget, prompt.size() - slot.prefilled);
-      const bool done = slot.prefilled + n == prompt.size();
-      parts.push_back({uint32_t(i), {prompt.data() + slot.prefilled, n}, done});
+      if ((slot.decoding && slot.refill.empty()) || budget == 0) continue;
+      // A prompt's chunk (its last one reads out the first pick), or a shift's re-prefill.
+      const bool refill = slot.decoding;
+      const std::vector<int32_t>& src = refill ? slot.refill : slot.job->prompt;
+      const size_t at = refill ? slot.refilled : slot.prefilled;
+      const size_t n = std::min(budget, src.size() - at);
+      const bool output = !refill && at + n == src.size();
+      parts.push_back({uint32_t(i), {src.data() + at, n}, output});
       part_slot.push_back(i);
-      if (done) readouts.push_back(slot.readout);
+      if (output) readouts.push_back(slot.readout);
       budget -= n;
       n_prompt += n;
     }
@@ -341,11 +438,18 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       size_t row = 0;
       for (size_t k = 0; k < parts.size(); ++k) {
         Slot& slot = slots[part_slot[k]];
-        if (!slot.decoding) slot.prefilled += parts[k].tokens.size();
+        slot.kv.insert(slot.kv.end(), parts[k].tokens.begin(), parts[k].tokens.end());
+        if (!slot.decoding) {
+          slot.prefilled += parts[k].tokens.size();
+        } else if (!slot.refill.empty()) {
+          slot.refilled += parts[k].tokens.size();
+          if (slot.refilled == slot.refill.size()) slot.refill.clear();  // `next` goes in with the next step
+        }
         slot.job->n_cached.store(uint32_t(llm::seq_pos(*s, parts[k].seq)));
         if (!parts[k].output) continue;
         slot.next = llm::pick_next_row(*s, slot.sampler, row++);
         slot.decoding = true;
+        slot.fresh = true;
       }
     } catch (const std::exception& e) {
       // The step is lost for every slot in it; a lost device ends them with its error.

@@ -1,10 +1,18 @@
 // The generation worker: one thread that loads the model once, owns the GPU session and serves
 // the scheduler's slots together (continuous batching, llm/batch.h): slot i is sequence i of
 // the session, and each step carries the latest token of every decoding slot, then chunks of
-// new prompts within the batch. Each job starts from a fresh context (its sequence's KV
-// positions reset), prefills its prompt, then samples until an end token, a stop string, its
-// max_tokens or the context; its text goes to the job's events as it is decoded (UTF-8
-// complete, stop strings cut even across tokens). New jobs join between steps.
+// new prompts within the batch. Each job keeps the KV positions of the prefix its slot had
+// cached (the prompt cache, scheduler.h), prefills the rest of its prompt, then samples until an
+// end token, a stop string or its max_tokens; its text goes to the job's events as it is decoded
+// (UTF-8 complete, stop strings cut even across tokens). New jobs join between steps.
+//
+// Context shift. A chat conversation past the context loses its oldest turns before it is
+// queued (fit_prompt). A reply that fills its slot's context, when max_tokens bounds it (else
+// the full context ends it, as documented for the field): the tokens after the prompt's first
+// n_keep lose their older half, and the newer half is evaluated again right after those (a
+// re-prefill, in the next steps like a prompt's chunks: the KV cache stores keys rotated for
+// their positions, and a sequence's positions are its cache rows, so keeping them in place
+// would mean moving and re-rotating every kept key); then decoding goes on.
 //
 // A lost GPU device (gpu::DeviceLostError at a step's sync point) is not recovered: the jobs in
 // flight end with a 503 "device_lost" error, the phase becomes DeviceLost, /health answers 503
@@ -50,6 +58,7 @@ struct ServedModel {
 
 struct Metrics {
   std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0};
+  std::atomic<uint64_t> prompt_tokens_cached{0};  // reused from a slot's KV cache, not evaluated
   std::atomic<uint64_t> requests_done{0}, requests_cancelled{0}, requests_failed{0}, requests_rejected{0};
   std::atomic<uint64_t> prefill_us{0}, decode_us{0};  // time spent, for the tok/s figures
 };
@@ -89,6 +98,20 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
 // fails on these messages or the model has none, and before tokenizing a text too long for the
 // context whatever its tokens (so a large body costs no tokenizer work or memory).
 std::vector<int32_t> prompt_tokens(const ServedModel& m, const CompletionRequest& r);
+
+// The prompt a completion request runs: prompt_tokens, and for chat, when the conversation and
+// room for the reply (llm/context_shift.h's reply_room of max_tokens) pass the context, the
+// conversation without its fewest oldest turns that make it fit (the context shift; the system
+// messages and the last turn stay). Throws ApiError (400 context_length_exceeded) when even
+// those leave no room for one generated token.
+// n_keep: the tokens a reply that fills the context keeps at its start (the worker's shift): the
+// system messages' (chat), or BOS.
+struct Prompt {
+  std::vector<int32_t> tokens;
+  size_t dropped_messages = 0, dropped_tokens = 0;
+  size_t n_keep = 0;
+};
+Prompt fit_prompt(const ServedModel& m, const CompletionRequest& r);
 
 // The 503 "device_lost" error requests get once the device is gone; `why` is its message.
 ApiError device_lost_error(const std::string& why);

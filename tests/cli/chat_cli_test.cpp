@@ -82,6 +82,23 @@ TEST(ChatCli, TwoTurnsThenClear) {
   }
 }
 
+// A conversation past the context goes on: the oldest turns leave it with a one-line notice,
+// and a single message too long for the context is refused while the chat goes on.
+TEST(ChatCli, ContextShiftDropsOldTurnsWithANotice) {
+  const std::string line(150, 'w');
+  Result r = run_script("printf '" + line + "1\\n" + line + "2\\n" + line + "3\\n" + std::string(600, 'x') +
+                        "\\nOk\\n' | $WGRT chat -m " + files().gguf + " --temp 0 -n 4 -c 512 --system 'Be brief.'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<Turn> t = turns(r.err);
+  ASSERT_EQ(t.size(), 4u) << r.err;
+  static const std::regex notice(R"(context shift: the (\d+) oldest messages \((\d+) tokens\) left the conversation)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, notice)) << r.err;
+  EXPECT_EQ(std::stoul(m[1]) % 2, 0u) << "whole user/assistant pairs";
+  for (const Turn& x : t) EXPECT_LE(x.total + 4, 512u) << r.err;
+  EXPECT_NE(r.err.find("this message and the system prompt take"), std::string::npos) << r.err;
+}
+
 TEST(ChatCli, SlashCommandsAreAnsweredNotSent) {
   Result r = run_script("printf '/help\\n/bogus now\\n//x\\n/exit\\n' | $WGRT chat -m " + files().gguf +
                         " --temp 0 -n 2 -c 512");

@@ -170,5 +170,28 @@ TEST(Batch, BadStepsAreRefusedWithNothingRun) {
   EXPECT_GE(read_argmax_row(s, 0), 0);
 }
 
+// A sequence cut back to a prefix keeps that prefix's keys and values (the server's prompt
+// cache): the rest of a new prompt after them gives the logits the whole prompt gets alone.
+TEST(Batch, ATruncatedSequenceKeepsItsPrefix) {
+  Session one = open_session(test::device(), kRandomModel, options(1));
+  Session s = open_session(test::device(), kRandomModel, options(2));
+  const std::vector<int32_t> a = {1, 5, 7, 11, 13, 17, 19}, b = {1, 5, 7, 11, 23, 29};
+  const Picks want = alone(one, b, 1);
+  const SeqPart first[] = {{1, a, true}};
+  eval_seqs(s, first, Readout::All);
+  truncate_seq(s, 1, 4);
+  EXPECT_EQ(seq_pos(s, 1), 4u);
+  const std::vector<int32_t> rest(b.begin() + 4, b.end());
+  const SeqPart second[] = {{1, rest, true}};
+  eval_seqs(s, second, Readout::All);
+  EXPECT_EQ(seq_pos(s, 1), b.size());
+  EXPECT_EQ(read_argmax_row(s, 0), want.tokens[0]);
+  expect_close(row_of(read_logits(s), 0, s.mg.n_vocab), want.logits[0], "b after a's prefix");
+  EXPECT_THAT([&] { truncate_seq(s, 1, 7); }, ::testing::Throws<std::invalid_argument>());
+  EXPECT_EQ(seq_pos(s, 1), b.size()) << "a refused cut changes nothing";
+  truncate_seq(s, 1, 0);
+  EXPECT_EQ(seq_pos(s, 1), 0u);
+}
+
 }  // namespace
 }  // namespace wgrt::llm

@@ -2,6 +2,7 @@
 // per byte, so prompt sizes follow from the text): the second turn prefills only its new
 // tokens, and its reply is the one a fresh session gives after prefilling the whole
 // conversation at once.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -111,6 +112,69 @@ TEST(Chat, PromptPastTheContextLeavesTheConversationAsItWas) {
   EXPECT_EQ(c.messages.size(), n_messages);
   llm::TurnStats t2 = llm::chat_turn(c, "Ok", [](std::string_view) {});
   EXPECT_GT(t2.n_reused, t1.n_prompt - 1);
+}
+
+// Context shift before a turn: once the conversation and room for the reply pass the context,
+// its oldest user/assistant pairs leave it, the system message stays, and the reply is the one
+// a fresh session gives the kept conversation.
+TEST(Chat, OldestTurnsLeaveAConversationPastTheContext) {
+  model::BuildOptions bo;
+  bo.n_ctx = 512;
+  llm::Session s = llm::open_session(test::device(), model_path(), bo);
+  llm::ChatOptions o;
+  o.sampling.temperature = 0;
+  o.n_predict = 8;
+  o.system = "Be brief.";
+  llm::Chat c = llm::start_chat(s, chat::find_chat_template(model_path()), o);
+  llm::TurnStats st;
+  int turns = 0;
+  for (; turns < 12 && st.dropped_messages == 0; ++turns)
+    st = llm::chat_turn(c, fmt::format("Turn {}: {}", turns, std::string(80, char('a' + turns))),
+                        [](std::string_view) {});
+  ASSERT_GT(st.dropped_messages, 0u) << "12 turns of ~140 tokens never filled a context of 512";
+  EXPECT_EQ(st.dropped_messages % 2, 0u) << "whole user/assistant pairs";
+  EXPECT_EQ(c.messages[0]["role"], "system");
+  EXPECT_EQ(c.messages[0]["content"], "Be brief.");
+  EXPECT_EQ(c.messages[1]["role"], "user");
+  EXPECT_EQ(c.messages.size(), 2 * turns + 1 - st.dropped_messages) << "the system message and the kept pairs";
+  EXPECT_LE(st.n_prompt + 8, 512u) << "room for the reply";
+  EXPECT_GT(st.dropped_tokens, 0u);
+  EXPECT_LT(st.n_reused, st.n_prompt / 2) << "the cache is reused up to the first dropped turn only";
+  // The reply is the kept conversation's, as a fresh session prefills it whole.
+  nlohmann::ordered_json kept = c.messages;
+  kept.erase(kept.size() - 1);  // the reply just added
+  EXPECT_EQ(st.reply, fresh_greedy(llm::chat_prompt_tokens(c, kept), 8));
+  // The conversation goes on from the shifted one (reusing its cache when it needs no new shift).
+  llm::TurnStats next = llm::chat_turn(c, "Ok", [](std::string_view) {});
+  EXPECT_LE(next.n_prompt + 8, 512u);
+  if (next.dropped_messages == 0) {
+    EXPECT_GT(next.n_reused, st.n_prompt);
+  }
+}
+
+// Context shift during a reply: when it fills the context, the older half of the tokens after
+// the system prompt leave the cache, the rest is evaluated again, and the reply goes on to its
+// n_predict; the cache then still starts with the system prompt.
+TEST(Chat, AReplyThatFillsTheContextShiftsItAndGoesOn) {
+  model::BuildOptions bo;
+  bo.n_ctx = 256;
+  llm::Session s = llm::open_session(test::device(), model_path(), bo);
+  llm::ChatOptions o;
+  o.sampling.temperature = 0;
+  o.n_predict = 300;
+  o.system = "Be brief.";
+  llm::Chat c = llm::start_chat(s, chat::find_chat_template(model_path()), o);
+  llm::TurnStats st = llm::chat_turn(c, "Hi", [](std::string_view) {});
+  if (st.stop_reason == "eos") GTEST_SKIP() << "the random model ended its reply early";
+  EXPECT_EQ(st.stop_reason, "length");
+  EXPECT_EQ(st.n_generated, 300u) << "the context of 256 did not end the reply";
+  EXPECT_GT(st.shifted_tokens, 0u);
+  const std::vector<int32_t> system =
+      tokenizer::tokenize(s.tok, "<|begin_of_text|>" + turn("system", "Be brief."), false, true);
+  ASSERT_GE(c.cached.size(), system.size());
+  EXPECT_TRUE(std::equal(system.begin(), system.end(), c.cached.begin())) << "the system prompt stays";
+  EXPECT_EQ(s.n_past, c.cached.size());
+  EXPECT_LE(s.n_past, 256u);
 }
 
 }  // namespace

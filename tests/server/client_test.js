@@ -1,7 +1,8 @@
 // `wgrt serve` driven by the real OpenAI client (npm openai@6.49.0, .deps/server-openai), as
 // users would: chat and completions, streaming and not, usage, stop strings, an abort mid-stream
 // (the slot is freed and the next request works), 401 with a wrong key, the model's alias and
-// models.retrieve, fields refused by name, embeddings refused.
+// models.retrieve, fields refused by name, embeddings refused, the prompt cache's usage and
+// metrics, and the chat context shift's usage.
 // Usage: NODE_PATH=.deps/server-openai/node_modules node client_test.js BASE_URL API_KEY ALIAS
 // Prints "ok <check>" per check; exits 1 at the first failure.
 'use strict';
@@ -49,6 +50,11 @@ async function metrics() {
   return m;
 }
 
+// The same counts (the prompt cache may serve a repeated request: its cached_tokens differ).
+function sameCounts(a, b) {
+  for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens']) assert.equal(a[k], b[k], k);
+}
+
 function checkUsage(u, maxTokens) {
   assert.ok(u.prompt_tokens > 0);
   assert.ok(u.completion_tokens >= 1 && u.completion_tokens <= maxTokens, JSON.stringify(u));
@@ -86,7 +92,7 @@ async function main() {
   assert.equal(chatStream.role, 'assistant');
   assert.equal(chatStream.text, chat.choices[0].message.content, 'streamed text = the whole reply');
   assert.equal(chatStream.finish, chat.choices[0].finish_reason);
-  assert.deepEqual(chatStream.usage, chat.usage);
+  sameCounts(chatStream.usage, chat.usage);
   console.log('ok chat stream', chatStream.chunks, 'chunks');
 
   // Without include_usage no usage chunk comes.
@@ -104,7 +110,7 @@ async function main() {
   const textStream = await streamed(await client.completions.create(
     { model, prompt, max_tokens: 16, temperature: 0, stream: true, stream_options: { include_usage: true } }));
   assert.equal(textStream.text, full);
-  assert.deepEqual(textStream.usage, text.usage);
+  sameCounts(textStream.usage, text.usage);
   const echoed = await client.completions.create({ model, prompt, max_tokens: 16, temperature: 0, echo: true });
   assert.equal(echoed.choices[0].text, prompt + full);
   const echoStream = await streamed(await client.completions.create(
@@ -168,6 +174,52 @@ async function main() {
   const again = await client.chat.completions.create({ model, messages, max_tokens: 12, temperature: 0 });
   assert.equal(again.choices[0].message.content, chat.choices[0].message.content);
   console.log('ok abort mid-stream after', spent, 'tokens; the next request works');
+
+  // The prompt cache: a long prompt sent thrice is prefilled once (the metrics count what is
+  // evaluated), usage says how much came from the cache, and greedy text is the same each time,
+  // with cache_prompt false too.
+  const story = 'The lighthouse keeper climbed the stairs each night, counting the steps out loud, and the gulls ' +
+    'circled the lamp while ships far out at sea blinked back their answers in the dark.';
+  const runs = [];
+  for (const cache_prompt of [true, true, true, false]) {
+    const m0 = await metrics();
+    const r = await client.completions.create({ model, prompt: story, max_tokens: 8, temperature: 0, cache_prompt });
+    const m1 = await metrics();
+    runs.push({ r, evaluated: m1['wgrt_prompt_tokens_total'] - m0['wgrt_prompt_tokens_total'] });
+  }
+  const n = runs[0].r.usage.prompt_tokens;
+  assert.equal(n, 180, 'BOS and one token per byte');
+  assert.ok(runs[0].r.usage.prompt_tokens_details.cached_tokens <= 1, 'at most BOS was cached before');
+  assert.equal(runs[0].evaluated, n - runs[0].r.usage.prompt_tokens_details.cached_tokens);
+  for (const k of [1, 2]) {
+    assert.equal(runs[k].r.usage.prompt_tokens_details.cached_tokens, n - 1, 'all but the last prompt token');
+    assert.equal(runs[k].evaluated, 1);
+  }
+  assert.equal(runs[3].r.usage.prompt_tokens_details.cached_tokens, 0, 'cache_prompt false');
+  assert.equal(runs[3].evaluated, n);
+  for (const k of [1, 2, 3]) assert.equal(runs[k].r.choices[0].text, runs[0].r.choices[0].text);
+  console.log('ok prompt cache:', runs.map((x) => x.evaluated).join(', '), 'prompt tokens evaluated');
+
+  // Context shift: a conversation past the context (1,024) loses its oldest turns, whole, and
+  // the usage says so; the reply is the kept conversation's.
+  const history = [{ role: 'system', content: 'Be brief.' }];
+  for (let t = 0; t < 6; t++) {
+    history.push({ role: 'user', content: `Question ${t}: ` + 'q'.repeat(180) });
+    history.push({ role: 'assistant', content: `Answer ${t}: ` + 'r'.repeat(180) });
+  }
+  history.push({ role: 'user', content: 'And now?' });
+  const shifted = await client.chat.completions.create({ model, messages: history, max_tokens: 8, temperature: 0 });
+  const cs = shifted.usage.context_shift;
+  assert.ok(cs, 'usage.context_shift: ' + JSON.stringify(shifted.usage));
+  assert.ok(cs.dropped_messages > 0 && cs.dropped_messages % 2 === 0, JSON.stringify(cs));
+  assert.ok(cs.dropped_tokens > 0);
+  assert.ok(shifted.usage.prompt_tokens + 8 <= 1024);
+  const kept = [history[0], ...history.slice(1 + cs.dropped_messages)];
+  const direct = await client.chat.completions.create({ model, messages: kept, max_tokens: 8, temperature: 0 });
+  assert.equal(direct.usage.context_shift, undefined);
+  assert.equal(direct.usage.prompt_tokens, shifted.usage.prompt_tokens);
+  assert.equal(direct.choices[0].message.content, shifted.choices[0].message.content);
+  console.log('ok context shift:', JSON.stringify(cs));
 
   // A wrong key: 401, OpenAI's error object, and the server keeps serving.
   const wrong = new OpenAI({ baseURL: base + '/v1', apiKey: 'not-' + key, maxRetries: 0 });

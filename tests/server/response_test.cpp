@@ -30,7 +30,8 @@ TEST(Response, ChatCompletion) {
     "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "tiny.gguf",
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello!"}, "logprobs": null,
                  "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}})");
+    "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15,
+    "prompt_tokens_details": {"cached_tokens": 0}}})");
   EXPECT_EQ(j, want) << j.dump(2);
 }
 
@@ -39,7 +40,8 @@ TEST(Response, TextCompletion) {
   const ordered_json want = ordered_json::parse(R"({
     "id": "cmpl-1", "object": "text_completion", "created": 1700000000, "model": "tiny.gguf",
     "choices": [{"index": 0, "text": " upon a time", "logprobs": null, "finish_reason": "length"}],
-    "usage": {"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6}})");
+    "usage": {"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6,
+    "prompt_tokens_details": {"cached_tokens": 0}}})");
   EXPECT_EQ(j, want) << j.dump(2);
 }
 
@@ -89,7 +91,17 @@ INSTANTIATE_TEST_SUITE_P(Table, Chunk, testing::ValuesIn(kChunks),
 TEST(Response, UsageChunkAndDone) {
   const ordered_json j = event_json(sse_event(usage_chunk_json(kChat, {5, 7})));
   EXPECT_EQ(j, ordered_json::parse(R"({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000,
-    "model": "tiny.gguf", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}})"));
+    "model": "tiny.gguf", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12,
+    "prompt_tokens_details": {"cached_tokens": 0}}})"));
+  // Tokens from the prompt cache, and turns the context shift left out (only then).
+  const Usage u{.prompt_tokens = 5, .completion_tokens = 7, .cached_tokens = 4, .dropped_messages = 2,
+                .dropped_tokens = 40};
+  EXPECT_EQ(usage_json(u), ordered_json::parse(R"({"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12,
+    "prompt_tokens_details": {"cached_tokens": 4},
+    "context_shift": {"dropped_messages": 2, "dropped_tokens": 40, "discarded_tokens": 0}})"));
+  const Usage shifted{.prompt_tokens = 5, .completion_tokens = 700, .discarded_tokens = 300};
+  EXPECT_EQ(usage_json(shifted)["context_shift"],
+            ordered_json::parse(R"({"dropped_messages": 0, "dropped_tokens": 0, "discarded_tokens": 300})"));
   EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
 }
 
@@ -124,7 +136,8 @@ TEST(Response, ChatCompletionWithToolCalls) {
                    {"id": "call_1_0", "type": "function",
                     "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
                  "logprobs": null, "finish_reason": "tool_calls"}],
-    "usage": {"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32}})");
+    "usage": {"prompt_tokens": 12, "completion_tokens": 20, "total_tokens": 32,
+    "prompt_tokens_details": {"cached_tokens": 0}}})");
   EXPECT_EQ(j, want) << j.dump(2);
   // Text left beside the calls stays the content.
   const ordered_json k = completion_json(kChat, "Checking.", "tool_calls", {1, 1}, p.calls);
@@ -302,6 +315,62 @@ TEST(Scheduler, WaitsForWorkAndStopEndsQueuedJobs) {
   ASSERT_TRUE(e->error);
   EXPECT_EQ(e->error->status, 503);
   EXPECT_FALSE(submit(s, job("c"))) << "a stopped scheduler takes nothing";
+}
+
+std::shared_ptr<Job> job_of(std::vector<int32_t> prompt, bool cache_prompt = true) {
+  auto j = std::make_shared<Job>();
+  j->prompt = std::move(prompt);
+  j->req.cache_prompt = cache_prompt;
+  return j;
+}
+
+TEST(Scheduler, ReusablePrefixLeavesTheLastPromptTokenToEvaluate) {
+  EXPECT_EQ(reusable_prefix({1, 2, 3, 4}, {1, 2, 9}), 2u);
+  EXPECT_EQ(reusable_prefix({1, 2, 3, 4}, {1, 2, 3}), 2u) << "all cached: the last is evaluated again";
+  EXPECT_EQ(reusable_prefix({1, 2, 3}, {1, 2, 3, 4, 5}), 3u);
+  EXPECT_EQ(reusable_prefix({}, {1, 2}), 0u);
+  EXPECT_EQ(reusable_prefix({1}, {}), 0u);
+  EXPECT_EQ(reusable_prefix({7, 2}, {1, 2}), 0u);
+}
+
+// A job goes to the free slot whose cache shares the longest prefix with its prompt; ties, and
+// jobs that turn the cache off, go to the slot idle longest.
+TEST(Scheduler, AJobTakesTheFreeSlotWithItsLongestCachedPrefix) {
+  Scheduler s;
+  init_scheduler(s, 3, 8);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(submit(s, job_of({100 + i})));
+  fill_slots(s, std::chrono::milliseconds(0));
+  // The slots end with these caches (slot 0 idle longest).
+  free_slot(s, 0, {1, 2, 3, 4, 5, 6});
+  free_slot(s, 1, {1, 2, 9, 9});
+  free_slot(s, 2, {1, 2, 3, 7});
+  auto a = job_of({1, 2, 3, 4, 8});
+  ASSERT_TRUE(submit(s, a));
+  fill_slots(s, std::chrono::milliseconds(0));
+  EXPECT_EQ(s.slots[0], a);
+  EXPECT_EQ(a->n_reused, 4u);
+  auto b = job_of({1, 2, 9, 9, 1}), off = job_of({1, 2, 3, 7, 1}, false);
+  ASSERT_TRUE(submit(s, off));
+  ASSERT_TRUE(submit(s, b));
+  fill_slots(s, std::chrono::milliseconds(0));
+  EXPECT_EQ(off->n_reused, 0u) << "cache_prompt false reuses nothing";
+  EXPECT_EQ(s.slots[1], off) << "it takes the slot idle longest (1), not the one with its prefix (2)";
+  EXPECT_EQ(s.slots[2], b) << "the last free slot";
+  EXPECT_EQ(b->n_reused, 2u);
+  // A free slot's cache stays until a job overwrites it; a failed step's slot forgets it.
+  free_slot(s, 1);
+  EXPECT_TRUE(s.cached[1].empty());
+  EXPECT_EQ(s.cached[0], (std::vector<int32_t>{1, 2, 3, 4, 5, 6})) << "busy slot 0's entry is left as it was";
+  auto c = job_of({1, 2, 3});
+  ASSERT_TRUE(submit(s, c));
+  fill_slots(s, std::chrono::milliseconds(0));
+  EXPECT_EQ(s.slots[1], c);
+  EXPECT_EQ(c->n_reused, 0u);
+  free_slot(s, 0, {5});
+  free_slot(s, 1, {1, 2});
+  free_slot(s, 2, {3});
+  clear_caches(s);
+  for (const auto& cache : s.cached) EXPECT_TRUE(cache.empty());
 }
 
 TEST(Scheduler, EventsArriveInOrder) {

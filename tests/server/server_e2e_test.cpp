@@ -1,7 +1,8 @@
 // `wgrt serve` end to end on loopback, with a tiny random-weight GGUF that carries a chat
 // template (byte-level vocabulary: one token per byte):
 //   - the real OpenAI client (tests/server/client_test.js, npm openai@6.49.0);
-//   - greedy output equal to the library's own greedy decode of the same prompt;
+//   - greedy output equal to the library's own greedy decode of the same prompt, with the prompt
+//     cache serving the second request (tests/server/prompt_cache_test.cpp has the cache's own);
 //   - malformed requests (bad JSON, wrong types, a huge body, an over-long prompt, ...): 4xx
 //     with OpenAI's error JSON, the server still up after each; a full queue answers 503;
 //   - a bounded load: 16 concurrent clients x 8 requests, every response complete and valid,
@@ -99,13 +100,13 @@ Greedy library_greedy(const std::string& prompt, int n) {
   return out;
 }
 
-TEST(ServeE2E, GreedyIsTheLibrarysGreedyAndEachRequestStartsFresh) {
+TEST(ServeE2E, GreedyIsTheLibrarysGreedyWithAndWithoutThePromptCache) {
   ServerProcess s;
   ASSERT_GT(s.port, 0);
   httplib::Client c = s.client();
   const Greedy want = library_greedy("The quick brown fox", 20);
   ASSERT_GE(want.n_tokens, 10u) << "the reference stopped early: " << want.text;
-  for (int round = 0; round < 2; ++round) {  // the second must not see the first's cache
+  for (int round = 0; round < 2; ++round) {  // the second reuses the first's cache: same text
     auto r = c.Post("/v1/completions", R"({"prompt": "The quick brown fox", "max_tokens": 20, "temperature": 0})",
                     "application/json");
     ASSERT_TRUE(r);
@@ -114,6 +115,7 @@ TEST(ServeE2E, GreedyIsTheLibrarysGreedyAndEachRequestStartsFresh) {
     EXPECT_EQ(j["choices"][0]["text"], want.text) << r->body;
     EXPECT_EQ(j["usage"]["completion_tokens"], want.n_tokens) << r->body;
     EXPECT_EQ(j["usage"]["prompt_tokens"], 1 + 19) << "BOS and one token per byte";
+    EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], round == 0 ? 0 : 19) << r->body;
   }
   // /tokenize and /detokenize agree with the byte-level vocabulary.
   auto t = c.Post("/tokenize", R"({"content": "Hi!", "add_special": false})", "application/json");
