@@ -35,6 +35,8 @@ struct Slot {
   size_t prefilled = 0;  // prompt tokens in the slot's KV region
   bool decoding = false; // the prompt is in; `next` holds the latest sampled token
   int32_t next = -1;
+  llm::PickLogprobs next_lp;           // req.logprobs >= 0: next's log-probabilities
+  std::vector<TokenLogprobs> lp;       // emitted tokens' not yet sent with an event
   size_t n_generated = 0;
   Clock::time_point t_decode;
 };
@@ -42,6 +44,7 @@ struct Slot {
 void finish(ServerState& st, Slot& slot, const std::string& reason) {
   Event e;
   e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_flush(slot.dec)) + llm::stop_filter_flush(slot.filter);
+  e.logprobs = std::move(slot.lp);
   e.done = true;
   e.stop_reason = reason;
   e.usage = {slot.job->prompt.size(), slot.n_generated};
@@ -70,6 +73,13 @@ void start(llm::Session& s, Slot& slot, uint32_t seq, std::shared_ptr<Job> job) 
   slot.t_decode = Clock::now();
 }
 
+// A pick's log-probabilities with the tokens' text.
+TokenLogprobs token_logprobs(const llm::Session& s, const llm::PickLogprobs& p) {
+  TokenLogprobs t{tokenizer::token_to_piece(s.tok, p.chosen.id), p.chosen.logprob, {}};
+  for (const llm::TokenLogprob& a : p.top) t.top.emplace_back(tokenizer::token_to_piece(s.tok, a.id), a.logprob);
+  return t;
+}
+
 // Emits the latest sampled token, which the next step then feeds; false once the job has ended
 // (its end event sent).
 bool emit(ServerState& st, const llm::Session& s, Slot& slot, uint32_t seq) {
@@ -86,9 +96,14 @@ bool emit(ServerState& st, const llm::Session& s, Slot& slot, uint32_t seq) {
   ++slot.n_generated;
   slot.job->n_decoded.store(uint32_t(slot.n_generated));
   if (!slot.job->warm_up) st.metrics.generated_tokens += 1;
+  if (r.logprobs >= 0) slot.lp.push_back(token_logprobs(s, slot.next_lp));
   Event e;
   e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_next(slot.dec, slot.next));
-  if (!e.text.empty()) push_event(*slot.job, std::move(e));
+  if (!e.text.empty()) {
+    e.logprobs = std::move(slot.lp);
+    slot.lp.clear();
+    push_event(*slot.job, std::move(e));
+  }
   if (slot.filter.stopped) {
     finish(st, slot, "stop string");
     return false;
@@ -314,12 +329,14 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     std::vector<llm::SeqPart> parts;
     std::vector<size_t> part_slot;
     std::vector<llm::Readout> readouts;
+    bool logprobs = false;  // a row of the step needs log-probabilities
     size_t budget = s->mg.max_batch, n_prompt = 0;
     for (size_t i : live)
       if (slots[i].decoding) {
         parts.push_back({uint32_t(i), {&slots[i].next, 1}, true});
         part_slot.push_back(i);
         readouts.push_back(slots[i].readout);
+        logprobs |= slots[i].job->req.logprobs >= 0;
         --budget;
       }
     for (size_t i : live) {
@@ -331,20 +348,23 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       parts.push_back({uint32_t(i), {prompt.data() + slot.prefilled, n}, done});
       part_slot.push_back(i);
       if (done) readouts.push_back(slot.readout);
+      logprobs |= done && slot.job->req.logprobs >= 0;
       budget -= n;
       n_prompt += n;
     }
     const auto t0 = Clock::now();
     try {
       if (st.phase.load() == Phase::Ready && steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
-      llm::eval_seqs(*s, parts, llm::merge_readouts(readouts));
+      llm::eval_seqs(*s, parts, llm::merge_readouts(readouts), nullptr, logprobs);
       size_t row = 0;
       for (size_t k = 0; k < parts.size(); ++k) {
         Slot& slot = slots[part_slot[k]];
         if (!slot.decoding) slot.prefilled += parts[k].tokens.size();
         slot.job->n_cached.store(uint32_t(llm::seq_pos(*s, parts[k].seq)));
         if (!parts[k].output) continue;
-        slot.next = llm::pick_next_row(*s, slot.sampler, row++);
+        const int32_t n_top = std::min<int32_t>(slot.job->req.logprobs, int32_t(s->mg.top_k));
+        slot.next = llm::pick_next_row(*s, slot.sampler, row++, n_top >= 0 ? &slot.next_lp : nullptr,
+                                       uint32_t(std::max(n_top, 0)));
         slot.decoding = true;
       }
     } catch (const std::exception& e) {
