@@ -1,4 +1,5 @@
-// wgrt_lab_small_ops: the memory-bound LLM ops (rms_norm, rope, silu_mul, argmax, top-k) at
+// wgrt_lab_small_ops: the memory-bound LLM ops (rms_norm, rope, silu_mul, argmax, top-k,
+// logsumexp) at
 // llama shapes, each as a one-op graph: time per call and achieved GB/s against the device's
 // measured read bandwidth (the peaks JSON that wgrt_lab_peaks writes).
 //
@@ -9,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -154,6 +157,32 @@ void sampling_rows(Lab& lab, uint32_t n, uint32_t vocab, uint32_t k) {
   lab.time(op, fmt::format("[{}, {}]", n, vocab), g, 4.0 * n * vocab, check);
 }
 
+// The log-softmax normalizer (log-probabilities), validated on row 0 against a double sum.
+void logsumexp_rows(Lab& lab, uint32_t n, uint32_t vocab) {
+  if (4.0 * n * vocab > double(lab.dev.caps.limits.maxStorageBufferBindingSize)) {
+    lab.table.rows.push_back({"logsumexp", fmt::format("[{}, {}]", n, vocab), "-", "-", "-", "past binding limit"});
+    return;
+  }
+  Graph g(lab.dev);
+  TensorId l = add_input(g, {.name = "logits", .max_shape = {n, vocab}});
+  SymbolId on = add_symbol(g, {.name = "on", .lo = 0, .hi = 1});
+  TensorId out = ops::add_logsumexp(g, {.name = "lse", .logits = l, .enable = on});
+  mark_output(g, out);
+  build(g);
+  SymbolInput yes{on, 1};
+  update(g, {}, {&yes, 1});
+  auto lv = random_values(size_t(n) * vocab, 7, -30, 30);
+  write_tensor<float>(g, l, lv);
+  execute(g);
+  const float got = read_output<float>(g, out)[0];
+  double m = lv[0], sum = 0;
+  for (uint32_t i = 1; i < vocab; ++i) m = std::max(m, double(lv[i]));
+  for (uint32_t i = 0; i < vocab; ++i) sum += std::exp(double(lv[i]) - m);
+  const double want = m + std::log(sum);
+  std::string check = std::abs(got - want) < 1e-5 * (1 + std::abs(want)) ? "ok" : "MISMATCH";
+  lab.time("logsumexp", fmt::format("[{}, {}]", n, vocab), g, 4.0 * n * vocab, check);
+}
+
 int run(const Options& opts) {
   gpu::Device dev = gpu::create_device(opts.device);
   Lab bench{dev, lab::create_timer(dev), opts, lab::load_peaks(opts.peaks)};
@@ -172,6 +201,7 @@ int run(const Options& opts) {
     sampling_rows(bench, n, 128256, 0);
     sampling_rows(bench, n, 128256, 64);
     sampling_rows(bench, n, 128256, 128);
+    logsumexp_rows(bench, n, 128256);
   }
   lab::print_table(bench.table);
   return 0;
@@ -183,7 +213,7 @@ int run(const Options& opts) {
 int main(int argc, char** argv) {
   using namespace wgrt;
   Options opts;
-  CLI::App app{"wgrt_lab_small_ops: rms_norm, rope, silu_mul, argmax and top-k at LLM shapes, "
+  CLI::App app{"wgrt_lab_small_ops: rms_norm, rope, silu_mul, argmax, top-k and logsumexp at LLM shapes, "
                "against the device's measured read bandwidth", "wgrt_lab_small_ops"};
   app.add_option("--peaks", opts.peaks, "device peaks JSON (wgrt_lab_peaks --out)");
   app.add_option("--repeats", opts.time.repeats, "timed passes per case (median reported)")

@@ -149,8 +149,17 @@ void add_sampling_flags(CLI::App& cmd, SamplingFlags& f) {
   cmd.add_option("--top-k", f.top_k, "top-k candidates (0: all)")->check(integer_in(0, 1 << 20));
   cmd.add_option("--top-p", f.top_p, "nucleus sampling mass")->check(number_in(0.0001, 1));
   cmd.add_option("--min-p", f.min_p, "drop tokens below this share of the best")->check(number_in(0, 1));
-  cmd.add_option("--repeat-penalty", f.repeat_penalty, "penalty for recent tokens (1: off)")
+  cmd.add_option("--repeat-penalty", f.repeat_penalty,
+                 "divide recent tokens' positive logits by this, multiply negative ones (1: off)")
       ->check(number_in(0.01, 100));
+  cmd.add_option("--presence-penalty", f.presence_penalty,
+                 "subtract this from the logit of each token among the recent ones (0: off)")
+      ->check(number_in(-2, 2));
+  cmd.add_option("--frequency-penalty", f.frequency_penalty,
+                 "subtract this times its count among the recent ones from a token's logit (0: off)")
+      ->check(number_in(-2, 2));
+  cmd.add_option("--repeat-last-n", f.repeat_last_n, "the recent tokens the penalties look at (prompt included)")
+      ->check(integer_in(0, 1 << 20));
   cmd.add_option("--seed", f.seed, "sampling seed (-1: random)")
       ->check(integer_in(-1, std::numeric_limits<int64_t>::max()));
 }
@@ -158,7 +167,8 @@ void add_sampling_flags(CLI::App& cmd, SamplingFlags& f) {
 llm::SamplerParams sampler_params(const SamplingFlags& f) {
   uint64_t seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
   return {.temperature = f.temp, .top_k = f.top_k, .top_p = f.top_p, .min_p = f.min_p,
-          .repeat_penalty = f.repeat_penalty, .seed = seed};
+          .repeat_penalty = f.repeat_penalty, .presence_penalty = f.presence_penalty,
+          .frequency_penalty = f.frequency_penalty, .repeat_last_n = f.repeat_last_n, .seed = seed};
 }
 
 }  // namespace wgrt::cli

@@ -58,6 +58,8 @@ struct SamplingFlags {
   float temp = 0.8f;
   uint32_t top_k = 40;
   float top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
+  float presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  uint32_t repeat_last_n = 64;
   int64_t seed = -1;  // -1: random
 };
 

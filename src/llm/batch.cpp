@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <stdexcept>
 
 #include "llm/generate.h"
@@ -62,12 +63,13 @@ void check_parts(const Session& s, std::span<const SeqPart> parts) {
 
 }  // namespace
 
-void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler) {
+void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler,
+               bool logprobs) {
   check_parts(s, parts);
   const model::ModelGraph& mg = s.mg;
   if (mg.n_seqs == 1) {
     if (profiler) throw std::invalid_argument("eval_seqs: a profiled step needs a batched session");
-    eval(s, parts[0].tokens, {}, readout);
+    eval(s, parts[0].tokens, {}, readout, nullptr, logprobs);
     return;
   }
   // Tokens in part order; each its (position, first cache row); the output rows.
@@ -88,15 +90,15 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu:
   const uint32_t n = uint32_t(tokens.size());
   graph::Graph& g = *mg.graph;
   const graph::ShapeInput shapes[] = {{mg.tokens, {n}}, {mg.kv_rows, {n, 2}}, {mg.out_rows, {uint32_t(out.size())}}};
-  const int64_t top_k = readout == Readout::All || readout == Readout::TopK ? 1 : 0;
+  const int64_t top_k = readout == Readout::All || readout == Readout::TopK || logprobs ? 1 : 0;
   const graph::SymbolInput syms[] = {{mg.pos, 0}, {mg.feed, 0}, {mg.want_top_k, top_k}, {mg.want_sample, 0},
-                                     {mg.max_keys, int64_t(max_keys)}};
+                                     {mg.max_keys, int64_t(max_keys)}, {mg.want_logprobs, logprobs ? 1 : 0}};
   graph::update(g, shapes, syms);
   graph::write_tensor(g, mg.tokens, tokens.data(), tokens.size() * sizeof(int32_t));
   graph::write_tensor(g, mg.kv_rows, rows.data(), rows.size() * sizeof(uint32_t));
   graph::write_tensor(g, mg.out_rows, out.data(), out.size() * sizeof(uint32_t));
-  std::array<graph::TensorId, 4> buf;
-  s.last = graph::execute(g, {.read = readout_tensors(mg, readout, buf), .profiler = profiler});
+  ReadoutBuffer buf;
+  s.last = graph::execute(g, {.read = readout_tensors(mg, readout, buf, logprobs), .profiler = profiler});
   s.last_rows = out.size();
   for (const SeqPart& p : parts) s.seq_past[p.seq] += uint32_t(p.tokens.size());
 }
@@ -127,22 +129,56 @@ std::vector<Candidate> read_top_k_row(Session& s, size_t row) {
   return c;
 }
 
-int32_t pick_next_row(Session& s, Sampler& sampler, size_t row) {
+namespace {
+
+// The picked token's log-probability and the n_top best: the top-k's logits (or the whole row's,
+// `row_logits`, when the sampler read it) minus the GPU's normalizer.
+void fill_logprobs(Session& s, size_t row, int32_t id, const std::vector<float>* row_logits, uint32_t n_top,
+                   PickLogprobs& lp) {
+  if (n_top > s.mg.top_k)
+    throw std::invalid_argument(fmt::format("{} log-probability alternatives, more than the graph's top-k of {}", n_top,
+                                            s.mg.top_k));
+  const float norm = read_row<float>(s, s.mg.logprob_norm, row, 1)[0];
+  const std::vector<Candidate> top = read_top_k_row(s, row);
+  lp.top.clear();
+  for (uint32_t i = 0; i < n_top; ++i) lp.top.push_back({top[i].id, top[i].logit - norm});
+  lp.chosen = {id, -std::numeric_limits<float>::infinity()};
+  if (row_logits) {
+    lp.chosen.logprob = (*row_logits)[size_t(id)] - norm;
+    return;
+  }
+  for (const Candidate& c : top)
+    if (c.id == id) {
+      lp.chosen.logprob = c.logit - norm;
+      return;
+    }
+  // Picks without the whole row come from the top-k (argmax, or a draw among its candidates).
+  throw std::logic_error(fmt::format("pick_next_row: token {} is not among the step's top-k", id));
+}
+
+}  // namespace
+
+int32_t pick_next_row(Session& s, Sampler& sampler, size_t row, PickLogprobs* lp, uint32_t n_top) {
   if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
     int32_t id = read_argmax_row(s, row);
     accept_token(sampler, id);
+    if (lp) fill_logprobs(s, row, id, nullptr, n_top, *lp);
     return id;
   }
   std::vector<Candidate> cands;
-  if (needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k) {
+  std::vector<float> logits;
+  const bool whole = needs_all_logits(sampler.params) || sampler.params.top_k == 0 || sampler.params.top_k > s.mg.top_k;
+  if (whole) {
     const size_t v = s.mg.n_vocab;
-    std::vector<float> logits = read_row<float>(s, s.mg.logits, row, v);
+    logits = read_row<float>(s, s.mg.logits, row, v);
     cands.resize(v);
     for (size_t i = 0; i < v; ++i) cands[i] = {int32_t(i), logits[i]};
   } else {
     cands = read_top_k_row(s, row);
   }
-  return sample(sampler, cands);
+  const int32_t id = sample(sampler, cands);
+  if (lp) fill_logprobs(s, row, id, whole ? &logits : nullptr, n_top, *lp);
+  return id;
 }
 
 Readout merge_readouts(std::span<const Readout> r) {

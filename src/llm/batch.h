@@ -34,13 +34,28 @@ void truncate_seq(Session& s, uint32_t seq, uint32_t n);
 // Throws std::invalid_argument, with nothing run, naming the part and what is wrong: an unknown
 // or repeated sequence, no tokens, too many tokens, a sequence past its context, an id outside
 // the vocabulary. `profiler`: a timestamp pair around each node (llm/profile.h).
-void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler = nullptr);
+// `logprobs`: the step also reads back what pick_next_row's log-probabilities need.
+void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler = nullptr,
+               bool logprobs = false);
 
 // The readout rows' picks, row `row` of the latest step (read_argmax / read_top_k / pick_next
 // take the last row).
 int32_t read_argmax_row(Session& s, size_t row);
 std::vector<Candidate> read_top_k_row(Session& s, size_t row);
-int32_t pick_next_row(Session& s, Sampler& sampler, size_t row);
+// A picked token's log-probability and those of the most likely tokens, best first. They are the
+// model's: the log-softmax of the step's logits at temperature 1, before bias and penalties
+// (the normalizer from the GPU, logprob_norm; the logits from the top-k, or from the whole row
+// when the sampler read it).
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+struct PickLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;  // n_top entries (at most the graph's top_k)
+};
+// With `lp`, the step must have been run with logprobs (eval_seqs); `n_top` <= s.mg.top_k.
+int32_t pick_next_row(Session& s, Sampler& sampler, size_t row, PickLogprobs* lp = nullptr, uint32_t n_top = 0);
 
 // The Readout a step must ask for to serve several samplers at once.
 Readout merge_readouts(std::span<const Readout> r);

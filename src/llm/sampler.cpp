@@ -1,18 +1,66 @@
 #include "llm/sampler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace wgrt::llm {
 
 Sampler make_sampler(const SamplerParams& p) {
-  if (p.temperature < 0 || p.top_p <= 0 || p.top_p > 1 || p.min_p < 0 || p.min_p > 1 || p.repeat_penalty <= 0)
-    throw std::invalid_argument("sampler: temperature >= 0, top-p in (0, 1], min-p in [0, 1], repeat penalty > 0");
+  if (p.temperature < 0 || p.top_p <= 0 || p.top_p > 1 || p.min_p < 0 || p.min_p > 1 || p.repeat_penalty <= 0 ||
+      !std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty))
+    throw std::invalid_argument("sampler: temperature >= 0, top-p in (0, 1], min-p in [0, 1], repeat penalty > 0, "
+                                "finite presence and frequency penalties");
+  for (size_t i = 0; i < p.logit_bias.size(); ++i) {
+    if (p.logit_bias[i].first < 0 || !std::isfinite(p.logit_bias[i].second))
+      throw std::invalid_argument(fmt::format("sampler: logit bias {} (token {}) needs a token id >= 0 and a finite "
+                                              "value", i, p.logit_bias[i].first));
+    for (size_t j = 0; j < i; ++j)
+      if (p.logit_bias[j].first == p.logit_bias[i].first)
+        throw std::invalid_argument(fmt::format("sampler: token {} has two logit biases", p.logit_bias[i].first));
+  }
   return Sampler{p, std::mt19937_64(p.seed), {}};
 }
 
-bool needs_all_logits(const SamplerParams& p) { return p.repeat_penalty != 1.0f; }
+bool needs_all_logits(const SamplerParams& p) {
+  return p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
+         !p.logit_bias.empty();
+}
+
+std::vector<Candidate> adjusted_logits(const Sampler& s, const std::function<float(int32_t)>& logit) {
+  const SamplerParams& p = s.params;
+  std::map<int32_t, uint32_t> counts;  // ordered: the result does not depend on hashing
+  if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f)
+    for (int32_t id : s.recent) ++counts[id];
+  std::map<int32_t, float> out;
+  for (const auto& [id, c] : counts) {
+    float l = logit(id);
+    if (p.repeat_penalty != 1.0f) l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+    out[id] = l - p.presence_penalty - p.frequency_penalty * float(c);
+  }
+  for (const auto& [id, bias] : p.logit_bias) {
+    auto it = out.find(id);
+    out[id] = (it == out.end() ? logit(id) : it->second) + bias;
+  }
+  std::vector<Candidate> v;
+  v.reserve(out.size());
+  for (const auto& [id, l] : out) v.push_back({id, l});
+  return v;
+}
+
+void adjust_logits(const Sampler& s, std::span<float> row) {
+  const auto at = [&](int32_t id) {
+    if (size_t(id) >= row.size())
+      throw std::invalid_argument(fmt::format("sampler: token {} is outside the vocabulary of {}", id, row.size()));
+    return row[size_t(id)];
+  };
+  for (const Candidate& c : adjusted_logits(s, at)) row[size_t(c.id)] = c.logit;
+}
 
 void accept_token(Sampler& s, int32_t id) {
   if (s.params.repeat_last_n == 0) return;
@@ -23,10 +71,26 @@ void accept_token(Sampler& s, int32_t id) {
 int32_t sample(Sampler& s, std::vector<Candidate>& c) {
   if (c.empty()) throw std::invalid_argument("sample: no candidates");
   const SamplerParams& p = s.params;
-  if (p.repeat_penalty != 1.0f)
-    for (auto& x : c)
-      if (std::find(s.recent.begin(), s.recent.end(), x.id) != s.recent.end())
-        x.logit = x.logit > 0 ? x.logit / p.repeat_penalty : x.logit * p.repeat_penalty;
+  if (needs_all_logits(p)) {
+    // Candidates hold every token (the whole row, id = index) or the best few: an adjusted token
+    // missing from them stays out.
+    bool row = true;
+    for (size_t i = 0; i < c.size() && row; ++i) row = c[i].id == int32_t(i);
+    std::unordered_map<int32_t, size_t> at;
+    if (!row)
+      for (size_t i = 0; i < c.size(); ++i) at.emplace(c[i].id, i);
+    const auto index = [&](int32_t id) -> size_t {
+      if (row) return size_t(id) < c.size() ? size_t(id) : c.size();
+      auto it = at.find(id);
+      return it == at.end() ? c.size() : it->second;
+    };
+    const auto logit = [&](int32_t id) {
+      const size_t i = index(id);
+      return i < c.size() ? c[i].logit : std::numeric_limits<float>::quiet_NaN();
+    };
+    for (const Candidate& a : adjusted_logits(s, logit))
+      if (const size_t i = index(a.id); i < c.size()) c[i].logit = a.logit;
+  }
   // Highest first; ties by lower id so results do not depend on the candidates' order.
   auto by_logit = [](const Candidate& a, const Candidate& b) {
     return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);

@@ -1,12 +1,20 @@
-// Token sampling over candidate logits: repetition penalty → top-k → top-p → min-p →
+// Token sampling over candidate logits: logit bias and penalties → top-k → top-p → min-p →
 // temperature → draw (greedy when the temperature is 0). Candidates come from the GPU's
-// top-k (or all logits when a penalty must see every token).
+// top-k (or all logits when a bias or a penalty must see every token).
+//
+// Penalties look at the last repeat_last_n tokens (the prompt's included), each token with its
+// count c there: the repeat penalty divides a positive logit by repeat_penalty and multiplies a
+// negative one (llama.cpp's rule), then presence and frequency subtract
+// presence_penalty * [c > 0] + frequency_penalty * c (OpenAI's rule). logit_bias adds its value
+// to its token's logit (-100 bans it in practice, +100 all but forces it).
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace wgrt::llm {
@@ -17,7 +25,10 @@ struct SamplerParams {
   float top_p = 0.95f;       // 1: off
   float min_p = 0.05f;       // 0: off
   float repeat_penalty = 1.0f;  // 1: off
+  float presence_penalty = 0.0f;   // 0: off
+  float frequency_penalty = 0.0f;  // 0: off
   uint32_t repeat_last_n = 64;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token, added to its logit), ids distinct
   uint64_t seed = 0;
 };
 
@@ -33,8 +44,13 @@ struct Sampler {
 };
 
 Sampler make_sampler(const SamplerParams& p);
-// Whether sampling needs every logit (a repetition penalty can lift a token into the top-k).
+// Whether sampling needs every logit (a bias or a penalty can lift a token into the top-k).
 bool needs_all_logits(const SamplerParams& p);
+// The bias and penalties, as (token, adjusted logit) for the tokens they touch: `logit(id)`
+// gives a token's logit before.
+std::vector<Candidate> adjusted_logits(const Sampler& s, const std::function<float(int32_t)>& logit);
+// Applies them to a whole row of logits (ids are indices), in place.
+void adjust_logits(const Sampler& s, std::span<float> row);
 // Picks a token from `cands` (reordered in place). Records it for the penalty.
 int32_t sample(Sampler& s, std::vector<Candidate>& cands);
 

@@ -58,15 +58,16 @@ Session open_session(gpu::Device& dev, const std::string& model_path, const mode
   return s;
 }
 
-std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Readout r,
-                                                 std::array<graph::TensorId, 4>& buf) {
+std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Readout r, ReadoutBuffer& buf,
+                                                 bool logprobs) {
   size_t n = 0;
   if (r == Readout::All || r == Readout::Argmax) buf[n++] = mg.argmax;
-  if (r == Readout::All || r == Readout::TopK) {
+  if (r == Readout::All || r == Readout::TopK || logprobs) {
     buf[n++] = mg.top_ids;
     buf[n++] = mg.top_logits;
   }
   if (r == Readout::All || r == Readout::Logits) buf[n++] = mg.logits;
+  if (logprobs) buf[n++] = mg.logprob_norm;
   return {buf.data(), n};
 }
 
@@ -84,7 +85,7 @@ void write_pick(Session& s, const GpuSample& g) {
 }  // namespace
 
 void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(size_t, size_t)>& chunk_done,
-          Readout readout, const GpuSample* sample) {
+          Readout readout, const GpuSample* sample, bool logprobs) {
   const model::ModelGraph& mg = s.mg;
   if (tokens.empty()) return;
   if (uint64_t(s.n_past) + tokens.size() > mg.n_ctx)
@@ -96,22 +97,24 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
       throw std::invalid_argument(fmt::format("token {} at index {} is outside the vocabulary of {}", tokens[i], i,
                                               mg.n_vocab));
   graph::Graph& g = *mg.graph;
-  std::array<graph::TensorId, 4> buf;
+  ReadoutBuffer buf, last_buf;
   const std::span<const graph::TensorId> read = readout_tensors(mg, readout, buf);
+  // Log-probabilities are read with the last chunk only (the row a pick reads).
+  const std::span<const graph::TensorId> read_last = readout_tensors(mg, readout, last_buf, logprobs);
   const int64_t top_k = readout == Readout::All || readout == Readout::TopK ? 1 : 0;
   if (sample && mg.all_logits) throw std::logic_error("eval: GPU sampling needs a session without all_logits");
   const size_t step = s.prompt_step ? std::min<size_t>(s.prompt_step, mg.max_batch) : mg.max_batch;
   for (size_t first = 0; first < tokens.size(); first += step) {
     const uint32_t n = uint32_t(std::min<size_t>(step, tokens.size() - first));
     const bool last = first + n == tokens.size();
-    const int64_t pick = sample && last ? 1 : 0;
+    const int64_t pick = sample && last ? 1 : 0, lp = logprobs && last ? 1 : 0;
     graph::ShapeInput shape{mg.tokens, {n}};
-    const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 0}, {mg.want_top_k, top_k | pick},
-                                       {mg.want_sample, pick}};
+    const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 0}, {mg.want_top_k, top_k | pick | lp},
+                                       {mg.want_sample, pick}, {mg.want_logprobs, lp}};
     graph::update(g, {&shape, 1}, syms);
     if (pick) write_pick(s, *sample);
     graph::write_tensor(g, mg.tokens, tokens.data() + first, n * sizeof(int32_t));
-    s.last = graph::execute(g, {.read = read});
+    s.last = graph::execute(g, {.read = last ? read_last : read});
     s.last_rows = mg.all_logits ? n : 1;
     s.n_past += n;
     if (chunk_done) chunk_done(first, n);
@@ -130,7 +133,7 @@ graph::Snapshot submit_fed_step(Session& s, const GpuSample* sample) {
   graph::ShapeInput shape{mg.tokens, {1}};
   const int64_t pick = sample ? 1 : 0;
   const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 1}, {mg.want_top_k, pick},
-                                     {mg.want_sample, pick}};
+                                     {mg.want_sample, pick}, {mg.want_logprobs, 0}};
   graph::update(g, {&shape, 1}, syms);
   if (sample) write_pick(s, *sample);
   s.last = graph::execute(g, {.read = {&mg.argmax, 1}});

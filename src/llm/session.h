@@ -60,9 +60,11 @@ struct GpuSample {
 bool can_sample_on_gpu(const Session& s, const SamplerParams& p);
 
 // With `sample`, the last chunk's next token is sampled on the GPU (read it with read_argmax).
+// With `logprobs`, the last chunk also reads back the top-k and the log-softmax normalizer
+// (llm/batch.h: pick_next_row's log-probabilities).
 void eval(Session& s, std::span<const int32_t> tokens,
           const std::function<void(size_t first, size_t count)>& chunk_done = {}, Readout readout = Readout::All,
-          const GpuSample* sample = nullptr);
+          const GpuSample* sample = nullptr, bool logprobs = false);
 
 // Pipelined greedy decode: one step that embeds the previous step's argmax where the GPU left
 // it, at position n_past (advanced), encoded and submitted without waiting, so it can be in
@@ -81,8 +83,10 @@ std::vector<Candidate> read_top_k(Session& s);  // of the last row, best first
 
 void reset(Session& s);  // forget the conversation (the cache is overwritten from 0)
 
-// The outputs a Readout snapshots (graph outputs marked at build), in `buf`.
-std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Readout r,
-                                                 std::array<graph::TensorId, 4>& buf);
+// The outputs a Readout snapshots (graph outputs marked at build), in `buf`; with `logprobs`
+// the top-k and logprob_norm too.
+using ReadoutBuffer = std::array<graph::TensorId, 5>;
+std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Readout r, ReadoutBuffer& buf,
+                                                 bool logprobs = false);
 
 }  // namespace wgrt::llm

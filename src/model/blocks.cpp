@@ -218,7 +218,9 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
   if (b.next_token)  // a sampled token where the next step reads it (pipelined sampling)
     ops::add_sample_pick(b.g, {.name = "sample_pick", .candidates = top, .pick = mg.pick, .out = *b.next_token,
                                .enable = mg.want_sample});
-  for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits}) graph::mark_output(b.g, t);
+  mg.logprob_norm = ops::add_logsumexp(b.g, {.name = "logprob_norm", .logits = mg.logits, .enable = mg.want_logprobs});
+  for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits, mg.logprob_norm})
+    graph::mark_output(b.g, t);
 }
 
 }  // namespace wgrt::model

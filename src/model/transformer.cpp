@@ -59,6 +59,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   const bool single = o.n_seqs == 1, fed = single && !o.all_logits;
   mg.feed = graph::add_symbol(g, {.name = "feed", .lo = 0, .hi = fed ? 1 : 0});
   mg.want_top_k = graph::add_symbol(g, {.name = "want_top_k", .lo = 0, .hi = 1});
+  mg.want_logprobs = graph::add_symbol(g, {.name = "want_logprobs", .lo = 0, .hi = 1});
   mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = fed ? 1 : 0});
   mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {8}});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);

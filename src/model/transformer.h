@@ -16,7 +16,8 @@
 // and a step with feed = 1 embeds that id instead of `tokens`, so the host can submit step
 // t + 1 before reading step t's token. Top-k runs only on steps with want_top_k = 1; with
 // want_sample = 1 a token sampled from it on the GPU replaces the argmax in next_token, so
-// sampled decoding pipelines too.
+// sampled decoding pipelines too. With want_logprobs = 1 the step also computes each row's
+// log-softmax normalizer (logprob_norm), so the top-k's logits become log-probabilities.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +63,8 @@ struct ModelGraph {
   graph::TensorId pick;       // u32 [8] ops::PickParams, written by the host for sampled steps
   graph::TensorId top_ids;    // [rows, top_k] u32
   graph::TensorId top_logits; // [rows, top_k] f32
+  graph::SymbolId want_logprobs;  // 1: compute logprob_norm this step
+  graph::TensorId logprob_norm;   // [rows] f32: log sum exp of each logits row (ops::add_logsumexp)
   graph::TensorId kv_rows;    // n_seqs > 1: u32 [n_tokens, 2] (position, first cache row) per token
   graph::SymbolId max_keys;   // n_seqs > 1: max over the step's tokens of position + 1
   graph::TensorId out_rows;   // n_seqs > 1: u32 [n_out] step rows whose logits are wanted

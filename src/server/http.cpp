@@ -228,20 +228,68 @@ struct HttpServer::Impl {
 
 namespace {
 
-// The job's events as server-sent events; the client's going away cancels the job.
-// `echoed`: the prompt, sent first (completions' echo). `tools`: how the reply's tool calls look
-// (None: the text goes out as it comes).
-void relay_stream(Job& job, const ResponseHead& head, const std::string& echoed, bool include_usage, ToolFormat tools,
+using Jobs = std::vector<std::shared_ptr<Job>>;
+
+void cancel_all(const Jobs& jobs) {
+  for (const auto& j : jobs) j->cancelled.store(true);
+}
+
+// The next event of any unfinished job (`done[i]` marks the finished), its index in `i`; waits
+// up to 100 ms in all.
+std::optional<Event> next_event(const Jobs& jobs, const std::vector<bool>& done, size_t& i) {
+  for (size_t k = 0; k < jobs.size(); ++k)
+    if (!done[k])
+      if (std::optional<Event> e = wait_event(*jobs[k], 0ms)) {
+        i = k;
+        return e;
+      }
+  for (size_t k = 0; k < jobs.size(); ++k)
+    if (!done[k]) {
+      i = k;
+      return wait_event(*jobs[k], std::chrono::milliseconds(std::max<long>(1, 100 / long(jobs.size()))));
+    }
+  return std::nullopt;
+}
+
+namespace {
+// A request's usage from its choices' (n > 1): the prompt counted once, as the first choice
+// fitted and reused it; the completions and the shifts' discards of every choice.
+void add_choice_usage(Usage& total, const Usage& choice, size_t index) {
+  total.completion_tokens += choice.completion_tokens;
+  total.discarded_tokens += choice.discarded_tokens;
+  if (index != 0) return;
+  total.cached_tokens = choice.cached_tokens;
+  total.dropped_messages = choice.dropped_messages;
+  total.dropped_tokens = choice.dropped_tokens;
+}
+
+}  // namespace
+
+// The jobs' events (one job a choice) as server-sent events; the client's going away cancels
+// them. `echoed`: the prompt, sent first in each choice (completions' echo). `tools`: how the
+// reply's tool calls look (None: the text goes out as it comes).
+void relay_stream(const Jobs& jobs, const ResponseHead& head, const std::string& echoed, ToolFormat tools,
                   Exchange& ex, int fd) {
-  auto gone = [&] { job.cancelled.store(true); };
-  StreamState state{.head = head, .include_usage = include_usage, .tools = {.format = tools}};
+  const CompletionRequest& r = jobs[0]->req;
+  auto gone = [&] { cancel_all(jobs); };
+  std::vector<StreamState> states;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    states.push_back({.head = head, .include_usage = r.include_usage, .tools = {.format = tools}, .choice = i,
+                      .text_offset = echoed.size()});
   if (!ex.start_stream("text/event-stream")) return gone();
-  // The chat API's first chunk carries the role (OpenAI sends it before any text).
-  if (head.chat && !ex.chunk(sse_event(chunk_json(head, "", "", true, include_usage)))) return gone();
-  if (!echoed.empty() && !ex.chunk(sse_event(chunk_json(head, echoed, "", false, include_usage)))) return gone();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    // The chat API's first chunk of a choice carries the role (OpenAI sends it before any text).
+    if (head.chat && !ex.chunk(sse_event(chunk_json(head, "", "", true, r.include_usage, i)))) return gone();
+    if (!echoed.empty() && !ex.chunk(sse_event(chunk_json(head, echoed, "", false, r.include_usage, i))))
+      return gone();
+  }
+  std::vector<bool> done(jobs.size(), false);
+  size_t n_done = 0;
+  Usage usage{jobs[0]->prompt.size(), 0};
   auto next_look = Clock::now();
   while (true) {
-    std::optional<Event> e = wait_event(job, 100ms);
+    size_t i = 0;
+    std::optional<Event> e = next_event(jobs, done, i);
     if (Clock::now() >= next_look) {
       next_look = Clock::now() + 100ms;
       if (peer_gone(fd)) return gone();
@@ -249,15 +297,24 @@ void relay_stream(Job& job, const ResponseHead& head, const std::string& echoed,
     if (!e) continue;
     if (e->error) {
       // The status is already sent: the error travels as an event, as OpenAI's streams do.
+      cancel_all(jobs);
       ex.chunk(sse_event(error_json(*e->error)));
       ex.chunk(sse_done());
       ex.end_stream();
       return;
     }
-    if (!e->text.empty() && !ex.chunk(stream_text_events(state, e->text))) return gone();
+    if ((!e->text.empty() || !e->logprobs.empty()) &&
+        !ex.chunk(stream_text_events(states[i], e->text, e->logprobs, r.logprobs >= 0)))
+      return gone();
     if (!e->done) continue;
-    if (!ex.chunk(stream_end_events(state, e->stop_reason, e->usage)) || !ex.end_stream()) return gone();
-    return;
+    done[i] = true;
+    add_choice_usage(usage, e->usage, i);
+    const bool last = ++n_done == jobs.size();
+    if (!ex.chunk(stream_end_events(states[i], e->stop_reason, usage, last))) return gone();
+    if (last) {
+      if (!ex.end_stream()) return gone();
+      return;
+    }
   }
 }
 
@@ -267,51 +324,79 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
   const ServedModel& m = st.model;
   // Whatever `model` names: one model is served (as llama-server); responses name it by its id.
   CompletionRequest r = parse_completion(parse_body(req.body), chat);
-  auto job = std::make_shared<Job>();
-  Prompt prompt = fit_prompt(m, r);  // chat: the oldest turns leave a conversation past the context
-  job->prompt = std::move(prompt.tokens);
-  job->dropped_messages = prompt.dropped_messages;
-  job->dropped_tokens = prompt.dropped_tokens;
-  job->n_keep = prompt.n_keep;
-  check_prompt_fits(job->prompt.size(), m.n_ctx, chat ? "messages" : "prompt");
-  job->req = std::move(r);
+  Prompt fitted = fit_prompt(m, r);  // chat: the oldest turns leave a conversation past the context
+  const std::vector<int32_t>& prompt = fitted.tokens;
+  check_prompt_fits(prompt.size(), m.n_ctx, chat ? "messages" : "prompt");
+  check_logit_bias(r, m.n_vocab);
   const ResponseHead head = make_head(chat, m.id, st.serial++);
-  job->id = head.id;
-  if (!submit(st.sched, job)) {
-    st.metrics.requests_rejected += 1;
-    throw ApiError(503, "server_error", "queue_full",
-                   fmt::format("the server is busy: its {} slots are generating and {} requests are already waiting "
-                               "(hint: retry later, or start the server with a larger --queue-size)",
-                               st.sched.n_slots, st.sched.max_queued));
+  // One job a choice, each its own sequence; with a seed, choice i samples with seed + i.
+  Jobs jobs;
+  for (uint32_t i = 0; i < r.n; ++i) {
+    auto job = std::make_shared<Job>();
+    job->prompt = prompt;
+    job->dropped_messages = fitted.dropped_messages;
+    job->dropped_tokens = fitted.dropped_tokens;
+    job->n_keep = fitted.n_keep;
+    job->req = r;
+    if (r.has_seed) job->req.sampling.seed = r.sampling.seed + i;
+    job->id = head.id;
+    if (!submit(st.sched, job)) {
+      cancel_all(jobs);
+      st.metrics.requests_rejected += 1;
+      throw ApiError(503, "server_error", "queue_full",
+                     fmt::format("the server is busy: its {} slots are generating and {} requests are already waiting "
+                                 "(hint: retry later, ask for fewer choices than n = {}, or start the server with a "
+                                 "larger --queue-size)", st.sched.n_slots, st.sched.max_queued, r.n));
+    }
+    jobs.push_back(std::move(job));
   }
-  const std::string echoed = job->req.echo ? job->req.prompt : std::string();
+  const std::string echoed = r.echo ? r.prompt : std::string();
   // Tool calls are parsed out of the reply when tools were offered (tool_choice "none" drops them).
-  const ToolFormat tools = chat && !job->req.tools.is_null() ? m.tool_format : ToolFormat::None;
-  if (job->req.stream) return relay_stream(*job, head, echoed, job->req.include_usage, tools, ex, fd);
-  std::string text = echoed;
+  const ToolFormat tools = chat && !r.tools.is_null() ? m.tool_format : ToolFormat::None;
+  if (r.stream) return relay_stream(jobs, head, echoed, tools, ex, fd);
+  std::vector<Choice> choices(jobs.size());
+  std::vector<std::vector<TokenLogprobs>> lps(jobs.size());
+  std::vector<bool> done(jobs.size(), false);
+  for (Choice& c : choices) c.text = echoed;
+  Usage usage{prompt.size(), 0};
+  size_t n_done = 0;
   auto next_look = Clock::now();
-  while (true) {
-    std::optional<Event> e = wait_event(*job, 100ms);
-    // Nobody to answer: the slot (or the queue place) goes to the next request. Looked at every
+  while (n_done < jobs.size()) {
+    size_t i = 0;
+    std::optional<Event> e = next_event(jobs, done, i);
+    // Nobody to answer: the slots (or the queue places) go to the next requests. Looked at every
     // 100 ms, events or not.
     if (Clock::now() >= next_look) {
       next_look = Clock::now() + 100ms;
       if (peer_gone(fd)) {
-        job->cancelled.store(true);
+        cancel_all(jobs);
         ex.keep_alive = false;
         ex.answered = true;
         return;
       }
     }
     if (!e) continue;
-    text += e->text;
+    choices[i].text += e->text;
+    for (TokenLogprobs& t : e->logprobs) lps[i].push_back(std::move(t));
     if (!e->done) continue;
-    if (e->error) throw *e->error;
-    const ParsedReply reply = parse_tool_calls(tools, text, call_id_base(head));
-    if (!reply.calls.empty())
-      return ex.json(200, completion_json(head, reply.content, "tool_calls", e->usage, reply.calls));
-    return ex.json(200, completion_json(head, text, finish_reason(e->stop_reason), e->usage));
+    if (e->error) {
+      cancel_all(jobs);
+      throw *e->error;
+    }
+    done[i] = true;
+    ++n_done;
+    add_choice_usage(usage, e->usage, i);
+    const ParsedReply reply = parse_tool_calls(tools, choices[i].text, call_id_base(head));
+    if (!reply.calls.empty()) {
+      choices[i].text = reply.content;
+      choices[i].calls = reply.calls;
+      choices[i].finish = "tool_calls";
+    } else {
+      choices[i].finish = finish_reason(e->stop_reason);
+    }
+    if (r.logprobs >= 0) choices[i].logprobs = logprobs_json(chat, lps[i], echoed.size());
   }
+  return ex.json(200, completion_json(head, choices, usage));
 }
 
 void HttpServer::Impl::handle(const HttpRequest& req, Exchange& ex, int fd) {

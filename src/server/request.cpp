@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -241,14 +242,24 @@ constexpr FieldRule kFieldTable[] = {
     {"enable_thinking", kChat, Implemented, "wgrt extension: the template's enable_thinking variable"},
     {"chat_template_kwargs", kChat, Implemented, "an object; its enable_thinking is read, other keys are refused"},
     {"echo", kText, Implemented, "true puts the prompt before the generated text (streamed: in the first chunk)"},
-    {"n", kBoth, Refused, "1 only: one choice per request"},
+    {"n", kBoth, Implemented,
+     "1 to 16 choices, each its own sequence of the batched step (prefilled each); with a seed, choice i samples "
+     "with seed + i"},
     {"best_of", kText, Refused, "1 only"},
-    {"logprobs", kBoth, Refused, "false or null only: log probabilities are not returned"},
-    {"top_logprobs", kChat, Refused, "0 only"},
-    {"presence_penalty", kBoth, Refused, "0 only"},
-    {"frequency_penalty", kBoth, Refused, "0 only"},
-    {"repeat_penalty", kBoth, Refused, "1 only"},
-    {"logit_bias", kBoth, Refused, "{} only"},
+    {"logprobs", kBoth, Implemented,
+     "chat: true returns each token's log-probability (and top_logprobs alternatives); completions: an integer "
+     "0 to 20, the alternatives per token. The model's distribution: log-softmax of the logits at temperature 1, "
+     "before logit_bias and penalties"},
+    {"top_logprobs", kChat, Implemented, "0 to 20 alternatives per token; needs logprobs: true"},
+    {"presence_penalty", kBoth, Implemented,
+     "-2 to 2, subtracted from the logit of each token among the last repeat_last_n (the prompt's included)"},
+    {"frequency_penalty", kBoth, Implemented,
+     "-2 to 2, times a token's count among the last repeat_last_n, subtracted from its logit"},
+    {"repeat_penalty", kBoth, Implemented,
+     "(0, 10]: the last repeat_last_n tokens' positive logits divided by it, negative ones multiplied"},
+    {"repeat_last_n", kBoth, Implemented, "the tokens the penalties look at: 0 to 2^20 (default 64), -1 all"},
+    {"logit_bias", kBoth, Implemented,
+     "an object of token ids (as strings) to -100..100 added to their logits; -100 bans a token"},
     {"response_format", kBoth, Refused,
      "{\"type\": \"text\"} only: json_object and json_schema need constrained decoding; describe the format in "
      "the prompt"},
@@ -321,7 +332,41 @@ void refuse_unless(const ordered_json& body, const char* name, F&& is_default) {
   if (v && !is_default(*v)) throw unsupported(name, fmt::format("is {}", v->dump().substr(0, 80)), note_of(name));
 }
 
-bool is_empty_object(const ordered_json& v) { return v.is_object() && v.empty(); }
+// logit_bias: {"token id": bias}, ids as decimal strings (JSON keys), biases in [-100, 100].
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const ordered_json& body) {
+  const ordered_json* v = field(body, "logit_bias");
+  if (!v) return {};
+  if (!v->is_object()) throw wrong_type("logit_bias", "an object of token ids to numbers", *v);
+  if (v->size() > kMaxLogitBias)
+    throw invalid_request(fmt::format("'logit_bias' has {} entries, at most {} are allowed", v->size(), kMaxLogitBias),
+                          "logit_bias");
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [key, value] : v->items()) {
+    int64_t id = -1;
+    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) id = std::stoll(key);
+    if (!digits || id > std::numeric_limits<int32_t>::max())
+      throw invalid_request(fmt::format("'logit_bias' key \"{}\" is not a token id (hint: keys are token ids as "
+                                        "strings, e.g. {{\"1234\": -100}}; /tokenize gives a text's ids)",
+                                        key.substr(0, 32)), "logit_bias");
+    if (!value.is_number())
+      throw ApiError(400, "invalid_request_error", "invalid_type",
+                     fmt::format("'logit_bias' of token {} must be a number, not {}", id, value.type_name()),
+                     "logit_bias");
+    const double b = value.get<double>();
+    if (!std::isfinite(b) || b < -100 || b > 100)
+      throw invalid_request(fmt::format("'logit_bias' of token {} is {}, outside [-100, 100]", id, value.dump()),
+                            "logit_bias");
+    out.emplace_back(int32_t(id), float(b));
+  }
+  // The same id may come twice as "7" and "07": one bias per token.
+  std::sort(out.begin(), out.end());
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i].first == out[i - 1].first)
+      throw invalid_request(fmt::format("'logit_bias' names token {} twice", out[i].first), "logit_bias");
+  return out;
+}
+
 bool is_false(const ordered_json& v) { return v.is_boolean() && !v.get<bool>(); }
 
 // tool_choice "auto" is what the template does with tools; "none" keeps them out of the
@@ -389,29 +434,29 @@ CompletionRequest parse_completion(ordered_json body, bool chat) {
     r.sampling.seed = uint64_t(*x);
     r.has_seed = true;
   }
-  for (const char* name : {"presence_penalty", "frequency_penalty"})
-    if (auto x = number_in(body, name, -2, 2); x && *x != 0)
-      throw unsupported(name, fmt::format("is {}", *x), "0 only; leave it out");
-  if (auto x = number_in(body, "repeat_penalty", 0, 10, /*lo_open=*/true); x && *x != 1)
-    throw unsupported("repeat_penalty", fmt::format("is {}", *x), "1 only; leave it out");
-  if (auto x = integer_in(body, "n", 1, 128); x && *x != 1)
-    throw unsupported("n", fmt::format("is {}: one choice per request", *x), "send n requests, each with its own seed");
+  if (auto x = number_in(body, "presence_penalty", -2, 2)) r.sampling.presence_penalty = float(*x);
+  if (auto x = number_in(body, "frequency_penalty", -2, 2)) r.sampling.frequency_penalty = float(*x);
+  if (auto x = number_in(body, "repeat_penalty", 0, 10, /*lo_open=*/true)) r.sampling.repeat_penalty = float(*x);
+  if (auto x = integer_in(body, "repeat_last_n", -1, 1 << 20))
+    r.sampling.repeat_last_n = *x < 0 ? std::numeric_limits<uint32_t>::max() : uint32_t(*x);
+  r.sampling.logit_bias = parse_logit_bias(body);
+  if (auto x = integer_in(body, "n", 1, kMaxChoices)) r.n = uint32_t(*x);
   if (!chat)
     if (auto x = integer_in(body, "best_of", 1, 128); x && *x != 1)
       throw unsupported("best_of", fmt::format("is {}", *x), "send several requests and compare them yourself");
-  // Chat's logprobs is a boolean, the completions' an integer (how many alternatives; false is
-  // read as null there).
-  if (const ordered_json* v = field(body, "logprobs")) {
-    if (chat && !v->is_boolean()) throw wrong_type("logprobs", "true or false", *v);
-    if (!chat && !v->is_number_integer() && !is_false(*v)) throw wrong_type("logprobs", "an integer", *v);
-    if (!is_false(*v))
-      throw unsupported("logprobs", fmt::format("is {}: log probabilities are not returned", v->dump()),
-                        chat ? "leave it out or send false" : "leave it out or send null");
+  // Chat's logprobs is a boolean with top_logprobs beside it, the completions' an integer (how
+  // many alternatives; false is read as null there).
+  if (chat) {
+    const bool on = boolean(body, "logprobs").value_or(false);
+    const std::optional<int64_t> top = integer_in(body, "top_logprobs", 0, kMaxTopLogprobs);
+    if (top && *top > 0 && !on)
+      throw invalid_request("'top_logprobs' needs 'logprobs': true (hint: send both, or leave top_logprobs out)",
+                            "top_logprobs");
+    if (on) r.logprobs = int32_t(top.value_or(0));
+  } else if (const ordered_json* v = field(body, "logprobs"); v && !is_false(*v)) {
+    if (!v->is_number_integer()) throw wrong_type("logprobs", "an integer", *v);
+    r.logprobs = int32_t(*integer_in(body, "logprobs", 0, kMaxTopLogprobs));
   }
-  if (chat)
-    if (auto x = integer_in(body, "top_logprobs", 0, 20); x && *x != 0)
-      throw unsupported("top_logprobs", fmt::format("is {}: log probabilities are not returned", *x), "leave it out");
-  refuse_unless(body, "logit_bias", is_empty_object);
   refuse_unless(body, "response_format", [](const ordered_json& v) {
     return v.is_object() && v.size() == 1 && v.value("type", "") == "text";
   });
@@ -480,6 +525,13 @@ void check_prompt_fits(size_t n_prompt, uint32_t n_ctx, const std::string& param
                    fmt::format("the prompt has {} tokens, but the context holds {} (with room for at least one "
                                "generated token); hint: a shorter prompt, or start the server with a larger --ctx-size",
                                n_prompt, n_ctx), param);
+}
+
+void check_logit_bias(const CompletionRequest& r, int32_t n_vocab) {
+  for (const auto& [id, bias] : r.sampling.logit_bias)
+    if (id >= n_vocab)
+      throw invalid_request(fmt::format("'logit_bias' names token {}, outside the vocabulary [0, {})", id, n_vocab),
+                            "logit_bias");
 }
 
 void check_token_ids(const std::vector<int32_t>& ids, int32_t n_vocab) {

@@ -68,7 +68,9 @@ struct CompletionRequest {
   std::string prompt;  // completions
   bool echo = false;   // completions: the prompt comes back before the generated text
   llm::SamplerParams sampling{.temperature = 1.0f, .top_k = 40, .top_p = 1.0f, .min_p = 0.0f};
-  bool has_seed = false;  // else the server draws one
+  bool has_seed = false;  // else the server draws one (choice i of n: seed + i)
+  uint32_t n = 1;         // choices, each generated as its own sequence
+  int32_t logprobs = -1;  // < 0: none; else log-probabilities with this many alternatives (0..20)
   int32_t max_tokens = -1;  // < 0: until EOS or the context is full
   std::vector<std::string> stop;
   bool stream = false;
@@ -106,5 +108,13 @@ DetokenizeRequest parse_detokenize(const nlohmann::ordered_json& body);
 void check_prompt_fits(size_t n_prompt, uint32_t n_ctx, const std::string& param = "prompt");
 // Every id in [0, n_vocab) (400 naming the first that is not).
 void check_token_ids(const std::vector<int32_t>& ids, int32_t n_vocab);
+// logit_bias's ids in [0, n_vocab) (400 naming the first that is not).
+void check_logit_bias(const CompletionRequest& r, int32_t n_vocab);
+
+// The most alternatives logprobs may ask for (OpenAI's top_logprobs limit), choices n may ask
+// for, and logit_bias entries.
+inline constexpr int32_t kMaxTopLogprobs = 20;
+inline constexpr int64_t kMaxChoices = 16;
+inline constexpr size_t kMaxLogitBias = 1024;
 
 }  // namespace wgrt::server

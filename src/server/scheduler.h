@@ -40,6 +40,7 @@ struct Event {
   std::string stop_reason;    // with done: "eos", "stop string", "length", "context", "cancelled"
   Usage usage;                // with done
   std::optional<ApiError> error;  // with done: the job failed
+  std::vector<TokenLogprobs> logprobs;  // req.logprobs >= 0: the tokens generated since the last event
 };
 
 struct Job {

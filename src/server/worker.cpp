@@ -42,6 +42,8 @@ struct Slot {
   std::vector<int32_t> refill;
   size_t refilled = 0;
   size_t discarded = 0;  // tokens the shifts took out of the cache
+  llm::PickLogprobs next_lp;           // req.logprobs >= 0: next's log-probabilities
+  std::vector<TokenLogprobs> lp;       // emitted tokens' not yet sent with an event
   size_t n_generated = 0;
   Clock::time_point t_decode;
 };
@@ -49,6 +51,7 @@ struct Slot {
 void finish(ServerState& st, Slot& slot, const std::string& reason) {
   Event e;
   e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_flush(slot.dec)) + llm::stop_filter_flush(slot.filter);
+  e.logprobs = std::move(slot.lp);
   e.done = true;
   e.stop_reason = reason;
   e.usage = {.prompt_tokens = slot.job->prompt.size(),
@@ -106,6 +109,13 @@ bool shift_context(llm::Session& s, Slot& slot, uint32_t seq) {
   return true;
 }
 
+// A pick's log-probabilities with the tokens' text.
+TokenLogprobs token_logprobs(const llm::Session& s, const llm::PickLogprobs& p) {
+  TokenLogprobs t{tokenizer::token_to_piece(s.tok, p.chosen.id), p.chosen.logprob, {}};
+  for (const llm::TokenLogprob& a : p.top) t.top.emplace_back(tokenizer::token_to_piece(s.tok, a.id), a.logprob);
+  return t;
+}
+
 // Emits the latest sampled token, which the next step then feeds; false once the job has ended
 // (its end event sent).
 bool emit(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq) {
@@ -124,9 +134,14 @@ bool emit(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq) {
   ++slot.n_generated;
   slot.job->n_decoded.store(uint32_t(slot.n_generated));
   if (!slot.job->warm_up) st.metrics.generated_tokens += 1;
+  if (r.logprobs >= 0) slot.lp.push_back(token_logprobs(s, slot.next_lp));
   Event e;
   e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_next(slot.dec, slot.next));
-  if (!e.text.empty()) push_event(*slot.job, std::move(e));
+  if (!e.text.empty()) {
+    e.logprobs = std::move(slot.lp);
+    slot.lp.clear();
+    push_event(*slot.job, std::move(e));
+  }
   if (slot.filter.stopped) {
     finish(st, slot, "stop string");
     return false;
@@ -408,12 +423,14 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     std::vector<llm::SeqPart> parts;
     std::vector<size_t> part_slot;
     std::vector<llm::Readout> readouts;
+    bool logprobs = false;  // a row of the step needs log-probabilities
     size_t budget = s->mg.max_batch, n_prompt = 0;
     for (size_t i : live)
       if (slots[i].decoding && slots[i].refill.empty()) {
         parts.push_back({uint32_t(i), {&slots[i].next, 1}, true});
         part_slot.push_back(i);
         readouts.push_back(slots[i].readout);
+        logprobs |= slots[i].job->req.logprobs >= 0;
         --budget;
       }
     for (size_t i : live) {
@@ -428,13 +445,14 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       parts.push_back({uint32_t(i), {src.data() + at, n}, output});
       part_slot.push_back(i);
       if (output) readouts.push_back(slot.readout);
+      logprobs |= output && slot.job->req.logprobs >= 0;
       budget -= n;
       n_prompt += n;
     }
     const auto t0 = Clock::now();
     try {
       if (st.phase.load() == Phase::Ready && steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
-      llm::eval_seqs(*s, parts, llm::merge_readouts(readouts));
+      llm::eval_seqs(*s, parts, llm::merge_readouts(readouts), nullptr, logprobs);
       size_t row = 0;
       for (size_t k = 0; k < parts.size(); ++k) {
         Slot& slot = slots[part_slot[k]];
@@ -447,7 +465,9 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
         }
         slot.job->n_cached.store(uint32_t(llm::seq_pos(*s, parts[k].seq)));
         if (!parts[k].output) continue;
-        slot.next = llm::pick_next_row(*s, slot.sampler, row++);
+        const int32_t n_top = std::min<int32_t>(slot.job->req.logprobs, int32_t(s->mg.top_k));
+        slot.next = llm::pick_next_row(*s, slot.sampler, row++, n_top >= 0 ? &slot.next_lp : nullptr,
+                                       uint32_t(std::max(n_top, 0)));
         slot.decoding = true;
         slot.fresh = true;
       }

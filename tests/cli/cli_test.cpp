@@ -59,7 +59,8 @@ TEST(Cli, HelpAndVersion) {
 
 TEST(Cli, BadFlagsExitTwo) {
   for (const char* args : {"--bogus", "info --bogus", "run --temp abc", "run -n", "run --top-p 2",
-                           "run --quantize q3", "tokenize", "frobnicate", "info --adapter -1"}) {
+                           "run --quantize q3", "tokenize", "frobnicate", "info --adapter -1",
+                           "run --presence-penalty 3", "run --frequency-penalty -2.5", "run --repeat-last-n -1"}) {
     Result r = wgrt(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("hint"), std::string::npos) << args << ": " << r.out;
@@ -106,6 +107,25 @@ TEST(Cli, RunGeneratesAndReportsSpeed) {
     return b == std::string::npos || e == std::string::npos ? out : out.substr(b, e - b);
   };
   EXPECT_EQ(text(wgrt("run -m " + fixture_path() + " -p 'Hello' -n 6 --temp 0").out), text(r.out));
+}
+
+// The penalties change a greedy run of the demo model, which repeats itself ("and the two ...")
+// within 24 tokens, and a run with them repeats exactly.
+TEST(Cli, PenaltiesChangeAGreedyRun) {
+  const std::string base = "run -p 'Once upon a time' -n 24 --temp 0";
+  const Result plain = wgrt(base);
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  const std::string flags = " --presence-penalty 1.5 --frequency-penalty 1 --repeat-last-n 64";
+  const Result penalized = wgrt(base + flags);
+  ASSERT_EQ(penalized.code, 0) << penalized.out;
+  // The text between the prompt and the speed line (the header names a random seed).
+  auto text = [](const std::string& out) {
+    size_t b = out.find("Once upon a time"), e = out.find("\nwgrt: prompt");
+    return b == std::string::npos || e == std::string::npos ? out : out.substr(b, e - b);
+  };
+  EXPECT_NE(text(penalized.out), text(plain.out));
+  EXPECT_EQ(text(wgrt(base + flags).out), text(penalized.out));
+  EXPECT_NE(text(wgrt(base + " --repeat-penalty 1.5").out), text(plain.out));
 }
 
 // `wgrt info` says what the device offers for fast math: shader-f16, subgroups and each

@@ -1,4 +1,4 @@
-// Sampler: greedy, cuts (top-k, top-p, min-p), temperature, penalty, seeds.
+// Sampler: greedy, cuts (top-k, top-p, min-p), temperature, penalties, logit bias, seeds.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -67,7 +67,50 @@ TEST(Sampler, RepetitionPenaltyDemotes) {
   EXPECT_TRUE(needs_all_logits(s.params));
 }
 
+// Each rule on its own against hand-computed logits, then all three with a bias: the repeat rule
+// first (divide positive, multiply negative), presence and frequency after, over the window.
+TEST(Sampler, PenaltiesAndBiasAdjustTheLogits) {
+  std::vector<float> row = {2, -1, 4, 0.5f, 3};
+  auto adjusted = [&](SamplerParams p, std::initializer_list<int32_t> recent) {
+    Sampler s = make_sampler(p);
+    for (int32_t id : recent) accept_token(s, id);
+    std::vector<float> r = row;
+    adjust_logits(s, r);
+    return r;
+  };
+  EXPECT_EQ(adjusted({.repeat_penalty = 2}, {0, 1, 0}), (std::vector<float>{1, -2, 4, 0.5f, 3}));
+  EXPECT_EQ(adjusted({.presence_penalty = 0.5f}, {0, 1, 0}), (std::vector<float>{1.5f, -1.5f, 4, 0.5f, 3}));
+  EXPECT_EQ(adjusted({.frequency_penalty = 0.25f}, {0, 1, 0}), (std::vector<float>{1.5f, -1.25f, 4, 0.5f, 3}));
+  // Token 0 counted twice: 2 / 2 - 1 - 0.5 * 2 = -1; token 4 is outside the window of 3.
+  EXPECT_EQ(adjusted({.repeat_penalty = 2, .presence_penalty = 1, .frequency_penalty = 0.5f, .repeat_last_n = 3,
+                      .logit_bias = {{2, -100}, {3, 10}}},
+                     {4, 0, 1, 0}),
+            (std::vector<float>{-1, -3.5f, -96, 10.5f, 3}));
+  EXPECT_EQ(adjusted({.repeat_last_n = 0, .logit_bias = {{1, 5}}}, {1}), (std::vector<float>{2, 4, 4, 0.5f, 3}));
+  EXPECT_FALSE(needs_all_logits({}));
+  EXPECT_TRUE(needs_all_logits({.presence_penalty = 0.1f}));
+  EXPECT_TRUE(needs_all_logits({.frequency_penalty = -0.1f}));
+  EXPECT_TRUE(needs_all_logits({.logit_bias = {{0, 1}}}));
+}
+
+TEST(Sampler, LogitBiasBansAndForces) {
+  // Greedy would take 2; -100 bans it, +100 forces 0; sampling at T = 1 never draws the banned.
+  Sampler ban = make_sampler({.temperature = 0, .logit_bias = {{2, -100}}});
+  auto c = logits({1, 0, 5});
+  EXPECT_EQ(sample(ban, c), 0);
+  Sampler force = make_sampler({.temperature = 0, .logit_bias = {{0, 100}}});
+  c = logits({1, 0, 5});
+  EXPECT_EQ(sample(force, c), 0);
+  auto h = histogram({.temperature = 1, .top_k = 0, .top_p = 1, .min_p = 0, .logit_bias = {{2, -100}}, .seed = 9},
+                     {1, 1, 1}, 300);
+  EXPECT_EQ(h.count(2), 0u);
+  EXPECT_GT(h[0], 100);
+  EXPECT_GT(h[1], 100);
+}
+
 TEST(Sampler, BadParametersRejected) {
+  EXPECT_THROW(make_sampler({.logit_bias = {{1, 1}, {1, 2}}}), std::invalid_argument);
+  EXPECT_THROW(make_sampler({.logit_bias = {{-1, 1}}}), std::invalid_argument);
   EXPECT_THROW(make_sampler({.temperature = -1}), std::invalid_argument);
   EXPECT_THROW(make_sampler({.top_p = 0}), std::invalid_argument);
   EXPECT_THROW(make_sampler({.min_p = 2}), std::invalid_argument);

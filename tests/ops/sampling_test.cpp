@@ -156,8 +156,69 @@ std::vector<OpCase> top_k_cases() {
   return cases;
 }
 
+// The log-softmax normalizer against the double reference: relative 1e-5 (f32 sums over up to
+// 128k terms), -inf rows exactly; with the enable symbol off the node runs nothing.
+void expect_logsumexp(uint32_t max_rows, uint32_t vocab, Fill fill, std::vector<uint32_t> row_steps) {
+  Graph g(device());
+  TensorId l = add_input(g, {.name = "logits", .max_shape = {max_rows, vocab}, .dynamic_dims = 1});
+  SymbolId on = add_symbol(g, {.name = "on", .lo = 0, .hi = 1});
+  TensorId lse = ops::add_logsumexp(g, {.name = "lse", .logits = l, .enable = on});
+  mark_output(g, lse);
+  build(g);
+  uint32_t step = 0;
+  for (uint32_t rows : row_steps) {
+    auto lv = make_logits(rows, vocab, fill, rows * 19 + vocab + step++);
+    ShapeInput s{l, {rows, vocab}};
+    SymbolInput sym{on, 1};
+    update(g, {&s, 1}, {&sym, 1});
+    write_tensor<float>(g, l, lv);
+    execute(g);
+    const std::vector<float> got = read_output<float>(g, lse), want = ref::logsumexp_rows(lv, vocab);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r) {
+      if (std::isinf(want[r])) {
+        EXPECT_EQ(got[r], want[r]) << "row " << r;
+        continue;
+      }
+      EXPECT_NEAR(got[r], want[r], 1e-5 * std::max(1.0f, std::fabs(want[r]))) << "row " << r << ", step " << step;
+    }
+  }
+}
+
+std::vector<OpCase> logsumexp_cases() {
+  std::vector<OpCase> cases;
+  auto add = [&](uint32_t rows, uint32_t vocab, Fill fill) {
+    cases.push_back({fmt::format("{}x{}_{}", rows, vocab, fill_name(fill)),
+                     [=] { expect_logsumexp(rows, vocab, fill, {rows}); }});
+  };
+  for (auto [r, v] : {std::pair{1u, 1u}, {3u, 7u}, {7u, 97u}, {37u, 131u}, {3u, 4099u}, {2u, 2049u}})
+    add(r, v, Fill::Uniform);
+  for (Fill f : {Fill::Ties, Fill::NegInf, Fill::WithNaN, Fill::Huge}) {
+    add(5, 37, f);
+    add(3, 4099, f);
+  }
+  add(1, 128256, Fill::Uniform);
+  add(4, 97, Fill::AllNegInf);
+  cases.push_back({"dynamic_rows", [] { expect_logsumexp(64, 4099, Fill::Uniform, {37, 1, 1, 64, 1}); }});
+  cases.push_back({"off_runs_nothing", [] {
+                     Graph g(device());
+                     TensorId l = add_input(g, {.name = "logits", .max_shape = {2, 131}});
+                     SymbolId on = add_symbol(g, {.name = "on", .lo = 0, .hi = 1});
+                     ops::add_logsumexp(g, {.name = "lse", .logits = l, .enable = on});
+                     build(g);
+                     SymbolInput off{on, 0};
+                     update(g, {}, {&off, 1});
+                     EXPECT_EQ(active_dispatches(g), 0u);
+                     SymbolInput yes{on, 1};
+                     update(g, {}, {&yes, 1});
+                     EXPECT_EQ(active_dispatches(g), 2u);
+                   }});
+  return cases;
+}
+
 WGRT_OP_CASES(Argmax, argmax_cases);
 WGRT_OP_CASES(TopK, top_k_cases);
+WGRT_OP_CASES(LogSumExp, logsumexp_cases);
 
 // sample_pick after top_k: the GPU's pick against ref::sample_pick on the GPU's own sorted
 // candidates, over many draws and parameter sets; a draw within 1e-5 of a boundary may go

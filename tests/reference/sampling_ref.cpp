@@ -38,6 +38,26 @@ TopKRef top_k_rows(const std::vector<float>& logits, uint32_t n_vocab, uint32_t 
   return r;
 }
 
+std::vector<float> logsumexp_rows(const std::vector<float>& logits, uint32_t n_vocab) {
+  std::vector<float> out(logits.size() / n_vocab);
+  for (size_t r = 0; r < out.size(); ++r) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (uint32_t i = 0; i < n_vocab; ++i)
+      if (!std::isnan(logits[r * n_vocab + i])) m = std::max(m, double(logits[r * n_vocab + i]));
+    if (m == -std::numeric_limits<double>::infinity()) {
+      out[r] = -std::numeric_limits<float>::infinity();
+      continue;
+    }
+    double sum = 0;
+    for (uint32_t i = 0; i < n_vocab; ++i) {
+      const float v = logits[r * n_vocab + i];
+      if (!std::isnan(v)) sum += std::exp(double(v) - m);
+    }
+    out[r] = float(m + std::log(sum));
+  }
+  return out;
+}
+
 uint32_t sample_pick(const std::vector<float>& v, uint32_t k, float temperature, float top_p, float min_p,
                      uint32_t draw, double* margin) {
   std::vector<double> prob(k);

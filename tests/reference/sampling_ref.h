@@ -15,6 +15,9 @@ struct TopKRef {
 };
 TopKRef top_k_rows(const std::vector<float>& logits, uint32_t n_vocab, uint32_t k);
 
+// log sum exp of each row in double, NaN and -inf carrying no mass; -inf for a row without any.
+std::vector<float> logsumexp_rows(const std::vector<float>& logits, uint32_t n_vocab);
+
 // A sampled pick from candidates sorted best first (values `v`), in double: keep the smallest
 // prefix whose temperature-1 softmax mass reaches top_p, then cut at the first candidate below
 // min_p times the best's probability; weights exp((v_i - v_0) / T); the first index whose

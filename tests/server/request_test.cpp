@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 
 #include "chat/chat_template.h"
 #include "server/request.h"
@@ -72,17 +73,13 @@ const Refused kRefused[] = {
      "stream_options"},
     {"include_usage_number", false, R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})", 400,
      "invalid_type", "stream_options.include_usage"},
-    {"n_two", false, R"({"prompt": "x", "n": 2})", 400, "unsupported_parameter", "n"},
+    {"n_too_many", false, R"({"prompt": "x", "n": 17})", 400, "invalid_value", "n"},
     {"n_zero", false, R"({"prompt": "x", "n": 0})", 400, "invalid_value", "n"},
-    {"presence_penalty", false, R"({"prompt": "x", "presence_penalty": 0.5})", 400, "unsupported_parameter",
-     "presence_penalty"},
-    {"frequency_penalty", true, R"({"messages": [{"role": "user", "content": "x"}], "frequency_penalty": -1})", 400,
-     "unsupported_parameter", "frequency_penalty"},
     {"penalty_out_of_range", false, R"({"prompt": "x", "presence_penalty": 3})", 400, "invalid_value",
      "presence_penalty"},
-    {"logprobs_chat", true, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})", 400,
-     "unsupported_parameter", "logprobs"},
-    {"logprobs_text", false, R"({"prompt": "x", "logprobs": 2})", 400, "unsupported_parameter", "logprobs"},
+    {"logprobs_chat_int", true, R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})", 400,
+     "invalid_type", "logprobs"},
+    {"logprobs_text_too_many", false, R"({"prompt": "x", "logprobs": 21})", 400, "invalid_value", "logprobs"},
     {"logprobs_text_bool", false, R"({"prompt": "x", "logprobs": true})", 400, "invalid_type", "logprobs"},
     // The field policy: every field is implemented, ignored as metadata, or refused by name.
     {"unknown_field", false, R"({"prompt": "x", "typical_p": 0.5})", 400, "unknown_parameter", "typical_p"},
@@ -94,11 +91,23 @@ const Refused kRefused[] = {
      "unknown_parameter", "echo"},
     {"stream_options_unknown", false, R"({"prompt": "x", "stream": true, "stream_options": {"chunk": 1}})", 400,
      "unknown_parameter", "stream_options"},
-    {"top_logprobs", true, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})", 400,
-     "unsupported_parameter", "top_logprobs"},
-    {"repeat_penalty", false, R"({"prompt": "x", "repeat_penalty": 1.1})", 400, "unsupported_parameter",
-     "repeat_penalty"},
-    {"logit_bias", false, R"({"prompt": "x", "logit_bias": {"50256": -100}})", 400, "unsupported_parameter",
+    {"top_logprobs_without_logprobs", true, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})",
+     400, "invalid_value", "top_logprobs"},
+    {"top_logprobs_too_many", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", 400,
+     "invalid_value", "top_logprobs"},
+    {"repeat_penalty_zero", false, R"({"prompt": "x", "repeat_penalty": 0})", 400, "invalid_value", "repeat_penalty"},
+    {"repeat_last_n_negative", false, R"({"prompt": "x", "repeat_last_n": -2})", 400, "invalid_value",
+     "repeat_last_n"},
+    {"logit_bias_list", false, R"({"prompt": "x", "logit_bias": [1, 2]})", 400, "invalid_type", "logit_bias"},
+    {"logit_bias_word_key", false, R"({"prompt": "x", "logit_bias": {"hello": 1}})", 400, "invalid_value",
+     "logit_bias"},
+    {"logit_bias_negative_key", false, R"({"prompt": "x", "logit_bias": {"-3": 1}})", 400, "invalid_value",
+     "logit_bias"},
+    {"logit_bias_too_big", false, R"({"prompt": "x", "logit_bias": {"5": 101}})", 400, "invalid_value", "logit_bias"},
+    {"logit_bias_string_value", false, R"({"prompt": "x", "logit_bias": {"5": "1"}})", 400, "invalid_type",
+     "logit_bias"},
+    {"logit_bias_twice", false, R"({"prompt": "x", "logit_bias": {"5": 1, "05": 2}})", 400, "invalid_value",
      "logit_bias"},
     {"best_of", false, R"({"prompt": "x", "best_of": 3})", 400, "unsupported_parameter", "best_of"},
     {"response_format_json", true,
@@ -266,6 +275,38 @@ TEST(Request, DefaultValuesOfRefusedFieldsAndMetadataAreAccepted) {
   EXPECT_FALSE(text.echo);
 }
 
+// The sampling fields of issue 42: penalties, logit_bias, logprobs (both shapes) and n.
+TEST(Request, SamplingFieldsAreRead) {
+  const CompletionRequest chat = parse_completion(
+      parse_body(R"({"messages": [{"role": "user", "content": "x"}], "n": 3, "logprobs": true, "top_logprobs": 5,
+                     "presence_penalty": 0.5, "frequency_penalty": -1, "repeat_penalty": 1.3, "repeat_last_n": 16,
+                     "logit_bias": {"7": -100, "42": 2.5}, "seed": 9})"),
+      true);
+  EXPECT_EQ(chat.n, 3u);
+  EXPECT_EQ(chat.logprobs, 5);
+  EXPECT_FLOAT_EQ(chat.sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(chat.sampling.frequency_penalty, -1.0f);
+  EXPECT_FLOAT_EQ(chat.sampling.repeat_penalty, 1.3f);
+  EXPECT_EQ(chat.sampling.repeat_last_n, 16u);
+  EXPECT_EQ(chat.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{7, -100.0f}, {42, 2.5f}}));
+  EXPECT_EQ(parse_completion(parse_body(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true})"), true)
+                .logprobs, 0);
+  EXPECT_EQ(parse_completion(parse_body(R"({"messages": [{"role": "user", "content": "x"}]})"), true).logprobs, -1);
+  EXPECT_EQ(parse_completion(parse_body(R"({"prompt": "x", "logprobs": 3})"), false).logprobs, 3);
+  EXPECT_EQ(parse_completion(parse_body(R"({"prompt": "x", "logprobs": false})"), false).logprobs, -1);
+  EXPECT_EQ(parse_completion(parse_body(R"({"prompt": "x", "repeat_last_n": -1})"), false).sampling.repeat_last_n,
+            std::numeric_limits<uint32_t>::max());
+  CompletionRequest r = parse_completion(parse_body(R"({"prompt": "x", "logit_bias": {"99": 1}})"), false);
+  EXPECT_NO_THROW(check_logit_bias(r, 100));
+  try {
+    check_logit_bias(r, 99);
+    ADD_FAILURE() << "token 99 of a vocabulary of 99 passed";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "logit_bias");
+    EXPECT_NE(std::string(e.what()).find("outside the vocabulary [0, 99)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Request, ToolChoiceNoneLeavesTheToolsOut) {
   const char* tools = R"([{"type": "function", "function": {"name": "f", "parameters": {}}}])";
   const std::string base = std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") + tools;
@@ -338,9 +379,9 @@ TEST(Request, UnknownFieldsAreNamedWithAHint) {
   EXPECT_NE(predict.find("max_tokens"), std::string::npos) << predict;
   const std::string echo = message(R"({"messages": [{"role": "user", "content": "x"}], "echo": true})", true);
   EXPECT_NE(echo.find("a field of /v1/completions"), std::string::npos) << echo;
-  const std::string bias = message(R"({"prompt": "x", "logit_bias": {"1": 5}})", false);
-  EXPECT_NE(bias.find("'logit_bias'"), std::string::npos) << bias;
-  EXPECT_NE(bias.find("hint: {} only"), std::string::npos) << bias;
+  const std::string bias = message(R"({"prompt": "x", "logit_bias": {"cat": 5}})", false);
+  EXPECT_NE(bias.find("'logit_bias' key \"cat\" is not a token id"), std::string::npos) << bias;
+  EXPECT_NE(bias.find("/tokenize"), std::string::npos) << bias;
 }
 
 // Every refused field has a refused case above; every field is in docs/SERVER.md's table, with

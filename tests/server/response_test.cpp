@@ -2,6 +2,7 @@
 // Prometheus text, and the queue's rules (FIFO, a full queue refuses, one sequence at a time).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <thread>
 
 #include "server/http.h"
@@ -43,6 +44,50 @@ TEST(Response, TextCompletion) {
     "usage": {"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6,
     "prompt_tokens_details": {"cached_tokens": 0}}})");
   EXPECT_EQ(j, want) << j.dump(2);
+}
+
+// Log-probabilities in both of OpenAI's shapes; -inf becomes -9999 (JSON has no infinity); a
+// token holding part of a UTF-8 character keeps its bytes and is named "bytes:\xNN...".
+TEST(Response, LogprobsShapes) {
+  const std::vector<TokenLogprobs> lp = {{"Hi", -0.25f, {{"Hi", -0.25f}, {"Yo", -1.5f}}},
+                                         {"\xe2\x82", -std::numeric_limits<float>::infinity(), {}}};
+  const ordered_json chat = logprobs_json(true, lp);
+  const ordered_json want_chat = ordered_json::parse(R"({"content": [
+      {"token": "Hi", "logprob": -0.25, "bytes": [72, 105],
+       "top_logprobs": [{"token": "Hi", "logprob": -0.25, "bytes": [72, 105]},
+                        {"token": "Yo", "logprob": -1.5, "bytes": [89, 111]}]},
+      {"token": "bytes:\\xe2\\x82", "logprob": -9999.0, "bytes": [226, 130], "top_logprobs": []}],
+    "refusal": null})");
+  EXPECT_EQ(chat["content"][0], want_chat["content"][0]) << chat.dump(2);
+  EXPECT_EQ(chat["content"][1], want_chat["content"][1]) << chat.dump(2);
+  EXPECT_TRUE(chat["refusal"].is_null());
+  const ordered_json text = logprobs_json(false, {lp[0], {"!", -2.0f, {{"!", -2.0f}}}}, 5);
+  const ordered_json want_text = ordered_json::parse(R"({"tokens": ["Hi", "!"], "token_logprobs": [-0.25, -2.0],
+      "top_logprobs": [{"Hi": -0.25, "Yo": -1.5}, {"!": -2.0}], "text_offset": [5, 7]})");
+  EXPECT_EQ(text, want_text) << text.dump(2);
+}
+
+// n > 1: one choice per index, each with its own text, finish and logprobs.
+TEST(Response, SeveralChoices) {
+  const std::vector<Choice> choices = {{"A", "stop", {}, nullptr}, {"B", "length", {}, ordered_json::object()}};
+  const ordered_json j = completion_json(kText, choices, {4, 6});
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][0], ordered_json::parse(R"({"index": 0, "text": "A", "logprobs": null, "finish_reason": "stop"})"));
+  EXPECT_EQ(j["choices"][1], ordered_json::parse(R"({"index": 1, "text": "B", "logprobs": {}, "finish_reason": "length"})"));
+  EXPECT_EQ(j["usage"]["total_tokens"], 10);
+  // Streamed: each choice's chunks carry its index; usage and [DONE] once, after the last.
+  StreamState a{.head = kChat, .include_usage = true, .choice = 0}, b{.head = kChat, .include_usage = true, .choice = 1};
+  const std::string t = stream_text_events(b, "x", {{"x", -1.0f, {}}}, true);
+  const ordered_json tj = event_json(t);
+  EXPECT_EQ(tj["choices"][0]["index"], 1);
+  EXPECT_EQ(tj["choices"][0]["logprobs"]["content"][0]["token"], "x");
+  const std::string end_a = stream_end_events(a, "eos", {3, 1}, /*last=*/false);
+  EXPECT_EQ(end_a.find("[DONE]"), std::string::npos) << end_a;
+  EXPECT_EQ(end_a.find("\"usage\":{"), std::string::npos) << end_a;
+  const std::string end_b = stream_end_events(b, "length", {3, 2}, /*last=*/true);
+  EXPECT_NE(end_b.find("\"index\":1"), std::string::npos) << end_b;
+  EXPECT_NE(end_b.find("\"total_tokens\":5"), std::string::npos) << end_b;
+  EXPECT_TRUE(end_b.ends_with("data: [DONE]\n\n"));
 }
 
 struct ChunkCase {

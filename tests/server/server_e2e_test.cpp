@@ -76,6 +76,25 @@ TEST(ServeE2E, OpenAIClient) {
   EXPECT_EQ(s.stop(), 0) << "SIGTERM ends the server cleanly:\n" << slurp(s.err_path);
 }
 
+// Sampling fields through the OpenAI client (tests/server/sampling_client_test.js): logprobs,
+// logit_bias, penalties, n > 1; two slots, so a request's choices run side by side.
+TEST(ServeE2E, OpenAIClientSampling) {
+  const std::string modules = WGRT_SOURCE_DIR "/.deps/server-openai/node_modules";
+  if (!std::filesystem::exists(modules + "/openai/package.json"))
+    GTEST_SKIP() << "npm openai is absent (hint: run tools/setup-test-data.sh)";
+  ServerProcess s({"--parallel", "2"});
+  ASSERT_GT(s.port, 0);
+  const std::string out = test::temp_dir("serve-node-sampling") + "/out";
+  const std::string cmd = "NODE_PATH=" + modules + " node " WGRT_SOURCE_DIR
+                          "/tests/server/sampling_client_test.js http://127.0.0.1:" + std::to_string(s.port) + " " +
+                          kKey + " >" + out + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string log = slurp(out);
+  EXPECT_EQ(rc, 0) << log << "\nserver:\n" << slurp(s.err_path);
+  EXPECT_NE(log.find("all ok"), std::string::npos) << log;
+  EXPECT_EQ(s.stop(), 0) << slurp(s.err_path);
+}
+
 // The library's greedy decode of the same tokens, streamed through the same UTF-8 decoder.
 struct Greedy {
   std::string text;
@@ -176,8 +195,8 @@ TEST(ServeE2E, MalformedRequestsGet4xxAndTheServerStaysUp) {
        "invalid_type"},
       {"max_tokens negative", "/v1/completions", R"({"prompt": "x", "max_tokens": -5})", 400, "invalid_value"},
       {"unknown field", "/v1/completions", R"({"prompt": "x", "mirostat": 2})", 400, "unknown_parameter"},
-      {"logit_bias", chat, R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"65": 10}})", 400,
-       "unsupported_parameter"},
+      {"logit_bias past the vocabulary", chat,
+       R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"99999": 10}})", 400, "invalid_value"},
       {"json mode", chat,
        R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", 400,
        "unsupported_parameter"},

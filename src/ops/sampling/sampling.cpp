@@ -16,12 +16,26 @@ constexpr ParamField kFields[] = {{"n_rows", offsetof(SamplingParams, n_rows)},
                                   {"_pad1", offsetof(SamplingParams, _pad1)},
                                   {"_pad2", offsetof(SamplingParams, _pad2)}};
 
-uint32_t chunk_of(SamplingKind kind) { return kind == SamplingKind::Argmax ? kArgmaxChunk : kTopKChunk; }
+uint32_t chunk_of(SamplingKind kind) { return kind == SamplingKind::TopK ? kTopKChunk : kArgmaxChunk; }
+
+const char* op_name(SamplingKind kind) {
+  switch (kind) {
+    case SamplingKind::Argmax: return "argmax";
+    case SamplingKind::TopK: return "top_k";
+    case SamplingKind::LogSumExp: return "logsumexp";
+  }
+  return "?";
+}
 
 // Both passes of a route: (pass 1, pass 2) with their bindings.
 std::vector<graph::KernelSpec> kernels(SamplingKind kind, graph::TensorId logits, graph::TensorId partial,
                                        graph::TensorId indices, graph::TensorId values) {
   using graph::Binding;
+  if (kind == SamplingKind::LogSumExp)
+    return {{gpu::make_key("sampling", "lse_partial"),
+             {Binding::of(0, logits), Binding::of(1, partial), Binding::params(4)}},
+            {gpu::make_key("sampling", "lse_final"),
+             {Binding::of(1, partial), Binding::of(3, values), Binding::params(4)}}};
   if (kind == SamplingKind::Argmax)
     return {{gpu::make_key("sampling", "argmax_partial"),
              {Binding::of(0, logits), Binding::of(1, partial), Binding::params(4)}},
@@ -47,15 +61,17 @@ graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph:
   const graph::Tensor& l = graph::tensor_info(g, logits);
   // Workgroup data of the passes (sampling.wgsl WG; top-k: BUF entries and four scalars).
   constexpr uint32_t wg = 256, buf = 1024;
-  require_fits(graph::device_caps(g).limits, name + (kind == SamplingKind::Argmax ? ": argmax" : ": top_k"),
-               kind == SamplingKind::Argmax ? WorkgroupFootprint{2 * wg_var_bytes(wg * 4), wg}
-                                            : WorkgroupFootprint{2 * wg_var_bytes(buf * 4) + 4 * wg_var_bytes(4), wg});
-  graph::TensorId values = outputs.size() > 1 ? outputs[1] : outputs[0];  // argmax: unused
+  // Argmax and logsumexp: two WG-entry arrays.
+  require_fits(graph::device_caps(g).limits, name + ": " + op_name(kind),
+               kind != SamplingKind::TopK ? WorkgroupFootprint{2 * wg_var_bytes(wg * 4), wg}
+                                          : WorkgroupFootprint{2 * wg_var_bytes(buf * 4) + 4 * wg_var_bytes(4), wg});
+  // Argmax: unused; logsumexp writes its one output through the values binding.
+  graph::TensorId values = outputs.size() > 1 ? outputs[1] : outputs[0];
   outputs.push_back(partial);
   return graph::add_node(
       g, graph::Node{
              .name = name,
-             .op = kind == SamplingKind::Argmax ? "argmax" : "top_k",
+             .op = op_name(kind),
              .inputs = {logits},
              .outputs = outputs,
              .dynamic = true,
@@ -88,7 +104,7 @@ SamplingShapes infer_sampling(const SamplingInferCtx& c) {
   if (c.k == 0 || c.k > vocab)
     throw std::invalid_argument(fmt::format("top_k: k = {} is outside [1, n_vocab = {}]", c.k, vocab));
   uint32_t blocks = uint32_t(ceil_div(vocab, chunk_of(c.kind)));
-  if (c.kind == SamplingKind::Argmax) return {graph::Shape{rows}, graph::Shape{rows, blocks, 2}};
+  if (c.kind != SamplingKind::TopK) return {graph::Shape{rows}, graph::Shape{rows, blocks, 2}};
   return {graph::Shape{rows, c.k}, graph::Shape{rows, blocks * c.k, 2}};
 }
 
@@ -98,7 +114,7 @@ void plan_sampling(const SamplingPlanCtx& c, graph::Plan& plan) {
   p.n_vocab = c.logits[1];
   p.chunk = chunk_of(c.kind);
   p.n_blocks = uint32_t(ceil_div(p.n_vocab, p.chunk));
-  p.k = c.kind == SamplingKind::Argmax ? 1 : c.k;
+  p.k = c.kind == SamplingKind::TopK ? c.k : 1;
   if (p.n_rows > c.max_groups_per_dim || p.n_blocks > c.max_groups_per_dim)
     throw std::invalid_argument(fmt::format("sampling: {} rows of {} chunks pass the grid limit {}",
                                             p.n_rows, p.n_blocks, c.max_groups_per_dim));
@@ -134,6 +150,18 @@ TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d) {
   if (d.enable && (d.enable->v >= graph::symbol_count(g) || graph::symbol_info(g, *d.enable).lo != 0 || graph::symbol_info(g, *d.enable).hi != 1))
     throw std::invalid_argument(fmt::format("{}: the enable symbol must range over [0, 1]", d.name));
   add_sampling_node(g, d.name, d.logits, SamplingKind::TopK, d.k, {out.indices, out.values}, partial, d.enable);
+  return out;
+}
+
+graph::TensorId add_logsumexp(graph::Graph& g, const LogSumExpDesc& d) {
+  check_logits(g, d.name, d.logits);
+  if (d.enable.v >= graph::symbol_count(g) || graph::symbol_info(g, d.enable).lo != 0 ||
+      graph::symbol_info(g, d.enable).hi != 1)
+    throw std::invalid_argument(fmt::format("{}: the enable symbol must range over [0, 1]", d.name));
+  SamplingShapes s = infer_sampling({graph::tensor_info(g, d.logits).max_shape, SamplingKind::LogSumExp, 1});
+  graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, s.out);
+  graph::TensorId partial = graph::add_tensor(g, d.name + ".partial", graph::DType::U32, s.partial);
+  add_sampling_node(g, d.name, d.logits, SamplingKind::LogSumExp, 1, {out}, partial, d.enable);
   return out;
 }
 

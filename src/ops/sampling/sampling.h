@@ -3,6 +3,9 @@
 //
 //   argmax: indices [n_rows] u32, the first index of the row's maximum.
 //   top_k:  indices [n_rows, k] u32 and values [n_rows, k] f32, best first.
+//   logsumexp: [n_rows] f32, log sum_i exp(l_i): the log-softmax normalizer, so a token's
+//           log-probability is its logit minus this (NaN and -inf logits carry no mass; a row
+//           without mass gives -inf).
 //
 // Order: a total order on (value, index): larger value first, equal values by lower index.
 // NaN ranks as -inf and -0 as +0 (values come back that way), so every result is
@@ -76,6 +79,16 @@ struct SamplePickDesc {
 };
 void add_sample_pick(graph::Graph& g, const SamplePickDesc& d);
 
+// The log-softmax normalizer of each row, for log-probabilities; runs only while `enable` is 1
+// (routes "off" [0, 0] and "on" [1, 1], as top-k's).
+struct LogSumExpDesc {
+  std::string name;         // node and output name, e.g. "logprob_norm"
+  graph::TensorId logits;   // [n_rows, n_vocab] f32
+  graph::SymbolId enable;   // in [0, 1]
+};
+// Returns [n_rows] f32.
+graph::TensorId add_logsumexp(graph::Graph& g, const LogSumExpDesc& d);
+
 struct SamplingParams {
   uint32_t n_rows;
   uint32_t n_vocab;
@@ -87,7 +100,7 @@ struct SamplingParams {
 static_assert(sizeof(SamplingParams) == 32);
 extern const ParamLayout kSamplingLayout;
 
-enum class SamplingKind : uint8_t { Argmax, TopK };
+enum class SamplingKind : uint8_t { Argmax, TopK, LogSumExp };
 
 struct SamplingInferCtx {
   graph::Shape logits;
@@ -95,8 +108,8 @@ struct SamplingInferCtx {
   uint32_t k;
 };
 struct SamplingShapes {
-  graph::Shape out;      // indices (and values)
-  graph::Shape partial;  // [n_rows, n_blocks * k, 2] u32 (key, index) pairs
+  graph::Shape out;      // indices (and values); logsumexp: [n_rows] f32
+  graph::Shape partial;  // [n_rows, n_blocks * k, 2] u32 (key, index) pairs; logsumexp: (max, sum) f32 bits
 };
 SamplingShapes infer_sampling(const SamplingInferCtx& c);
 

@@ -282,3 +282,77 @@ fn sample_pick() {
   }
   out_idx[0] = cand_ids[chosen];
 }
+
+// ---- logsumexp: the log-softmax normalizer of each row, for log-probabilities ----------------
+// log sum_i exp(l_i), NaN read as -inf; a row of -inf gives -inf. Pass 1 writes each chunk's
+// (max, sum exp(l - max)) as f32 bits into `partial`; pass 2 merges a row's chunks into out_val.
+// The empty set is (LOWEST, 0): a constant may not be infinite, and exp(LOWEST - m) is 0 for any
+// m a logit can be.
+var<workgroup> lmax: array<f32, WG>;
+var<workgroup> lsum: array<f32, WG>;
+
+const LOWEST: f32 = -0x1.fffffep+127f;  // -FLT_MAX
+
+// (m, s) of the union of two sets, exp-sums rescaled to the larger max.
+fn lse_merge(ma: f32, sa: f32, mb: f32, sb: f32) -> vec2<f32> {
+  let m = max(ma, mb);
+  if (m <= LOWEST) { return vec2<f32>(LOWEST, 0.0); }
+  return vec2<f32>(m, sa * exp(ma - m) + sb * exp(mb - m));
+}
+
+fn lse_reduce(lid: u32, m: f32, s: f32) {
+  lmax[lid] = m;
+  lsum[lid] = s;
+  workgroupBarrier();
+  for (var st = WG / 2u; st > 0u; st >>= 1u) {
+    if (lid < st) {
+      let r = lse_merge(lmax[lid], lsum[lid], lmax[lid + st], lsum[lid + st]);
+      lmax[lid] = r.x;
+      lsum[lid] = r.y;
+    }
+    workgroupBarrier();
+  }
+}
+
+// Grid (n_blocks, n_rows): one chunk of one row.
+@compute @workgroup_size(WG)
+fn lse_partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let block = wid.x;
+  let row = wid.y;
+  let start = block * p.chunk;
+  let end = min(start + p.chunk, p.n_vocab);
+  let base = row * p.n_vocab;
+  var m = LOWEST;
+  var s = 0.0;
+  for (var e = start + lid; e < end; e += WG) {
+    let b = bitcast<u32>(logits[base + e]);
+    if ((b & 0x7fffffffu) > 0x7f800000u || b == 0xff800000u) { continue; }  // NaN, -inf: no mass
+    let r = lse_merge(m, s, bitcast<f32>(b), 1.0);
+    m = r.x;
+    s = r.y;
+  }
+  lse_reduce(lid, m, s);
+  if (lid == 0u) {
+    let o = (row * p.n_blocks + block) * 2u;
+    partial[o] = bitcast<u32>(lmax[0]);
+    partial[o + 1u] = bitcast<u32>(lsum[0]);
+  }
+}
+
+// Grid (1, n_rows): the row's chunks merged; m + log s, or -inf for a row without mass.
+@compute @workgroup_size(WG)
+fn lse_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let row = wid.y;
+  var m = LOWEST;
+  var s = 0.0;
+  for (var b = lid; b < p.n_blocks; b += WG) {
+    let o = (row * p.n_blocks + b) * 2u;
+    let r = lse_merge(m, s, bitcast<f32>(partial[o]), bitcast<f32>(partial[o + 1u]));
+    m = r.x;
+    s = r.y;
+  }
+  lse_reduce(lid, m, s);
+  if (lid == 0u) {
+    out_val[row] = bitcast<f32>(select(bitcast<u32>(lmax[0] + log(lsum[0])), 0xff800000u, lmax[0] <= LOWEST));
+  }
+}
