@@ -63,6 +63,7 @@ std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Re
     buf[n++] = mg.top_logits;
   }
   if (r == Readout::All || r == Readout::Logits) buf[n++] = mg.logits;
+  if (r == Readout::Hidden) buf[n++] = mg.hidden;
   return {buf.data(), n};
 }
 

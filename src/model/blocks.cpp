@@ -270,6 +270,10 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   const std::optional<graph::TensorId> x_xq = take_hidden_xq(b);  // x quantized ahead, times norm (head_reads_xq)
   LinearWeight out = tied ? b.embedding.table
                           : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim);
+  // Embeddings: the final normed hidden state of every row, only on steps that ask for it (the
+  // route "off" dispatches nothing), from the residual stream before any row is picked out.
+  mg.hidden = ops::add_rms_norm(b.g, {.name = "hidden_norm", .x = x, .weight = norm, .eps = c.norm_eps,
+                                      .enable = mg.want_hidden});
   if (b.out_rows) {
     // One row per sequence that wants logits; no GPU-fed decode.
     x = ops::add_gather_rows(b.g, {.name = "out_hidden", .x = x, .rows = *b.out_rows});
@@ -297,7 +301,7 @@ void output_head(BuildContext& b, graph::TensorId x, ModelGraph& mg) {
   if (b.next_token)  // a sampled token where the next step reads it (pipelined sampling)
     ops::add_sample_pick(b.g, {.name = "sample_pick", .candidates = top, .pick = mg.pick, .out = *b.next_token,
                                .enable = mg.want_sample});
-  for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits}) graph::mark_output(b.g, t);
+  for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits, mg.hidden}) graph::mark_output(b.g, t);
 }
 
 }  // namespace wgrt::model
