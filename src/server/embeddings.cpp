@@ -119,7 +119,8 @@ EmbeddingRequest parse_embeddings(const ordered_json& body) {
     if (!d->is_number_integer())
       throw ApiError(400, "invalid_request_error", "invalid_type",
                      fmt::format("'dimensions' must be an integer, not {}", d->type_name()), "dimensions");
-    if (d->is_number_unsigned() ? d->get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max())
+    if (d->is_number_unsigned() ? d->get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()) ||
+                                      d->get<uint64_t>() < 1
                                 : d->get<int64_t>() < 1)
       throw invalid_request(fmt::format("'dimensions' is {}, not a width of at least 1", d->dump()), "dimensions");
     r.dimensions = d->get<int64_t>();
