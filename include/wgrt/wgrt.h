@@ -1,4 +1,4 @@
-/* wgrt's C API: load a model, tokenize, generate, chat.
+/* wgrt's C API: load a model, tokenize, generate, chat, embed.
  *
  * Opaque handles, plain C types. No exception crosses it: every entry point returns a status
  * (or a size) and leaves a message for wgrt_last_error(). docs/API.md has an example. */
@@ -110,6 +110,18 @@ typedef struct wgrt_chat_message {
 WGRT_API wgrt_status wgrt_chat(wgrt_model* model, const wgrt_chat_message* messages,
                                size_t n_messages, const wgrt_sampling_params* sampling,
                                wgrt_token_callback callback, void* user);
+
+/* The width of the model's embeddings (its hidden size), or a negative wgrt_status. */
+WGRT_API int32_t wgrt_model_n_embd(const wgrt_model* model);
+
+/* The embedding of `text` (text_len bytes; BOS and EOS as the model's vocabulary adds them,
+ * special tokens' texts parsed) into out[0..capacity): the final normed hidden states of its
+ * tokens pooled as the model file says (GGUF <arch>.pooling_type, sentence-transformers'
+ * 1_Pooling; mean when it says nothing), L2-normalized. Returns n_embd, or a negative
+ * wgrt_status; with capacity < n_embd it computes and writes nothing (ask again with n_embd).
+ * The text must fit the context. It runs on the model's context, one embedding or generation
+ * per model at a time (else WGRT_ERR_BUSY). */
+WGRT_API int32_t wgrt_embed(wgrt_model* model, const char* text, size_t text_len, float* out, size_t capacity);
 
 #ifdef __cplusplus
 }

@@ -59,6 +59,18 @@ class Model {
     ids.resize(size_t(n));
     return ids;
   }
+  int32_t n_embd() const {
+    const int32_t n = wgrt_model_n_embd(m_);
+    check(n);
+    return n;
+  }
+  // The text's embedding (wgrt_embed): n_embd values, L2-normalized.
+  std::vector<float> embed(std::string_view text) {
+    std::vector<float> v(static_cast<size_t>(n_embd()));
+    check(wgrt_embed(m_, text.data(), text.size(), v.data(), v.size()));
+    return v;
+  }
+
   std::string detokenize(const std::vector<int32_t>& ids, bool render_special = false) const {
     int32_t n = wgrt_detokenize(m_, ids.data(), int32_t(ids.size()), render_special, nullptr, 0);
     check(n);

@@ -20,6 +20,7 @@
 #include "chat/jinja.h"
 #include "gpu/device.h"
 #include "llm/chat.h"
+#include "llm/embed.h"
 #include "llm/generate.h"
 #include "llm/sampler.h"
 #include "llm/session.h"
@@ -323,6 +324,33 @@ wgrt_status wgrt_chat(wgrt_model* model, const wgrt_chat_message* messages, size
       c.messages = std::move(list);
       return decode(*model, llm::chat_prompt_tokens(c), *sampling, Stream{callback, user});
     });
+  });
+}
+
+int32_t wgrt_model_n_embd(const wgrt_model* model) {
+  return guarded([&]() -> int32_t {
+    if (!model) return null_arg("wgrt_model_n_embd", "model");
+    return int32_t(model->session->mg.n_embd);
+  });
+}
+
+int32_t wgrt_embed(wgrt_model* model, const char* text, size_t text_len, float* out, size_t capacity) {
+  return guarded([&]() -> int32_t {
+    if (!model) return null_arg("wgrt_embed", "model");
+    if (!text && text_len) return null_arg("wgrt_embed", "text");
+    if (!out && capacity) return null_arg("wgrt_embed", "out");
+    const uint32_t n_embd = model->session->mg.n_embd;
+    if (capacity < n_embd) return int32_t(n_embd);
+    std::unique_lock lock(model->running, std::try_to_lock);
+    if (!lock.owns_lock())
+      return fail(WGRT_ERR_BUSY, "wgrt_embed: the model is running a generation (hint: one call per model at a time)");
+    llm::Session& s = *model->session;
+    const std::vector<int32_t> ids = llm::embedding_tokens(s.tok, std::string_view(text ? text : "", text_len));
+    if (ids.empty()) return fail(WGRT_ERR_INVALID_ARGUMENT, "wgrt_embed: the text has no tokens (hint: give some text)");
+    // The conversation's cache (sequence 0) is overwritten; generations start from a fresh one.
+    const std::vector<float> v = llm::embed(s, 0, ids);
+    std::copy(v.begin(), v.end(), out);
+    return int32_t(n_embd);
   });
 }
 

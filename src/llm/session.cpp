@@ -68,6 +68,7 @@ std::span<const graph::TensorId> readout_tensors(const model::ModelGraph& mg, Re
   }
   if (r == Readout::All || r == Readout::Logits) buf[n++] = mg.logits;
   if (logprobs) buf[n++] = mg.logprob_norm;
+  if (r == Readout::Hidden) buf[n++] = mg.hidden;
   return {buf.data(), n};
 }
 

@@ -33,8 +33,9 @@ struct Session {
 };
 
 // What a step reads back from the output head: the argmax only (greedy), the top-k candidates
-// (sampling; top-k runs only then), the logits, or all of them.
-enum class Readout : uint8_t { All, Argmax, TopK, Logits };
+// (sampling; top-k runs only then), the logits, or all of them; or the final normed hidden
+// states of the step's tokens alone (embeddings: llm/embed.h, which turns on want_hidden).
+enum class Readout : uint8_t { All, Argmax, TopK, Logits, Hidden };
 
 // Loads the tokenizer and builds the graph. `model` "" is wgrt's demo model, trained on
 // public-domain English (models/README.md), found beside the program or library

@@ -191,6 +191,10 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
   graph::TensorId norm = layer_vector(b, "output_norm.weight", c.dim);
   LinearWeight out = tied ? b.embedding.table : load_linear(b.g, b.loader, "output.weight", c.n_vocab, c.dim);
   graph::TensorId x = hidden.x;
+  // Embeddings: the final normed hidden state of every row, only on steps that ask for it (the
+  // route "off" dispatches nothing), from the residual stream before any row is picked out.
+  mg.hidden = ops::add_rms_norm(b.g, {.name = "hidden_norm", .x = x, .weight = norm, .eps = c.norm_eps,
+                                      .enable = mg.want_hidden});
   if (head_fuses(b.g, b.loader, b.c, b.o, b.rows.has_value())) {
     // The last row's output_norm, the vocabulary projection and the argmax in one kernel (+ the
     // partials' reduction), the id landing where the next step can read it; at one token x is
@@ -219,7 +223,7 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
     ops::add_sample_pick(b.g, {.name = "sample_pick", .candidates = top, .pick = mg.pick, .out = *b.next_token,
                                .enable = mg.want_sample});
   mg.logprob_norm = ops::add_logsumexp(b.g, {.name = "logprob_norm", .logits = mg.logits, .enable = mg.want_logprobs});
-  for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits, mg.logprob_norm})
+  for (graph::TensorId t : {mg.logits, mg.argmax, mg.top_ids, mg.top_logits, mg.logprob_norm, mg.hidden})
     graph::mark_output(b.g, t);
 }
 

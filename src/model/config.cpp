@@ -20,6 +20,17 @@ const char* arch_name(Arch a) {
   return "?";
 }
 
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::None: return "none";
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: return "last";
+    case Pooling::Rank: return "rank";
+  }
+  return "?";
+}
+
 std::vector<float> llama3_freq_factors(uint32_t head_dim, float theta, float factor,
                                        float low_freq_factor, float high_freq_factor,
                                        uint32_t original_max_positions) {
@@ -131,6 +142,15 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (f.find(key("pooling_type"))) {
+    const uint32_t p = gguf_u32(f, key("pooling_type"));
+    if (p > uint32_t(Pooling::Rank))
+      throw ModelError(fmt::format("{}: metadata key '{}' = {} is not a pooling type (0 none, 1 mean, 2 cls, 3 last, "
+                                   "4 rank) (hint: the file is corrupt)", f.path, key("pooling_type"), p));
+    c.pooling = Pooling(p);
+    c.pooling_declared = true;
+  }
+  if (f.find("wgrt.embedding.matryoshka")) c.matryoshka = f.get_bool("wgrt.embedding.matryoshka");
   if (const auto* t = f.find_tensor("rope_freqs.weight")) {
     if (t->type != GgmlType::F32 || t->n_elements != c.head_dim / 2)
       throw ModelError(fmt::format("{}: rope_freqs.weight must be F32 [{}], is {} of {} elements", f.path,
@@ -213,6 +233,7 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   c.tied_embeddings = hf_bool(j, "tie_word_embeddings", false, path);
   c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path);
   c.qk_norm = c.arch == Arch::Qwen3;
+  c.matryoshka = hf_bool(j, "matryoshka", false, path);
   if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
     const auto& s = j["rope_scaling"];
     std::string type = hf_string(s, "rope_type", path);
@@ -233,6 +254,35 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   }
   validate_config(c, path);
   return c;
+}
+
+Pooling pooling_from_sentence_transformers(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) throw ModelError(fmt::format("{}: not a JSON object", path));
+  struct Mode {
+    const char* key;
+    std::optional<Pooling> pooling;  // none: a mode wgrt does not pool
+  };
+  constexpr Mode kModes[] = {{"pooling_mode_cls_token", Pooling::Cls},
+                             {"pooling_mode_mean_tokens", Pooling::Mean},
+                             {"pooling_mode_lasttoken", Pooling::Last},
+                             {"pooling_mode_max_tokens", std::nullopt},
+                             {"pooling_mode_mean_sqrt_len_tokens", std::nullopt},
+                             {"pooling_mode_weightedmean_tokens", std::nullopt}};
+  std::optional<Pooling> found;
+  for (const Mode& m : kModes) {
+    if (!hf_bool(j, m.key, false, path)) continue;
+    if (!m.pooling)
+      throw ModelError(fmt::format("{}: \"{}\" is true, a pooling wgrt does not compute (hint: wgrt pools by mean, "
+                                   "cls or last token)", path, m.key));
+    if (found)
+      throw ModelError(fmt::format("{}: more than one pooling mode is true (hint: wgrt pools by one of mean, cls or "
+                                   "last token)", path));
+    found = m.pooling;
+  }
+  if (!found)
+    throw ModelError(fmt::format("{}: no pooling mode is true (hint: set one of pooling_mode_mean_tokens, "
+                                 "pooling_mode_cls_token or pooling_mode_lasttoken)", path));
+  return *found;
 }
 
 }  // namespace wgrt::model

@@ -19,6 +19,11 @@ struct ModelError : std::runtime_error {
 enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3 };
 const char* arch_name(Arch a);
 
+// How an embedding pools the final normed hidden states of a text's tokens into one vector.
+// The values are GGUF's `<arch>.pooling_type` numbers. Rank (rerankers) pools no embedding.
+enum class Pooling : uint8_t { None = 0, Mean = 1, Cls = 2, Last = 3, Rank = 4 };
+const char* pooling_name(Pooling p);
+
 struct ModelConfig {
   Arch arch = Arch::Llama;
   uint32_t n_vocab = 0;
@@ -37,12 +42,23 @@ struct ModelConfig {
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3
   uint32_t sliding_window = 0;  // mistral: keys attended per query (0: all); contexts past it are refused
+  // Embeddings (llm/embed.h): GGUF `<arch>.pooling_type` or sentence-transformers'
+  // 1_Pooling/config.json; a file that says neither is a generative model served for
+  // embeddings, pooled by the mean of its tokens (pooling_declared false).
+  Pooling pooling = Pooling::Mean;
+  bool pooling_declared = false;
+  // Trained Matryoshka-style (GGUF `wgrt.embedding.matryoshka`, config.json "matryoshka"): a
+  // vector's first d values, renormalized, are its embedding in d dimensions.
+  bool matryoshka = false;
 };
 
 // From GGUF metadata (general.architecture selects; tensors refine tied/bias flags).
 ModelConfig config_from_gguf(const GgufFile& f);
 // From a parsed config.json (`path` for messages).
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path);
+// The pooling a sentence-transformers 1_Pooling/config.json names (`path` for messages); throws
+// ModelError for a mode wgrt does not pool (max, weighted mean, ...) or none set.
+Pooling pooling_from_sentence_transformers(const nlohmann::json& j, const std::string& path);
 
 // The published llama 3 frequency scaling as per-pair divisors.
 std::vector<float> llama3_freq_factors(uint32_t head_dim, float theta, float factor,

@@ -72,6 +72,18 @@ ModelFile open_hf_dir(const std::string& dir) {
     throw ModelError(fmt::format("{}: does not parse: {} (hint: the file is corrupt)", cfg.string(), e.what()));
   }
   mf.config = config_from_hf(j, cfg.string());
+  // A sentence-transformers model's pooling module.
+  if (const fs::path pool = fs::path(dir) / "1_Pooling" / "config.json"; fs::exists(pool)) {
+    std::ifstream pin(pool);
+    nlohmann::json pj;
+    try {
+      pj = nlohmann::json::parse(pin);
+    } catch (const nlohmann::json::exception& e) {
+      throw ModelError(fmt::format("{}: does not parse: {} (hint: the file is corrupt)", pool.string(), e.what()));
+    }
+    mf.config.pooling = pooling_from_sentence_transformers(pj, pool.string());
+    mf.config.pooling_declared = true;
+  }
   mf.checkpoint = open_safetensors_dir(dir);
   std::map<std::string, std::string, std::less<>> source;  // weight name -> checkpoint name
   for (const StTensor& t : mf.checkpoint->tensors) {

@@ -33,6 +33,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   ModelGraph mg;
   mg.graph = std::make_unique<graph::Graph>(dev);
   mg.n_vocab = c.n_vocab;
+  mg.n_embd = c.dim;
   mg.n_ctx = o.n_ctx;
   mg.n_seqs = o.n_seqs;
   // A step holds at most n_ctx tokens of each sequence, and one decode token of each.
@@ -61,6 +62,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.want_top_k = graph::add_symbol(g, {.name = "want_top_k", .lo = 0, .hi = 1});
   mg.want_logprobs = graph::add_symbol(g, {.name = "want_logprobs", .lo = 0, .hi = 1});
   mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = fed ? 1 : 0});
+  mg.want_hidden = graph::add_symbol(g, {.name = "want_hidden", .lo = 0, .hi = 1});
   mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {8}});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
   BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs, {}};

@@ -4,7 +4,8 @@
 // Inputs per step: `tokens` (u32 [n_tokens], n_tokens ≤ max_batch) and the symbols `pos` (the
 // position of the first token), `feed` and `want_top_k`. Outputs: the logits of the last token
 // ([1, n_vocab]), or of every token with all_logits; and GPU sampling results over them
-// (argmax, top-k).
+// (argmax, top-k). With want_hidden = 1 (embeddings, llm/embed.h) also `hidden`: the final
+// normed hidden state of every token of the step; other steps run no kernel for it.
 //
 // Several sequences (n_seqs > 1, continuous batching): the KV caches hold a region of n_ctx
 // positions per sequence, and a step's tokens may come from any of them. Per step the host
@@ -60,6 +61,8 @@ struct ModelGraph {
   graph::SymbolId feed;       // 1: embed next_token (pipelined decode); only without all_logits
   graph::SymbolId want_top_k; // 1: run top-k this step
   graph::SymbolId want_sample;  // 1: sample from the top-k on the GPU into next_token (needs want_top_k)
+  graph::SymbolId want_hidden;  // 1: compute `hidden` this step
+  graph::TensorId hidden;     // [n_tokens, dim]: output_norm of every row of the step (want_hidden)
   graph::TensorId pick;       // u32 [8] ops::PickParams, written by the host for sampled steps
   graph::TensorId top_ids;    // [rows, top_k] u32
   graph::TensorId top_logits; // [rows, top_k] f32
@@ -69,6 +72,7 @@ struct ModelGraph {
   graph::SymbolId max_keys;   // n_seqs > 1: max over the step's tokens of position + 1
   graph::TensorId out_rows;   // n_seqs > 1: u32 [n_out] step rows whose logits are wanted
   uint32_t n_vocab = 0;
+  uint32_t n_embd = 0;        // the hidden state's width
   uint32_t n_ctx = 0;         // positions per sequence
   uint32_t n_seqs = 1;
   uint32_t max_batch = 0;

@@ -32,6 +32,8 @@
 #include <system_error>
 #include <thread>
 
+#include "llm/embed.h"
+#include "server/embeddings.h"
 #include "server/request.h"
 #include "server/response.h"
 
@@ -223,6 +225,7 @@ struct HttpServer::Impl {
   void serve_connection(int fd);
   void handle(const HttpRequest& req, Exchange& ex, int fd);
   void complete(const HttpRequest& req, Exchange& ex, int fd, bool chat);
+  void embeddings(const HttpRequest& req, Exchange& ex, int fd);
   void reap(bool all);
 };
 
@@ -399,6 +402,76 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
   return ex.json(200, completion_json(head, choices, usage));
 }
 
+namespace {
+
+// The inputs' tokens, each checked against the model: ids in the vocabulary, texts tokenized
+// (refused first when too long for the context whatever their tokens), none past the context.
+std::vector<std::vector<int32_t>> embedding_inputs(const ServedModel& m, const EmbeddingRequest& r) {
+  std::vector<std::vector<int32_t>> out = r.token_ids;
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t j = 0; j < out[i].size(); ++j)
+      if (out[i][j] >= m.n_vocab)
+        throw invalid_request(fmt::format("input{} token {} at index {} is outside the vocabulary [0, {})",
+                                          r.token_ids.size() > 1 ? fmt::format("[{}]", i) : "", out[i][j], j,
+                                          m.n_vocab), "input");
+  // Four times the bytes the context's tokens can cover: slack for normalizers that shrink text.
+  const size_t most_bytes = 4 * size_t(m.n_ctx) * m.max_token_bytes;
+  auto too_long = [&](size_t i, const std::string& what) {
+    return ApiError(400, "invalid_request_error", "context_length_exceeded",
+                    fmt::format("input {} has {}, more than the context of {} tokens (hint: a shorter text, or start "
+                                "the server with a larger --ctx-size)", i, what, m.n_ctx), "input");
+  };
+  for (const std::string& text : r.texts) {
+    if (text.size() > most_bytes) throw too_long(out.size(), fmt::format("{} bytes", text.size()));
+    out.push_back(llm::embedding_tokens(*m.tok, text));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].empty()) throw invalid_request(fmt::format("input {} has no tokens (hint: a non-empty text)", i), "input");
+    if (out[i].size() > m.n_ctx) throw too_long(i, fmt::format("{} tokens", out[i].size()));
+  }
+  return out;
+}
+
+}  // namespace
+
+void HttpServer::Impl::embeddings(const HttpRequest& req, Exchange& ex, int fd) {
+  const ServedModel& m = st.model;
+  EmbeddingRequest r = parse_embeddings(parse_body(req.body));
+  if (!m.embedding_refusal.empty())
+    throw ApiError(400, "invalid_request_error", "model_not_supported", m.embedding_refusal, "model");
+  check_dimensions(r, m.n_embd, m.matryoshka);
+  auto job = std::make_shared<Job>();
+  job->embed_inputs = embedding_inputs(m, r);
+  job->id = fmt::format("embd-{}", st.serial++);
+  if (!submit(st.sched, job)) {
+    st.metrics.requests_rejected += 1;
+    throw ApiError(503, "server_error", "queue_full",
+                   fmt::format("the server is busy: its {} slots are working and {} requests are already waiting "
+                               "(hint: retry later, or start the server with a larger --queue-size)",
+                               st.sched.n_slots, st.sched.max_queued));
+  }
+  auto next_look = Clock::now();
+  while (true) {
+    std::optional<Event> e = wait_event(*job, 100ms);
+    if (Clock::now() >= next_look) {  // nobody to answer: the job leaves the queue
+      next_look = Clock::now() + 100ms;
+      if (peer_gone(fd)) {
+        job->cancelled.store(true);
+        ex.keep_alive = false;
+        ex.answered = true;
+        return;
+      }
+    }
+    if (!e || !e->done) continue;
+    if (e->error) throw *e->error;
+    if (e->embeddings.size() != job->embed_inputs.size())
+      throw ApiError(500, "server_error", "embedding_failed", "the embedding job ended without its vectors");
+    if (r.dimensions && *r.dimensions < int64_t(m.n_embd))
+      for (std::vector<float>& v : e->embeddings) v = llm::truncate_embedding(v, size_t(*r.dimensions));
+    return ex.json(200, embeddings_json(e->embeddings, r.base64, m.id, e->usage.prompt_tokens));
+  }
+}
+
 void HttpServer::Impl::handle(const HttpRequest& req, Exchange& ex, int fd) {
   const Route route = find_route(req.method, req.path);
   if (route == Route::Preflight) {
@@ -415,10 +488,6 @@ void HttpServer::Impl::handle(const HttpRequest& req, Exchange& ex, int fd) {
                              fmt::format("no route for {} {} (hint: /v1/chat/completions, /v1/completions, "
                                          "/v1/models, /health, /props, /slots)", req.method.substr(0, 16),
                                          req.path.substr(0, 128))));
-  if (route == Route::Embeddings)
-    return ex.error(ApiError(501, "invalid_request_error", "unsupported_endpoint",
-                             fmt::format("{} is not supported: wgrt serves text generation only (hint: "
-                                         "/v1/chat/completions or /v1/completions)", req.path)));
   if (route == Route::MethodNotAllowed)
     return ex.error(ApiError(405, "invalid_request_error", "method_not_allowed",
                              fmt::format("{} is not served on {} (hint: GET for /health, /v1/models, /props, /slots "
@@ -458,6 +527,7 @@ void HttpServer::Impl::handle(const HttpRequest& req, Exchange& ex, int fd) {
                        metrics_text(st.metrics, queue_counts(st.sched), st.sched.n_slots));
       case Route::Completions: return complete(req, ex, fd, false);
       case Route::ChatCompletions: return complete(req, ex, fd, true);
+      case Route::Embeddings: return embeddings(req, ex, fd);
       case Route::Tokenize: {
         TokenizeRequest r = parse_tokenize(parse_body(req.body));
         std::vector<int32_t> ids = tokenizer::tokenize(*st.model.tok, r.content, r.add_special, /*parse_special=*/true);

@@ -9,7 +9,7 @@
 //   GET  /v1/models              the served model (its id: --alias, else the file name)
 //   GET  /v1/models/{id}         that model, for its id or file name (else 404 model_not_found)
 //   GET  /props, /slots          the server's settings; each slot's state (http.h's props_json)
-//   POST /v1/embeddings          501 unsupported_endpoint
+//   POST /v1/embeddings          OpenAI embeddings (server/embeddings.h), pooled as the model says
 //   POST /v1/completions         OpenAI completions (stream or not)
 //   POST /v1/chat/completions    OpenAI chat completions, through the model's chat template
 //   POST /tokenize, /detokenize  {"content"} <-> {"tokens"}

@@ -91,7 +91,7 @@ class RequestReader {
 // The routes of `wgrt serve` (http.h lists them).
 enum class Route : uint8_t {
   Health, Models, Model, Metrics, Props, Slots, Completions, ChatCompletions, Tokenize, Detokenize,
-  Embeddings,        // known, not implemented: 501 naming it
+  Embeddings,        // POST /v1/embeddings (server/embeddings.h)
   Preflight,         // OPTIONS: a browser's CORS preflight
   NotFound,          // 404
   MethodNotAllowed,  // 405: a known path with another method

@@ -41,11 +41,15 @@ struct Event {
   Usage usage;                // with done
   std::optional<ApiError> error;  // with done: the job failed
   std::vector<TokenLogprobs> logprobs;  // req.logprobs >= 0: the tokens generated since the last event
+  std::vector<std::vector<float>> embeddings;  // with done, for an embedding job: a vector per input
 };
 
 struct Job {
   CompletionRequest req;
   std::vector<int32_t> prompt;  // tokenized by the handler
+  // An embedding job (POST /v1/embeddings) instead: its inputs' tokens, embedded one after
+  // another on the slot's sequence when it takes a slot (llm/embed.h); `prompt` stays empty.
+  std::vector<std::vector<int32_t>> embed_inputs;
   std::string id;               // the response's id ("chatcmpl-..."), set before submit
   std::atomic<bool> cancelled{false};
   // Progress, written by the worker, read by GET /slots.

@@ -11,6 +11,7 @@
 #include "llm/batch.h"
 #include "llm/chat.h"
 #include "llm/context_shift.h"
+#include "llm/embed.h"
 #include "llm/generate.h"
 #include "llm/sampler.h"
 #include "llm/session.h"
@@ -116,6 +117,32 @@ TokenLogprobs token_logprobs(const llm::Session& s, const llm::PickLogprobs& p) 
   return t;
 }
 
+// An embedding job in its slot: each input through the graph on the slot's sequence, one after
+// another, before the next step (llm/embed.h); its end event carries the vectors.
+void run_embed_job(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq) {
+  Job& job = *slot.job;
+  Event e;
+  e.done = true;
+  if (job.cancelled.load()) {
+    e.stop_reason = "cancelled";
+    st.metrics.requests_cancelled += 1;
+  } else {
+    const auto t0 = Clock::now();
+    size_t n_tokens = 0;
+    for (const std::vector<int32_t>& in : job.embed_inputs) {
+      e.embeddings.push_back(llm::embed(s, seq, in));
+      n_tokens += in.size();
+    }
+    e.stop_reason = "embedded";
+    e.usage = {n_tokens, 0};
+    st.metrics.prefill_us += micros_since(t0);
+    st.metrics.prompt_tokens += n_tokens;
+    st.metrics.requests_done += 1;
+  }
+  push_event(job, std::move(e));
+  slot.job.reset();
+}
+
 // Emits the latest sampled token, which the next step then feeds; false once the job has ended
 // (its end event sent).
 bool emit(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq) {
@@ -184,6 +211,9 @@ ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   m.id = o.alias.empty() ? m.file_name : o.alias;
   m.n_ctx = s.mg.n_ctx;
   m.n_vocab = s.tok.vocab.n_vocab();
+  m.n_embd = s.mg.n_embd;
+  m.matryoshka = s.model.config.matryoshka;
+  m.embedding_refusal = llm::embedding_refusal(s.model.config);
   m.tok = &s.tok;
   for (const std::string& piece : s.tok.pieces) m.max_token_bytes = std::max(m.max_token_bytes, piece.size());
   chat::ChatTemplateSource src;
@@ -406,6 +436,13 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
           {
             std::lock_guard lock(st.sched.m);
             job = st.sched.slots[i];
+          }
+          if (!job->embed_inputs.empty()) {
+            slot = Slot{};  // the slot's sequence is overwritten: nothing of an earlier job stays
+            slot.job = std::move(job);
+            run_embed_job(st, *s, slot, uint32_t(i));
+            free_slot(st.sched, i);
+            continue;
           }
           start(st, *s, slot, uint32_t(i), std::move(job));
         }

@@ -47,6 +47,9 @@ struct ServedModel {
   std::string path;       // as given to --model
   uint32_t n_ctx = 0;
   int32_t n_vocab = 0;
+  uint32_t n_embd = 0;         // embeddings' width
+  bool matryoshka = false;     // embeddings may be truncated (ModelConfig::matryoshka)
+  std::string embedding_refusal;  // why /v1/embeddings is refused ("": it is served; llm/embed.h)
   size_t max_token_bytes = 1;  // the longest token's text: a prompt past 4 * n_ctx * this cannot fit
   const tokenizer::Tokenizer* tok = nullptr;
   std::optional<chat::Template> tmpl;  // none: /v1/chat/completions answers 400

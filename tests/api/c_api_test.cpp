@@ -1,5 +1,6 @@
 // wgrt's C API (include/wgrt/wgrt.h) and its C++ layer (wgrt.hpp) against the library they
-// wrap: the same tokens, the same greedy text as llm::generate and llm::chat_turn, stops by the
+// wrap: the same tokens, the same greedy text as llm::generate and llm::chat_turn, the same
+// embeddings as llm::embed (a Qwen3-Embedding-style file's too), stops by the
 // callback and by wgrt_cancel from another thread, and statuses with messages for bad input.
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 
 #include "chat/chat_template.h"
 #include "llm/chat.h"
+#include "llm/embed.h"
 #include "llm/generate.h"
 #include "llm/session.h"
 #include "model/gguf_writer.h"
@@ -276,6 +278,54 @@ TEST_F(CApi, ChatAppliesTheTemplate) {
   EXPECT_EQ(wgrt_chat(model_, msgs, 0, greedy(), collect, &got), WGRT_ERR_INVALID_ARGUMENT);
 }
 
+TEST_F(CApi, EmbedIsTheLibrarysVector) {
+  const int32_t n_embd = wgrt_model_n_embd(model_);
+  ASSERT_EQ(n_embd, int32_t(session().mg.n_embd));
+  const std::string text = "The cat sat on the mat.";
+  // Too small a buffer: the size, nothing computed or written.
+  float one = 7.f;
+  EXPECT_EQ(wgrt_embed(model_, text.data(), text.size(), &one, 1), n_embd);
+  EXPECT_EQ(one, 7.f);
+  std::vector<float> got(size_t(n_embd) + 3, 9.f);
+  ASSERT_EQ(wgrt_embed(model_, text.data(), text.size(), got.data(), got.size()), n_embd) << wgrt_last_error();
+  EXPECT_EQ(got[size_t(n_embd)], 9.f) << "nothing written past n_embd";
+  got.resize(size_t(n_embd));
+  const std::vector<float> want = llm::embed(session(), 0, llm::embedding_tokens(session().tok, text));
+  ASSERT_EQ(want.size(), got.size());
+  double norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+    norm += double(got[i]) * got[i];
+  }
+  EXPECT_NEAR(norm, 1.0, 1e-5);
+  // Generation after an embedding starts from a fresh context, as always.
+  llm::GenerateOptions o;
+  o.prompt = "Once upon a time";
+  o.n_predict = kTokens;
+  o.sampling.temperature = 0;
+  std::string want_text;
+  llm::reset(session());
+  llm::generate(session(), o, [&](std::string_view t) { want_text += t; });
+  Collected gen;
+  ASSERT_EQ(wgrt_generate(model_, o.prompt.c_str(), greedy(), collect, &gen), WGRT_OK) << wgrt_last_error();
+  EXPECT_EQ(gen.text, want_text);
+}
+
+TEST_F(CApi, EmbedRejectsBadArguments) {
+  float v[4];
+  EXPECT_EQ(wgrt_model_n_embd(nullptr), WGRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wgrt_embed(nullptr, "a", 1, v, 4), WGRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wgrt_last_error()).find("model"), std::string::npos) << wgrt_last_error();
+  EXPECT_EQ(wgrt_embed(model_, nullptr, 3, v, 4), WGRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wgrt_embed(model_, "a", 1, nullptr, 4), WGRT_ERR_INVALID_ARGUMENT);
+  // A text past the context (2048 positions).
+  std::string longer;
+  for (int i = 0; i < 3000; ++i) longer += "word ";
+  std::vector<float> out(size_t(wgrt_model_n_embd(model_)));
+  EXPECT_EQ(wgrt_embed(model_, longer.data(), longer.size(), out.data(), out.size()), WGRT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wgrt_last_error()).find("context"), std::string::npos) << wgrt_last_error();
+}
+
 // A model file with its own template (a random-weight model: the text is noise, the tokens
 // still match), and the C++ layer over it.
 TEST(CApiCpp, ChatWithTheModelsTemplateAndTheCppLayer) {
@@ -313,6 +363,23 @@ TEST(CApiCpp, ChatWithTheModelsTemplateAndTheCppLayer) {
   wgrt_sampling_params bad = greedy();
   bad.temperature = -1;
   EXPECT_THROW(m.generate("hello", bad, [](std::string_view, int32_t) { return true; }), api::Error);
+
+  // Embeddings through the C++ layer: a Qwen3-Embedding-style file (last token, EOS appended).
+  const std::string qwen = test::temp_dir("c_api") + "/qwen3-embedding.gguf";
+  model::RandomModelSpec spec;
+  spec.arch = model::Arch::Qwen3;
+  spec.seed = 4;
+  model::GgufWriter qw = model::make_random_model(spec);
+  model::gguf_set_u32(qw, "qwen3.pooling_type", 3);
+  model::gguf_set_bool(qw, "tokenizer.ggml.add_eos_token", true);
+  model::gguf_write_file(qw, qwen);
+  llm::Session qs = llm::open_session(test::device(), qwen, model::BuildOptions{});
+  api::Model qm(qwen);
+  EXPECT_EQ(qm.n_embd(), int32_t(qs.mg.n_embd));
+  const std::vector<float> qv = qm.embed("a query");
+  const std::vector<float> qwant = llm::embed(qs, 0, llm::embedding_tokens(qs.tok, "a query"));
+  ASSERT_EQ(qv.size(), qwant.size());
+  for (size_t i = 0; i < qv.size(); ++i) EXPECT_NEAR(qv[i], qwant[i], 1e-5f) << i;
 
   // The built-in random model has no template.
   api::Model plain(llm::kRandomModel);

@@ -164,6 +164,55 @@ TEST(ModelFile, HuggingFaceDirectory) {
   std::filesystem::remove_all(dir);
 }
 
+// Embeddings' pooling: a sentence-transformers 1_Pooling/config.json beside config.json names
+// it (else mean, undeclared); modes wgrt does not pool are refused by name; GGUF's
+// <arch>.pooling_type and the Matryoshka flags are read.
+TEST(ModelFile, EmbeddingPoolingFromMetadata) {
+  std::string dir = test::temp_dir("hf-pool");
+  nlohmann::json cfg = llama_config();
+  std::ofstream(dir + "/config.json") << cfg.dump();
+  test::write_safetensors(dir + "/model.safetensors",
+                          {{"model.embed_tokens.weight", {"F32", {40, 32}, f32_bytes(test::random_floats(40 * 32, 1))}}});
+  ModelFile plain = open_model(dir);
+  EXPECT_EQ(plain.config.pooling, Pooling::Mean);
+  EXPECT_FALSE(plain.config.pooling_declared);
+  EXPECT_FALSE(plain.config.matryoshka);
+  std::filesystem::create_directory(dir + "/1_Pooling");
+  std::ofstream(dir + "/1_Pooling/config.json")
+      << R"({"word_embedding_dimension": 32, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false,
+             "pooling_mode_max_tokens": false, "pooling_mode_lasttoken": true, "include_prompt": true})";
+  cfg["matryoshka"] = true;
+  std::ofstream(dir + "/config.json", std::ios::trunc) << cfg.dump();
+  ModelFile last = open_model(dir);
+  EXPECT_EQ(last.config.pooling, Pooling::Last);
+  EXPECT_TRUE(last.config.pooling_declared);
+  EXPECT_TRUE(last.config.matryoshka);
+  std::ofstream(dir + "/1_Pooling/config.json", std::ios::trunc) << R"({"pooling_mode_max_tokens": true})";
+  std::string e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("pooling_mode_max_tokens"), std::string::npos) << e;
+  EXPECT_NE(e.find("1_Pooling"), std::string::npos) << e;
+  std::ofstream(dir + "/1_Pooling/config.json", std::ios::trunc)
+      << R"({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": true})";
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("more than one"), std::string::npos) << e;
+  std::ofstream(dir + "/1_Pooling/config.json", std::ios::trunc) << R"({"pooling_mode_cls_token": false})";
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("no pooling mode"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+
+  GgufWriter w = make_random_model(RandomModelSpec{});
+  EXPECT_EQ(open_gguf_bytes(gguf_serialize(w), "p.gguf").config.pooling, Pooling::Mean);
+  gguf_set_u32(w, "llama.pooling_type", 2);
+  gguf_set_bool(w, "wgrt.embedding.matryoshka", true);
+  const ModelFile cls = open_gguf_bytes(gguf_serialize(w), "p.gguf");
+  EXPECT_EQ(cls.config.pooling, Pooling::Cls);
+  EXPECT_TRUE(cls.config.pooling_declared);
+  EXPECT_TRUE(cls.config.matryoshka);
+  gguf_set_u32(w, "llama.pooling_type", 5);
+  e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "p.gguf"); });
+  EXPECT_NE(e.find("llama.pooling_type"), std::string::npos) << e;
+}
+
 TEST(ModelFile, BadHuggingFaceInputs) {
   std::string dir = test::temp_dir("hfbad");
   std::string e = error_of([&] { open_model(dir); });

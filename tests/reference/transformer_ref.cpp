@@ -49,7 +49,7 @@ void rope(float* head, uint32_t head_dim, uint32_t pos, const TransformerConfig&
 }  // namespace
 
 std::vector<float> transformer_forward(const TransformerConfig& c, const Weights& w,
-                                       const std::vector<int32_t>& tokens) {
+                                       const std::vector<int32_t>& tokens, std::vector<float>* hidden) {
   const size_t T = tokens.size(), D = c.dim, hd = c.head_dim;
   const size_t q_dim = size_t(c.n_heads) * hd, kv_dim = size_t(c.n_kv_heads) * hd;
   const std::vector<float>& embd = get(w, "token_embd.weight");
@@ -119,6 +119,7 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
   std::vector<float> logits(T * c.n_vocab);
   for (size_t t = 0; t < T; ++t) {
     rms_norm(&x[t * D], get(w, "output_norm.weight").data(), D, c.norm_eps);
+    if (hidden) hidden->insert(hidden->end(), x.begin() + long(t * D), x.begin() + long((t + 1) * D));
     auto lt = matvec(out_w, &x[t * D], c.n_vocab, D, nullptr);
     std::copy(lt.begin(), lt.end(), logits.begin() + long(t * c.n_vocab));
   }

@@ -27,8 +27,9 @@ struct TransformerConfig {
 //   ffn_gate/ffn_up.weight [ff, dim], ffn_down.weight [dim, ff].
 using Weights = std::map<std::string, std::vector<float>>;
 
-// Logits [tokens.size(), n_vocab] for a whole sequence from position 0.
+// Logits [tokens.size(), n_vocab] for a whole sequence from position 0; `hidden`, when given,
+// gets the final normed hidden states [tokens.size(), dim] (output_norm's output) appended.
 std::vector<float> transformer_forward(const TransformerConfig& c, const Weights& w,
-                                       const std::vector<int32_t>& tokens);
+                                       const std::vector<int32_t>& tokens, std::vector<float>* hidden = nullptr);
 
 }  // namespace wgrt::ref

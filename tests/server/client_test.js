@@ -1,8 +1,8 @@
 // `wgrt serve` driven by the real OpenAI client (npm openai@6.49.0, .deps/server-openai), as
 // users would: chat and completions, streaming and not, usage, stop strings, an abort mid-stream
 // (the slot is freed and the next request works), 401 with a wrong key, the model's alias and
-// models.retrieve, fields refused by name, embeddings refused, the prompt cache's usage and
-// metrics, and the chat context shift's usage.
+// models.retrieve, fields refused by name (embeddings: embeddings_client_test.js), the prompt
+// cache's usage and metrics, and the chat context shift's usage.
 // Usage: NODE_PATH=.deps/server-openai/node_modules node client_test.js BASE_URL API_KEY ALIAS
 // Prints "ok <check>" per check; exits 1 at the first failure.
 'use strict';
@@ -256,13 +256,6 @@ async function main() {
       assert.equal(e.param, param);
       assert.equal(e.code, 'unsupported_parameter');
     }
-  }
-  try {
-    await client.embeddings.create({ model, input: 'x' });
-    assert.fail('embeddings were answered');
-  } catch (e) {
-    assert.equal(e.status, 501, String(e));
-    assert.equal(e.code, 'unsupported_endpoint');
   }
   const last = await client.completions.create({ model, prompt, max_tokens: 16, temperature: 0 });
   assert.equal(last.choices[0].text, full);

@@ -57,10 +57,12 @@ struct ServerProcess {
   int port = 0;
   std::string err_path;
 
-  explicit ServerProcess(std::vector<std::string> extra = {}, bool wait_ready = true) {
+  // `model`: a file other than serve_model_path().
+  explicit ServerProcess(std::vector<std::string> extra = {}, bool wait_ready = true, std::string model = {}) {
     using namespace std::chrono_literals;
     err_path = temp_dir("serve-run") + "/stderr";
-    std::vector<std::string> args = {WGRT_BINARY, "serve", "-m", serve_model_path(), "--port", "0", "-c", "1024",
+    std::vector<std::string> args = {WGRT_BINARY, "serve", "-m", model.empty() ? serve_model_path() : model, "--port",
+                                     "0", "-c", "1024",
                                      "--api-key", kKey};
     args.insert(args.end(), extra.begin(), extra.end());
     pid = fork();

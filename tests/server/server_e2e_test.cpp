@@ -204,7 +204,9 @@ TEST(ServeE2E, MalformedRequestsGet4xxAndTheServerStaysUp) {
       {"over-long prompt", "/v1/completions", json{{"prompt", long_prompt}}.dump(), 400, "context_length_exceeded"},
       {"huge body", "/v1/completions", json{{"prompt", std::string(100000, 'b')}}.dump(), 413, ""},
       {"detokenize out of range", "/detokenize", R"({"tokens": [99999]})", 400, "invalid_value"},
-      {"embeddings", "/v1/embeddings", R"({"input": "x"})", 501, "unsupported_endpoint"},
+      {"embeddings of nothing", "/v1/embeddings", R"({"input": ""})", 400, "invalid_value"},
+      {"embedding dimensions without Matryoshka metadata", "/v1/embeddings", R"({"input": "x", "dimensions": 8})", 400,
+       "invalid_value"},
       {"unknown path", "/v1/audio/speech", R"({"input": "x"})", 404, "not_found"},
   };
   for (const Case& k : cases) {

@@ -52,6 +52,9 @@ graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d) {
   graph::KernelSpec k{gpu::make_key("rms_norm", "rms_norm"),
                       {graph::Binding::of(0, d.x), graph::Binding::of(1, d.weight),
                        graph::Binding::of(2, y), graph::Binding::params(3)}};
+  if (d.enable && (d.enable->v >= graph::symbol_count(g) || graph::symbol_info(g, *d.enable).lo != 0 ||
+                   graph::symbol_info(g, *d.enable).hi != 1))
+    throw std::invalid_argument(fmt::format("{}: the enable symbol must range over [0, 1]", d.name));
   float eps = d.eps;
   graph::add_node(g, graph::Node{
       .name = d.name,
@@ -59,10 +62,14 @@ graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d) {
       .inputs = {d.x, d.weight},
       .outputs = {y},
       .dynamic = true,
-      .routes = graph::single_route(graph::RouteKey::of_dim(d.x, 0), 1, x.max_shape[0], {k}),
+      .routes = d.enable ? graph::RouteSet{graph::RouteKey::of_symbol(*d.enable),
+                                           {{kRmsNormOff, "off", 0, 0, {}, /*idle=*/true},
+                                            {kRmsNormOn, "on", 1, 1, {k}}}}
+                         : graph::single_route(graph::RouteKey::of_dim(d.x, 0), 1, x.max_shape[0], {k}),
       .infer = [row](const graph::InferArgs& a) { a.out[0] = infer_rms_norm({a.in[0], row}); },
       .plan =
-          [row, eps](const graph::PlanArgs& a, graph::Plan& p) {
+          [row, eps, switched = d.enable.has_value()](const graph::PlanArgs& a, graph::Plan& p) {
+            if (switched && a.route_is(kRmsNormOff)) return;  // no kernel, no uniform block to write
             plan_rms_norm({a.in[0], row, eps, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
           },
   });

@@ -8,6 +8,8 @@
 // normalize correctly.
 #pragma once
 
+#include <optional>
+
 #include "graph/graph.h"
 #include "ops/common.h"
 
@@ -19,7 +21,12 @@ struct RmsNormDesc {
   graph::TensorId weight;  // [row_size] f32
   float eps = 1e-5f;
   uint32_t row_size = 0;   // 0: the whole last dim; must divide cols
+  // A symbol in [0, 1]: the node runs only while it is 1 (the embeddings' hidden states, which
+  // decode steps never ask for), keyed as routes "off" [0, 0] (no kernels) and "on" [1, 1].
+  std::optional<graph::SymbolId> enable;
 };
+// Route ids with an enable symbol; without one the node has graph::kMainRoute alone.
+inline constexpr graph::RouteId kRmsNormOff{2}, kRmsNormOn{3};
 
 // Returns the output tensor (shape of x).
 graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d);
