@@ -138,3 +138,12 @@ def test_a_missing_library_names_what_was_tried(tmp_path):
                        text=True, cwd=ROOT / "python")
     assert r.returncode != 0
     assert f"{tmp_path / 'libwgrt.so'} (no such file)" in r.stderr and "WGRT_LIBRARY" in r.stderr
+
+
+def test_embed_gives_a_unit_vector_of_the_models_width(model):
+    a = model.embed("In the beginning God created the heaven and the earth.")
+    b = model.embed("Call me Ishmael.")
+    assert len(a) == model.n_embd == len(b) and model.n_embd > 0
+    assert abs(sum(v * v for v in a) - 1.0) < 1e-4
+    assert model.embed("In the beginning God created the heaven and the earth.") == a  # the same text, the same vector
+    assert sum(x * y for x, y in zip(a, b)) < 0.9999  # another text, another direction

@@ -147,6 +147,20 @@ class Model:
         _check(_c().wgrt_detokenize(m, ids, len(tokens), int(render_special), buf, n + 1))
         return buf.raw[:n].decode("utf-8", errors="replace")
 
+    @property
+    def n_embd(self):
+        """The width of the model's embeddings (its hidden size)."""
+        return _check(_c().wgrt_model_n_embd(self._handle()))
+
+    def embed(self, text):
+        """The text's embedding as a list of n_embd floats: the final normed hidden states of its
+        tokens pooled as the model file says (mean when it says nothing), L2-normalized."""
+        m, b = self._handle(), text.encode()
+        n = self.n_embd
+        out = (ctypes.c_float * n)()
+        got = _check(_c().wgrt_embed(m, b, len(b), out, n))
+        return list(out[:got])
+
     def cancel(self):
         """Stops the running generation before its next token (from any thread); one started
         later is stopped at its start if none runs."""

@@ -86,6 +86,8 @@ def declare(lib):
         "wgrt_cancel": (None, [model_p]),
         "wgrt_chat": (c.c_int, [model_p, c.POINTER(ChatMessage), c.c_size_t, c.POINTER(SamplingParams),
                                 TokenCallback, c.c_void_p]),
+        "wgrt_model_n_embd": (c.c_int32, [model_p]),
+        "wgrt_embed": (c.c_int32, [model_p, c.c_char_p, c.c_size_t, c.POINTER(c.c_float), c.c_size_t]),
     }
     for name, (restype, argtypes) in sigs.items():
         f = getattr(lib, name)

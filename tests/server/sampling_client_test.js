@@ -41,6 +41,18 @@ function checkChatLogprobs(lp, n) {
   }
 }
 
+// Log-probability entries of the same tokens: equal but for the values' last bits (a request whose
+// prompt came from the prompt cache ran its prefill in other steps, and sums round differently).
+function sameEntries(a, b) {
+  assert.equal(a.length, b.length);
+  for (let i = 0; i < a.length; i++) {
+    assert.equal(a[i].token, b[i].token);
+    assert.deepEqual(a[i].bytes, b[i].bytes);
+    assert.ok(Math.abs(a[i].logprob - b[i].logprob) < 1e-3, a[i].token + ': ' + a[i].logprob + ' vs ' + b[i].logprob);
+    if (a[i].top_logprobs) sameEntries(a[i].top_logprobs, b[i].top_logprobs);
+  }
+}
+
 async function main() {
   const model = (await client.models.list()).data[0].id;
 
@@ -60,7 +72,7 @@ async function main() {
   const got = [];
   for await (const chunk of stream)
     for (const c of chunk.choices) if (c.logprobs) got.push(...c.logprobs.content);
-  assert.deepEqual(got, lp.content);
+  sameEntries(got, lp.content);
   console.log('ok chat logprobs, streamed and not:', lp.content.map((t) => t.logprob.toFixed(3)).join(' '));
 
   // Completions logprobs: the legacy shape, offsets into the text.
@@ -154,7 +166,7 @@ async function main() {
   assert.equal(finishes, 2);
   const whole = await client.chat.completions.create({ model, messages, max_tokens: 12, temperature: 1, seed: 3, n: 2 });
   assert.deepEqual(texts, whole.choices.map((c) => c.message.content));
-  assert.deepEqual(usage, whole.usage);
+  for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens']) assert.equal(usage[k], whole.usage[k], k);
   assert.ok(usage.completion_tokens <= 24 && usage.completion_tokens >= 2);
   console.log('ok n = 2, streamed and not:', JSON.stringify(texts));
 }
