@@ -12,7 +12,8 @@
 //   safetensors     u32 n (little endian) | n bytes of config.json | a .safetensors file
 //   tokenizer_json  tokenizer.json [ NUL tokenizer_config.json ]
 //   tokenize        u8 selector (bits 0-3: which tokenizer, bit 4: parse_special) | text
-//   server_request  u8 selector (bits 0-1: the endpoint, server/request.h) | the JSON body
+//   server_request  u8 selector (bits 0-1: the endpoint, server/request.h; bit 2: /v1/embeddings
+//                   instead, bit 3: its model trained Matryoshka-style) | the JSON body
 //   http_request    u8 read size (1 + the byte: how the bytes arrive) | a connection's bytes (one or
 //                   more requests: head, body of any transfer coding), parsed, checked and routed
 //                   as `wgrt serve` does; the bodies of API routes go on to server_request's body
@@ -43,6 +44,7 @@
 #include "model/gguf.h"
 #include "model/model_file.h"
 #include "model/safetensors.h"
+#include "server/embeddings.h"
 #include "server/http_wire.h"
 #include "server/request.h"
 #include "server/response.h"
@@ -342,6 +344,16 @@ inline void fuzz_server_request(std::span<const uint8_t> data) {
   const std::string_view body(reinterpret_cast<const char*>(data.data() + 1), data.size() - 1);
   try {
     const nlohmann::ordered_json j = server::parse_body(body);
+    if (data[0] & 4) {  // as the server: the fields, the width, the inputs' tokens
+      const server::EmbeddingRequest r = server::parse_embeddings(j);
+      check(r.texts.empty() != r.token_ids.empty(), "an embedding request with both or neither input forms");
+      check(r.texts.size() + r.token_ids.size() <= server::kMaxEmbeddingInputs, "more embedding inputs than allowed");
+      server::check_dimensions(r, 64, (data[0] & 8) != 0);
+      for (const std::vector<int32_t>& ids : r.token_ids)
+        server::check_token_ids(ids, fuzz_server_tokenizer().vocab.n_vocab());
+      for (const std::string& text : r.texts) tokenizer::tokenize(fuzz_server_tokenizer(), text, true, true);
+      return;
+    }
     switch (endpoint) {
       case server::Endpoint::Completions:
       case server::Endpoint::ChatCompletions: {
