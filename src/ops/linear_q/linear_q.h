@@ -243,10 +243,11 @@ constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m wor
 // with an f16 x f16 -> f32 16 x 16 x 16 configuration, shader-f16, a subgroup size of exactly
 // kLinearQMmaLanes and the kernel's workgroup memory (x and weight tiles as f16 rows of
 // kLinearQMmaLd values, one 16 x 16 f32 result per subgroup), the gemm of every weight format can
-// run there: with WGRT_MMA=1 until its results and speed are measured on a GPU
-// (kLinearQMmaByDefault), WGRT_MMA=0 keeps the int8 gemm. Its sums differ from f32 math by f16
-// rounding of x and of the decoded weights.
-constexpr bool kLinearQMmaByDefault = false;
+// run there, for weights of kLinearQMmaMinN rows or more (gemm_mma_bm): by default
+// (kLinearQMmaByDefault; the op suites pass on an H100 with it, and it is 1.2-1.4x the int8 gemm
+// there, docs/PERFORMANCE.md), WGRT_MMA=0 keeps the int8 gemm. Its sums differ from f32 math by
+// f16 rounding of x and of the decoded weights.
+constexpr bool kLinearQMmaByDefault = true;
 constexpr uint32_t kLinearQMmaLanes = 32;
 constexpr uint32_t kLinearQMmaMaxBM = 128, kLinearQMmaLd = 72;  // linear_q_mma.wgsl MMA_MAX_BM, MMA_LD
 constexpr uint32_t kLinearQMmaWorkgroupBytes =
