@@ -31,6 +31,6 @@ cmake --build "$src/build" --target llama -j "$(nproc)" >"$src/build.log" 2>&1 |
   { tail -30 "$src/build.log" >&2; exit 1; }
 mkdir -p "$dest"
 find "$src/build" -name 'lib*.so*' -exec cp -P {} "$dest/" \;
-g++ -std=c++17 -O2 -Wall -Wextra -I"$src/include" -I"$src/ggml/include" "$root/bench/peers/peer_bench.cpp" \
+g++ -std=c++17 -O2 -Wall -Wextra -DPEER_BACKEND='"CUDA"' -I"$src/include" -I"$src/ggml/include" "$root/bench/peers/peer_bench.cpp" \
   -o "$dest/peer_bench" -L"$dest" -lllama -lggml -lggml-base -Wl,--disable-new-dtags,-rpath,'$ORIGIN'
 echo "cuda-build: llama.cpp CUDA (sm_90) and peer_bench in $dest"

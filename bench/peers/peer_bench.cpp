@@ -31,6 +31,13 @@
 #include "ggml-backend.h"
 #include "llama.h"
 
+// The backend its llama.cpp libraries were built with: Vulkan (bench/peers/setup.sh), or CUDA
+// where bench/peers/cuda-build.sh compiles it with -DPEER_BACKEND='"CUDA"'.
+#ifndef PEER_BACKEND
+#define PEER_BACKEND "Vulkan"
+#endif
+constexpr const char* kBackend = PEER_BACKEND;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -249,7 +256,7 @@ std::string row_json(const Info& m, const Flags& f, const Test& t, const std::st
   field("build_number", "0");
   field("cpu_info", json_string(m.cpu));
   field("gpu_info", json_string(m.gpu));
-  field("backends", json_string("Vulkan"));
+  field("backends", json_string(kBackend));
   field("model_filename", json_string(f.model));
   field("model_type", json_string(m.type));
   field("model_size", std::to_string(m.size));

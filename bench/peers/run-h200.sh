@@ -22,6 +22,7 @@
 #   WGRT_EXTRA     more `wgrt bench` flags, e.g. "--profile" (its report lands in the step's log)
 #   PEER_CUDA=1    llama.cpp's CUDA backend too, built here first (bench/peers/cuda-build.sh,
 #                  ~260 s; pack with PEER_CUDA=1): its rows beside the Vulkan ones
+#   PEER_RUNS      which runs to make (default "wgrt peer peer-nocm peer-cuda")
 #   PEER_SMALL=1   the tiny shape and tests -p 32 -n 8 -d 0,64 -r 2, to check the script on
 #                  lavapipe (also set VK_DRIVER_FILES to lavapipe's ICD there)
 set -uo pipefail
@@ -40,6 +41,10 @@ else
   read -r -a presets <<<"${PEER_PRESETS:-llama-3.2-1b llama-3.1-8b}"
   tests=(-p 512 -n 128 -d 0,4096 -r 3)
 fi
+
+# PEER_RUNS: which of wgrt, peer, peer-nocm, peer-cuda run (default all), e.g. the CUDA rows
+# alone for files whose other rows an earlier call measured.
+wants() { [[ " ${PEER_RUNS:-wgrt peer peer-nocm peer-cuda} " == *" $1 "* ]]; }
 
 log() { echo "[$((SECONDS - start)) s] $*" | tee -a "$out/log.txt" >&2; }
 
@@ -73,7 +78,10 @@ step() {
 log "ready: $(head -1 "$out/machine.txt")"
 
 cuda=/tmp/wgrt-peer-cuda
-[ -n "${PEER_CUDA:-}" ] && step cuda-build "$out/cuda-build.out" bash bench/peers/cuda-build.sh "$cuda"
+# A warm machine keeps /tmp between calls: a second call (e.g. the 8B shape alone) reuses the build.
+if [ -n "${PEER_CUDA:-}" ] && [ ! -x "$cuda/peer_bench" ]; then
+  step cuda-build "$out/cuda-build.out" bash bench/peers/cuda-build.sh "$cuda"
+fi
 
 for preset in "${presets[@]}"; do
   f16="$work/$preset-f16.gguf"
@@ -89,12 +97,14 @@ for preset in "${presets[@]}"; do
     file="$work/$name.gguf"
     step "$name-quantize" "$out/$name-quantize.out" "$peer/peer_quantize" "$f16" "$file" "$q" || continue
     printf '%s\t%s\n' "$name" "$(stat -c %s "$file")" >>"$out/files.tsv"
-    step "$name.wgrt" "$out/$name.wgrt.jsonl" wgrt bench -m "$file" "${tests[@]}" -o jsonl "${extra[@]}"
-    step "$name.peer" "$out/$name.peer.jsonl" "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
-    step "$name.peer-nocm" "$out/$name.peer-nocm.jsonl" \
+    wants wgrt && step "$name.wgrt" "$out/$name.wgrt.jsonl" wgrt bench -m "$file" "${tests[@]}" -o jsonl "${extra[@]}"
+    wants peer && step "$name.peer" "$out/$name.peer.jsonl" "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
+    wants peer-nocm && step "$name.peer-nocm" "$out/$name.peer-nocm.jsonl" \
       env GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_COOPMAT2=1 "$peer/peer_bench" -m "$file" "${tests[@]}" -o jsonl
-    [ -x "$cuda/peer_bench" ] &&
-      step "$name.peer-cuda" "$out/$name.peer-cuda.jsonl" "$cuda/peer_bench" -m "$file" "${tests[@]}" -o jsonl
+    # libggml's own dependencies (libggml-cpu, libggml-cuda) are found through the library path.
+    [ -x "$cuda/peer_bench" ] && wants peer-cuda &&
+      step "$name.peer-cuda" "$out/$name.peer-cuda.jsonl" \
+        env LD_LIBRARY_PATH="$cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$cuda/peer_bench" -m "$file" "${tests[@]}" -o jsonl
     rm -f "$file"
   done
   rm -f "$f16"
