@@ -134,7 +134,7 @@ graph::TensorId attention_qkv(BuildContext& b, const LayerPlan& p, uint32_t l, c
 Hidden attend(BuildContext& b, const LayerPlan& p, uint32_t l, graph::TensorId q, const LayerCaches& caches) {
   graph::TensorId a = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = caches.k,
                                                .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
-                                               .n_heads = b.c.n_heads, .rows = b.rows,
+                                               .n_heads = b.c.n_heads, .scale = attention_scale(b.c), .rows = b.rows,
                                                .decode_max_tokens = b.rows ? b.o.n_seqs : 1,
                                                .xq_out = p.attention_xq});
   if (!p.attention_xq) return {a, std::nullopt};

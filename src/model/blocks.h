@@ -90,6 +90,7 @@ Hidden build_llama(BuildContext& b);
 Hidden build_mistral(BuildContext& b);
 Hidden build_qwen2(BuildContext& b);
 Hidden build_qwen3(BuildContext& b);
+Hidden build_phi3(BuildContext& b);
 // The llama layer stack with the attention variant (qwen2's biases, qwen3's q/k norms).
 Hidden llama_layers(BuildContext& b, const AttentionVariant& attention);
 

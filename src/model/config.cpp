@@ -16,6 +16,7 @@ const char* arch_name(Arch a) {
     case Arch::Mistral: return "mistral";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Phi3: return "phi3";
   }
   return "?";
 }
@@ -70,14 +71,31 @@ void validate_config(const ModelConfig& c, const std::string& where) {
     bad(fmt::format("{} rope frequency factors for head_dim {}", c.rope_freq_factors.size(), c.head_dim));
   if (!(c.norm_eps > 0) || !(c.rope_theta > 0) || !std::isfinite(c.norm_eps) || !std::isfinite(c.rope_theta))
     bad(fmt::format("norm epsilon {} and rope theta {} must be finite and positive", c.norm_eps, c.rope_theta));
-  for (size_t i = 0; i < c.rope_freq_factors.size(); ++i)
-    if (!(c.rope_freq_factors[i] > 0) || !std::isfinite(c.rope_freq_factors[i]))
-      bad(fmt::format("rope frequency factor {} is {}, not a finite positive number", i, c.rope_freq_factors[i]));
+  for (const auto* set : {&c.rope_freq_factors, &c.rope_factors_short, &c.rope_factors_long}) {
+    if (set != &c.rope_freq_factors && !set->empty() && set->size() != c.head_dim / 2)
+      bad(fmt::format("{} LongRoPE factors for head_dim {}", set->size(), c.head_dim));
+    for (size_t i = 0; i < set->size(); ++i)
+      if (!((*set)[i] > 0) || !std::isfinite((*set)[i]))
+        bad(fmt::format("rope frequency factor {} is {}, not a finite positive number", i, (*set)[i]));
+  }
+  if (c.rope_factors_short.empty() != c.rope_factors_long.empty())
+    bad("LongRoPE needs both its short and its long factors");
+  if (!(c.rope_attn_factor > 0) || !std::isfinite(c.rope_attn_factor))
+    bad(fmt::format("rope attention factor {} is not a finite positive number", c.rope_attn_factor));
   // The q|k|v rows and the gate|up rows are fused into one weight: their counts must fit 32 bits.
   const uint64_t qkv_rows = (uint64_t(c.n_heads) + 2 * uint64_t(c.n_kv_heads)) * c.head_dim;
   if (qkv_rows > std::numeric_limits<uint32_t>::max() || 2 * uint64_t(c.ff) > std::numeric_limits<uint32_t>::max())
     bad(fmt::format("{} heads and {} kv heads of {} and a feed-forward width of {} are past 32-bit sizes", c.n_heads,
                     c.n_kv_heads, c.head_dim, c.ff));
+}
+
+const std::vector<float>& rope_factors_for(const ModelConfig& c, uint32_t n_ctx) {
+  if (!c.rope_freq_factors.empty()) return c.rope_freq_factors;
+  return n_ctx > c.n_ctx_orig ? c.rope_factors_long : c.rope_factors_short;
+}
+
+float attention_scale(const ModelConfig& c) {
+  return float(double(c.rope_attn_factor) * c.rope_attn_factor / std::sqrt(double(c.head_dim)));
 }
 
 namespace {
@@ -117,9 +135,10 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   else if (a == "mistral") c.arch = Arch::Mistral;
   else if (a == "qwen2") c.arch = Arch::Qwen2;
   else if (a == "qwen3") c.arch = Arch::Qwen3;
+  else if (a == "phi3") c.arch = Arch::Phi3;
   else
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported (hint: wgrt runs llama, "
-                                 "mistral, qwen2 and qwen3 models)", f.path, a));
+                                 "mistral, qwen2, qwen3 and phi3 models)", f.path, a));
   auto key = [&](const char* k) { return a + "." + k; };
   c.dim = gguf_u32(f, key("embedding_length"));
   c.n_layers = gguf_u32(f, key("block_count"));
@@ -137,8 +156,12 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   else if (f.find("tokenizer.ggml.tokens"))
     c.n_vocab = derived_u32(f, f.get_array("tokenizer.ggml.tokens").size(), "the length of 'tokenizer.ggml.tokens'");
   c.sliding_window = gguf_u32(f, key("attention.sliding_window"), 0);
-  // GGUF stores llama/mistral q and k permuted for interleaved pairs; qwen keeps HF's halves.
-  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
+  // GGUF stores llama/mistral q and k permuted for interleaved pairs; qwen and phi3 keep HF's halves.
+  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Phi3;
+  if (const uint32_t n_rot = gguf_u32(f, key("rope.dimension_count"), c.head_dim); n_rot != c.head_dim)
+    throw ModelError(fmt::format("{}: metadata key '{}' = {} turns part of each head of {} (hint: wgrt turns whole "
+                                 "heads; partial rotary models such as Phi-4-mini are not supported)", f.path,
+                                 key("rope.dimension_count"), n_rot, c.head_dim));
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
@@ -158,6 +181,19 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     c.rope_freq_factors.assign(reinterpret_cast<const float*>(t->data),
                                reinterpret_cast<const float*>(t->data) + t->n_elements);
   }
+  for (auto [name, set] : {std::pair{"rope_factors_short.weight", &c.rope_factors_short},
+                           std::pair{"rope_factors_long.weight", &c.rope_factors_long}}) {
+    const auto* t = f.find_tensor(name);
+    if (!t) continue;
+    if (t->type != GgmlType::F32 || t->n_elements != c.head_dim / 2)
+      throw ModelError(fmt::format("{}: {} must be F32 [{}], is {} of {} elements", f.path, name, c.head_dim / 2,
+                                   ggml_type_name(uint32_t(t->type)), t->n_elements));
+    set->assign(reinterpret_cast<const float*>(t->data), reinterpret_cast<const float*>(t->data) + t->n_elements);
+  }
+  c.n_ctx_orig = gguf_u32(f, key("rope.scaling.original_context_length"), c.n_ctx_train);
+  const std::string attn_factor = key("rope.scaling.attn_factor");
+  c.rope_attn_factor = positive_float(f.opt_float(attn_factor).value_or(1.0), fmt::format("metadata key '{}'",
+                                                                                          attn_factor), f.path);
   validate_config(c, f.path);
   return c;
 }
@@ -198,6 +234,34 @@ std::string hf_string(const nlohmann::json& j, const char* k, const std::string&
   return j[k].get<std::string>();
 }
 
+// A LongRoPE rope_scaling object (Phi-3's "longrope", once "su"): its short and long divisors,
+// the context they switch at, and the attention factor (given, or sqrt(1 + ln(s) / ln(orig))
+// for s = max positions / orig, the published rule; 1 where s <= 1).
+void longrope_from_hf(const nlohmann::json& j, const nlohmann::json& s, ModelConfig& c, const std::string& path) {
+  auto factors = [&](const char* k) {
+    if (!s.contains(k) || !s[k].is_array())
+      throw ModelError(fmt::format("{}: rope_scaling \"{}\" is missing or not an array (hint: longrope scaling "
+                                   "names a short_factor and a long_factor of head_dim / 2 numbers)", path, k));
+    std::vector<float> v;
+    for (const auto& e : s[k]) {
+      if (!e.is_number()) throw ModelError(fmt::format("{}: rope_scaling \"{}\" holds a non-number", path, k));
+      v.push_back(e.get<float>());
+    }
+    return v;
+  };
+  c.rope_factors_short = factors("short_factor");
+  c.rope_factors_long = factors("long_factor");
+  c.n_ctx_orig = s.contains("original_max_position_embeddings")
+                     ? hf_uint(s, "original_max_position_embeddings", path)
+                     : hf_uint(j, "original_max_position_embeddings", path, c.n_ctx_train);
+  if (s.contains("attention_factor") && !s["attention_factor"].is_null()) {
+    c.rope_attn_factor = hf_float(s, "attention_factor", 1.f, path);
+  } else if (c.n_ctx_orig > 1 && c.n_ctx_train > c.n_ctx_orig) {
+    const double scale = double(c.n_ctx_train) / c.n_ctx_orig;
+    c.rope_attn_factor = float(std::sqrt(1 + std::log(scale) / std::log(double(c.n_ctx_orig))));
+  }
+}
+
 }  // namespace
 
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
@@ -211,9 +275,10 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   else if (a == "MistralForCausalLM") c.arch = Arch::Mistral;
   else if (a == "Qwen2ForCausalLM") c.arch = Arch::Qwen2;
   else if (a == "Qwen3ForCausalLM") c.arch = Arch::Qwen3;
+  else if (a == "Phi3ForCausalLM") c.arch = Arch::Phi3;
   else
     throw ModelError(fmt::format("{}: architectures '{}' is not supported (hint: wgrt runs LlamaForCausalLM, "
-                                 "MistralForCausalLM, Qwen2ForCausalLM and Qwen3ForCausalLM)", path,
+                                 "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM)", path,
                                  a.empty() ? "(none)" : a));
   c.n_vocab = hf_uint(j, "vocab_size", path);
   c.dim = hf_uint(j, "hidden_size", path);
@@ -225,17 +290,27 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   c.n_ctx_train = hf_uint(j, "max_position_embeddings", path, 4096);
   c.norm_eps = hf_float(j, "rms_norm_eps", 1e-6f, path);
   c.rope_theta = hf_float(j, "rope_theta", 10000.f, path);
-  // Qwen2 configs carry a sliding_window that use_sliding_window (false) turns off.
+  // Qwen2 configs carry a sliding_window that use_sliding_window (false) turns off; Mistral's and
+  // Phi-3's apply.
+  const bool window_default = c.arch == Arch::Mistral || c.arch == Arch::Phi3;
   if (auto it = j.find("sliding_window");
-      it != j.end() && it->is_number_unsigned() && hf_bool(j, "use_sliding_window", c.arch == Arch::Mistral, path))
+      it != j.end() && it->is_number_unsigned() && hf_bool(j, "use_sliding_window", window_default, path))
     c.sliding_window = hf_uint(j, "sliding_window", path);
+  if (const float rot = hf_float(j, "partial_rotary_factor", 1.f, path); rot != 1.f)
+    throw ModelError(fmt::format("{}: \"partial_rotary_factor\" is {}: RoPE turns part of each head (hint: wgrt turns "
+                                 "whole heads; partial rotary models such as Phi-4-mini are not supported)", path, rot));
   c.rope_neox = true;  // HF rotates halves
   c.tied_embeddings = hf_bool(j, "tie_word_embeddings", false, path);
   c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path);
   c.qk_norm = c.arch == Arch::Qwen3;
   c.matryoshka = hf_bool(j, "matryoshka", false, path);
-  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
-    const auto& s = j["rope_scaling"];
+  // rope_scaling, or rope_parameters as newer transformers write it (rope_theta inside).
+  const char* rope_key = j.contains("rope_scaling") && j["rope_scaling"].is_object() ? "rope_scaling"
+                         : j.contains("rope_parameters") && j["rope_parameters"].is_object() ? "rope_parameters"
+                                                                                               : nullptr;
+  if (rope_key && !j.contains("rope_theta")) c.rope_theta = hf_float(j[rope_key], "rope_theta", c.rope_theta, path);
+  if (rope_key) {
+    const auto& s = j[rope_key];
     std::string type = hf_string(s, "rope_type", path);
     if (type.empty()) type = hf_string(s, "type", path);
     if (type == "llama3") {
@@ -247,9 +322,12 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
                                      path, high, low));
       c.rope_freq_factors = llama3_freq_factors(c.head_dim, c.rope_theta, hf_float(s, "factor", 8.f, path), low, high,
                                                 hf_uint(s, "original_max_position_embeddings", path, 8192));
+    } else if (type == "longrope" || type == "su") {
+      validate_config(c, path);
+      longrope_from_hf(j, s, c, path);
     } else if (!type.empty() && type != "default") {
-      throw ModelError(fmt::format("{}: rope_scaling type '{}' is not supported (hint: wgrt supports llama3 "
-                                   "scaling)", path, type));
+      throw ModelError(fmt::format("{}: rope_scaling type '{}' is not supported (hint: wgrt supports llama3 and "
+                                   "longrope scaling)", path, type));
     }
   }
   validate_config(c, path);

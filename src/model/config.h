@@ -1,5 +1,6 @@
 // The hyperparameters of a llama-family decoder, from GGUF metadata or a Hugging Face
-// config.json. Architectures: llama (1/2/3/3.1/3.2), mistral, qwen2/2.5, qwen3.
+// config.json. Architectures: llama (1/2/3/3.1/3.2), mistral, qwen2/2.5, qwen3, phi3 (Phi-3 and
+// Phi-4: the llama layer with q|k|v and gate|up fused in the file, and LongRoPE).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@ struct ModelError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3 };
+enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3, Phi3 };
 const char* arch_name(Arch a);
 
 // How an embedding pools the final normed hidden states of a text's tokens into one vector.
@@ -38,6 +39,12 @@ struct ModelConfig {
   float rope_theta = 10000.f;
   bool rope_neox = false;    // rotate (j, j + d/2) pairs (HF layout) instead of (2j, 2j + 1)
   std::vector<float> rope_freq_factors;  // llama 3.1 scaling, a divisor per pair; empty = none
+  // LongRoPE (phi3): a divisor per pair for contexts up to n_ctx_orig (short) and past it (long),
+  // one set chosen for the graph's context (rope_factors_for); and the factor the rotation
+  // multiplies q and k by (cos and sin times rope_attn_factor, so q·k times its square).
+  std::vector<float> rope_factors_short, rope_factors_long;
+  uint32_t n_ctx_orig = 0;
+  float rope_attn_factor = 1.f;
   bool tied_embeddings = false;
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3
@@ -64,6 +71,12 @@ Pooling pooling_from_sentence_transformers(const nlohmann::json& j, const std::s
 std::vector<float> llama3_freq_factors(uint32_t head_dim, float theta, float factor,
                                        float low_freq_factor, float high_freq_factor,
                                        uint32_t original_max_positions);
+
+// The rope divisors a graph of `n_ctx` positions uses: rope_freq_factors where the file has them,
+// else LongRoPE's long set past n_ctx_orig and its short set up to it (empty: none).
+const std::vector<float>& rope_factors_for(const ModelConfig& c, uint32_t n_ctx);
+// Attention's score scale: 1 / sqrt(head_dim), times rope_attn_factor squared.
+float attention_scale(const ModelConfig& c);
 
 // Checks the numbers agree (heads divide, head_dim even, ...); throws ModelError with a hint.
 void validate_config(const ModelConfig& c, const std::string& where);

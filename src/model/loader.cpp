@@ -481,8 +481,10 @@ void check_every_tensor_used(const Loader& l) {
   std::vector<std::string> unused;
   for (const auto& [name, w] : l.model->weights) {
     (void)w;
-    // rope_freqs.weight is read on the host, with the config.
-    if (l.used.count(name) || name == "rope_freqs.weight") continue;
+    // The rope factors are read on the host, with the config.
+    if (l.used.count(name) || name == "rope_freqs.weight" || name == "rope_factors_short.weight" ||
+        name == "rope_factors_long.weight")
+      continue;
     unused.push_back(name);
   }
   if (unused.empty()) return;

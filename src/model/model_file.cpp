@@ -38,6 +38,7 @@ std::string gguf_name(const std::string& hf) {
       {"self_attn.k_proj.weight", "attn_k.weight"},
       {"self_attn.v_proj.weight", "attn_v.weight"},
       {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},  // phi3: q|k|v in one matrix
       {"self_attn.q_proj.bias", "attn_q.bias"},
       {"self_attn.k_proj.bias", "attn_k.bias"},
       {"self_attn.v_proj.bias", "attn_v.bias"},
@@ -48,12 +49,63 @@ std::string gguf_name(const std::string& hf) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // phi3: gate|up in one matrix of 2 ff rows
       {"mlp.gate_proj.bias", "ffn_gate.bias"},
       {"mlp.up_proj.bias", "ffn_up.bias"},
       {"mlp.down_proj.bias", "ffn_down.bias"}};
   for (auto [from, to] : parts)
     if (m[2] == from) return fmt::format("blk.{}.{}", m[1].str(), to);
   return "";
+}
+
+// Replaces weight `name` (rows = the sum of parts' rows; a vector or a matrix [rows, k]) by
+// views of its consecutive row ranges named `parts`. GGUF and safetensors rows are contiguous
+// whole blocks, so a view is an offset into the same mapped bytes.
+void split_rows(ModelFile& mf, const std::string& name, const std::vector<std::pair<std::string, uint64_t>>& parts) {
+  auto it = mf.weights.find(name);
+  if (it == mf.weights.end()) return;
+  const WeightView w = it->second;
+  uint64_t total = 0;
+  for (const auto& [part, rows] : parts) total += rows;
+  const uint64_t rows = w.dims.empty() ? 0 : w.dims.back();
+  if (w.dims.empty() || w.dims.size() > 2 || rows != total || rows == 0 || w.n_bytes % rows)
+    throw ModelError(fmt::format("{}: tensor '{}' has shape {}, expected {} rows from the model's config (the "
+                                 "fused parts' rows) (hint: the file is of another shape than its metadata says)",
+                                 mf.path, name, dims_str(w.dims), total));
+  const uint64_t row_bytes = w.n_bytes / rows;
+  mf.weights.erase(it);
+  uint64_t first = 0;
+  for (const auto& [part, n] : parts) {
+    WeightView v = w;
+    v.name = part;
+    v.dims.back() = n;
+    v.data = w.data + first * row_bytes;
+    v.n_bytes = n * row_bytes;
+    first += n;
+    if (!mf.weights.emplace(part, std::move(v)).second)
+      throw ModelError(fmt::format("{}: the file has both '{}' and '{}', which holds it (hint: the file is corrupt)",
+                                   mf.path, part, name));
+  }
+}
+
+// Weights a file stores fused become views under the names the layers read: phi3's attn_qkv
+// (q|k|v rows) and its ffn_up of 2 ff rows (gate, then up) where the file has no ffn_gate. The
+// forward plan fuses them again wherever one kernel takes them together (model/plan.h).
+void split_fused_weights(ModelFile& mf) {
+  const ModelConfig& c = mf.config;
+  const uint64_t q = uint64_t(c.n_heads) * c.head_dim, kv = uint64_t(c.n_kv_heads) * c.head_dim;
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    for (const char* kind : {"weight", "bias"})
+      split_rows(mf, fmt::format("{}attn_qkv.{}", p, kind), {{fmt::format("{}attn_q.{}", p, kind), q},
+                                                              {fmt::format("{}attn_k.{}", p, kind), kv},
+                                                              {fmt::format("{}attn_v.{}", p, kind), kv}});
+    if (!find_weight(mf, p + "ffn_gate.weight")) {
+      const WeightView* up = find_weight(mf, p + "ffn_up.weight");
+      if (up && up->dims.size() == 2 && up->dims[1] == 2 * uint64_t(c.ff))
+        split_rows(mf, p + "ffn_up.weight", {{p + "ffn_gate.weight", c.ff}, {p + "ffn_up.weight", c.ff}});
+    }
+  }
 }
 
 ModelFile open_hf_dir(const std::string& dir) {
@@ -105,6 +157,7 @@ ModelFile open_hf_dir(const std::string& dir) {
                                    "twice under different names)", t.file, it->second, t.name, name));
     mf.weights.emplace(name, std::move(w));
   }
+  split_fused_weights(mf);
   fs::path tok = fs::path(dir) / "tokenizer.json";
   if (fs::exists(tok)) mf.tokenizer_json = tok.string();
   return mf;
@@ -124,6 +177,7 @@ ModelFile from_gguf(GgufFile f) {
     w.n_bytes = t.n_bytes;
     mf.weights.emplace(t.name, std::move(w));
   }
+  split_fused_weights(mf);
   return mf;
 }
 

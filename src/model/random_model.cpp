@@ -106,6 +106,7 @@ struct PlannedTensor {
   GgmlType type;
   std::vector<uint64_t> dims;  // GGUF order
   Init init;
+  std::vector<float> given = {};  // Init::Given's values
 };
 
 // The metadata of the model `s` describes; returns the vocabulary size.
@@ -132,6 +133,11 @@ uint32_t add_metadata(GgufWriter& w, const RandomModelSpec& s) {
   gguf_set_u32(w, a + ".attention.value_length", s.head_dim);
   gguf_set_f32(w, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
   gguf_set_f32(w, a + ".rope.freq_base", s.rope_theta);
+  if (!s.rope_factors_long.empty()) {
+    gguf_set_u32(w, a + ".rope.dimension_count", s.head_dim);
+    gguf_set_u32(w, a + ".rope.scaling.original_context_length", s.n_ctx_orig);
+    gguf_set_f32(w, a + ".rope.scaling.attn_factor", s.rope_attn_factor);
+  }
   return n_vocab;
 }
 
@@ -141,13 +147,25 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
   std::vector<PlannedTensor> t;
   t.push_back({"token_embd.weight", s.embd_type, {D, n_vocab}, Init::Matrix});
   if (!s.rope_freq_factors.empty())
-    t.push_back({"rope_freqs.weight", GgmlType::F32, {s.rope_freq_factors.size()}, Init::Given});
+    t.push_back({"rope_freqs.weight", GgmlType::F32, {s.rope_freq_factors.size()}, Init::Given, s.rope_freq_factors});
+  if (!s.rope_factors_long.empty()) {
+    t.push_back({"rope_factors_long.weight", GgmlType::F32, {s.rope_factors_long.size()}, Init::Given,
+                 s.rope_factors_long});
+    t.push_back({"rope_factors_short.weight", GgmlType::F32, {s.rope_factors_short.size()}, Init::Given,
+                 s.rope_factors_short});
+  }
+  // phi3 stores q|k|v as one matrix and gate|up as one of 2 ff rows.
+  const bool fused = s.arch == Arch::Phi3;
   for (uint32_t l = 0; l < s.n_layers; ++l) {
     std::string p = fmt::format("blk.{}.", l);
     t.push_back({p + "attn_norm.weight", GgmlType::F32, {D}, Init::Norm});
-    t.push_back({p + "attn_q.weight", s.matrix_type, {D, Q}, Init::Matrix});
-    t.push_back({p + "attn_k.weight", s.matrix_type, {D, KV}, Init::Matrix});
-    t.push_back({p + "attn_v.weight", s.matrix_type, {D, KV}, Init::Matrix});
+    if (fused) {
+      t.push_back({p + "attn_qkv.weight", s.matrix_type, {D, Q + 2 * KV}, Init::Matrix});
+    } else {
+      t.push_back({p + "attn_q.weight", s.matrix_type, {D, Q}, Init::Matrix});
+      t.push_back({p + "attn_k.weight", s.matrix_type, {D, KV}, Init::Matrix});
+      t.push_back({p + "attn_v.weight", s.matrix_type, {D, KV}, Init::Matrix});
+    }
     if (s.arch == Arch::Qwen2 || s.qkv_bias) {
       t.push_back({p + "attn_q.bias", GgmlType::F32, {Q}, Init::Bias});
       t.push_back({p + "attn_k.bias", GgmlType::F32, {KV}, Init::Bias});
@@ -159,8 +177,12 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
     }
     t.push_back({p + "attn_output.weight", s.matrix_type, {Q, D}, Init::Matrix});
     t.push_back({p + "ffn_norm.weight", GgmlType::F32, {D}, Init::Norm});
-    t.push_back({p + "ffn_gate.weight", s.matrix_type, {D, s.ff}, Init::Matrix});
-    t.push_back({p + "ffn_up.weight", s.matrix_type, {D, s.ff}, Init::Matrix});
+    if (fused) {
+      t.push_back({p + "ffn_up.weight", s.matrix_type, {D, 2 * uint64_t(s.ff)}, Init::Matrix});
+    } else {
+      t.push_back({p + "ffn_gate.weight", s.matrix_type, {D, s.ff}, Init::Matrix});
+      t.push_back({p + "ffn_up.weight", s.matrix_type, {D, s.ff}, Init::Matrix});
+    }
     t.push_back({p + "ffn_down.weight", s.matrix_type, {s.ff, D}, Init::Matrix});
   }
   t.push_back({"output_norm.weight", GgmlType::F32, {D}, Init::Norm});
@@ -198,7 +220,7 @@ void fill_row(float* v, uint64_t cols, Init init, RowRng& rng) {
 void fill_tensor(const PlannedTensor& t, size_t index, const RandomModelSpec& s, std::span<uint8_t> out,
                  unsigned threads) {
   if (t.init == Init::Given) {
-    std::vector<uint8_t> q = quantize(t.type, s.rope_freq_factors);
+    std::vector<uint8_t> q = quantize(t.type, t.given);
     std::memcpy(out.data(), q.data(), q.size());
     return;
   }
@@ -258,6 +280,17 @@ RandomModelSpec preset_model_spec(const std::string& name) {
     s.n_vocab = 128256, s.rope_theta = 500000.f, s.n_ctx_train = 131072;
     return s;
   }
+  if (name == "phi-3-mini-128k") {
+    // Phi-3-mini-128k-instruct's shape (its vocabulary padded from the one given) and LongRoPE
+    // with divisors 1 (short) and 1 .. 8 (long) in place of its trained ones.
+    s.arch = Arch::Phi3;
+    s.dim = 3072, s.n_layers = 32, s.n_heads = 32, s.n_kv_heads = 32, s.head_dim = 96, s.ff = 8192;
+    s.n_vocab = 32064, s.n_ctx_train = 131072, s.n_ctx_orig = 4096;
+    s.rope_factors_short.assign(s.head_dim / 2, 1.f);
+    for (uint32_t i = 0; i < s.head_dim / 2; ++i) s.rope_factors_long.push_back(1.f + 7.f * float(i) / (s.head_dim / 2 - 1));
+    s.rope_attn_factor = 1.1902381f;  // sqrt(1 + ln(32) / ln(4096))
+    return s;
+  }
   if (name == "qwen2.5-0.5b") {
     s.arch = Arch::Qwen2;
     s.dim = 896, s.n_layers = 24, s.n_heads = 14, s.n_kv_heads = 2, s.head_dim = 64, s.ff = 4864;
@@ -265,7 +298,7 @@ RandomModelSpec preset_model_spec(const std::string& name) {
     return s;
   }
   throw std::invalid_argument(fmt::format("no model preset '{}' (hint: tiny, llama-3.2-1b, llama-3.1-8b, "
-                                          "qwen2.5-0.5b)", name));
+                                          "qwen2.5-0.5b, phi-3-mini-128k)", name));
 }
 
 GgufWriter make_random_model(const RandomModelSpec& s) {
@@ -277,7 +310,7 @@ GgufWriter make_random_model(const RandomModelSpec& s) {
     std::vector<float> v = t.init == Init::Matrix ? rng.matrix(rows, cols)
                            : t.init == Init::Norm ? rng.norm(cols)
                            : t.init == Init::Bias ? rng.bias(cols)
-                                                  : s.rope_freq_factors;
+                                                  : t.given;
     gguf_add_tensor(w, t.name, t.type, t.dims, quantize(t.type, v));
   }
   return w;

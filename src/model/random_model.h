@@ -12,11 +12,15 @@
 namespace wgrt::model {
 
 struct RandomModelSpec {
-  Arch arch = Arch::Llama;
+  Arch arch = Arch::Llama;  // phi3: q|k|v and gate|up fused in the file, as its files have them
   uint32_t dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 64, ff = 128;
   uint32_t n_ctx_train = 2048;
   float rope_theta = 10000.f;
   std::vector<float> rope_freq_factors;  // written as rope_freqs.weight when non-empty
+  // LongRoPE (rope_factors_short/long.weight and their metadata) when non-empty.
+  std::vector<float> rope_factors_short, rope_factors_long;
+  uint32_t n_ctx_orig = 0;
+  float rope_attn_factor = 1.f;
   bool tied_embeddings = false;
   bool qkv_bias = false;  // q/k/v biases for any architecture (qwen2 always has them)
   bool qk_norm = false;   // q/k RMS norms for any architecture (qwen3 always has them)
@@ -34,7 +38,7 @@ struct RandomModelSpec {
 };
 
 // Shapes of well-known models with random weights, for benchmarks: "tiny", "llama-3.2-1b",
-// "llama-3.1-8b", "qwen2.5-0.5b". Throws std::invalid_argument for other names.
+// "llama-3.1-8b", "qwen2.5-0.5b", "phi-3-mini-128k". Throws std::invalid_argument for other names.
 RandomModelSpec preset_model_spec(const std::string& name);
 
 GgufWriter make_random_model(const RandomModelSpec& spec);

@@ -15,9 +15,11 @@ uint32_t default_ctx(const ModelConfig& c) {
 }
 
 ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions& opts) {
-  const ModelConfig& c = m.config;
   BuildOptions o = opts;
-  if (o.n_ctx == 0) o.n_ctx = default_ctx(c);
+  if (o.n_ctx == 0) o.n_ctx = default_ctx(m.config);
+  // The file's config with the rope divisors this context takes (LongRoPE's short or long set).
+  ModelConfig c = m.config;
+  c.rope_freq_factors = rope_factors_for(m.config, o.n_ctx);
   if (o.n_ctx < 1 || o.max_batch < 1 || o.n_seqs < 1)
     throw std::invalid_argument(fmt::format("context size {}, batch {} and sequences {} must be at least 1", o.n_ctx,
                                             o.max_batch, o.n_seqs));
@@ -88,6 +90,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
     case Arch::Mistral: x = build_mistral(b); break;
     case Arch::Qwen2: x = build_qwen2(b); break;
     case Arch::Qwen3: x = build_qwen3(b); break;
+    case Arch::Phi3: x = build_phi3(b); break;
   }
   output_head(b, x, mg);
   check_every_tensor_used(loader);

@@ -27,6 +27,8 @@ struct Fixture {
   ref::Weights ref_weights;
 };
 
+constexpr uint32_t kCtx = 64;  // the sessions' context
+
 ref::TransformerConfig reference_config(const ModelConfig& c) {
   ref::TransformerConfig r;
   r.n_vocab = c.n_vocab;
@@ -39,7 +41,8 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
   r.norm_eps = c.norm_eps;
   r.rope_theta = c.rope_theta;
   r.rope_neox = c.rope_neox;
-  r.rope_freq_factors = c.rope_freq_factors;
+  r.rope_freq_factors = rope_factors_for(c, kCtx);
+  r.rope_attn_factor = c.rope_attn_factor;
   r.qkv_bias = c.qkv_bias;
   r.qk_norm = c.qk_norm;
   return r;
@@ -80,6 +83,16 @@ Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
   spec.qkv_bias = c.qkv_bias;     // q/k/v biases (HF attention_bias) on any architecture
   spec.qk_norm = c.qk_norm;       // q/k norms likewise
   if (c.arch == Arch::Llama) spec.rope_freq_factors.assign(c.head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
+  if (c.arch == Arch::Phi3) {
+    // LongRoPE: the long set (1 .. 4 across the pairs) is chosen past 32 positions of context
+    // (the sessions have 64), with its attention factor; the short set would turn like 1s.
+    spec.n_ctx_orig = 32;
+    for (uint32_t i = 0; i < c.head_dim / 2; ++i) {
+      spec.rope_factors_long.push_back(1.f + 3.f * float(i) / float(c.head_dim / 2 - 1));
+      spec.rope_factors_short.push_back(1.f + 0.5f * float(i % 2));
+    }
+    spec.rope_attn_factor = 1.19f;
+  }
   Fixture f{open_gguf_bytes(gguf_serialize(make_random_model(spec)), "fixture.gguf"), {}, {}};
   f.ref_config = reference_config(f.file.config);
   for (const auto& [name, w] : f.file.weights) f.ref_weights[name] = weight_to_f32(w);
@@ -92,7 +105,7 @@ llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits, const E2eC
   s.model = std::move(f.file);
   s.tok = tokenizer::build_tokenizer(tokenizer::vocab_from_gguf(*s.model.gguf));
   BuildOptions o;
-  o.n_ctx = 64;
+  o.n_ctx = kCtx;
   o.max_batch = max_batch;
   o.all_logits = all_logits;
   o.f16_kv = c.f16_kv;
@@ -409,7 +422,15 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                                    .n_heads = 8, .n_kv_heads = 4, .max_cache_bytes = 16 << 10},
                                            E2eCase{.arch = Arch::Qwen2, .type = GgmlType::Q4_0, .tol = 3e-2f,
                                                    .f16_kv = true, .n_heads = 8, .n_kv_heads = 4,
-                                                   .max_cache_bytes = 16 << 10}),
+                                                   .max_cache_bytes = 16 << 10},
+                                           // phi3: q|k|v and gate|up fused in the file, LongRoPE's long set
+                                           // and attention factor; exact in f32 with Phi-3's head size of
+                                           // 96 and one KV head per head, quantized on the GPU's routes.
+                                           E2eCase{.arch = Arch::Phi3, .type = GgmlType::F32, .tol = 2e-3f,
+                                                   .head_dim = 96, .n_heads = 4, .n_kv_heads = 4},
+                                           E2eCase{Arch::Phi3, GgmlType::Q4_0, 3e-2f},
+                                           E2eCase{.arch = Arch::Phi3, .type = GgmlType::Q4_K, .tol = 3e-2f,
+                                                   .embd = GgmlType::Q6_K, .gpu_routes = true}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) {
                            return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
                                   (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +

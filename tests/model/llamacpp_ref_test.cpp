@@ -75,7 +75,21 @@ struct ScratchDir {
 // Random's with a feed-forward width of 480, so that the down projection's rows are not whole
 // 256-value blocks and llama.cpp falls back from the K-quants and IQ4_XS (to Q4_0, Q5_0, Q5_1,
 // Q8_0, IQ4_NL), as in Qwen2.5-0.5B's files (dim 896).
-enum class Source { Random, Peaked, Ragged };
+// Phi3 and Phi3Peaked: Random's and Peaked's weights as a phi3 file (q|k|v and gate|up fused,
+// LongRoPE's long set chosen at both runtimes' contexts, and its attention factor).
+enum class Source { Random, Peaked, Ragged, Phi3, Phi3Peaked };
+bool peaked(Source s) { return s == Source::Peaked || s == Source::Phi3Peaked; }
+bool phi3(Source s) { return s == Source::Phi3 || s == Source::Phi3Peaked; }
+const char* source_tag(Source s) {
+  switch (s) {
+    case Source::Random: return "";
+    case Source::Peaked: return "peaked-";
+    case Source::Ragged: return "ragged-";
+    case Source::Phi3: return "phi3-";
+    case Source::Phi3Peaked: return "phi3-peaked-";
+  }
+  return "?";
+}
 
 constexpr float kPeakedEmbdNorm = 30.f;
 
@@ -122,7 +136,7 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
   std::lock_guard lock(mu);
   static ScratchDir scratch;
   const std::string& dir = scratch.path;
-  const std::string tag = src == Source::Peaked ? "peaked-" : src == Source::Ragged ? "ragged-" : "";
+  const std::string tag = source_tag(src);
   std::string& source = sources[src];
   if (source.empty()) {
     GgufFile vocab = open_gguf(kVocab);
@@ -137,8 +151,19 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
     spec.embd_type = GgmlType::F16;
     spec.seed = 11;
     spec.vocab_from = &vocab;
+    if (phi3(src)) {
+      // The long set (1 .. 4) past 32 positions: llama.cpp's context of 256 and wgrt's of 64 both
+      // take it.
+      spec.arch = Arch::Phi3;
+      spec.n_ctx_orig = 32;
+      for (uint32_t i = 0; i < spec.head_dim / 2; ++i) {
+        spec.rope_factors_long.push_back(1.f + 3.f * float(i) / float(spec.head_dim / 2 - 1));
+        spec.rope_factors_short.push_back(1.f);
+      }
+      spec.rope_attn_factor = 1.19f;
+    }
     GgufWriter w = make_random_model(spec);
-    if (src == Source::Peaked) make_peaked(w);
+    if (peaked(src)) make_peaked(w);
     source = dir + "/" + tag + "source-f16.gguf";
     gguf_write_file(w, source);
   }
@@ -323,9 +348,10 @@ struct E2eCase {
 };
 
 std::string case_name(const E2eCase& c) {
-  return std::string(lc::ftype_name(c.ftype)) + (c.src == Source::Peaked   ? "_peaked"
-                                                  : c.src == Source::Ragged ? "_ragged"
-                                                                            : "");
+  std::string tag = source_tag(c.src);  // "phi3-peaked-" -> "_phi3_peaked"
+  if (!tag.empty()) tag = "_" + tag.substr(0, tag.size() - 1);
+  for (char& ch : tag) ch = ch == '-' ? '_' : ch;
+  return std::string(lc::ftype_name(c.ftype)) + tag;
 }
 void PrintTo(const E2eCase& c, std::ostream* os) { *os << case_name(c); }
 
@@ -397,7 +423,7 @@ TEST_P(LlamaCppEndToEnd, LogitsAndGreedyTokensMatch) {
   RecordProperty("greedy_tokens_equal", int(same));
   std::printf("[ llama.cpp ] %s: logits within %.3g of the row's max |logit| (tolerance %.3g); "
               "greedy tokens equal: %zu of %d\n", case_name(c).c_str(), worst, c.tol, same, n_gen);
-  if (c.src == Source::Peaked) {
+  if (peaked(c.src)) {
     // No near tie anywhere on llama.cpp's greedy run (its best leads its second by more than
     // twice the tolerance), so the two runs must agree on every token.
     std::vector<int32_t> ref_seq = prompt;
@@ -444,7 +470,10 @@ INSTANTIATE_TEST_SUITE_P(, LlamaCppEndToEnd,
                                            E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Peaked},
                                            E2eCase{lc::Ftype::Q5_K_M, 1.5e-2f, Source::Peaked},
                                            E2eCase{lc::Ftype::Q6_K, 1.5e-2f, Source::Peaked},
-                                           E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Peaked}),
+                                           E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Peaked},
+                                           E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Phi3},
+                                           E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Phi3},
+                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Phi3Peaked}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) { return case_name(i.param); });
 
 }  // namespace

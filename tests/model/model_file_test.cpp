@@ -164,6 +164,92 @@ TEST(ModelFile, HuggingFaceDirectory) {
   std::filesystem::remove_all(dir);
 }
 
+nlohmann::json phi3_config() {
+  return {{"architectures", {"Phi3ForCausalLM"}},
+          {"vocab_size", 40},
+          {"hidden_size", 32},
+          {"num_hidden_layers", 1},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"intermediate_size", 24},
+          {"rms_norm_eps", 1e-5},
+          {"max_position_embeddings", 1024},
+          {"original_max_position_embeddings", 64},
+          {"sliding_window", 512},
+          {"rope_scaling",
+           {{"type", "longrope"}, {"short_factor", {1.0, 1.0, 1.5, 2.0}}, {"long_factor", {1.0, 2.0, 4.0, 8.0}}}}};
+}
+
+// Phi-3's checkpoints fuse q|k|v (qkv_proj) and gate|up (gate_up_proj): opened, each fused matrix
+// is views of its row ranges under llama's names, holding exactly its rows; LongRoPE's factors,
+// the context they switch at and the attention factor come from the config.
+TEST(ModelFile, Phi3FusedWeightsSplitIntoViews) {
+  std::string dir = test::temp_dir("phi3");
+  std::ofstream(dir + "/config.json") << phi3_config().dump();
+  // q 4 heads x 8, k and v 2 heads x 8 each; gate and up 24 rows each.
+  const std::vector<float> qkv = test::random_floats(64 * 32, 4), gate_up = test::random_floats(48 * 32, 5);
+  test::write_safetensors(dir + "/model.safetensors",
+                          {{"model.layers.0.self_attn.qkv_proj.weight", {"F32", {64, 32}, f32_bytes(qkv)}},
+                           {"model.layers.0.mlp.gate_up_proj.weight", {"F32", {48, 32}, f32_bytes(gate_up)}}});
+  ModelFile m = open_model(dir);
+  EXPECT_EQ(m.config.arch, Arch::Phi3);
+  EXPECT_EQ(m.config.sliding_window, 512u);
+  auto rows = [](const std::vector<float>& v, size_t first, size_t n) {
+    return std::vector<float>(v.begin() + long(first * 32), v.begin() + long((first + n) * 32));
+  };
+  EXPECT_EQ(weight_to_f32(get_weight(m, "blk.0.attn_q.weight", {32, 32})), rows(qkv, 0, 32));
+  EXPECT_EQ(weight_to_f32(get_weight(m, "blk.0.attn_k.weight", {32, 16})), rows(qkv, 32, 16));
+  EXPECT_EQ(weight_to_f32(get_weight(m, "blk.0.attn_v.weight", {32, 16})), rows(qkv, 48, 16));
+  EXPECT_EQ(weight_to_f32(get_weight(m, "blk.0.ffn_gate.weight", {32, 24})), rows(gate_up, 0, 24));
+  EXPECT_EQ(weight_to_f32(get_weight(m, "blk.0.ffn_up.weight", {32, 24})), rows(gate_up, 24, 24));
+  EXPECT_EQ(find_weight(m, "blk.0.attn_qkv.weight"), nullptr);
+  EXPECT_EQ(m.config.n_ctx_orig, 64u);
+  EXPECT_EQ(rope_factors_for(m.config, 64), std::vector<float>({1.f, 1.f, 1.5f, 2.f}));
+  EXPECT_EQ(rope_factors_for(m.config, 65), std::vector<float>({1.f, 2.f, 4.f, 8.f}));
+  // sqrt(1 + ln(1024 / 64) / ln(64)): the published rule where the config gives no factor.
+  EXPECT_NEAR(m.config.rope_attn_factor, std::sqrt(1 + std::log(16.0) / std::log(64.0)), 1e-6);
+  EXPECT_NEAR(attention_scale(m.config), m.config.rope_attn_factor * m.config.rope_attn_factor / std::sqrt(8.0), 1e-6);
+
+  // A fused matrix of other rows than the config's, and partial rotary, are refused by name.
+  test::write_safetensors(dir + "/model.safetensors",
+                          {{"model.layers.0.self_attn.qkv_proj.weight", {"F32", {40, 32}, f32_bytes(rows(qkv, 0, 40))}}});
+  std::string e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("'blk.0.attn_qkv.weight'"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected 64 rows"), std::string::npos) << e;
+  nlohmann::json cfg = phi3_config();
+  cfg["partial_rotary_factor"] = 0.75;
+  std::ofstream(dir + "/config.json", std::ios::trunc) << cfg.dump();
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("partial_rotary_factor"), std::string::npos) << e;
+  cfg = phi3_config();
+  cfg["rope_scaling"]["long_factor"] = {1.0, 2.0};
+  std::ofstream(dir + "/config.json", std::ios::trunc) << cfg.dump();
+  e = error_of([&] { open_model(dir); });
+  EXPECT_NE(e.find("2 LongRoPE factors for head_dim 8"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+}
+
+// The same from a GGUF file wgrt writes as llama.cpp's converter does (attn_qkv, ffn_up of 2 ff
+// rows, rope_factors_long/short and their keys).
+TEST(ModelFile, Phi3GgufOpens) {
+  RandomModelSpec s;
+  s.arch = Arch::Phi3;
+  s.n_ctx_orig = 16;
+  s.rope_factors_short.assign(s.head_dim / 2, 1.f);
+  s.rope_factors_long.assign(s.head_dim / 2, 2.f);
+  s.rope_attn_factor = 1.25f;
+  ModelFile m = open_gguf_bytes(gguf_serialize(make_random_model(s)), "phi3.gguf");
+  EXPECT_EQ(m.config.arch, Arch::Phi3);
+  EXPECT_TRUE(m.config.rope_neox);
+  EXPECT_EQ(m.config.n_ctx_orig, 16u);
+  EXPECT_FLOAT_EQ(m.config.rope_attn_factor, 1.25f);
+  EXPECT_EQ(rope_factors_for(m.config, 17), s.rope_factors_long);
+  const uint64_t kv = uint64_t(s.n_kv_heads) * s.head_dim;
+  EXPECT_NO_THROW(get_weight(m, "blk.1.attn_k.weight", {s.dim, kv}));
+  EXPECT_NO_THROW(get_weight(m, "blk.1.ffn_gate.weight", {s.dim, s.ff}));
+  EXPECT_NO_THROW(get_weight(m, "blk.1.ffn_up.weight", {s.dim, s.ff}));
+}
+
 // Embeddings' pooling: a sentence-transformers 1_Pooling/config.json beside config.json names
 // it (else mean, undeclared); modes wgrt does not pool are refused by name; GGUF's
 // <arch>.pooling_type and the Matryoshka flags are read.

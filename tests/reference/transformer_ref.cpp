@@ -37,7 +37,8 @@ void rope(float* head, uint32_t head_dim, uint32_t pos, const TransformerConfig&
     double freq = std::pow(double(c.rope_theta), -2.0 * j / head_dim);
     if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[j];
     double angle = pos * freq;
-    double cs = std::cos(angle), sn = std::sin(angle);
+    // LongRoPE's magnitude: the rotation times rope_attn_factor.
+    double cs = std::cos(angle) * c.rope_attn_factor, sn = std::sin(angle) * c.rope_attn_factor;
     uint32_t a = c.rope_neox ? j : 2 * j;
     uint32_t b = c.rope_neox ? j + half : 2 * j + 1;
     double x0 = head[a], x1 = head[b];

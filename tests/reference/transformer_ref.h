@@ -16,6 +16,7 @@ struct TransformerConfig {
   float rope_theta = 10000.f;
   bool rope_neox = false;            // pairs (j, j + d/2) instead of (2j, 2j + 1)
   std::vector<float> rope_freq_factors;  // per pair divisor of the frequency (llama 3.1); empty = 1
+  float rope_attn_factor = 1.f;          // LongRoPE (phi3): q and k rotated and scaled by it
   bool qkv_bias = false;             // qwen2
   bool qk_norm = false;              // qwen3: RMS norm over each head of q and k
 };

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Each architecture wgrt runs from Hugging Face checkpoints, against `transformers` itself: a tiny
+model of random weights per architecture (transformers' own init, seeded, f32, eager attention),
+saved with save_pretrained beside wgrt's demo tokenizer.json; wgrt reads the directory, tokenizes
+a text and dumps the logits of every prompt position (`wgrt run --dump-logits`); transformers
+computes the logits of the same ids; the largest difference over a row's largest |logit| must stay
+under the bound. Runs on the GPU machine (it has torch and transformers), one device call:
+
+  check_hf.py --wgrt PATH/wgrt --tokenizer models/wgrt-demo-tokenizer.json --out DIR [--bound 2e-3]
+
+phi3 runs twice: a prompt within original_max_position_embeddings (64) with `-c 64` (LongRoPE's
+short factors on both sides: transformers picks by the sequence's length, wgrt by its context) and
+a longer one with `-c 256` (the long factors). Prints one line per case; exits 1 if any fails."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+import transformers
+
+TEXT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void; "
+        "and darkness was upon the face of the deep.")
+
+
+def base(vocab):
+    return dict(vocab_size=vocab, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, intermediate_size=512, rms_norm_eps=1e-5, max_position_embeddings=4096,
+                tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+
+
+def configs(vocab):
+    hd = 256 // 4
+    short = [1.0 + 0.25 * (i % 3) for i in range(hd // 2)]
+    long = [1.0 + 3.0 * i / (hd // 2 - 1) for i in range(hd // 2)]
+    yield "llama", transformers.LlamaConfig(**base(vocab), rope_theta=10000.0)
+    yield "qwen2", transformers.Qwen2Config(**base(vocab), rope_theta=10000.0, use_sliding_window=False)
+    yield "qwen3", transformers.Qwen3Config(**base(vocab), head_dim=hd, rope_theta=10000.0,
+                                            use_sliding_window=False)
+    phi = base(vocab)
+    phi.update(num_key_value_heads=4, original_max_position_embeddings=64, sliding_window=None,
+               rope_scaling={"type": "longrope", "short_factor": short, "long_factor": long})
+    yield "phi3", transformers.Phi3Config(**phi, rope_theta=10000.0)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def check(args, name, cfg, text, ctx):
+    d = os.path.join(args.out, name)
+    if not os.path.isdir(d):
+        torch.manual_seed(7)
+        model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32,
+                                                             attn_implementation="eager")
+        model.save_pretrained(d, safe_serialization=True)
+        shutil.copy(args.tokenizer, os.path.join(d, "tokenizer.json"))
+    model = transformers.AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    ids = json.loads(run([args.wgrt, "tokenize", "-m", d, "--json", text]))
+    dump = os.path.join(args.out, f"{name}-{ctx}.f32")
+    run([args.wgrt, "run", "-m", d, "-c", str(ctx), "-n", "0", "--dump-logits", dump, "-p", text])
+    with torch.no_grad():
+        want = model(torch.tensor([ids])).logits[0].float()
+    got = torch.frombuffer(bytearray(open(dump, "rb").read()), dtype=torch.float32).reshape(want.shape)
+    ratio = ((got - want).abs().max() / want.abs().max()).item()
+    ok = ratio <= args.bound
+    print(f"{name} ({len(ids)} tokens, -c {ctx}): max |wgrt - transformers| / max |logit| = {ratio:.3g} "
+          f"(bound {args.bound:g}): {'ok' if ok else 'FAIL'}")
+    return ok
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--wgrt", required=True)
+    p.add_argument("--tokenizer", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--bound", type=float, default=2e-3)
+    args = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    os.makedirs(args.out, exist_ok=True)
+    vocab = len(json.load(open(args.tokenizer))["model"]["vocab"])
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, vocabulary {vocab}")
+    ok = True
+    for name, cfg in configs(vocab):
+        try:
+            ok &= check(args, name, cfg, TEXT, 64)
+            if name == "phi3":
+                ok &= check(args, name, cfg, " ".join([TEXT] * 3), 256)
+        except Exception as e:  # report every architecture, then fail
+            print(f"{name}: {e}")
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
