@@ -51,6 +51,10 @@ typedef struct wgrt_model_params {
   int32_t adapter_index;      /* GPU adapter; -1: env WGRT_ADAPTER, else the best one */
   /* Jinja text of a chat template that replaces the model's own (NULL: the model's). */
   const char* chat_template;
+  /* The K and V caches' types: "f16", "q8_0" (int8 blocks of 32, 53% of f16's bytes) or "f32"
+   * (an f32 cache pairs only with an f32 one); NULL: f16. */
+  const char* cache_type_k;
+  const char* cache_type_v;
 } wgrt_model_params;
 
 WGRT_API wgrt_model_params wgrt_model_default_params(void);

@@ -147,3 +147,12 @@ def test_embed_gives_a_unit_vector_of_the_models_width(model):
     assert abs(sum(v * v for v in a) - 1.0) < 1e-4
     assert model.embed("In the beginning God created the heaven and the earth.") == a  # the same text, the same vector
     assert sum(x * y for x, y in zip(a, b)) < 0.9999  # another text, another direction
+
+
+def test_q8_0_kv_caches():
+    # Both caches q8_0 (-ctk/-ctv q8_0): the demo model still writes text; a bad name lists the choices.
+    with wgrt.Model(cache_type_k="q8_0", cache_type_v="q8_0") as m:
+        assert m.generate("Once upon a time", **GREEDY)
+    with pytest.raises(wgrt.WgrtError) as e:
+        wgrt.Model(cache_type_k="q9")
+    assert e.value.status_name == "WGRT_ERR_INVALID_ARGUMENT" and "f32, f16, q8_0" in e.value.message

@@ -91,13 +91,16 @@ def _chat_messages(messages):
 class Model:
     """A model on its own GPU device. path: a .gguf file or a Hugging Face folder; None: wgrt's
     demo model. n_ctx: context positions (0: the model's). adapter_index: -1 for the best GPU.
-    chat_template: Jinja text that replaces the model's own. Raises WgrtError."""
+    chat_template: Jinja text that replaces the model's own. cache_type_k, cache_type_v: the KV
+    cache's types, "f16" (None), "q8_0" or "f32". Raises WgrtError."""
 
-    def __init__(self, path=None, *, n_ctx=0, adapter_index=-1, chat_template=None):
+    def __init__(self, path=None, *, n_ctx=0, adapter_index=-1, chat_template=None, cache_type_k=None,
+                 cache_type_v=None):
         c = _c()
         p = c.wgrt_model_default_params()
-        self._keep = [s.encode() if s is not None else None for s in (path, chat_template)]
-        p.model_path, p.chat_template = self._keep
+        self._keep = [s.encode() if s is not None else None
+                      for s in (path, chat_template, cache_type_k, cache_type_v)]
+        p.model_path, p.chat_template, p.cache_type_k, p.cache_type_v = self._keep
         p.n_ctx = n_ctx
         p.adapter_index = adapter_index
         self._m = c.wgrt_model_load(ctypes.byref(p))

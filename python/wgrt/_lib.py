@@ -43,7 +43,8 @@ def load():
 
 class ModelParams(ctypes.Structure):
     _fields_ = [("model_path", ctypes.c_char_p), ("n_ctx", ctypes.c_uint32),
-                ("adapter_index", ctypes.c_int32), ("chat_template", ctypes.c_char_p)]
+                ("adapter_index", ctypes.c_int32), ("chat_template", ctypes.c_char_p),
+                ("cache_type_k", ctypes.c_char_p), ("cache_type_v", ctypes.c_char_p)]
 
 
 class SamplingParams(ctypes.Structure):

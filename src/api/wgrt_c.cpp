@@ -13,7 +13,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <tuple>
 #include <vector>
 
 #include "chat/chat_template.h"
@@ -189,7 +191,8 @@ const char* wgrt_status_name(wgrt_status s) {
 }
 
 wgrt_model_params wgrt_model_default_params(void) {
-  return wgrt_model_params{.model_path = nullptr, .n_ctx = 2048, .adapter_index = -1, .chat_template = nullptr};
+  return wgrt_model_params{.model_path = nullptr, .n_ctx = 2048, .adapter_index = -1, .chat_template = nullptr,
+                           .cache_type_k = nullptr, .cache_type_v = nullptr};
 }
 
 wgrt_sampling_params wgrt_sampling_default_params(void) {
@@ -215,6 +218,17 @@ wgrt_model* wgrt_model_load(const wgrt_model_params* params) {
     m->dev = std::make_unique<gpu::Device>(gpu::create_device(dev_opts));
     model::BuildOptions o;
     o.n_ctx = params->n_ctx;
+    for (const auto& [name, value, field] : {std::tuple{"cache_type_k", params->cache_type_k, &o.cache_type_k},
+                                             std::tuple{"cache_type_v", params->cache_type_v, &o.cache_type_v}}) {
+      if (!value) continue;
+      const std::string_view v = value;
+      if (v == "f32") *field = graph::DType::F32;
+      else if (v == "f16") *field = graph::DType::F16;
+      else if (v == "q8_0") *field = graph::DType::Q8_0;
+      else
+        return fail(WGRT_ERR_INVALID_ARGUMENT, fmt::format("wgrt_model_load: wgrt_model_params.{} '{}' is not a KV "
+                                                           "cache type (choices: f32, f16, q8_0)", name, v));
+    }
     m->session.emplace(llm::open_session(*m->dev, m->path, o));
     out = m.release();
     return WGRT_OK;

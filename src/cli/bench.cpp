@@ -40,6 +40,7 @@ struct BenchFlags {
   uint32_t ctx = 0;  // 0: what the largest test needs
   std::string output = "md", quantize = "auto";
   bool no_warmup = false, kv_f32 = false;
+  std::string cache_type_k, cache_type_v;  // -ctk / -ctv (flags.h)
   bool profile = false;  // then per kernel: a prefill and decode steps at each depth
   std::string peaks;
   std::vector<uint32_t> parallel;  // sequences per batched tg test; empty: none
@@ -331,8 +332,8 @@ Row make_row(const ModelInfo& m, const BenchFlags& f, uint32_t n_ctx, const Resu
   row["model_n_params"] = m.n_params;
   row["n_batch"] = f.batch;
   row["n_ubatch"] = f.batch;
-  row["type_k"] = kv;
-  row["type_v"] = kv;
+  row["type_k"] = f.cache_type_k.empty() ? kv : f.cache_type_k.c_str();
+  row["type_v"] = f.cache_type_v.empty() ? kv : f.cache_type_v.c_str();
   row["n_prompt"] = r.test.n_prompt;
   row["n_gen"] = r.test.n_gen;
   row["n_depth"] = r.test.depth;
@@ -416,6 +417,7 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
   o.n_ctx = n_ctx;
   o.max_batch = f.batch;
   o.f16_kv = !f.kv_f32;
+  apply_cache_types(o, f.cache_type_k, f.cache_type_v);
   o.load.quantize = model::parse_weight_format(f.quantize);
   if (o.load.quantize == model::WeightFormat::Auto && std::filesystem::is_directory(f.model))
     o.load.quantize = model::WeightFormat::Q4gsw;
@@ -493,6 +495,7 @@ Run add_bench(CLI::App& app, gpu::DeviceOptions& dev_opts) {
                                              "Hugging Face: q4gsw)")
       ->check(CLI::IsMember({"auto", "q4gsw", "q8", "none"}));
   cmd->add_flag("--kv-f32", f->kv_f32, "keep the KV cache in f32 (default f16)");
+  add_cache_type_flags(*cmd, f->cache_type_k, f->cache_type_v);
   cmd->add_flag("--profile", f->profile, "after the tests, per-kernel GPU time, bytes and FLOPs against the device "
                                          "peaks, and the CPU time per step, at each depth (on stderr)");
   cmd->add_option("--peaks", f->peaks, "device peaks JSON (default: bench/peaks-*.json for this adapter)");

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <memory>
 #include <unistd.h>
 #include <filesystem>
@@ -87,11 +88,46 @@ void end_progress(Progress& p) {
 }
 
 void rewrite_llamacpp_aliases(int argc, char** argv) {
-  static char ngl[] = "--n-gpu-layers";
+  static char ngl[] = "--n-gpu-layers", ctk[] = "--cache-type-k", ctv[] = "--cache-type-v";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) break;
     if (std::strcmp(argv[i], "-ngl") == 0) argv[i] = ngl;
+    if (std::strcmp(argv[i], "-ctk") == 0) argv[i] = ctk;
+    if (std::strcmp(argv[i], "-ctv") == 0) argv[i] = ctv;
   }
+}
+
+namespace {
+
+std::optional<graph::DType> parse_cache_type(const std::string& s) {
+  if (s == "f32") return graph::DType::F32;
+  if (s == "f16") return graph::DType::F16;
+  if (s == "q8_0") return graph::DType::Q8_0;
+  return std::nullopt;
+}
+
+CLI::Validator cache_type() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        if (parse_cache_type(in)) return "";
+        return fmt::format("'{}' is not a KV cache type (choices: f32, f16, q8_0)", in);
+      },
+      "f32|f16|q8_0");
+}
+
+}  // namespace
+
+void add_cache_type_flags(CLI::App& cmd, std::string& k, std::string& v) {
+  cmd.add_option("--cache-type-k", k, "the K cache's type, -ctk: f16, q8_0 (int8 blocks of 32, 53% of f16's bytes) "
+                                      "or f32 (default f16; f32 with --kv-f32)")
+      ->check(cache_type());
+  cmd.add_option("--cache-type-v", v, "the V cache's type, -ctv: f16, q8_0 or f32 (default f16; f32 with --kv-f32)")
+      ->check(cache_type());
+}
+
+void apply_cache_types(model::BuildOptions& o, const std::string& k, const std::string& v) {
+  if (!k.empty()) o.cache_type_k = parse_cache_type(k);
+  if (!v.empty()) o.cache_type_v = parse_cache_type(v);
 }
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f) {
@@ -111,6 +147,7 @@ void add_model_flags(CLI::App& cmd, ModelFlags& f) {
       ->check(CLI::IsMember({"auto", "q4gsw", "q8", "none"}));
   cmd.add_option("--group-size", f.group_size, "quantization group size")->check(CLI::IsMember({32u, 64u, 128u}));
   cmd.add_flag("--kv-f32", f.kv_f32, "keep the KV cache in f32 (default f16)");
+  add_cache_type_flags(cmd, f.cache_type_k, f.cache_type_v);
   cmd.add_flag("--allow-unused-tensors", f.allow_unused,
                "run a file with tensors the architecture does not read (a warning instead of an error)");
   cmd.add_option("--n-gpu-layers", f.n_gpu_layers, "accepted for llama.cpp's -ngl N: wgrt runs every layer on "
@@ -135,6 +172,7 @@ model::BuildOptions build_options(const ModelFlags& f, bool all_logits) {
   o.n_ctx = f.ctx_size;
   o.max_batch = f.batch_size;
   o.f16_kv = !f.kv_f32;
+  apply_cache_types(o, f.cache_type_k, f.cache_type_v);
   o.all_logits = all_logits;
   o.load.group_size = f.group_size;
   o.load.allow_unused = f.allow_unused;

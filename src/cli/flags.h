@@ -47,11 +47,16 @@ struct ModelFlags {
   std::string quantize = "auto";
   uint32_t group_size = 32;
   bool kv_f32 = false;
+  std::string cache_type_k, cache_type_v;  // -ctk / -ctv: f32, f16 or q8_0; "": f16 (f32 with --kv-f32)
   bool allow_unused = false;
   std::string n_gpu_layers;  // -ngl N|all|auto: accepted for llama.cpp's users; every layer runs on the GPU
 };
 
 void add_model_flags(CLI::App& cmd, ModelFlags& f);
+// -ctk/--cache-type-k and -ctv/--cache-type-v (f32, f16, q8_0), for add_model_flags and bench.
+void add_cache_type_flags(CLI::App& cmd, std::string& k, std::string& v);
+// Sets o.cache_type_k / o.cache_type_v from the flags' values ("" leaves f16_kv's).
+void apply_cache_types(model::BuildOptions& o, const std::string& k, const std::string& v);
 model::BuildOptions build_options(const ModelFlags& f, bool all_logits);
 
 struct SamplingFlags {

@@ -30,6 +30,7 @@ const char* dtype_name(DType t) {
     case DType::I32: return "i32";
     case DType::U32: return "u32";
     case DType::Bytes: return "bytes";
+    case DType::Q8_0: return "q8_0";
   }
   return "?";
 }
@@ -39,6 +40,10 @@ uint64_t dtype_bytes(DType t, const Shape& s) {
   switch (t) {
     case DType::F16: return (n + 1) / 2 * 4;
     case DType::Bytes: return (n + 3) / 4 * 4;  // a Bytes tensor's shape counts bytes
+    case DType::Q8_0: {
+      const uint64_t row = s.rank ? s.dims[size_t(s.rank - 1)] : 1, rows = row ? n / row : 0;
+      return rows * (row + (row + 63) / 64 * 4);  // quants, then each row's f16 scales in whole words
+    }
     default: return n * 4;
   }
 }

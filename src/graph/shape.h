@@ -47,6 +47,10 @@ enum class DType : uint8_t {
   I32,
   U32,
   Bytes,  // opaque packed data (quantized weights, ...): its byte size is given explicitly
+  // A KV cache of int8 blocks (ops/kv_cache/kv_cache.h, "q8_0 caches"): shape [..., rows, row]
+  // with row a multiple of 32; the quants of every row (1 byte each), then every row's f16
+  // block scales padded to whole u32 words.
+  Q8_0,
 };
 
 const char* dtype_name(DType t);

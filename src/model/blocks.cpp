@@ -43,13 +43,21 @@ graph::TensorId layer_vector(BuildContext& b, const std::string& name, uint32_t 
 
 LayerCaches add_layer_caches(BuildContext& b, uint32_t l) {
   const ModelConfig& c = b.c;
-  const graph::DType dt = b.o.f16_kv ? graph::DType::F16 : graph::DType::F32;
+  const graph::DType kt = kv_cache_dtype(b.o, false), vt = kv_cache_dtype(b.o, true);
+  if ((kt == graph::DType::F32) != (vt == graph::DType::F32))
+    throw std::invalid_argument(fmt::format("KV cache types k {} and v {}: an f32 cache pairs only with an f32 one "
+                                            "(hint: -ctk and -ctv both f32, or each f16 or q8_0)",
+                                            graph::dtype_name(kt), graph::dtype_name(vt)));
+  if ((kt == graph::DType::Q8_0 || vt == graph::DType::Q8_0) && c.head_dim % ops::kQ8Block != 0)
+    throw std::invalid_argument(fmt::format("a q8_0 KV cache needs a head_dim that is a multiple of {}; this model's "
+                                            "is {} (hint: -ctk f16 -ctv f16)", ops::kQ8Block, c.head_dim));
   const uint32_t rows = b.o.n_ctx * b.o.n_seqs;  // a region of n_ctx positions per sequence
   const uint32_t per = cache_heads_per_part(b.g, c, b.o);
   if (per == 0 || ops::ceil_div(c.n_kv_heads, per) > kMaxCacheParts) {
     const uint64_t device = graph::device_caps(b.g).limits.maxStorageBufferBindingSize;
     const uint64_t budget = b.o.max_cache_bytes ? std::min(device, b.o.max_cache_bytes) : device;
-    const uint64_t head_bytes = graph::dtype_bytes(dt, {1, rows, c.head_dim});
+    const uint64_t head_bytes = std::max(graph::dtype_bytes(kt, {1, rows, c.head_dim}),
+                                         graph::dtype_bytes(vt, {1, rows, c.head_dim}));
     throw std::invalid_argument(fmt::format(
         "the KV cache of one layer takes {} bytes ({} KV heads of {} positions x {}), past {} storage bindings of {} "
         "bytes (hint: a smaller context or fewer parallel sequences)", head_bytes * c.n_kv_heads, c.n_kv_heads, rows,
@@ -61,8 +69,8 @@ LayerCaches add_layer_caches(BuildContext& b, uint32_t l) {
     auto name = [&](const char* what) {
       return per == c.n_kv_heads ? tname(what, l) : fmt::format("{}.{}.heads{}", what, l, h0);
     };
-    const graph::TensorId k = ops::add_kv_cache(b.g, name("k_cache"), dt, heads, rows, c.head_dim);
-    const graph::TensorId v = ops::add_kv_cache(b.g, name("v_cache"), dt, heads, rows, c.head_dim);
+    const graph::TensorId k = ops::add_kv_cache(b.g, name("k_cache"), kt, heads, rows, c.head_dim);
+    const graph::TensorId v = ops::add_kv_cache(b.g, name("v_cache"), vt, heads, rows, c.head_dim);
     if (h0 == 0) caches.k = k, caches.v = v;
     else caches.more.push_back({k, v});
   }

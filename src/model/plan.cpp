@@ -54,10 +54,10 @@ bool head_fuses(const graph::Graph&, const Loader& loader, const ModelConfig& c,
 }
 
 uint32_t cache_heads_per_part(const graph::Graph& g, const ModelConfig& c, const BuildOptions& o) {
-  const graph::DType dt = o.f16_kv ? graph::DType::F16 : graph::DType::F32;
   const uint32_t rows = o.n_ctx * o.n_seqs;  // a region of n_ctx positions per sequence
   const uint64_t device = graph::device_caps(g).limits.maxStorageBufferBindingSize;
-  const uint64_t head_bytes = graph::dtype_bytes(dt, {1, rows, c.head_dim});
+  const uint64_t head_bytes = std::max(graph::dtype_bytes(kv_cache_dtype(o, false), {1, rows, c.head_dim}),
+                                       graph::dtype_bytes(kv_cache_dtype(o, true), {1, rows, c.head_dim}));
   const uint64_t budget = o.max_cache_bytes ? std::min(device, o.max_cache_bytes) : device;
   return uint32_t(std::min<uint64_t>(c.n_kv_heads, budget / head_bytes));
 }
@@ -66,11 +66,14 @@ ForwardPlan plan_forward(const graph::Graph& g, const Loader& loader, const Mode
                          const AttentionVariant& attention, bool multi_seq) {
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const bool caches_whole = cache_heads_per_part(g, c, o) >= c.n_kv_heads;
+  const bool q8_cache =
+      kv_cache_dtype(o, false) == graph::DType::Q8_0 || kv_cache_dtype(o, true) == graph::DType::Q8_0;
   ForwardPlan plan;
   plan.layers.resize(c.n_layers);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     LayerPlan& p = plan.layers[l];
-    p.fused_qkv = !attention.qk_norm && c.head_dim % 4 == 0 && caches_whole &&
+    // The fused node's epilogue writes f32 and f16 caches; q8_0 ones take kv_write's blocks.
+    p.fused_qkv = !attention.qk_norm && c.head_dim % 4 == 0 && caches_whole && !q8_cache &&
                   linear_fuses(g, loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"),
                                            wname(l, "attn_v.weight")},
                                {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows);

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "graph/graph.h"
 #include "model/loader.h"
@@ -39,6 +40,9 @@ struct BuildOptions {
   uint32_t n_ctx = 2048;     // 0: default_ctx
   uint32_t max_batch = 64;   // prefill chunk size
   bool f16_kv = true;        // KV cache in f16 (half the bytes decode reads)
+  // The K and V caches' dtypes (F32, F16 or Q8_0; -ctk/-ctv), each in place of f16_kv's where set.
+  // An f32 cache pairs only with an f32 one; q8_0 needs a head_dim that is a multiple of 32.
+  std::optional<graph::DType> cache_type_k, cache_type_v;
   bool all_logits = false;   // logits of every position (perplexity, --dump-logits)
   uint32_t top_k = 64;       // candidates the GPU hands the sampler
   int gemv_int8 = -1;        // the decode gemvs' activations: 1 int8, 0 f32, -1 the device's (ops::gemv_takes_int8)
@@ -51,6 +55,12 @@ struct BuildOptions {
   uint64_t max_cache_bytes = 0;
   LoadOptions load;
 };
+
+// The dtype of the K (v: V) cache for these options.
+inline graph::DType kv_cache_dtype(const BuildOptions& o, bool v) {
+  const std::optional<graph::DType>& t = v ? o.cache_type_v : o.cache_type_k;
+  return t ? *t : o.f16_kv ? graph::DType::F16 : graph::DType::F32;
+}
 
 struct ModelGraph {
   std::unique_ptr<graph::Graph> graph;

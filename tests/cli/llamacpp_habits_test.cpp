@@ -1,6 +1,6 @@
 // What llama.cpp's users type works, or fails with a readable error: -f FILE and -f - (stdin)
 // for the prompt, --no-display-prompt, -ngl N, --seed -1, "not a number" for non-numbers,
-// defaults in --help, and `wgrt perplexity` printing llama-perplexity's running estimate and
+// -ctk/-ctv, defaults in --help, and `wgrt perplexity` printing llama-perplexity's running estimate and
 // its "Final estimate: PPL = X +/- Y".
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -63,6 +63,30 @@ TEST(CliHabits, NonNumbersAndRangesAreReadable) {
   r = run_script("$WGRT run -ngl lots");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("'lots' is not a layer count"), std::string::npos) << r.err;
+}
+
+// -ctk/-ctv: a bad type names the choices; q8_0 caches run and take about 53% of f16's bytes
+// (the load line's "KV cache N MiB").
+TEST(CliHabits, CacheTypes) {
+  Result r = run_script("$WGRT run -ctk q9");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("'q9' is not a KV cache type (choices: f32, f16, q8_0)"), std::string::npos) << r.err;
+  r = run_script("$WGRT run -m " + model_path() + " -p hi -n 2 --temp 0 -ctk f32 -ctv q8_0");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("an f32 cache pairs only with an f32 one"), std::string::npos) << r.err;
+
+  auto kv_mib = [](const std::string& err) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(err, m, std::regex("KV cache ([0-9.]+) MiB"))) << err;
+    return m.size() > 1 ? std::stod(m[1]) : 0.0;
+  };
+  r = run_script("$WGRT run -m " + model_path() + " -p hi -n 3 --temp 0 -c 4096");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const double f16 = kv_mib(r.err);
+  r = run_script("$WGRT run -m " + model_path() + " -p hi -n 3 --temp 0 -c 4096 -ctk q8_0 -ctv q8_0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const double q8 = kv_mib(r.err);
+  EXPECT_NEAR(q8 / f16, 34.0 / 64, 0.02) << f16 << " MiB against " << q8;
 }
 
 TEST(CliHabits, HelpShowsDefaults) {

@@ -39,6 +39,7 @@ struct AttnConfig {
   uint32_t decode_max_tokens = 1;  // AttentionDesc::decode_max_tokens (rows)
   std::vector<uint32_t> cache_parts;  // KV heads per cache tensor (a cache split by heads); empty: one
   bool xq_out = false;             // AttentionDesc::xq_out (AttnGraph::xq an output)
+  bool k_q8 = false, v_q8 = false;  // q8_0 K / V caches (kv_cache.h); the other side as f16 says
   uint32_t n_heads() const { return n_kv_heads * group; }
   ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
 };
@@ -98,7 +99,8 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false,
   AttnGraph a;
   a.g = std::make_unique<Graph>(c.default_limits ? default_limits_device() : device());
   Graph& g = *a.g;
-  DType dt = c.f16 ? DType::F16 : DType::F32;
+  const DType dt = c.f16 ? DType::F16 : DType::F32;
+  const DType kt = c.k_q8 ? DType::Q8_0 : dt, vt = c.v_q8 ? DType::Q8_0 : dt;
   a.pos = add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(c.n_ctx) - 1});
   std::optional<ops::KvRows> rows;
   if (c.rows) {
@@ -108,8 +110,8 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false,
   }
   std::vector<ops::KvCachePart> more;
   for (uint32_t heads : c.cache_parts.empty() ? std::vector<uint32_t>{c.n_kv_heads} : c.cache_parts) {
-    a.kcs.push_back(ops::add_kv_cache(g, fmt::format("k_cache.{}", a.kcs.size()), dt, heads, c.n_ctx, c.head_dim));
-    a.vcs.push_back(ops::add_kv_cache(g, fmt::format("v_cache.{}", a.vcs.size()), dt, heads, c.n_ctx, c.head_dim));
+    a.kcs.push_back(ops::add_kv_cache(g, fmt::format("k_cache.{}", a.kcs.size()), kt, heads, c.n_ctx, c.head_dim));
+    a.vcs.push_back(ops::add_kv_cache(g, fmt::format("v_cache.{}", a.vcs.size()), vt, heads, c.n_ctx, c.head_dim));
     if (a.kcs.size() > 1) more.push_back({a.kcs.back(), a.vcs.back()});
   }
   a.kc = a.kcs[0];

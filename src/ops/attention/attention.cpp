@@ -450,7 +450,18 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   if (max_chunks > kMaxDecodeChunks)
     throw std::invalid_argument(fmt::format("{}: decode_max_chunks {} past {}", d.name, max_chunks, kMaxDecodeChunks));
   const uint32_t group = d.n_heads / n_kv;
-  const bool f16 = kc.dtype == graph::DType::F16;
+  // q8_0 caches are read as f16 words dequantized in registers (attention.wgsl q8_word): F16 set.
+  const graph::DType kt = kc.dtype, vt = graph::tensor_info(g, d.v_cache).dtype;
+  if ((kt == graph::DType::F32) != (vt == graph::DType::F32))
+    throw std::invalid_argument(fmt::format(
+        "{}: a k cache of {} with a v cache of {}: an f32 cache pairs only with an f32 one (hint: f16 or q8_0 for both)",
+        d.name, graph::dtype_name(kt), graph::dtype_name(vt)));
+  const bool f16 = kt != graph::DType::F32;
+  auto value_bytes = [](graph::DType t) { return t == graph::DType::F32 ? 4.0 : t == graph::DType::F16 ? 2.0 : 34.0 / 32; };
+  const double kv_value_bytes = value_bytes(kt) + value_bytes(vt);  // a K and a V value
+  if ((kt == graph::DType::Q8_0 || vt == graph::DType::Q8_0) && head_dim % kQ8Block != 0)
+    throw std::invalid_argument(fmt::format("{}: a q8_0 cache needs a head_dim that is a multiple of {}, got {}",
+                                            d.name, kQ8Block, head_dim));
   if (d.xq_out && head_dim % 16 != 0)
     throw std::invalid_argument(fmt::format("{}: xq_out writes blocks of 16 values within a head; head_dim {} is not a "
                                             "multiple of 16 (hint: no xq_out)", d.name, head_dim));
@@ -476,6 +487,11 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
       {"HEAD_DIM", double(head_dim)}, {"GROUP", double(group)}, {"F16", f16 ? 1.0 : 0.0}};
   if (rows) consts.push_back({"TABLE", 1.0});
   std::vector<gpu::OverrideConstant> decode_consts = consts, prefill_consts = consts;
+  // The kernels that read the caches (not decode_reduce): q8_0 words through q8_word.
+  for (auto* c : {&decode_consts, &prefill_consts}) {
+    if (kt == graph::DType::Q8_0) c->push_back({"K_Q8", 1.0});
+    if (vt == graph::DType::Q8_0) c->push_back({"V_Q8", 1.0});
+  }
   decode_consts.push_back({"HPW", double(var.decode_heads)});
   decode_consts.push_back({"KB", double(var.key_block)});
   if (var.decode_kernel == DecodeKernel::vec) {
@@ -594,7 +610,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
             const uint64_t max_keys = uint64_t(a.sym[sym]);
             const uint64_t keys = !rows ? max_keys + m : decode ? m * max_keys : max_keys;
             const uint64_t reads = decode ? ceil_div(group, var.decode_heads) : 1;
-            const uint64_t kv = 2 * reads * uint64_t(n_kv) * keys * head_dim * (f16 ? 2 : 4);
+            const uint64_t kv = uint64_t(double(reads * uint64_t(n_kv) * keys * head_dim) * kv_value_bytes);
             const double before = !rows ? double(max_keys) : std::max(0.0, double(max_keys) - double(m));
             const double pairs = decode ? double(keys) : double(m) * before + double(m) * double(m + 1) / 2;
             return graph::NodeCost{kv + 2 * m * n_heads * head_dim * 4, 4.0 * n_heads * head_dim * pairs};

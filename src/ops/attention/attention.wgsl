@@ -30,6 +30,10 @@ override HEAD_DIM: u32 = 128u;  // a multiple of 8, 16..256
 override GROUP: u32 = 1u;       // query heads per KV head, 1..MAX_GROUP
 override F16: bool = false;     // cache dtype
 override TABLE: bool = false;   // per-token positions and regions from kv_rows (else pos + i)
+// q8_0 caches (layout: kv_cache.h) are read natively: each word the kernels load (k_word,
+// v_word) is dequantized in registers into the f16 word of 8 halves they read with F16 set.
+override K_Q8: bool = false;
+override V_Q8: bool = false;
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> k_cache: array<vec4<u32>>;
@@ -46,6 +50,44 @@ override SG: u32 = 1u;
 const WG: u32 = 256u;
 const MAX_GROUP: u32 = 8u;
 const NEG: f32 = -3.4e38;
+
+// A q8_0 cache word of 4 int8 quants times the block scale d.
+fn q8_dequant(w: u32, d: f32) -> vec4<f32> {
+  let b = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
+  return vec4<f32>(b >> vec4<u32>(24u)) * d;
+}
+
+// F16 word `at` (8 elements, HEAD_DIM / 8 a row) of a q8_0 cache: its 8 quants are half of the
+// vec4 at / 2 of the quant plane, its block's scale a half in the scale plane past this part's
+// n_kv_heads * n_ctx rows of quants.
+fn q8_word(is_v: bool, at: u32) -> vec4<u32> {
+  let rw = HEAD_DIM / 8u;
+  let row = at / rw;
+  let blk = (at % rw) / 4u;
+  let s = p.n_kv_heads * p.n_ctx * (HEAD_DIM / 4u) + row * ((HEAD_DIM / 32u + 1u) / 2u) + blk / 2u;
+  var qv: vec4<u32>;
+  var sv: vec4<u32>;
+  if (is_v) {
+    qv = v_cache[at / 2u];
+    sv = v_cache[s / 4u];
+  } else {
+    qv = k_cache[at / 2u];
+    sv = k_cache[s / 4u];
+  }
+  let q = select(qv.xy, qv.zw, (at & 1u) == 1u);
+  let d = unpack2x16float(sv[s % 4u])[blk % 2u];
+  let a = q8_dequant(q.x, d);
+  let b = q8_dequant(q.y, d);
+  return vec4<u32>(pack2x16float(a.xy), pack2x16float(a.zw), pack2x16float(b.xy), pack2x16float(b.zw));
+}
+fn k_word(at: u32) -> vec4<u32> {
+  if (K_Q8) { return q8_word(false, at); }
+  return k_cache[at];
+}
+fn v_word(at: u32) -> vec4<u32> {
+  if (V_Q8) { return q8_word(true, at); }
+  return v_cache[at];
+}
 
 // Up to four K and four V cache words of a thread (a turn of decode_vec, a tile share of prefill_sg).
 struct KvWords {
@@ -273,7 +315,7 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     for (var i = 0u; i < KPL; i++) {
       let j = vl + i * NVL;
       vv[i] = vec4<u32>(0u);
-      if ((WG % R == 0u || vl < NVL) && j < n_valid) { vv[i] = v_cache[(row0 + b0 + j) * R + vw]; }
+      if ((WG % R == 0u || vl < NVL) && j < n_valid) { vv[i] = v_word((row0 + b0 + j) * R + vw); }
     }
     var part = array<f32, MAX_GROUP>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);  // explicit: a bare loop-local var was not re-zeroed per turn on lavapipe
     let key = b0 + sj;
@@ -281,7 +323,7 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
       for (var i = 0u; i < WPL; i++) {
         let w = sl + i * LANES;
         if (R % LANES == 0u || w < R) {
-          let kv = unpack_word(k_cache[(row0 + key) * R + w]);
+          let kv = unpack_word(k_word((row0 + key) * R + w));
           for (var u = 0u; u < E4; u++) {
             for (var h = 0u; h < HPW; h++) { part[h] += dot(dq[h * D4 + w * E4 + u], kv[u]); }
           }
@@ -534,7 +576,7 @@ fn prefill_load_tile(v: bool, t: u32, row0: u32, k0: u32, kv_len: u32) {
     let w = i % R;
     var word = vec4<u32>(0u);
     if (k0 + j < kv_len) {
-      if (v) { word = v_cache[(row0 + k0 + j) * R + w]; } else { word = k_cache[(row0 + k0 + j) * R + w]; }
+      if (v) { word = v_word((row0 + k0 + j) * R + w); } else { word = k_word((row0 + k0 + j) * R + w); }
     }
     let f = unpack_word(word);
     for (var u = 0u; u < E4; u++) { pkv[j * D4 + w * E4 + u] = f[u]; }

@@ -85,8 +85,8 @@ fn sg_body(wid: vec3<u32>, t: u32, xq: bool) {
         var vx = vec4<u32>(0u);
         if (key0 + u < k_end && (R % DKL == 0u || w < R)) {
           let at = (row0 + key0 + u) * R + w;
-          kx = k_cache[at];
-          vx = v_cache[at];
+          kx = k_word(at);
+          vx = v_word(at);
         }
         kw[u * DWPL + j] = kx;
         vw[u * DWPL + j] = vx;

@@ -146,8 +146,8 @@ fn vx_merge(mask: u32) {
 fn vx_word(cache_k: bool, key: u32, dw: DecodeWork, w: u32, on: bool) -> vec4<u32> {
   if (!on || key >= dw.k_end) { return vec4<u32>(0u); }
   let at = (dw.row0 + key) * row_words() + w;
-  if (cache_k) { return k_cache[at]; }
-  return v_cache[at];
+  if (cache_k) { return k_word(at); }
+  return v_word(at);
 }
 
 // One key group's K and V words of a turn: keys key0 .. key0 + 3 (zeros past k_end).

@@ -67,8 +67,8 @@ fn rt_word(v: bool, i: u32, row0: u32, k0: u32, kv_len: u32, keys: u32) -> vec4<
   let w = select(i / keys, i % R, v);
   if (i >= keys * R || k0 + j >= kv_len) { return vec4<u32>(0u); }
   let at = (row0 + k0 + j) * R + w;
-  if (v) { return v_cache[at]; }
-  return k_cache[at];
+  if (v) { return v_word(at); }
+  return k_word(at);
 }
 
 // A thread's share of a K/V tile of `keys` keys as loaded: words t, t + RTW, .. (RTF of them) of

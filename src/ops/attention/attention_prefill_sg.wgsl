@@ -114,8 +114,8 @@ fn ps_word(v: bool, i: u32, row0: u32, k0: u32, kv_len: u32) -> vec4<u32> {
   let j = i / R;
   if (i >= PBK * R || k0 + j >= kv_len) { return vec4<u32>(0u); }
   let at = (row0 + k0 + j) * R + i % R;
-  if (v) { return v_cache[at]; }
-  return k_cache[at];
+  if (v) { return v_word(at); }
+  return k_word(at);
 }
 
 // A thread's share of a K/V tile as loaded: words t, t + PWG, .. (PNF of them) of K and of V.

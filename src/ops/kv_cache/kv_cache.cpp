@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace wgrt::ops {
@@ -14,7 +15,7 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(KvCacheParams, n_tokens)
                                   {"n_ctx", offsetof(KvCacheParams, n_ctx)},
                                   {"head_off", offsetof(KvCacheParams, head_off)},
                                   {"row_heads", offsetof(KvCacheParams, row_heads)},
-                                  {"_pad0", offsetof(KvCacheParams, _pad0)}};
+                                  {"units", offsetof(KvCacheParams, units)}};
 constexpr uint32_t kWorkgroup = 256;  // kv_cache.wgsl WG
 }  // namespace
 
@@ -22,10 +23,22 @@ const ParamLayout kKvCacheLayout{"kv_cache", sizeof(KvCacheParams), kFields};
 
 graph::TensorId add_kv_cache(graph::Graph& g, const std::string& name, graph::DType dtype,
                              uint32_t n_kv_heads, uint32_t n_ctx, uint32_t head_dim) {
-  if (dtype != graph::DType::F32 && dtype != graph::DType::F16)
-    throw std::invalid_argument(fmt::format("{}: a KV cache is f32 or f16", name));
+  if (dtype != graph::DType::F32 && dtype != graph::DType::F16 && dtype != graph::DType::Q8_0)
+    throw std::invalid_argument(fmt::format("{}: a KV cache is f32, f16 or q8_0", name));
+  if (dtype == graph::DType::Q8_0 && head_dim % kQ8Block != 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: a q8_0 KV cache needs a head_dim that is a multiple of {}, got {} (hint: -ctk/-ctv f16)", name,
+        kQ8Block, head_dim));
   return graph::add_weight(g, {.name = name, .dtype = dtype, .shape = {n_kv_heads, n_ctx, head_dim},
                                .role = graph::TensorRole::State});
+}
+
+uint32_t kv_write_units(graph::DType dtype, uint32_t head_dim) {
+  switch (dtype) {
+    case graph::DType::F16: return head_dim / 2;
+    case graph::DType::Q8_0: return q8_scale_words(head_dim);
+    default: return head_dim;
+  }
 }
 
 void infer_kv_write(const KvWriteInferCtx& c) {
@@ -76,8 +89,8 @@ void plan_kv_write(const KvWritePlanCtx& c, graph::Plan& plan) {
   for (size_t i = 0; i < c.part_heads.size(); ++i) {
     const uint32_t heads = c.part_heads[i];
     plan.params[i].set(KvCacheParams{c.n_tokens, heads, c.head_dim, c.pos_sym, c.n_ctx, head_off,
-                                     row_heads, 0});
-    uint64_t words = uint64_t(c.n_tokens) * heads * (c.f16 ? c.head_dim / 2 : c.head_dim);
+                                     row_heads, c.units});
+    uint64_t words = uint64_t(c.n_tokens) * heads * c.units;
     plan.grids[i] = grid_1d(ceil_div(words, kWorkgroup), c.max_groups_per_dim);
     head_off += heads;
   }
@@ -95,11 +108,15 @@ std::vector<uint32_t> kv_part_heads(const graph::Graph& g, const std::string& na
     const graph::Tensor& vc = graph::tensor_info(g, part.v);
     if (kc.role != graph::TensorRole::State || vc.role != graph::TensorRole::State)
       throw std::invalid_argument(fmt::format("{}: the caches must be State tensors (add_kv_cache)", name));
-    if (kc.dtype != vc.dtype || kc.max_shape != vc.max_shape || kc.dtype != first.dtype ||
-        (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16) || kc.max_shape.rank != 3 ||
+    auto cache_type = [](graph::DType t) {
+      return t == graph::DType::F32 || t == graph::DType::F16 || t == graph::DType::Q8_0;
+    };
+    const graph::Tensor& first_v = graph::tensor_info(g, v_cache);
+    if (kc.max_shape != vc.max_shape || kc.dtype != first.dtype || vc.dtype != first_v.dtype ||
+        !cache_type(kc.dtype) || !cache_type(vc.dtype) || kc.max_shape.rank != 3 ||
         kc.max_shape[1] != first.max_shape[1] || kc.max_shape[2] != first.max_shape[2])
-      throw std::invalid_argument(fmt::format("{}: k and v caches ('{}', '{}') must share one dtype (f32 or f16) and "
-                                              "the first part's [heads, {}, {}]", name, kc.name, vc.name,
+      throw std::invalid_argument(fmt::format("{}: k and v caches ('{}', '{}') must be f32, f16 or q8_0, each part of "
+                                              "the first part's dtypes, [heads, {}, {}]", name, kc.name, vc.name,
                                               first.max_shape.rank == 3 ? first.max_shape[1] : 0,
                                               first.max_shape.rank == 3 ? first.max_shape[2] : 0));
     heads.push_back(kc.max_shape[0]);
@@ -118,15 +135,22 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
   for (uint32_t h : part_heads) n_kv += h;
   infer_kv_write({k.max_shape, v.max_shape, kc.max_shape, n_kv});
   const uint32_t n_ctx = kc.max_shape[1], head_dim = kc.max_shape[2];
-  const bool f16 = kc.dtype == graph::DType::F16;
-  if (f16 && head_dim % 2 != 0)
+  const graph::DType kt = kc.dtype, vt = graph::tensor_info(g, d.v_cache).dtype;
+  if ((kt == graph::DType::F32) != (vt == graph::DType::F32))  // as attention reads them (attention.h)
+    throw std::invalid_argument(fmt::format("{}: a k cache of {} with a v cache of {}: an f32 cache pairs only with "
+                                            "an f32 one", d.name, graph::dtype_name(kt), graph::dtype_name(vt)));
+  if ((kt == graph::DType::F16 || vt == graph::DType::F16) && head_dim % 2 != 0)
     throw std::invalid_argument(fmt::format("{}: an f16 cache needs an even head_dim", d.name));
+  const uint32_t units = std::max(kv_write_units(kt, head_dim), kv_write_units(vt, head_dim));
 
   require_fits(graph::device_caps(g).limits, d.name + ": kv_write", {0, kWorkgroup});  // no workgroup data
   const bool rows = d.rows.has_value();
   if (rows) check_kv_rows(g, d.name, *d.rows, k.max_shape[0]);
   const uint32_t max_tokens = k.max_shape[0];
-  std::vector<gpu::OverrideConstant> consts = {{"F16", f16 ? 1.0 : 0.0}};
+  std::vector<gpu::OverrideConstant> consts = {{"K_F16", kt == graph::DType::F16 ? 1.0 : 0.0},
+                                              {"V_F16", vt == graph::DType::F16 ? 1.0 : 0.0},
+                                              {"K_Q8", kt == graph::DType::Q8_0 ? 1.0 : 0.0},
+                                              {"V_Q8", vt == graph::DType::Q8_0 ? 1.0 : 0.0}};
   if (rows) consts.push_back({"TABLE", 1.0});
   std::vector<KvCachePart> parts = {{d.k_cache, d.v_cache}};
   parts.insert(parts.end(), d.more.begin(), d.more.end());
@@ -156,9 +180,9 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
             if (rows) check_kv_rows_live(name, a.in[2], a.in[0][0]);
           },
       .plan =
-          [sym = rows ? d.rows->max_keys : d.pos, rows, f16, part_heads, n_ctx, head_dim](const graph::PlanArgs& a,
+          [sym = rows ? d.rows->max_keys : d.pos, rows, units, part_heads, n_ctx, head_dim](const graph::PlanArgs& a,
                                                                                          graph::Plan& p) {
-            plan_kv_write({a.in[0][0], part_heads, head_dim, n_ctx, a.sym[sym], sym.v, f16,
+            plan_kv_write({a.in[0][0], part_heads, head_dim, n_ctx, a.sym[sym], sym.v, units,
                            a.caps->limits.maxComputeWorkgroupsPerDimension, rows},
                           p);
           },

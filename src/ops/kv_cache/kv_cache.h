@@ -8,6 +8,16 @@
 // binding of its own: kv_write and attention run a kernel per part. dtype F32, or F16 packed two
 // per u32 with pack2x16float (element d of a row is half d % 2 of word d / 2): half the bytes
 // for decode, which is bound by reading the cache. Writing past n_ctx is rejected by plan.
+//
+// q8_0 caches (DType::Q8_0; -ctk/-ctv q8_0): each row of head_dim values (head_dim a multiple of
+// 32) is blocks of 32, value = d * q with q an int8 and d an f16 scale, quantized as
+// d = amax / 127, q = round(x / d) (ties away from zero; d = 0 gives q = 0). The tensor holds two
+// planes: first the quants of every row in row order (head_dim bytes a row, byte e of the row is
+// element e, 4 to a u32 low byte first), then the scales, q8_scale_words(head_dim) u32 words a row
+// (block b's d is half b % 2 of the row's word b / 2, pack2x16float; an odd count's last half is 0).
+// A part of n rows [heads, n_ctx] thus takes n * head_dim bytes of quants then n * words * 4 of
+// scales: 34 bytes per 32 values where head_dim is a multiple of 64, 53% of f16. K and V may
+// differ in dtype (f16 K with q8_0 V, ...); the attention kernels read q8_0 natively.
 #pragma once
 
 #include <optional>
@@ -42,14 +52,21 @@ struct KvCacheDesc {
   std::string name;  // node name, e.g. "kv_write.3"
   graph::TensorId k;  // [n_tokens, n_kv_heads * head_dim] f32, n_tokens may vary
   graph::TensorId v;  // same shape as k
-  graph::TensorId k_cache;  // State [n_kv_heads, n_ctx, head_dim], F32 or F16
-  graph::TensorId v_cache;  // same shape and dtype as k_cache
+  graph::TensorId k_cache;  // State [n_kv_heads, n_ctx, head_dim], F32, F16 or Q8_0
+  graph::TensorId v_cache;  // same shape as k_cache, any of those dtypes
   std::vector<KvCachePart> more;  // the caches' further KV heads, in order
   graph::SymbolId pos;      // first position written (without rows)
   std::optional<KvRows> rows;  // per-token positions and regions instead of pos
 };
 
-// A cache tensor of the layout above (role State); dtype F32 or F16.
+constexpr uint32_t kQ8Block = 32;  // values per q8_0 block
+// u32 words of one q8_0 row's f16 block scales.
+constexpr uint32_t q8_scale_words(uint32_t head_dim) { return (head_dim / kQ8Block + 1) / 2; }
+// Threads kv_write runs per cache row: a word of an f32 / f16 row, a scale word (two blocks) of a q8_0 row.
+uint32_t kv_write_units(graph::DType dtype, uint32_t head_dim);
+
+// A cache tensor of the layout above (role State); dtype F32, F16 or Q8_0 (head_dim a multiple
+// of 32, else std::invalid_argument).
 graph::TensorId add_kv_cache(graph::Graph& g, const std::string& name, graph::DType dtype,
                              uint32_t n_kv_heads, uint32_t n_ctx, uint32_t head_dim);
 
@@ -79,7 +96,7 @@ void check_max_keys(const std::string& name, int64_t max_keys, uint32_t n_ctx);
 
 struct KvCacheParams {
   uint32_t n_tokens, n_kv_heads, head_dim, pos_sym;  // n_kv_heads: this part's; pos_sym: pos's symbol block index
-  uint32_t n_ctx, head_off, row_heads, _pad0;    // the part's first KV head; KV heads per k/v row
+  uint32_t n_ctx, head_off, row_heads, units;    // the part's first KV head; KV heads per k/v row; kv_write_units
 };
 static_assert(sizeof(KvCacheParams) == 32);
 extern const ParamLayout kKvCacheLayout;
@@ -96,7 +113,7 @@ struct KvWritePlanCtx {
   uint32_t head_dim, n_ctx;
   int64_t pos;  // with rows: the max_keys symbol's value (checked; kernels read pos from the symbol block)
   uint32_t pos_sym;  // that symbol
-  bool f16;
+  uint32_t units;  // threads per cache row: the larger kv_write_units of k's and v's dtype
   uint32_t max_groups_per_dim;
   bool rows = false;
 };
