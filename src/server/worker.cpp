@@ -198,7 +198,8 @@ void fail(ServerState& st, Slot& slot, const std::exception& ex) {
 }
 
 // Whether the slot's next pick is the argmax that a fed step embeds on the GPU: greedy, with
-// nothing the host must see first (log-probabilities; a penalty or a bias reads the whole row).
+// nothing the host must see first (log-probabilities; a penalty or a bias reads the whole row; a
+// grammar's mask would depend on the pick before).
 bool picks_on_gpu(const Slot& slot) {
   return slot.readout == llm::Readout::Argmax && slot.job->req.logprobs < 0;
 }
