@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <span>
 
 #include "llm/batch.h"
 #include "llm/chat.h"
@@ -202,6 +203,22 @@ void fail(ServerState& st, Slot& slot, const std::exception& ex) {
 // grammar's mask would depend on the pick before).
 bool picks_on_gpu(const Slot& slot) {
   return slot.readout == llm::Readout::Argmax && slot.job->req.logprobs < 0;
+}
+
+// The picks of the step just run, one per output part (its readout row), each by its slot's
+// sampler; the host path, a step at a time.
+void read_picks(llm::Session& s, std::vector<Slot>& slots, std::span<const llm::SeqPart> parts,
+                std::span<const size_t> part_slot) {
+  size_t row = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (!parts[k].output) continue;
+    Slot& slot = slots[part_slot[k]];
+    const int32_t n_top = std::min<int32_t>(slot.job->req.logprobs, int32_t(s.mg.top_k));
+    slot.next = llm::pick_next_row(s, slot.sampler, row++, n_top >= 0 ? &slot.next_lp : nullptr,
+                                   uint32_t(std::max(n_top, 0)));
+    slot.decoding = true;
+    slot.fresh = true;
+  }
 }
 
 // Pipelined greedy decode (worker.h): after the step that gave `snap`, whose readout row r is
@@ -583,16 +600,7 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
         std::vector<uint32_t> seqs(part_slot.begin(), part_slot.end());
         decode_pipelined(st, *s, slots, std::move(seqs), s->last, before_step);
       } else {
-        size_t row = 0;
-        for (size_t k = 0; k < parts.size(); ++k) {
-          if (!parts[k].output) continue;
-          Slot& slot = slots[part_slot[k]];
-          const int32_t n_top = std::min<int32_t>(slot.job->req.logprobs, int32_t(s->mg.top_k));
-          slot.next = llm::pick_next_row(*s, slot.sampler, row++, n_top >= 0 ? &slot.next_lp : nullptr,
-                                         uint32_t(std::max(n_top, 0)));
-          slot.decoding = true;
-          slot.fresh = true;
-        }
+        read_picks(*s, slots, parts, part_slot);
       }
     } catch (const std::exception& e) {
       // The step is lost for every slot in it (that a pipelined run did not end already); a lost
