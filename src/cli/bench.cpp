@@ -201,17 +201,25 @@ uint64_t time_repetition(llm::Session& s, const Test& t, std::span<const int32_t
 }
 
 // A batched tg repetition: t.parallel sequences, each at t.depth, decode n_gen tokens each in
-// steps of one token per sequence, each fed its row's argmax of the step before (as `wgrt
-// serve` steps its slots: read back, then the next step).
+// steps of one token per sequence, each fed its row's argmax of the step before, as `wgrt serve`
+// steps greedy slots: the first step from the host, the others embedding the previous step's
+// picks on the GPU, submitted before those picks are read (llm/batch.h submit_fed_seqs).
 uint64_t time_parallel(llm::Session& s, const Test& t, std::span<const int32_t> first_tokens) {
-  std::vector<int32_t> next(first_tokens.begin(), first_tokens.end());
   std::vector<llm::SeqPart> parts(t.parallel);
-  const auto t0 = Clock::now();
-  for (uint32_t i = 0; i < t.n_gen; ++i) {
-    for (uint32_t q = 0; q < t.parallel; ++q) parts[q] = {q, {&next[q], 1}, true};
-    llm::eval_seqs(s, parts, llm::Readout::Argmax);
-    for (uint32_t q = 0; q < t.parallel; ++q) next[q] = llm::read_argmax_row(s, q);
+  std::vector<uint32_t> seqs(t.parallel);
+  for (uint32_t q = 0; q < t.parallel; ++q) {
+    parts[q] = {q, {&first_tokens[q], 1}, true};
+    seqs[q] = q;
   }
+  const auto t0 = Clock::now();
+  llm::eval_seqs(s, parts, llm::Readout::Argmax);
+  graph::Snapshot step = s.last;
+  for (uint32_t i = 1; i < t.n_gen; ++i) {
+    graph::Snapshot ahead = llm::submit_fed_seqs(s, seqs);
+    for (uint32_t q = 0; q < t.parallel; ++q) (void)llm::read_argmax_row(s, step, q);
+    step = ahead;
+  }
+  for (uint32_t q = 0; q < t.parallel; ++q) (void)llm::read_argmax_row(s, step, q);
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 

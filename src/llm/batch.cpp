@@ -11,6 +11,10 @@
 
 namespace wgrt::llm {
 
+namespace {
+constexpr uint32_t kNoSeq = ~0u;  // Session::last_seqs: a row nobody asked for
+}  // namespace
+
 uint32_t n_seqs(const Session& s) { return s.mg.n_seqs; }
 
 uint32_t seq_pos(const Session& s, uint32_t seq) {
@@ -70,6 +74,7 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu:
   if (mg.n_seqs == 1) {
     if (profiler) throw std::invalid_argument("eval_seqs: a profiled step needs a batched session");
     eval(s, parts[0].tokens, {}, readout, nullptr, logprobs);
+    s.last_seqs.assign(1, parts[0].seq);
     return;
   }
   // Tokens in part order; each its (position, first cache row); the output rows.
@@ -100,7 +105,59 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu:
   ReadoutBuffer buf;
   s.last = graph::execute(g, {.read = readout_tensors(mg, readout, buf, logprobs), .profiler = profiler});
   s.last_rows = out.size();
+  s.last_seqs.clear();
+  for (const SeqPart& p : parts)
+    if (p.output) s.last_seqs.push_back(p.seq);
+  if (s.last_seqs.empty()) s.last_seqs.push_back(kNoSeq);
   for (const SeqPart& p : parts) s.seq_past[p.seq] += uint32_t(p.tokens.size());
+}
+
+bool can_feed_seqs(const Session& s) { return !s.mg.all_logits; }
+
+graph::Snapshot submit_fed_seqs(Session& s, std::span<const uint32_t> seqs) {
+  const model::ModelGraph& mg = s.mg;
+  if (!can_feed_seqs(s)) throw std::logic_error("submit_fed_seqs: the session was built with all_logits");
+  if (seqs.empty()) throw std::invalid_argument("a fed step of no sequences");
+  if (mg.n_seqs == 1) {  // the single-sequence graph's own fed step
+    if (seqs.size() != 1 || seqs[0] != 0)
+      throw std::invalid_argument(fmt::format("a fed step of {} sequences on a graph of one", seqs.size()));
+    graph::Snapshot snap = submit_fed_step(s);
+    s.last_seqs.assign(1, 0);
+    return snap;
+  }
+  if (seqs.size() > s.last_seqs.size())
+    throw std::invalid_argument(fmt::format("a fed step of {} sequences after a readout of {} rows", seqs.size(),
+                                            s.last_seqs.size()));
+  std::vector<uint32_t> rows(2 * seqs.size()), out(seqs.size());
+  uint32_t max_keys = 0;
+  for (size_t r = 0; r < seqs.size(); ++r) {
+    if (seqs[r] != s.last_seqs[r])
+      throw std::invalid_argument(fmt::format("fed step part {}: sequence {}, but row {} of the previous readout is {}",
+                                              r, seqs[r], r,
+                                              s.last_seqs[r] == kNoSeq ? "nobody's" : fmt::format("sequence {}'s",
+                                                                                                   s.last_seqs[r])));
+    const uint32_t pos = s.seq_past[seqs[r]];
+    if (pos >= mg.n_ctx)
+      throw std::invalid_argument(fmt::format("fed step part {}: a token at position {} passes sequence {}'s context "
+                                              "of {} (hint: a larger --ctx-size)", r, pos, seqs[r], mg.n_ctx));
+    rows[2 * r] = pos;
+    rows[2 * r + 1] = seqs[r] * mg.n_ctx;
+    out[r] = uint32_t(r);
+    max_keys = std::max(max_keys, pos + 1);
+  }
+  const uint32_t n = uint32_t(seqs.size());
+  graph::Graph& g = *mg.graph;
+  const graph::ShapeInput shapes[] = {{mg.tokens, {n}}, {mg.kv_rows, {n, 2}}, {mg.out_rows, {n}}};
+  const graph::SymbolInput syms[] = {{mg.pos, 0}, {mg.feed, 1}, {mg.want_top_k, 0}, {mg.want_sample, 0},
+                                     {mg.max_keys, int64_t(max_keys)}, {mg.want_logprobs, 0}};
+  graph::update(g, shapes, syms);
+  graph::write_tensor(g, mg.kv_rows, rows.data(), rows.size() * sizeof(uint32_t));
+  graph::write_tensor(g, mg.out_rows, out.data(), out.size() * sizeof(uint32_t));
+  s.last = graph::execute(g, {.read = {&mg.argmax, 1}});
+  s.last_rows = n;
+  s.last_seqs.assign(seqs.begin(), seqs.end());
+  for (uint32_t q : seqs) s.seq_past[q] += 1;
+  return s.last;
 }
 
 namespace {
@@ -118,7 +175,20 @@ std::vector<T> read_row(Session& s, graph::TensorId t, size_t row, size_t count)
 
 }  // namespace
 
-int32_t read_argmax_row(Session& s, size_t row) { return int32_t(read_row<uint32_t>(s, s.mg.argmax, row, 1)[0]); }
+int32_t read_argmax_row(Session& s, size_t row) { return read_argmax_row(s, s.last, row); }
+
+int32_t read_argmax_row(Session& s, const graph::Snapshot& snap, size_t row) {
+  graph::Graph& g = *s.mg.graph;
+  // The State next_token has a row per sequence: the latest step's live rows bound it; an
+  // earlier step's, its size.
+  const size_t rows = snap.serial == s.last.serial
+                          ? s.last_rows
+                          : size_t(graph::snapshot_bytes(g, snap, s.mg.argmax)) / sizeof(uint32_t);
+  if (row >= rows) throw std::out_of_range(fmt::format("readout row {} of {}", row, rows));
+  uint32_t id = 0;
+  graph::read_output(g, snap, s.mg.argmax, &id, sizeof id, row * sizeof id);
+  return int32_t(id);
+}
 
 std::vector<Candidate> read_top_k_row(Session& s, size_t row) {
   const size_t k = s.mg.top_k;

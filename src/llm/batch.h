@@ -38,9 +38,22 @@ void truncate_seq(Session& s, uint32_t seq, uint32_t n);
 void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler = nullptr,
                bool logprobs = false);
 
+// Pipelined greedy batched decode: a step of one token for each of `seqs`, where token r is the
+// argmax of row r of the previous step's readout, embedded where the GPU left it (the State
+// next_token), encoded and submitted without waiting: the host reads the previous step's picks
+// while this one runs (read_argmax_row with that step's snapshot), a step late. seqs[r] must be
+// the sequence of the previous step's readout row r (a prefix of its rows: a sequence at the end
+// may leave), each with a position left in its context. Reads back the argmax only; advances
+// each sequence's position by one. Throws std::invalid_argument, with nothing run, naming what is
+// wrong. A sequence whose previous pick ends it had a token too many in this step: truncate_seq
+// takes it back out.
+graph::Snapshot submit_fed_seqs(Session& s, std::span<const uint32_t> seqs);
+bool can_feed_seqs(const Session& s);  // the batched graph has the GPU-fed route
+
 // The readout rows' picks, row `row` of the latest step (read_argmax / read_top_k / pick_next
-// take the last row).
+// take the last row), or of the step that gave `snap` (waits for that step only).
 int32_t read_argmax_row(Session& s, size_t row);
+int32_t read_argmax_row(Session& s, const graph::Snapshot& snap, size_t row);
 std::vector<Candidate> read_top_k_row(Session& s, size_t row);
 // A picked token's log-probability and those of the most likely tokens, best first. They are the
 // model's: the log-softmax of the step's logits at temperature 1, before bias and penalties

@@ -150,7 +150,9 @@ int32_t read_argmax(Session& s, const graph::Snapshot& snap) {
 
 std::vector<float> read_logits(Session& s) { return graph::read_output<float>(*s.mg.graph, s.last, s.mg.logits); }
 
-int32_t read_argmax(Session& s) { return read_argmax(s, s.last); }
+int32_t read_argmax(Session& s) {
+  return s.mg.n_seqs > 1 ? read_argmax_row(s, s.last_rows - 1) : read_argmax(s, s.last);
+}
 
 std::vector<Candidate> read_top_k(Session& s) {
   return read_top_k_row(s, s.last_rows - 1);

@@ -26,6 +26,9 @@ struct Session {
   std::vector<uint32_t> seq_past;  // several sequences (llm/batch.h): positions in use per sequence
   graph::Snapshot last;  // what the latest step read back
   size_t last_rows = 0;  // its readout rows
+  // Several sequences: the sequence of each readout row of the latest step (~0u: a row nobody
+  // asked for), what a fed step's parts must follow (llm/batch.h submit_fed_seqs).
+  std::vector<uint32_t> last_seqs;
   // Tokens per step when eval runs a prompt (0: max_batch). 1 keeps a prompt on the decode
   // route: `wgrt run` does that for short prompts on a CPU driver, whose first dispatch of a
   // kernel compiles it (docs/perf/demo-model.md, "First run on lavapipe").
@@ -73,7 +76,8 @@ void eval(Session& s, std::span<const int32_t> tokens,
 // without all_logits whose previous step ran the output head, and n_past < n_ctx.
 // With `sample`, the step's token is sampled from its top-k on the GPU instead.
 graph::Snapshot submit_fed_step(Session& s, const GpuSample* sample = nullptr);
-// The argmax a step's snapshot holds (waits for that step only).
+// The argmax a step's snapshot holds (waits for that step only); one sequence (llm/batch.h
+// read_argmax_row for several).
 int32_t read_argmax(Session& s, const graph::Snapshot& snap);
 bool can_feed(const Session& s);  // the graph has the GPU-fed route
 

@@ -212,11 +212,12 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
                                         .last_row = true, .argmax_out = mg.argmax, .more = out.more,
                                         .gemv_int8 = b.o.gemv_int8, .xq_in = hidden.xq});
   } else if (b.out_rows) {
-    // One row per sequence that wants logits; no GPU-fed decode.
+    // One row per sequence that wants logits; their argmax lands in next_token, row r where a
+    // fed step's token r reads it (greedy batched decode, pipelined).
     x = ops::add_gather_rows(b.g, {.name = "out_hidden", .x = x, .rows = *b.out_rows});
     x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
     mg.logits = apply_linear(b.g, out, x, "logits", b.o.gemv_int8);
-    mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits});
+    mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   } else {
     if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
     x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
@@ -227,7 +228,7 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
       ops::add_top_k(b.g, {.name = "top_k", .logits = mg.logits, .k = mg.top_k, .enable = b.want_top_k});
   mg.top_ids = top.indices;
   mg.top_logits = top.values;
-  if (b.next_token)  // a sampled token where the next step reads it (pipelined sampling)
+  if (b.next_token && !b.out_rows)  // a sampled token where the next step reads it (pipelined sampling)
     ops::add_sample_pick(b.g, {.name = "sample_pick", .candidates = top, .pick = mg.pick, .out = *b.next_token,
                                .enable = mg.want_sample});
   mg.logprob_norm = ops::add_logsumexp(b.g, {.name = "logprob_norm", .logits = mg.logits, .enable = mg.want_logprobs});

@@ -31,7 +31,7 @@ struct BuildContext {
   graph::SymbolId pos;
   graph::TensorId rope_freqs;
   EmbeddingWeight embedding;  // set by embed_tokens; the output projection when tied
-  std::optional<graph::TensorId> next_token;  // State u32 [1]: the greedy pick, fed to the next step
+  std::optional<graph::TensorId> next_token;  // State u32 [n_seqs]: the readout rows' greedy picks, fed to the next step
   graph::SymbolId feed;                       // 1: the embedding reads next_token
   graph::SymbolId want_top_k;
   std::optional<ops::KvRows> rows;         // several sequences per step (BuildOptions::n_seqs > 1)

@@ -59,11 +59,11 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.tokens = graph::add_input(g, {.name = "tokens", .dtype = graph::DType::U32, .max_shape = {mg.max_batch},
                                    .dynamic_dims = 1});
   mg.pos = graph::add_symbol(g, {.name = "pos", .lo = 0, .hi = int64_t(o.n_ctx) - 1});
-  const bool single = o.n_seqs == 1, fed = single && !o.all_logits;
+  const bool single = o.n_seqs == 1, fed = !o.all_logits;
   mg.feed = graph::add_symbol(g, {.name = "feed", .lo = 0, .hi = fed ? 1 : 0});
   mg.want_top_k = graph::add_symbol(g, {.name = "want_top_k", .lo = 0, .hi = 1});
   mg.want_logprobs = graph::add_symbol(g, {.name = "want_logprobs", .lo = 0, .hi = 1});
-  mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = fed ? 1 : 0});
+  mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = fed && single ? 1 : 0});
   mg.want_hidden = graph::add_symbol(g, {.name = "want_hidden", .lo = 0, .hi = 1});
   mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {8}});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
@@ -80,9 +80,11 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
     b.out_rows = mg.out_rows;
   }
   if (fed)
-    // Carried: the embedding reads the previous step's token before this step's head writes it.
-    b.next_token = mg.argmax = graph::add_weight(g, {.name = "next_token", .dtype = graph::DType::U32, .shape = {1},
-                                                     .role = graph::TensorRole::State, .carried = true});
+    // Carried: the embedding reads the previous step's tokens before this step's head writes
+    // them. A row per readout row: one, or one per sequence (row r feeds a fed step's token r).
+    b.next_token = mg.argmax = graph::add_weight(g, {.name = "next_token", .dtype = graph::DType::U32,
+                                                     .shape = {o.n_seqs}, .role = graph::TensorRole::State,
+                                                     .carried = true});
 
   Hidden x;
   switch (c.arch) {

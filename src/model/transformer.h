@@ -11,7 +11,9 @@
 // positions per sequence, and a step's tokens may come from any of them. Per step the host
 // writes `kv_rows` (ops::KvRows: each token's position and region), the symbol `max_keys`,
 // and `out_rows` (the step rows whose logits it wants, one per sequence at most); outputs have
-// a row per entry of out_rows. No GPU-fed decode (feed, want_sample stay 0).
+// a row per entry of out_rows. Their argmax lands in `next_token` (u32 [n_seqs], row r for
+// out_rows entry r), and a step of single tokens with feed = 1 embeds row t of it as its token t
+// (pipelined greedy batched decode, llm/batch.h submit_fed_seqs); want_sample stays 0.
 //
 // Pipelined decode (without all_logits): the argmax lands in the State tensor `next_token`,
 // and a step with feed = 1 embeds that id instead of `tokens`, so the host can submit step
@@ -67,7 +69,7 @@ struct ModelGraph {
   graph::TensorId tokens;
   graph::SymbolId pos;
   graph::TensorId logits;     // [rows, n_vocab]
-  graph::TensorId argmax;     // [rows] u32; without all_logits the State `next_token` [1]
+  graph::TensorId argmax;     // [rows] u32; without all_logits the State `next_token` [n_seqs]
   graph::SymbolId feed;       // 1: embed next_token (pipelined decode); only without all_logits
   graph::SymbolId want_top_k; // 1: run top-k this step
   graph::SymbolId want_sample;  // 1: sample from the top-k on the GPU into next_token (needs want_top_k)

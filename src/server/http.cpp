@@ -731,6 +731,8 @@ std::string metrics_text(const Metrics& m, const QueueCounts& q, size_t n_slots)
   metric("prompt_tokens_per_second", "gauge", "Average prompt throughput.", prefill_s > 0 ? prompt / prefill_s : 0.0);
   metric("generated_tokens_per_second", "gauge", "Average generation throughput.",
          decode_s > 0 ? generated / decode_s : 0.0);
+  metric("decode_steps_fed_total", "counter", "Decode steps fed on the GPU (pipelined, a step late).",
+         m.fed_steps.load());
   metric("requests_running", "gauge", "Requests generating now.", q.running);
   metric("requests_queued", "gauge", "Requests waiting for a slot.", q.queued);
   metric("slots", "gauge", "Slots (--parallel).", n_slots);

@@ -105,6 +105,11 @@ std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait) {
   return busy;
 }
 
+bool slots_would_change(Scheduler& s) {
+  std::lock_guard lock(s.m);
+  return s.stopping || (!s.queue.empty() && busy_count(s) < s.slots.size());
+}
+
 void free_slot(Scheduler& s, size_t slot, std::vector<int32_t> kv_tokens) {
   std::lock_guard lock(s.m);
   s.slots.at(slot).reset();

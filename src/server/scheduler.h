@@ -98,6 +98,9 @@ bool submit(Scheduler& s, std::shared_ptr<Job> job);
 // then the lowest), setting the job's n_reused; waits up to `wait` when no slot is busy and
 // nothing is queued. Returns the indices of the busy slots.
 std::vector<size_t> fill_slots(Scheduler& s, std::chrono::milliseconds wait);
+// Whether fill_slots would change something now: a queued job and a free slot, or stopping
+// (the worker's pipelined decode ends its run of steps for it).
+bool slots_would_change(Scheduler& s);
 // Frees the slot; `kv_tokens`: the tokens its KV cache now holds, what a later job may reuse
 // (empty when its state is unknown, after a failed step).
 void free_slot(Scheduler& s, size_t slot, std::vector<int32_t> kv_tokens = {});

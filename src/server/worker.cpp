@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
+#include <span>
 
 #include "llm/batch.h"
 #include "llm/chat.h"
@@ -196,12 +198,96 @@ void fail(ServerState& st, Slot& slot, const std::exception& ex) {
   slot.job.reset();
 }
 
+// Whether the slot's next pick is the argmax that a fed step embeds on the GPU: greedy, with
+// nothing the host must see first (log-probabilities; a penalty or a bias reads the whole row; a
+// grammar's mask would depend on the pick before).
+bool picks_on_gpu(const Slot& slot) {
+  return slot.readout == llm::Readout::Argmax && slot.job->req.logprobs < 0;
+}
+
+// The picks of the step just run, one per output part (its readout row), each by its slot's
+// sampler; the host path, a step at a time.
+void read_picks(llm::Session& s, std::vector<Slot>& slots, std::span<const llm::SeqPart> parts,
+                std::span<const size_t> part_slot) {
+  size_t row = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (!parts[k].output) continue;
+    Slot& slot = slots[part_slot[k]];
+    const int32_t n_top = std::min<int32_t>(slot.job->req.logprobs, int32_t(s.mg.top_k));
+    slot.next = llm::pick_next_row(s, slot.sampler, row++, n_top >= 0 ? &slot.next_lp : nullptr,
+                                   uint32_t(std::max(n_top, 0)));
+    slot.decoding = true;
+    slot.fresh = true;
+  }
+}
+
+// Pipelined greedy decode (worker.h): after the step that gave `snap`, whose readout row r is
+// slot seqs[r]'s pick, each next step is submitted before the host reads the picks it embeds
+// (llm/batch.h submit_fed_seqs), and the host emits those picks a step late. A slot that ends on
+// a pick had that pick in the step in flight: its position there is taken back (truncate_seq)
+// and its pick from that step never read. Returns when a step cannot be fed (a slot ended, a job
+// waits for a free slot, a slot nears its context's end, the server stops), every slot of `seqs`
+// still running left as an unpipelined step leaves it: its latest pick in `next`, not emitted.
+// `before_step` runs before each step is submitted.
+void decode_pipelined(ServerState& st, llm::Session& s, std::vector<Slot>& slots, std::vector<uint32_t> seqs,
+                      graph::Snapshot snap, const std::function<void()>& before_step) {
+  std::vector<size_t> rows(seqs.size());  // each slot's row of `snap`
+  for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
+  while (!seqs.empty()) {
+    // Fed only as the unpipelined path would step: the same slots, in the rows' order, each with
+    // room for this token and the next (emit's context check sees the position after this step).
+    bool feed = !slots_would_change(st.sched);
+    for (size_t r = 0; r < seqs.size(); ++r)
+      feed = feed && rows[r] == r && llm::seq_pos(s, seqs[r]) + 1 < s.mg.n_ctx;
+    graph::Snapshot ahead;
+    if (feed) {
+      before_step();
+      ahead = llm::submit_fed_seqs(s, seqs);
+      st.metrics.fed_steps += 1;
+    }
+    // `snap`'s picks, read while `ahead` runs.
+    for (size_t r = 0; r < seqs.size(); ++r) {
+      Slot& slot = slots[seqs[r]];
+      slot.next = llm::read_argmax_row(s, snap, rows[r]);
+      llm::accept_token(slot.sampler, slot.next);
+      slot.fresh = true;
+    }
+    if (!feed) return;
+    // Each pick is its sequence's token in `ahead` already.
+    std::vector<uint32_t> going;
+    std::vector<size_t> going_rows;
+    for (size_t r = 0; r < seqs.size(); ++r) {
+      const uint32_t q = seqs[r];
+      Slot& slot = slots[q];
+      const int32_t fed = slot.next;
+      if (emit(st, s, slot, q)) {
+        slot.kv.push_back(fed);
+        slot.job->n_cached.store(llm::seq_pos(s, q));
+        going.push_back(q);
+        going_rows.push_back(r);
+      } else {
+        llm::truncate_seq(s, q, uint32_t(slot.kv.size()));
+        free_slot(st.sched, q, std::move(slot.kv));
+      }
+    }
+    snap = ahead;
+    seqs = std::move(going);
+    rows = std::move(going_rows);
+  }
+}
+
 // WGRT_TEST_DESTROY_DEVICE_AFTER (worker.h): steps before the device is destroyed; -1: never.
 const knobs::Count kDestroyDeviceAfter{"WGRT_TEST_DESTROY_DEVICE_AFTER", -1, int64_t(1) << 40, -1,
                                        "wgrt serve destroys the device after the worker's first N steps (tests)",
                                        knobs::Lab};
 
 int64_t destroy_device_after() { return kDestroyDeviceAfter.get(); }
+
+// WGRT_SERVE_PIPELINE=0: every step's picks are read before the next step (to measure, and to
+// compare the texts).
+const knobs::Choice kServePipeline{"WGRT_SERVE_PIPELINE", "0|1", "1",
+                                   "0: wgrt serve reads each decode step's picks before the next (no fed steps)",
+                                   knobs::Lab};
 
 ServedModel describe(const llm::Session& s, const WorkerOptions& o) {
   ServedModel m;
@@ -377,8 +463,10 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
   std::optional<gpu::Device> dev;
   std::optional<llm::Session> s;
   int64_t destroy_after = -1, steps = 0;
+  bool pipeline = true;
   try {
     destroy_after = destroy_device_after();
+    pipeline = kServePipeline.get() == "1";
     dev.emplace(gpu::create_device(o.device));
     s.emplace(llm::open_session(*dev, o.model_path, o.build));
     st.model = describe(*s, o);
@@ -486,11 +574,17 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       budget -= n;
       n_prompt += n;
     }
+    // A step of decode tokens alone, every running slot's and each picked on the GPU, is followed
+    // by pipelined steps (decode_pipelined); any other step is read back before the next.
+    bool pipelined = pipeline && n_prompt == 0 && parts.size() == live.size() && llm::can_feed_seqs(*s);
+    for (size_t i : part_slot) pipelined = pipelined && picks_on_gpu(slots[i]);
+    auto before_step = [&] {
+      if (st.phase.load() == Phase::Ready && steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
+    };
     const auto t0 = Clock::now();
     try {
-      if (st.phase.load() == Phase::Ready && steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
+      before_step();
       llm::eval_seqs(*s, parts, llm::merge_readouts(readouts), nullptr, logprobs);
-      size_t row = 0;
       for (size_t k = 0; k < parts.size(); ++k) {
         Slot& slot = slots[part_slot[k]];
         slot.kv.insert(slot.kv.end(), parts[k].tokens.begin(), parts[k].tokens.end());
@@ -501,17 +595,19 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
           if (slot.refilled == slot.refill.size()) slot.refill.clear();  // `next` goes in with the next step
         }
         slot.job->n_cached.store(uint32_t(llm::seq_pos(*s, parts[k].seq)));
-        if (!parts[k].output) continue;
-        const int32_t n_top = std::min<int32_t>(slot.job->req.logprobs, int32_t(s->mg.top_k));
-        slot.next = llm::pick_next_row(*s, slot.sampler, row++, n_top >= 0 ? &slot.next_lp : nullptr,
-                                       uint32_t(std::max(n_top, 0)));
-        slot.decoding = true;
-        slot.fresh = true;
+      }
+      if (pipelined) {
+        std::vector<uint32_t> seqs(part_slot.begin(), part_slot.end());
+        decode_pipelined(st, *s, slots, std::move(seqs), s->last, before_step);
+      } else {
+        read_picks(*s, slots, parts, part_slot);
       }
     } catch (const std::exception& e) {
-      // The step is lost for every slot in it; a lost device ends them with its error.
+      // The step is lost for every slot in it (that a pipelined run did not end already); a lost
+      // device ends them with its error.
       if (const auto* dl = dynamic_cast<const gpu::DeviceLostError*>(&e)) lost(*dl);
-      for (size_t i : part_slot) drop(i, e);
+      for (size_t i : part_slot)
+        if (slots[i].job) drop(i, e);
       continue;
     }
     if (n_prompt && st.phase.load() == Phase::Ready) {

@@ -14,6 +14,15 @@
 // their positions, and a sequence's positions are its cache rows, so keeping them in place
 // would mean moving and re-rotating every kept key); then decoding goes on.
 //
+// Pipelined decode. A step of decode tokens alone, each slot greedy with nothing the host must
+// read first (no log-probabilities, penalties or bias: llm::step_readout's Argmax), is followed
+// by steps fed on the GPU: each is submitted with the previous step's argmax rows as its tokens
+// (llm/batch.h submit_fed_seqs) before the host reads those picks, so the host's work (reading,
+// emitting, the next step's encoding) overlaps the GPU's. The run ends, back to host-built steps,
+// when a slot ends (its token in the step in flight is taken back out of its cache), a queued job
+// can take a free slot, a slot nears its context's end, or the server stops. The text is the one
+// the unpipelined steps give, token for token: the fed steps compute the same rows.
+//
 // A lost GPU device (gpu::DeviceLostError at a step's sync point) is not recovered: the jobs in
 // flight end with a 503 "device_lost" error, the phase becomes DeviceLost, /health answers 503
 // with the reason and every later request 503 with it; the process keeps running until it is
@@ -64,6 +73,7 @@ struct Metrics {
   std::atomic<uint64_t> prompt_tokens_cached{0};  // reused from a slot's KV cache, not evaluated
   std::atomic<uint64_t> requests_done{0}, requests_cancelled{0}, requests_failed{0}, requests_rejected{0};
   std::atomic<uint64_t> prefill_us{0}, decode_us{0};  // time spent, for the tok/s figures
+  std::atomic<uint64_t> fed_steps{0};  // pipelined decode steps (worker.h), warm-up's included
 };
 
 enum class Phase : uint8_t { Loading, Ready, Failed, DeviceLost };

@@ -137,6 +137,142 @@ TEST(Batch, InterleavedSequencesGiveTheTokensTheyGetAlone) {
   EXPECT_THROW(read_argmax_row(s, s.last_rows), std::out_of_range);
 }
 
+// Pipelined greedy decode (submit_fed_seqs), stepped as `wgrt serve` steps its slots: a step of
+// decode tokens alone is followed by steps that embed the previous step's argmax rows on the GPU,
+// each submitted before those picks are read; a sequence that ends on a pick takes the token it
+// had in the step in flight back out (truncate_seq), and the rest go back to host-built steps,
+// where a new sequence joins. Each sequence gets the tokens it gets alone, and its cache holds
+// what the unpipelined steps leave: the prompt and every pick but the last.
+TEST(Batch, PipelinedDecodeGivesTheTokensOfHostSteps) {
+  Session one = open_session(test::device(), demo_model_path(), options(1));
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* text : {"The old man", "Once upon a", "It was cold", "A little bird"})
+    prompts.push_back(tokenizer::tokenize(one.tok, text, /*add_special=*/true, /*parse_special=*/false));
+  const std::vector<size_t> n_gen = {3, 11, 7, 6};  // sequence 3 joins once sequence 0 has ended
+  std::vector<std::vector<int32_t>> want;
+  for (size_t q = 0; q < prompts.size(); ++q) want.push_back(alone(one, prompts[q], n_gen[q]).tokens);
+  one = Session{};
+
+  Session s = open_session(test::device(), demo_model_path(), options(4));
+  ASSERT_TRUE(can_feed_seqs(s));
+  std::vector<std::vector<int32_t>> got(prompts.size());
+  std::vector<int32_t> next(prompts.size(), -1);
+  std::vector<bool> started(prompts.size(), false);
+  auto running = [&](size_t q) { return started[q] && got[q].size() < n_gen[q]; };
+  auto pick = [&](size_t q, int32_t id) {
+    next[q] = id;
+    got[q].push_back(id);
+  };
+  size_t fed_steps = 0, host_steps = 0;
+  while (host_steps < 40) {
+    // A host step: every running sequence's token, and one new prompt (a sequence starts).
+    std::vector<SeqPart> parts;
+    std::vector<uint32_t> who;
+    for (size_t q = 0; q < prompts.size(); ++q)
+      if (running(q)) {
+        parts.push_back({uint32_t(q), {&next[q], 1}, true});
+        who.push_back(uint32_t(q));
+      }
+    bool prompt = false;
+    for (size_t q = 0; q < prompts.size(); ++q)
+      if (!started[q] && (q < 3 || !running(0))) {
+        started[q] = prompt = true;
+        parts.push_back({uint32_t(q), prompts[q], true});
+        who.push_back(uint32_t(q));
+        break;
+      }
+    if (parts.empty()) break;
+    ++host_steps;
+    eval_seqs(s, parts, Readout::Argmax);
+    if (prompt) {
+      for (size_t r = 0; r < who.size(); ++r) pick(who[r], read_argmax_row(s, r));
+      continue;
+    }
+    // Decode tokens alone: pipelined until a sequence ends.
+    graph::Snapshot snap = s.last;
+    std::vector<size_t> rows(who.size());
+    for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
+    while (!who.empty()) {
+      bool feed = true;
+      for (size_t r = 0; r < who.size(); ++r) feed = feed && rows[r] == r && seq_pos(s, who[r]) + 1 < s.mg.n_ctx;
+      graph::Snapshot ahead;
+      if (feed) {
+        ahead = submit_fed_seqs(s, who);
+        ++fed_steps;
+      }
+      for (size_t r = 0; r < who.size(); ++r) pick(who[r], read_argmax_row(s, snap, rows[r]));
+      if (!feed) break;
+      std::vector<uint32_t> going;
+      std::vector<size_t> going_rows;
+      for (size_t r = 0; r < who.size(); ++r) {
+        if (running(who[r])) {
+          going.push_back(who[r]);
+          going_rows.push_back(r);
+        } else {
+          truncate_seq(s, who[r], seq_pos(s, who[r]) - 1);  // its last pick went into `ahead`
+        }
+      }
+      snap = ahead;
+      who = std::move(going);
+      rows = std::move(going_rows);
+    }
+  }
+  EXPECT_GE(fed_steps, 4u);
+  for (size_t q = 0; q < prompts.size(); ++q) {
+    EXPECT_EQ(got[q], want[q]) << "sequence " << q;
+    EXPECT_EQ(seq_pos(s, uint32_t(q)), prompts[q].size() + n_gen[q] - 1) << "sequence " << q;
+  }
+}
+
+// A fed step follows the previous step's readout rows: other sequences, more of them, a row
+// nobody asked for, or a full context are refused with nothing run.
+TEST(Batch, BadFedStepsAreRefusedWithNothingRun) {
+  Session s = open_session(test::device(), kRandomModel, options(3));
+  const std::vector<int32_t> a = {1, 5, 7}, b = {1, 9};
+  const SeqPart first[] = {{0, a, true}, {2, b, true}};
+  eval_seqs(s, first, Readout::Argmax);
+  auto refused = [&](std::vector<uint32_t> seqs, const char* says) {
+    try {
+      submit_fed_seqs(s, seqs);
+      ADD_FAILURE() << says << ": nothing thrown";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr(says));
+    }
+    EXPECT_EQ(seq_pos(s, 0), 3u) << says;
+    EXPECT_EQ(seq_pos(s, 2), 2u) << says;
+  };
+  refused({2, 0}, "row 0 of the previous readout is sequence 0's");
+  refused({0, 2, 1}, "after a readout of 2 rows");
+  refused({}, "no sequences");
+  const SeqPart silent[] = {{1, b, false}};
+  eval_seqs(s, silent, Readout::Argmax);
+  refused({1}, "nobody's");
+  const SeqPart both[] = {{0, a, true}, {2, b, true}};
+  eval_seqs(s, both, Readout::Argmax);
+  truncate_seq(s, 0, 0);
+  const std::vector<int32_t> fill(s.mg.max_batch, 3);
+  for (uint32_t pos = 0; pos < s.mg.n_ctx; pos += s.mg.max_batch) {
+    const SeqPart part[] = {{0, fill, true}};
+    eval_seqs(s, part, Readout::Argmax);
+  }
+  ASSERT_EQ(seq_pos(s, 0), s.mg.n_ctx);
+  try {
+    submit_fed_seqs(s, std::vector<uint32_t>{0});
+    ADD_FAILURE() << "a full context: nothing thrown";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("passes sequence 0's context"));
+  }
+  // A prefix of the rows steps.
+  const SeqPart two[] = {{2, b, true}, {1, b, true}};
+  eval_seqs(s, two, Readout::Argmax);
+  const graph::Snapshot prev = s.last;
+  const int32_t want = read_argmax_row(s, prev, 0);
+  submit_fed_seqs(s, std::vector<uint32_t>{2});
+  EXPECT_EQ(seq_pos(s, 2), 2u * 3 + 1);
+  EXPECT_GE(read_argmax_row(s, 0), 0);
+  EXPECT_EQ(read_argmax_row(s, prev, 0), want) << "an earlier step's snapshot still reads";
+}
+
 TEST(Batch, BadStepsAreRefusedWithNothingRun) {
   Session s = open_session(test::device(), kRandomModel, options(3));
   const std::vector<int32_t> a = {1, 5, 7}, b = {1, 9};

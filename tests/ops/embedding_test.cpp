@@ -4,6 +4,7 @@
 // give rows of zeros. One graph per case through n_tokens 37 -> 1 -> 1 -> 64 -> 1.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <span>
@@ -11,6 +12,7 @@
 
 #include "ops/embedding/embedding.h"
 #include "ops/linear_q/linear_q.h"
+#include "ops/sampling/sampling.h"
 #include "ops/quant/quant.h"
 #include "reference/quant_ref.h"
 #include "support/device.h"
@@ -263,6 +265,62 @@ std::vector<OpCase> embedding_cases() {
 }
 
 WGRT_OP_CASES(Embedding, embedding_cases);
+
+// The route pipelined batched decode takes (model/transformer.h): each logits row's argmax lands
+// in that row of a carried State tensor, and while `feed` is 1 a step's token t embeds row t of
+// it: the rows of the previous step feed this one's tokens (1..rows of them). Against the CPU:
+// the first index of each row's maximum, then the table rows of those ids.
+TEST(EmbeddingFed, RowRFeedsTokenR) {
+  const uint32_t vocab = 37, dim = 96, m = 4;
+  Graph g(device());
+  TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {m + 2}, .dynamic_dims = 1});
+  TensorId logits = add_input(g, {.name = "logits", .max_shape = {m, vocab}, .dynamic_dims = 1});
+  SymbolId feed = add_symbol(g, {.name = "feed", .lo = 0, .hi = 1});
+  TensorId next = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {m}, .role = TensorRole::State,
+                                 .carried = true});
+  Table t = add_table(g, EmbeddingType::F32, vocab, dim, 32);
+  TensorId out = ops::add_embedding(g, {.name = "emb", .type = EmbeddingType::F32, .ids = ids, .table = t.table,
+                                        .fed_ids = next, .feed = feed});
+  TensorId am = ops::add_argmax(g, {.name = "argmax", .logits = logits, .out = next});
+  ASSERT_EQ(am.v, next.v);
+  mark_output(g, out);
+  mark_output(g, am);
+  build(g);
+  write_table(g, t);
+  std::vector<uint32_t> picks;  // the previous step's argmax rows, from the CPU
+  std::mt19937 rng(5);
+  struct Step {
+    int64_t feed;
+    uint32_t n_ids, n_rows;
+  };
+  for (const Step st : {Step{0, 3, 3}, Step{1, 3, 3}, Step{1, 2, 2}, Step{0, 6, 4}, Step{1, 4, 4}, Step{1, 1, 1}}) {
+    SCOPED_TRACE(fmt::format("feed {}, {} tokens, {} logits rows", st.feed, st.n_ids, st.n_rows));
+    std::vector<uint32_t> idv(st.n_ids);
+    for (uint32_t& id : idv) id = rng() % vocab;
+    std::vector<float> lv(size_t(st.n_rows) * vocab);
+    for (float& v : lv) v = float(int(rng() % 2001) - 1000) / 7.0f;
+    const ShapeInput shapes[] = {{ids, {st.n_ids}}, {logits, {st.n_rows, vocab}}};
+    const SymbolInput syms[] = {{feed, st.feed}};
+    update(g, shapes, syms);
+    write_tensor<uint32_t>(g, ids, idv);
+    write_tensor<float>(g, logits, lv);
+    execute(g);
+    const std::vector<uint32_t> want_ids = st.feed ? std::vector<uint32_t>(picks.begin(), picks.begin() + st.n_ids) : idv;
+    EXPECT_TRUE(bit_equal(read_output<float>(g, out), reference_rows(t.values, want_ids, vocab, dim)));
+    picks.clear();
+    for (uint32_t r = 0; r < st.n_rows; ++r) {
+      const auto row = lv.begin() + ptrdiff_t(r) * vocab;
+      picks.push_back(uint32_t(std::max_element(row, row + vocab) - row));
+    }
+    const std::vector<uint32_t> got = read_output<uint32_t>(g, am);
+    ASSERT_EQ(got.size(), m) << "the State keeps its fixed shape";
+    EXPECT_EQ(std::vector<uint32_t>(got.begin(), got.begin() + st.n_rows), picks);
+  }
+  // A fed step of more tokens than rows is refused.
+  const ShapeInput shapes[] = {{ids, {m + 1}}, {logits, {1, vocab}}};
+  const SymbolInput syms[] = {{feed, 1}};
+  EXPECT_THROW(update(g, shapes, syms), std::invalid_argument);
+}
 
 TEST(EmbeddingErrors, RejectsBadTables) {
   Graph g(device());

@@ -2,7 +2,8 @@
 // template (byte-level vocabulary: one token per byte):
 //   - the real OpenAI client (tests/server/client_test.js, npm openai@6.49.0);
 //   - greedy output equal to the library's own greedy decode of the same prompt, with the prompt
-//     cache serving the second request (tests/server/prompt_cache_test.cpp has the cache's own);
+//     cache serving the second request (tests/server/prompt_cache_test.cpp has the cache's own),
+//     and with the decode pipelined (fed steps, read a step late) as requests end and join;
 //   - malformed requests (bad JSON, wrong types, a huge body, an over-long prompt, ...): 4xx
 //     with OpenAI's error JSON, the server still up after each; a full queue answers 503;
 //   - a bounded load: 16 concurrent clients x 8 requests, every response complete and valid,
@@ -172,6 +173,59 @@ TEST(ServeE2E, ConcurrentGreedyRequestsEachGetTheirOwnText) {
     EXPECT_EQ(errors[i], "") << "client " << i;
     EXPECT_EQ(got[i], want[i].text) << "client " << i << ": " << prompts[i];
   }
+}
+
+// Pipelined decode (worker.h): greedy slots step on the GPU's own picks, read a step late. Five
+// clients on four slots, ending at different steps (max_tokens, a stop string), the fifth joining
+// when a slot frees: each gets the library's greedy text, cut where the unpipelined server cuts
+// it, and the server ran fed steps.
+TEST(ServeE2E, PipelinedDecodeEndsEachRequestWhereTheLibraryDoes) {
+  ServerProcess s;
+  ASSERT_GT(s.port, 0);
+  const std::vector<std::string> prompts = {"The quick brown fox", "Once upon a time, far away", "A",
+                                            "Stop and think about it, then say", "Late again"};
+  const std::vector<int> max_tokens = {3, 24, 9, 20, 12};
+  std::vector<std::string> want, stop(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) want.push_back(library_greedy(prompts[i], max_tokens[i]).text);
+  // Client 3 stops at a string its text holds, two printable ASCII characters past its start
+  // (cut there, the string left out).
+  auto letter = [](char ch) { return ch > ' ' && ch < 0x7f; };
+  for (size_t k = 4; k + 1 < want[3].size() && stop[3].empty(); ++k)
+    if (letter(want[3][k]) && letter(want[3][k + 1])) stop[3] = want[3].substr(k, 2);
+  ASSERT_FALSE(stop[3].empty()) << "no two printable characters in a row: " << want[3];
+  want[3] = want[3].substr(0, want[3].find(stop[3]));
+  std::vector<std::string> got(prompts.size()), errors(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      if (i == 4) std::this_thread::sleep_for(50ms);  // queued behind the four slots' jobs
+      httplib::Client c = s.client();
+      json body = {{"prompt", prompts[i]}, {"max_tokens", max_tokens[i]}, {"temperature", 0}};
+      if (!stop[i].empty()) body["stop"] = stop[i];
+      auto r = c.Post("/v1/completions", body.dump(), "application/json");
+      if (!r || r->status != 200) {
+        errors[i] = r ? r->body : "no response";
+        return;
+      }
+      got[i] = json::parse(r->body)["choices"][0]["text"].get<std::string>();
+    });
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(errors[i], "") << "client " << i;
+    EXPECT_EQ(got[i], want[i]) << "client " << i << ": " << prompts[i];
+  }
+  // Alone, a greedy request steps fed until it ends.
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/completions", R"({"prompt": "The quick brown fox", "max_tokens": 20, "temperature": 0})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["choices"][0]["text"], library_greedy("The quick brown fox", 20).text);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m && m->status == 200);
+  const std::string key = "\nwgrt_decode_steps_fed_total ";
+  const size_t at = m->body.find(key);
+  ASSERT_NE(at, std::string::npos) << m->body;
+  EXPECT_GE(std::stod(m->body.substr(at + key.size())), 15.0) << m->body;
 }
 
 TEST(ServeE2E, MalformedRequestsGet4xxAndTheServerStaysUp) {

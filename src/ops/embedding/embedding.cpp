@@ -205,11 +205,13 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
   }
   graph::RouteSet routes = graph::single_route(graph::RouteKey::of_dim(d.ids, 0), 1, ids.max_shape[0], kernels(d.ids));
   const bool fed = d.fed_ids.has_value();
+  uint32_t fed_rows = 0;  // the fed route's live size: 1..fed_rows tokens
   if (fed) {
     const graph::Tensor& f = graph::tensor_info(g, *d.fed_ids);
-    if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{1} || d.feed.v >= graph::symbol_count(g) ||
+    if (f.dtype != graph::DType::U32 || f.max_shape.rank != 1 || d.feed.v >= graph::symbol_count(g) ||
         graph::symbol_info(g, d.feed).lo != 0 || graph::symbol_info(g, d.feed).hi != 1)
-      throw std::invalid_argument(fmt::format("{}: fed_ids must be u32 [1] and feed a symbol in [0, 1]", d.name));
+      throw std::invalid_argument(fmt::format("{}: fed_ids must be u32 [rows] and feed a symbol in [0, 1]", d.name));
+    fed_rows = f.max_shape[0];
     routes = graph::RouteSet{graph::RouteKey::of_symbol(d.feed),
                              {{kEmbeddingHost, "host", 0, 0, kernels(d.ids)},
                               {kEmbeddingFed, "fed", 1, 1, kernels(*d.fed_ids)}}};
@@ -224,9 +226,10 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
       .routes = std::move(routes),
       .infer = [dim](const graph::InferArgs& a) { a.out[0] = infer_embedding({a.in[0], dim}); },
       .plan =
-          [dim, rows, gs, fed, name = d.name](const graph::PlanArgs& a, graph::Plan& p) {
-            if (fed && a.route_is(kEmbeddingFed) && a.in[0][0] != 1)
-              throw std::invalid_argument(fmt::format("{}: a fed step has one token, not {}", name, a.in[0][0]));
+          [dim, rows, gs, fed, fed_rows, name = d.name](const graph::PlanArgs& a, graph::Plan& p) {
+            if (fed && a.route_is(kEmbeddingFed) && a.in[0][0] > fed_rows)
+              throw std::invalid_argument(fmt::format("{}: a fed step has at most {} tokens (a row of fed ids each), "
+                                                      "not {}", name, fed_rows, a.in[0][0]));
             plan_embedding({a.in[0][0], dim, rows, gs, a.caps->limits.maxComputeWorkgroupsPerDimension}, p);
           },
       .cost =

@@ -35,8 +35,9 @@ struct EmbeddingDesc {
   std::optional<graph::TensorId> scales;  // quantized tables: their scales (linear_q's scales_shape)
   uint32_t gs = 32;                       // quantized tables: group size
   std::vector<EmbeddingPart> more;        // the table's further rows, in order
-  // Decode steps fed on the GPU: while symbol `feed` (in [0, 1]) is 1, the one token's id is
-  // read from `fed_ids` (u32 [1], written by the previous step's sampling) instead of ids.
+  // Decode steps fed on the GPU: while symbol `feed` (in [0, 1]) is 1, token t's id is read
+  // from row t of `fed_ids` (u32 [rows], written by the previous step's sampling: row r of its
+  // readout) instead of ids; a fed step has 1..rows tokens (one sequence: rows 1).
   // Routes "host" [0, 0] and "fed" [1, 1] on the symbol (ids kEmbeddingHost, kEmbeddingFed;
   // without fed_ids one route, graph::kMainRoute).
   std::optional<graph::TensorId> fed_ids;

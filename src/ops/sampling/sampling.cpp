@@ -57,7 +57,8 @@ void check_logits(const graph::Graph& g, const std::string& name, graph::TensorI
 
 graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph::TensorId logits,
                                 SamplingKind kind, uint32_t k, std::vector<graph::TensorId> outputs,
-                                graph::TensorId partial, std::optional<graph::SymbolId> enable = {}) {
+                                graph::TensorId partial, std::optional<graph::SymbolId> enable = {},
+                                bool fixed_out = false) {
   const graph::Tensor& l = graph::tensor_info(g, logits);
   // Workgroup data of the passes (sampling.wgsl WG; top-k: BUF entries and four scalars).
   constexpr uint32_t wg = 256, buf = 1024;
@@ -81,9 +82,10 @@ graph::NodeId add_sampling_node(graph::Graph& g, const std::string& name, graph:
                               : graph::single_route(graph::RouteKey::of_dim(logits, 0), 1, l.max_shape[0],
                                                     kernels(kind, logits, partial, outputs[0], values)),
              .infer =
-                 [kind, k](const graph::InferArgs& a) {
+                 [kind, k, fixed_out](const graph::InferArgs& a) {
                    SamplingShapes s = infer_sampling({a.in[0], kind, k});
-                   for (size_t i = 0; i + 1 < a.out.size(); ++i) a.out[i] = s.out;
+                   // A State `out` keeps its fixed shape: the live rows are its first ones.
+                   for (size_t i = fixed_out ? 1 : 0; i + 1 < a.out.size(); ++i) a.out[i] = s.out;
                    a.out[a.out.size() - 1] = s.partial;
                  },
              .plan =
@@ -129,12 +131,14 @@ graph::TensorId add_argmax(graph::Graph& g, const ArgmaxDesc& d) {
   SamplingShapes s = infer_sampling({graph::tensor_info(g, d.logits).max_shape, SamplingKind::Argmax, 1});
   if (d.out) {
     const graph::Tensor& o = graph::tensor_info(g, *d.out);
-    if (o.dtype != graph::DType::U32 || o.max_shape != graph::Shape{1} || s.out != graph::Shape{1})
-      throw std::invalid_argument(fmt::format("{}: `out` must be u32 [1], for logits of one row", d.name));
+    if (o.dtype != graph::DType::U32 || o.role != graph::TensorRole::State || o.max_shape.rank != 1 ||
+        o.max_shape[0] < s.out[0])
+      throw std::invalid_argument(fmt::format("{}: `out` must be a u32 State tensor of at least the logits' {} rows",
+                                              d.name, s.out[0]));
   }
   graph::TensorId out = d.out ? *d.out : graph::add_tensor(g, d.name, graph::DType::U32, s.out);
   graph::TensorId partial = graph::add_tensor(g, d.name + ".partial", graph::DType::U32, s.partial);
-  add_sampling_node(g, d.name, d.logits, SamplingKind::Argmax, 1, {out}, partial);
+  add_sampling_node(g, d.name, d.logits, SamplingKind::Argmax, 1, {out}, partial, {}, d.out.has_value());
   return out;
 }
 

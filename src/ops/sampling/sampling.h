@@ -33,8 +33,9 @@ constexpr uint32_t kTopKMax = 512;       // the buffer (1024) holds k kept + a 2
 struct ArgmaxDesc {
   std::string name;         // node and output name, e.g. "argmax"
   graph::TensorId logits;   // [n_rows, n_vocab] f32
-  // Write the index here instead of a new tensor: a u32 [1] tensor (e.g. a State tensor the
-  // next step's embedding reads); the logits must then have one row.
+  // Write the indices here instead of a new tensor: a u32 State tensor [rows] of at least the
+  // logits' max rows (the next step's embedding reads it: row r feeds token r); a step's live
+  // rows are its first ones, and the tensor keeps its fixed shape.
   std::optional<graph::TensorId> out;
 };
 // Returns indices [n_rows] u32.
