@@ -10,7 +10,7 @@ namespace wgrt::grammar {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // Rules every schema grammar shares.
 constexpr const char* kBase = R"(ws ::= [ \t\n]{0,6}
@@ -40,6 +40,7 @@ std::string literal(const std::string& s) {
 }
 
 struct Converter {
+  std::string prefix = "s";
   std::string rules;
   size_t n = 0;
 
@@ -48,7 +49,7 @@ struct Converter {
   }
   std::string add(const std::string& body) {
     if (++n > 10000) throw GrammarError("json schema: more than 10000 rules (hint: a smaller schema)");
-    std::string name = fmt::format("s{}", n);
+    std::string name = fmt::format("{}{}", prefix, n);
     rules += name + " ::= " + body + "\n";
     return name;
   }
@@ -183,6 +184,15 @@ std::string json_schema_to_gbnf(const json& schema) {
   std::string top = c.gen(schema, "schema", 0);
   return "root ::= " + top + "\n" + c.rules + kBase;
 }
+
+std::string json_schema_rules(const json& schema, const std::string& name) {
+  Converter c;
+  c.prefix = name + "_";
+  std::string top = c.gen(schema, "schema", 0);
+  return name + " ::= " + top + "\n" + c.rules;
+}
+
+std::string json_base_rules() { return kBase; }
 
 std::string json_object_gbnf() { return std::string("root ::= object\n") + kBase; }
 

@@ -16,7 +16,11 @@ namespace wgrt::grammar {
 
 // GBNF text whose root matches the JSON values the schema accepts. Throws GrammarError
 // naming the schema path ("schema.properties.a.type") and the keyword.
-std::string json_schema_to_gbnf(const nlohmann::json& schema);
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+// The rules of a schema's values, for a grammar of one's own: the top rule is named `name`,
+// the others `name_N`; they use the shared rules of json_base_rules(), to be added once.
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& name);
+std::string json_base_rules();
 // Any JSON object (response_format json_object).
 std::string json_object_gbnf();
 

@@ -6,6 +6,8 @@ namespace wgrt::grammar {
 
 namespace {
 
+constexpr uint32_t kMinCodePoint[5] = {0, 0, 0x80, 0x800, 0x10000};  // by sequence length
+
 int32_t push(StackArena& a, uint32_t pos, int32_t parent) {
   const uint64_t key = (uint64_t(pos) << 32) | uint32_t(parent);
   auto [it, fresh] = a.intern.try_emplace(key, int32_t(a.nodes.size()));
@@ -79,24 +81,31 @@ void step_byte(Matcher& m, const MatchState& from, uint8_t b, MatchState& to) {
       const int need = b >= 0xC2 && b <= 0xDF ? 1 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xF0 && b <= 0xF4 ? 3 : 0;
       if (need == 0) return;  // not a UTF-8 lead byte
       to.need = uint8_t(need);
+      to.len = uint8_t(need + 1);
       to.partial = b & (0x3Fu >> need);
     }
   } else {
     if ((b & 0xC0) != 0x80) return;
     to.need = uint8_t(from.need - 1);
+    to.len = from.len;
     to.partial = (from.partial << 6) | (b & 0x3Fu);
   }
   if (from.need == 0 && b < 0x80) {
     to.need = 0;
   } else if (to.need > 0) {
     // Mid code point: keep the stacks that some completion of it could advance.
+    // Only shortest forms of scalar values count: an overlong or surrogate or past-U+10FFFF
+    // sequence is dead as soon as its bytes say so.
     const uint32_t shift = 6u * to.need;
-    const uint32_t lo = to.partial << shift, hi = lo | ((1u << shift) - 1);
+    const uint32_t lo = std::max(to.partial << shift, kMinCodePoint[to.len]);
+    const uint32_t hi = std::min((to.partial << shift) | ((1u << shift) - 1), 0x10FFFFu);
+    if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return;
     for (int32_t id : from.stacks)
       if (id >= 0 && chars_match_any(*m.g, m.g->elems[m.arena.nodes[size_t(id)].pos], lo, hi)) to.stacks.push_back(id);
     return;
   } else {
     cp = to.partial;
+    if (cp < kMinCodePoint[to.len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return;
   }
   to.partial = 0;
   for (int32_t id : from.stacks) {

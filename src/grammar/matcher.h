@@ -21,6 +21,7 @@ struct MatchState {
   std::vector<int32_t> stacks;  // sorted, distinct; -1: complete
   uint32_t partial = 0;         // bits of a UTF-8 code point under way
   uint8_t need = 0;             // its continuation bytes still to come
+  uint8_t len = 0;              // its length in bytes (2 to 4), for the shortest-form check
   bool operator==(const MatchState&) const = default;
 };
 

@@ -28,33 +28,89 @@ void build_node(TokenIndex& t, const std::vector<int32_t>& sorted, size_t lo, si
   t.nodes[at].child_begin = first;
   t.nodes[at].child_end = first + uint32_t(groups.size());
   t.nodes.resize(t.nodes.size() + groups.size());
+  t.subtree_end.resize(t.nodes.size());
+  t.subtree_bytes.resize(t.nodes.size(), {0, 0, 0, 0});
   for (size_t k = 0; k < groups.size(); ++k) {
-    t.nodes[first + k].byte = uint8_t(p[size_t(sorted[groups[k].first])][depth]);
+    const uint8_t b = uint8_t(p[size_t(sorted[groups[k].first])][depth]);
+    t.nodes[first + k].byte = b;
+    t.subtree_bytes[first + k][b / 64] |= uint64_t(1) << (b % 64);
     build_node(t, sorted, groups[k].first, groups[k].second, depth + 1, uint32_t(first + k));
+    for (int w = 0; w < 4; ++w) t.subtree_bytes[at][size_t(w)] |= t.subtree_bytes[first + k][size_t(w)];
   }
+  t.subtree_end[at] = uint32_t(t.ids.size());
+}
+
+int32_t intern(StateCache& c, const MatchState& st) {
+  auto [it, fresh] = c.ids.try_emplace(st, int32_t(c.states.size()));
+  if (fresh) {
+    c.states.push_back(st);
+    std::array<int32_t, 256> unknown;
+    unknown.fill(-2);
+    c.next.push_back(unknown);
+    c.loops.push_back({0, 0, 0, 0});
+    c.loops_known.push_back(false);
+  }
+  return it->second;
 }
 
 struct Walk {
   Constraint& c;
   std::span<uint32_t> words;
-  std::vector<MatchState> states;  // one per depth, reused
-  void visit(uint32_t node, size_t depth) {
+  MatchState scratch;
+  int32_t next(int32_t sid, uint8_t b) {
+    int32_t n = c.cache.next[size_t(sid)][b];
+    if (n != -2) return n;
+    const MatchState from = c.cache.states[size_t(sid)];
+    step_byte(c.m, from, b, scratch);
+    n = is_dead(scratch) ? -1 : intern(c.cache, scratch);
+    c.cache.next[size_t(sid)][b] = n;
+    return n;
+  }
+  // The bytes that leave state `sid` unchanged (string content, for one).
+  const std::array<uint64_t, 4>& loops(int32_t sid) {
+    if (!c.cache.loops_known[size_t(sid)]) {
+      std::array<uint64_t, 4> l{0, 0, 0, 0};
+      for (int b = 0; b < 256; ++b)
+        if (next(sid, uint8_t(b)) == sid) l[size_t(b / 64)] |= uint64_t(1) << (b % 64);
+      c.cache.loops[size_t(sid)] = l;
+      c.cache.loops_known[size_t(sid)] = true;
+    }
+    return c.cache.loops[size_t(sid)];
+  }
+  void visit(uint32_t node, int32_t sid) {
     const TokenIndex& t = *c.index;
     const TokenIndex::Node n = t.nodes[node];
-    if (states.size() <= depth + 1) states.resize(depth + 2);
+    // Worth its 256 transitions only where many subtrees hang (near the root).
+    static constexpr std::array<uint64_t, 4> kNone{0, 0, 0, 0};
+    const std::array<uint64_t, 4> loop = n.child_end - n.child_begin >= 32 ? loops(sid) : kNone;
     for (uint32_t ch = n.child_begin; ch < n.child_end; ++ch) {
-      step_byte(c.m, states[depth], t.nodes[ch].byte, states[depth + 1]);
-      if (is_dead(states[depth + 1])) continue;
+      const auto& sub = t.subtree_bytes[ch];
+      if ((loop[0] | loop[1] | loop[2] | loop[3]) != 0 && (sub[0] & ~loop[0]) == 0 && (sub[1] & ~loop[1]) == 0 && (sub[2] & ~loop[2]) == 0 && (sub[3] & ~loop[3]) == 0) {
+        // Every byte below keeps the state: every token of the subtree is allowed.
+        for (uint32_t k = t.nodes[ch].tok_begin; k < t.subtree_end[ch]; ++k) {
+          const uint32_t id = uint32_t(t.ids[k]);
+          words[id / 32] |= 1u << (id % 32);
+        }
+        continue;
+      }
+      const int32_t nx = next(sid, t.nodes[ch].byte);
+      if (nx < 0) continue;
       for (uint32_t k = t.nodes[ch].tok_begin; k < t.nodes[ch].tok_end; ++k) {
         const uint32_t id = uint32_t(t.ids[k]);
         words[id / 32] |= 1u << (id % 32);
       }
-      visit(ch, depth + 1);
+      visit(ch, nx);
     }
   }
 };
 
 }  // namespace
+
+size_t StateCache::Hash::operator()(const MatchState& s) const {
+  size_t h = std::hash<uint64_t>()((uint64_t(s.partial) << 8) | s.need);
+  for (int32_t id : s.stacks) h = h * 1000003u ^ std::hash<int32_t>()(id);
+  return h;
+}
 
 TokenIndex build_token_index(std::vector<std::string> pieces, std::vector<int32_t> end_ids) {
   TokenIndex t;
@@ -66,6 +122,8 @@ TokenIndex build_token_index(std::vector<std::string> pieces, std::vector<int32_
       sorted.push_back(int32_t(i));
   std::sort(sorted.begin(), sorted.end(), [&](int32_t a, int32_t b) { return t.pieces[size_t(a)] < t.pieces[size_t(b)]; });
   t.nodes.resize(1);
+  t.subtree_end.resize(1);
+  t.subtree_bytes.resize(1, {0, 0, 0, 0});
   build_node(t, sorted, 0, sorted.size(), 0, 0);
   return t;
 }
@@ -76,8 +134,12 @@ void allowed_mask(Constraint& c, std::span<uint32_t> words) {
     throw std::invalid_argument(fmt::format("allowed_mask: {} words for {} tokens", words.size(), t.n_vocab()));
   std::fill(words.begin(), words.end(), 0u);
   collect_garbage(c.m);
-  Walk w{c, words, {c.m.state}};
-  w.visit(0, 0);
+  // Stack ids are renumbered by a collection; a cache past its size starts afresh.
+  if (c.m.arena.nodes.size() < c.cache.arena_nodes || c.cache.states.size() > 50000) c.cache = {};
+  Walk w{c, words, {}};
+  const int32_t root = intern(c.cache, c.m.state);
+  w.visit(0, root);
+  c.cache.arena_nodes = c.m.arena.nodes.size();
   if (is_complete(c.m.state))
     for (int32_t id : t.end_ids)
       if (id >= 0 && size_t(id) < t.n_vocab()) words[size_t(id) / 32] |= 1u << (uint32_t(id) % 32);

@@ -3,7 +3,9 @@
 // state, so a prefix no stack can take cuts off every token under it at once.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <unordered_map>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,7 +22,10 @@ struct TokenIndex {
     uint8_t byte = 0;                         // the edge into this node
   };
   std::vector<Node> nodes;  // [0]: the root (the empty prefix)
-  std::vector<int32_t> ids;
+  std::vector<int32_t> ids;  // depth-first: a subtree's tokens are ids[tok_begin, subtree_end)
+  std::vector<uint32_t> subtree_end;  // [node]
+  // [node]: the bytes on the edges of its subtree, its own edge's included (4 words of 64 bits).
+  std::vector<std::array<uint64_t, 4>> subtree_bytes;
   std::vector<std::string> pieces;  // [n_vocab] bytes; empty for control tokens
   std::vector<int32_t> end_ids;     // allowed only where the grammar is complete (EOS, EOT)
   size_t n_vocab() const { return pieces.size(); }
@@ -28,10 +33,26 @@ struct TokenIndex {
 
 TokenIndex build_token_index(std::vector<std::string> pieces, std::vector<int32_t> end_ids);
 
+// Matcher states met by mask walks, interned, with their transitions by byte filled in as
+// they are taken (-2 not yet, -1 dead): a trie node then costs one table lookup, and string
+// content, where most tokens are allowed, walks the trie at memory speed.
+struct StateCache {
+  struct Hash {
+    size_t operator()(const MatchState& s) const;
+  };
+  std::unordered_map<MatchState, int32_t, Hash> ids;
+  std::vector<MatchState> states;
+  std::vector<std::array<int32_t, 256>> next;
+  std::vector<std::array<uint64_t, 4>> loops;  // [state] the bytes that lead back to it (filled on first need)
+  std::vector<bool> loops_known;
+  size_t arena_nodes = 0;  // the arena's size when filled: a collection renumbers stacks
+};
+
 // A grammar attached to one sequence: its matcher and the model's token index.
 struct Constraint {
   Matcher m;
   std::shared_ptr<const TokenIndex> index;
+  StateCache cache;
 };
 
 // Bit i of `words` (n_vocab bits, u32 words, low bit first) set when token i may come next.

@@ -87,4 +87,15 @@ TEST(GrammarGbnf, InvalidUtf8BytesAreRejected) {
   EXPECT_FALSE(accept_bytes(m, "\x80"));
   EXPECT_FALSE(accept_bytes(m, "\xC3\x41"));
   EXPECT_TRUE(accept_bytes(m, "\xC3\xA9"));
+  // Overlong forms, surrogates and code points past U+10FFFF die at the first byte that says so.
+  EXPECT_FALSE(accept_bytes(m, "\xE0\x80"));
+  EXPECT_FALSE(accept_bytes(m, "\xF0\x8F"));
+  EXPECT_FALSE(accept_bytes(m, "\xED\xA0"));
+  EXPECT_FALSE(accept_bytes(m, "\xF4\x90"));
+  EXPECT_TRUE(accept_bytes(m, "\xF0\x9F\x98\x80"));
+  // A lead byte cannot stand in for ASCII that a literal wants.
+  Matcher abc = make_matcher(std::make_shared<const Grammar>(parse_gbnf("root ::= \"abc\"")));
+  EXPECT_FALSE(accept_bytes(abc, "\xE0"));
+  EXPECT_FALSE(accept_bytes(abc, "\xF0"));
+  EXPECT_FALSE(accept_bytes(abc, "\xC3"));
 }

@@ -127,7 +127,7 @@ TEST(GrammarJsonSchema, SampledValuesParseAndSatisfyTheSchema) {
   };
   std::mt19937 rng(7);
   for (const json& schema : schemas) {
-    const std::string gbnf = json_schema_to_gbnf(schema);
+    const std::string gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(schema.dump()));
     size_t n_ended = 0;
     for (int i = 0; i < 40; ++i) {
       bool ended = false;
@@ -152,7 +152,7 @@ TEST(GrammarJsonSchema, JsonObjectIsAnyObject) {
 TEST(GrammarJsonSchema, UnsupportedKeywordsAndBadSchemasNameTheirPath) {
   const auto err = [](const char* s) {
     try {
-      json_schema_to_gbnf(json::parse(s));
+      json_schema_to_gbnf(nlohmann::ordered_json::parse(s));
     } catch (const GrammarError& e) {
       return std::string(e.what());
     }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
@@ -26,7 +27,7 @@ TEST(GrammarMaskCost, Llama3VocabularyPerToken) {
   auto t0 = clock::now();
   auto index = std::make_shared<const TokenIndex>(build_token_index(tok));
   const double build_ms = ms(clock::now() - t0);
-  const std::string gbnf = json_schema_to_gbnf(nlohmann::json::parse(
+  const std::string gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(
       R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"]})"));
   Constraint c{make_matcher(std::make_shared<const Grammar>(parse_gbnf(gbnf))), index};
   std::vector<uint32_t> w(mask_words(index->n_vocab()));

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -33,7 +34,7 @@ std::string random_grammar(std::mt19937& rng) {
         std::string item;
         switch (r(4)) {
           case 0: item = "\"" + kUnits[size_t(r(6))] + (r(2) ? kUnits[size_t(r(6))] : "") + "\""; break;
-          case 1: item = r(2) ? "[a-c€]" : "[^b]"; break;
+          case 1: item = r(3) == 0 ? "[a-c€]" : r(2) ? "[^b]" : "[!-Z]"; break;
           case 2: {
             // Refs to later rules anywhere; to any rule only after a byte was consumed.
             int to = consumed ? r(n_rules) : i + 1 + r(std::max(1, n_rules - i - 1));
@@ -58,18 +59,31 @@ TokenIndex random_vocab(std::mt19937& rng, size_t n) {
   std::vector<std::string> pieces(n);
   for (size_t i = 0; i < n; ++i) {
     if (i % 17 == 5) continue;  // a control token: no bytes
+    if (i % 5 == 1) {
+      // ASCII runs, so the root has many children (the walk's whole-subtree shortcut runs there).
+      const size_t len = 1 + rng() % 3;
+      for (size_t k = 0; k < len; ++k) pieces[i] += char('!' + rng() % 64);
+      continue;
+    }
     const size_t len = 1 + rng() % 4;
     for (size_t k = 0; k < len; ++k) pieces[i] += kUnits[rng() % kUnits.size()];
   }
   return build_token_index(std::move(pieces), {int32_t(n - 1)});
 }
 
-// The mask as one token at a time would see it.
-std::vector<bool> brute_mask(const Constraint& c) {
-  std::vector<bool> m(c.index->n_vocab());
+// The mask as one token at a time would see it: each token's bytes fed to the matcher from the
+// step's state (restored after each; the arena only grows, shared stacks stay valid).
+std::vector<bool> brute_mask(Constraint& c) {
+  const TokenIndex& t = *c.index;
+  std::vector<bool> m(t.n_vocab());
+  const MatchState saved = c.m.state;
   for (size_t i = 0; i < m.size(); ++i) {
-    Constraint copy = c;
-    m[i] = accept_token(copy, int32_t(i));
+    if (std::find(t.end_ids.begin(), t.end_ids.end(), int32_t(i)) != t.end_ids.end()) {
+      m[i] = is_complete(saved);
+    } else {
+      m[i] = !t.pieces[i].empty() && accept_bytes(c.m, t.pieces[i]);
+      c.m.state = saved;
+    }
   }
   return m;
 }
