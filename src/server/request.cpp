@@ -375,7 +375,8 @@ bool is_false(const ordered_json& v) { return v.is_boolean() && !v.get<bool>(); 
 
 // tool_choice "auto" is what the template does with tools; "none" keeps them out of the
 // prompt, so the model is not offered any (and its reply is not searched for calls). Forcing a
-// call ("required", or a named function) needs constrained decoding.
+// call ("required", or a named function) is marked here; the grammar that holds the reply to
+// it is made once the model's call format is known (server/tool_grammar.h).
 void parse_tool_choice(const ordered_json& body, CompletionRequest& r) {
   if (const ordered_json* v = field(body, "tool_choice")) {
     if (!v->is_string() && !v->is_object()) throw wrong_type("tool_choice", "a string or an object", *v);
