@@ -153,6 +153,30 @@ async function main() {
     }
   }
   console.log('ok tool_choice required and named');
+
+  // Streamed: the call comes as OpenAI's tool_calls deltas, its arguments joined per index.
+  const st = await tc.chat.completions.create({ model: toolsModel, messages: [{ role: 'user', content: 'Weather?' }],
+                                               tools, tool_choice: 'required', seed: 4, max_tokens: 300, stream: true });
+  const acc = [];
+  let finish = null;
+  for await (const chunk of st) {
+    const ch = chunk.choices[0];
+    if (!ch) continue;
+    for (const d of ch.delta?.tool_calls ?? []) {
+      acc[d.index] ??= { name: '', arguments: '' };
+      if (d.function?.name) acc[d.index].name += d.function.name;
+      if (d.function?.arguments) acc[d.index].arguments += d.function.arguments;
+    }
+    if (ch.finish_reason) finish = ch.finish_reason;
+  }
+  assert.ok(acc.length >= 1, 'no streamed tool call');
+  for (const call of acc) {
+    const t = tools.find((x) => x.function.name === call.name);
+    assert.ok(t, call.name);
+    assert.ok(valid(JSON.parse(call.arguments), t.function.parameters), call.arguments);
+  }
+  assert.equal(finish, 'tool_calls');
+  console.log('ok tool_choice required streamed');
   await expect400(tc.chat.completions.create({ model: toolsModel, messages, tools,
                     tool_choice: { type: 'function', function: { name: 'nope' } } }), 'nope', 'unknown tool');
   console.log('all ok');
