@@ -1,6 +1,8 @@
 #include "cli/flags.h"
 
 #include "gpu/pipeline.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "support/knobs.h"
 
 #include <fmt/format.h>
@@ -12,6 +14,9 @@
 #include <memory>
 #include <unistd.h>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <nlohmann/json.hpp>
 #include <limits>
 #include <random>
 #include <string_view>
@@ -207,6 +212,30 @@ llm::SamplerParams sampler_params(const SamplingFlags& f) {
   return {.temperature = f.temp, .top_k = f.top_k, .top_p = f.top_p, .min_p = f.min_p,
           .repeat_penalty = f.repeat_penalty, .presence_penalty = f.presence_penalty,
           .frequency_penalty = f.frequency_penalty, .repeat_last_n = f.repeat_last_n, .seed = seed};
+}
+
+std::shared_ptr<const grammar::Grammar> grammar_from_flags(const std::string& gbnf, const std::string& file,
+                                                           const std::string& schema) {
+  std::string text = gbnf, flag = "--grammar";
+  try {
+    if (!file.empty()) {
+      flag = "--grammar-file";
+      std::ifstream in(file, std::ios::binary);
+      if (!in) throw std::invalid_argument(fmt::format("{}: cannot open (hint: check the path)", file));
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    } else if (!schema.empty()) {
+      flag = "--json-schema";
+      const auto parsed = nlohmann::ordered_json::parse(schema, nullptr, false);
+      if (parsed.is_discarded()) throw std::invalid_argument("not valid JSON");
+      text = grammar::json_schema_to_gbnf(parsed);
+    }
+    if (text.empty()) return nullptr;
+    return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("{}: {}", flag, e.what()));
+  }
 }
 
 }  // namespace wgrt::cli

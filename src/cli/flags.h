@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "gpu/device.h"
@@ -71,5 +72,9 @@ struct SamplingFlags {
 void add_sampling_flags(CLI::App& cmd, SamplingFlags& f);
 // The sampler's parameters; a random seed is drawn here when none was given.
 llm::SamplerParams sampler_params(const SamplingFlags& f);
+// --grammar TEXT, --grammar-file FILE or --json-schema TEXT (at most one non-empty) compiled;
+// null when none is given. Throws std::invalid_argument naming the flag and the error.
+std::shared_ptr<const grammar::Grammar> grammar_from_flags(const std::string& gbnf, const std::string& file,
+                                                           const std::string& schema);
 
 }  // namespace wgrt::cli

@@ -28,6 +28,7 @@ struct RunFlags {
   int32_t n_predict = 128;
   std::vector<std::string> stop;
   std::string dump_logits;
+  std::string grammar, grammar_file, json_schema;  // constrained output: at most one
   bool warmup = false;
   bool profile = false;
   std::string peaks;
@@ -103,6 +104,7 @@ int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
   o.stop = f.stop;
   o.dump_logits = f.dump_logits;
   o.sampling = sampler_params(f.sampling);
+  o.sampling.grammar = grammar_from_flags(f.grammar, f.grammar_file, f.json_schema);
   const uint64_t seed = o.sampling.seed;
   fmt::print(stderr, "wgrt: {} on {} ({}), {:.1f} MiB of weights, context {}, seed {}\n", s.model.path,
              dev.caps.adapter.name, gpu::backend_name(dev.caps.adapter.backend), s.mg.weight_bytes / 1048576.0,
@@ -178,6 +180,11 @@ Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate (0: prompt only, -1: until EOS)")
       ->check(integer_in(-1, 1 << 20));
   add_sampling_flags(*cmd, f->sampling);
+  auto* g = cmd->add_option("--grammar", f->grammar, "hold the output to this GBNF grammar (start rule root)");
+  auto* gf = cmd->add_option("--grammar-file", f->grammar_file, "hold the output to the GBNF grammar in FILE")
+                 ->excludes(g);
+  cmd->add_option("-j,--json-schema", f->json_schema, "hold the output to this JSON schema (JSON text)")
+      ->excludes(g)->excludes(gf);
   cmd->add_option("--stop", f->stop, "stop before this text (repeatable)")->default_str("");
   cmd->add_option("--dump-logits", f->dump_logits, "write the prompt's logits, f32 [n_prompt, n_vocab], to FILE");
   cmd->add_flag("--warmup", f->warmup, "run the prompt once untimed first, so shader compilation is not timed");

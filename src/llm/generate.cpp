@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "llm/batch.h"
+#include "llm/constrain.h"
 
 namespace wgrt::llm {
 
@@ -109,6 +110,7 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
   if (!o.dump_logits.empty() && !s.mg.all_logits)
     throw std::logic_error("--dump-logits needs a session built with all_logits");
   Sampler sampler = make_sampler(o.sampling);
+  constrain(s, sampler);
   for (int32_t id : prompt) accept_token(sampler, id);
 
   std::ofstream dump;

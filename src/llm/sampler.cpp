@@ -1,5 +1,7 @@
 #include "llm/sampler.h"
 
+#include "grammar/token_index.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,7 +31,7 @@ Sampler make_sampler(const SamplerParams& p) {
 
 bool needs_all_logits(const SamplerParams& p) {
   return p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
-         !p.logit_bias.empty();
+         !p.logit_bias.empty() || p.grammar != nullptr;
 }
 
 std::vector<Candidate> adjusted_logits(const Sampler& s, const std::function<float(int32_t)>& logit) {
@@ -68,8 +70,45 @@ void accept_token(Sampler& s, int32_t id) {
   while (s.recent.size() > s.params.repeat_last_n) s.recent.pop_front();
 }
 
+namespace {
+
+// Keeps the candidates the grammar allows. Returns an end token to pick when the grammar is
+// complete and no candidate is left (-1 otherwise).
+int32_t apply_grammar(Sampler& s, std::vector<Candidate>& c) {
+  if (!s.constraint) throw std::logic_error("sample: a grammar without the model's token index (llm/constrain.h)");
+  grammar::Constraint& g = *s.constraint;
+  s.allow.resize(grammar::mask_words(g.index->n_vocab()));
+  grammar::allowed_mask(g, s.allow);
+  std::erase_if(c, [&](const Candidate& x) {
+    return x.id < 0 || size_t(x.id) >= g.index->n_vocab() || !grammar::mask_bit(s.allow, size_t(x.id));
+  });
+  if (!c.empty()) return -1;
+  if (grammar::is_complete(g.m.state) && !g.index->end_ids.empty()) return g.index->end_ids.front();
+  throw std::runtime_error("the grammar allows none of the step's candidate tokens (hint: a grammar the "
+                           "model's vocabulary can spell)");
+}
+
+int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c);
+
+}  // namespace
+
 int32_t sample(Sampler& s, std::vector<Candidate>& c) {
   if (c.empty()) throw std::invalid_argument("sample: no candidates");
+  if (!s.params.grammar) return sample_unconstrained(s, c);
+  int32_t id = apply_grammar(s, c);
+  if (id < 0) {
+    id = sample_unconstrained(s, c);
+  } else {
+    accept_token(s, id);
+  }
+  if (!grammar::accept_token(*s.constraint, id))
+    throw std::logic_error(fmt::format("sample: the grammar refused token {}, which its mask allowed", id));
+  return id;
+}
+
+namespace {
+
+int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c) {
   const SamplerParams& p = s.params;
   if (needs_all_logits(p)) {
     // Candidates hold every token (the whole row, id = index) or the best few: an adjusted token
@@ -128,6 +167,8 @@ int32_t sample(Sampler& s, std::vector<Candidate>& c) {
   accept_token(s, id);
   return id;
 }
+
+}  // namespace
 
 uint32_t next_draw(Sampler& s) { return uint32_t(s.rng() >> 32); }
 

@@ -12,10 +12,16 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <random>
 #include <span>
 #include <utility>
 #include <vector>
+
+namespace wgrt::grammar {
+struct Grammar;
+struct Constraint;
+}  // namespace wgrt::grammar
 
 namespace wgrt::llm {
 
@@ -30,6 +36,9 @@ struct SamplerParams {
   uint32_t repeat_last_n = 64;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token, added to its logit), ids distinct
   uint64_t seed = 0;
+  // Constrained output (response_format, grammar): only tokens the grammar allows are drawn.
+  // The sampler needs the model's token index for it (llm/constrain.h attaches it).
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 struct Candidate {
@@ -41,17 +50,22 @@ struct Sampler {
   SamplerParams params;
   std::mt19937_64 rng;
   std::deque<int32_t> recent;  // the last repeat_last_n tokens, for the penalty
+  std::shared_ptr<grammar::Constraint> constraint;  // params.grammar's state; null without one
+  std::vector<uint32_t> allow;  // the step's allowed tokens, a bit each (grammar/token_index.h)
 };
 
 Sampler make_sampler(const SamplerParams& p);
-// Whether sampling needs every logit (a bias or a penalty can lift a token into the top-k).
+// Whether sampling needs every logit (a bias or a penalty can lift a token into the top-k; a
+// grammar can allow only tokens outside it).
 bool needs_all_logits(const SamplerParams& p);
 // The bias and penalties, as (token, adjusted logit) for the tokens they touch: `logit(id)`
 // gives a token's logit before.
 std::vector<Candidate> adjusted_logits(const Sampler& s, const std::function<float(int32_t)>& logit);
 // Applies them to a whole row of logits (ids are indices), in place.
 void adjust_logits(const Sampler& s, std::span<float> row);
-// Picks a token from `cands` (reordered in place). Records it for the penalty.
+// Picks a token from `cands` (reordered in place). Records it for the penalty. With a grammar,
+// first drops the candidates it does not allow (std::runtime_error when none is left and the
+// grammar is not complete) and advances its state by the pick.
 int32_t sample(Sampler& s, std::vector<Candidate>& cands);
 
 // The draw, in steps the GPU's sample_pick mirrors (ops/sampling/sampling.h): a uniform

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,10 @@
 #include "model/model_file.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
+
+namespace wgrt::grammar {
+struct TokenIndex;
+}
 
 namespace wgrt::llm {
 
@@ -33,6 +38,8 @@ struct Session {
   // route: `wgrt run` does that for short prompts on a CPU driver, whose first dispatch of a
   // kernel compiles it (docs/perf/demo-model.md, "First run on lavapipe").
   uint32_t prompt_step = 0;
+  // The vocabulary indexed for grammars (llm/constrain.h), built by the first constrained request.
+  std::shared_ptr<const grammar::TokenIndex> token_index;
 };
 
 // What a step reads back from the output head: the argmax only (greedy), the top-k candidates

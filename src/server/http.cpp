@@ -36,6 +36,7 @@
 #include "server/embeddings.h"
 #include "server/request.h"
 #include "server/response.h"
+#include "server/tool_grammar.h"
 
 namespace wgrt::server {
 
@@ -331,6 +332,7 @@ void HttpServer::Impl::complete(const HttpRequest& req, Exchange& ex, int fd, bo
   const std::vector<int32_t>& prompt = fitted.tokens;
   check_prompt_fits(prompt.size(), m.n_ctx, chat ? "messages" : "prompt");
   check_logit_bias(r, m.n_vocab);
+  if (r.force_tool_call) r.sampling.grammar = tool_call_grammar(m.tool_format, r.tools, r.forced_tool);
   const ResponseHead head = make_head(chat, m.id, st.serial++);
   // One job a choice, each its own sequence; with a seed, choice i samples with seed + i.
   Jobs jobs;

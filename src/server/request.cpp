@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "chat/chat_template.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 
 namespace wgrt::server {
 
@@ -236,7 +238,8 @@ constexpr FieldRule kFieldTable[] = {
      "[TOOL_CALLS], as the template shows) come back as tool_calls"},
     {"tool_choice", kChat, Implemented,
      "\"auto\" (the default); \"none\" leaves the tools out of the prompt and parses no calls; \"required\" or a "
-     "named function is refused (it needs constrained decoding: wgrt has no grammar engine yet)"},
+     "named function holds the reply to a call by a grammar made from the tools' parameter schemas (Hermes/Qwen "
+     "and Llama 3.x JSON formats)"},
     {"parallel_tool_calls", kChat, Implemented,
      "true (the default) is accepted; false with tools is refused (wgrt cannot hold the model to one call)"},
     {"enable_thinking", kChat, Implemented, "wgrt extension: the template's enable_thinking variable"},
@@ -260,11 +263,12 @@ constexpr FieldRule kFieldTable[] = {
     {"repeat_last_n", kBoth, Implemented, "the tokens the penalties look at: 0 to 2^20 (default 64), -1 all"},
     {"logit_bias", kBoth, Implemented,
      "an object of token ids (as strings) to -100..100 added to their logits; -100 bans a token"},
-    {"response_format", kBoth, Refused,
-     "{\"type\": \"text\"} only: json_object and json_schema need constrained decoding; describe the format in "
-     "the prompt"},
-    {"grammar", kBoth, Refused, "constrained decoding is not implemented; describe the format in the prompt"},
-    {"json_schema", kBoth, Refused, "constrained decoding is not implemented; describe the format in the prompt"},
+    {"response_format", kBoth, Implemented,
+     "text; json_object (any JSON object); json_schema with json_schema.schema (types, properties, required, "
+     "enum, const, items, anyOf, additionalProperties, min/max items and length), by constrained sampling; "
+     "strict is accepted"},
+    {"grammar", kBoth, Implemented, "a GBNF grammar (start rule root) the reply is held to"},
+    {"json_schema", kBoth, Implemented, "a JSON schema the reply is held to (as response_format json_schema)"},
     {"suffix", kText, Refused, "\"\" only: fill-in-the-middle is not implemented"},
     {"functions", kChat, Refused, "deprecated by OpenAI: send tools"},
     {"function_call", kChat, Refused, "deprecated by OpenAI: send tool_choice"},
@@ -371,7 +375,8 @@ bool is_false(const ordered_json& v) { return v.is_boolean() && !v.get<bool>(); 
 
 // tool_choice "auto" is what the template does with tools; "none" keeps them out of the
 // prompt, so the model is not offered any (and its reply is not searched for calls). Forcing a
-// call ("required", or a named function) needs constrained decoding.
+// call ("required", or a named function) is marked here; the grammar that holds the reply to
+// it is made once the model's call format is known (server/tool_grammar.h).
 void parse_tool_choice(const ordered_json& body, CompletionRequest& r) {
   if (const ordered_json* v = field(body, "tool_choice")) {
     if (!v->is_string() && !v->is_object()) throw wrong_type("tool_choice", "a string or an object", *v);
@@ -379,15 +384,87 @@ void parse_tool_choice(const ordered_json& body, CompletionRequest& r) {
       throw invalid_request(fmt::format("'tool_choice' is {}; it must be \"none\", \"auto\", \"required\" or "
                                         "{{\"type\": \"function\", \"function\": {{\"name\": ...}}}}",
                                         v->dump().substr(0, 80)), "tool_choice");
-    if (*v == "none")
+    if (*v == "none") {
       r.tools = nullptr;
-    else if (*v != "auto")
-      throw unsupported("tool_choice", fmt::format("is {}", v->dump().substr(0, 80)),
-                        "\"auto\" or \"none\": forcing a tool call needs constrained decoding, and wgrt has no "
-                        "grammar engine yet; ask for the call in the prompt");
+    } else if (*v != "auto") {
+      if (r.tools.is_null() || r.tools.empty())
+        throw invalid_request("'tool_choice' forces a call but no tools are given (hint: send tools)", "tool_choice");
+      r.force_tool_call = true;
+      if (v->is_object()) {
+        const ordered_json* f = field(*v, "function");
+        const ordered_json* name = f && f->is_object() ? field(*f, "name") : nullptr;
+        const ordered_json* type = field(*v, "type");
+        if (!type || *type != "function" || !name || !name->is_string())
+          throw invalid_request("'tool_choice' as an object must be {\"type\": \"function\", \"function\": "
+                                "{\"name\": ...}}", "tool_choice");
+        r.forced_tool = name->get<std::string>();
+        bool found = false;
+        for (const ordered_json& t : r.tools)
+          found |= t.is_object() && t.contains("function") && t["function"].is_object() &&
+                   t["function"].contains("name") && t["function"]["name"] == r.forced_tool;
+        if (!found)
+          throw invalid_request(fmt::format("'tool_choice' names '{}', which is not among the tools",
+                                            r.forced_tool.substr(0, 64)), "tool_choice");
+      }
+    }
   }
   if (auto x = boolean(body, "parallel_tool_calls"); x && !*x && !r.tools.is_null())
     throw unsupported("parallel_tool_calls", "is false", "leave it out: wgrt cannot hold the model to one call");
+}
+
+// response_format, grammar and json_schema: at most one, compiled here so a bad one is a 400.
+void parse_structured(const ordered_json& body, CompletionRequest& r) {
+  std::string gbnf, from;
+  const auto schema = [&](const ordered_json& s, const std::string& where) {
+    if (!s.is_object() && !s.is_boolean()) throw wrong_type(where.c_str(), "a JSON schema (an object)", s);
+    try {
+      gbnf = grammar::json_schema_to_gbnf(s);
+    } catch (const grammar::GrammarError& e) {
+      throw invalid_request(fmt::format("'{}': {}", where, e.what()), where);
+    }
+  };
+  if (const ordered_json* v = field(body, "response_format")) {
+    if (!v->is_object() || !v->contains("type") || !(*v)["type"].is_string())
+      throw wrong_type("response_format", "an object with a type (text, json_object or json_schema)", *v);
+    const std::string type = (*v)["type"];
+    if (type == "json_object") {
+      from = "response_format";
+      if (const ordered_json* s = field(*v, "schema")) schema(*s, "response_format.schema");
+      else gbnf = grammar::json_object_gbnf();
+    } else if (type == "json_schema") {
+      from = "response_format";
+      const ordered_json* js = field(*v, "json_schema");
+      if (!js || !js->is_object() || !js->contains("schema"))
+        throw invalid_request("'response_format' json_schema needs json_schema.schema (hint: {\"type\": "
+                              "\"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}})",
+                              "response_format");
+      if (const ordered_json* st = field(*js, "strict"); st && !st->is_boolean())
+        throw wrong_type("response_format.json_schema.strict", "true or false", *st);
+      schema((*js)["schema"], "response_format.json_schema.schema");
+    } else if (type != "text") {
+      throw invalid_request(fmt::format("'response_format' type '{}' is not text, json_object or json_schema",
+                                        type.substr(0, 64)), "response_format");
+    }
+  }
+  if (const ordered_json* v = field(body, "json_schema")) {
+    if (!from.empty()) throw invalid_request("send one of response_format, json_schema and grammar", "json_schema");
+    from = "json_schema";
+    schema(*v, "json_schema");
+  }
+  if (const ordered_json* v = field(body, "grammar")) {
+    if (!v->is_string()) throw wrong_type("grammar", "a GBNF grammar (a string)", *v);
+    if (!from.empty()) throw invalid_request("send one of response_format, json_schema and grammar", "grammar");
+    from = "grammar";
+    gbnf = v->get<std::string>();
+  }
+  if (from.empty() || gbnf.empty()) return;
+  if (r.force_tool_call)
+    throw invalid_request(fmt::format("'{}' and a forced tool_choice both constrain the reply; send one", from), from);
+  try {
+    r.sampling.grammar = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+  } catch (const grammar::GrammarError& e) {
+    throw invalid_request(fmt::format("'{}': {}", from, e.what()), from);
+  }
 }
 
 }  // namespace
@@ -457,11 +534,8 @@ CompletionRequest parse_completion(ordered_json body, bool chat) {
     if (!v->is_number_integer()) throw wrong_type("logprobs", "an integer", *v);
     r.logprobs = int32_t(*integer_in(body, "logprobs", 0, kMaxTopLogprobs));
   }
-  refuse_unless(body, "response_format", [](const ordered_json& v) {
-    return v.is_object() && v.size() == 1 && v.value("type", "") == "text";
-  });
+  parse_structured(body, r);
   const auto never = [](const ordered_json&) { return false; };
-  for (const char* name : {"grammar", "json_schema"}) refuse_unless(body, name, never);
   refuse_unless(body, "store", is_false);
   if (chat) {
     for (const char* name : {"functions", "function_call", "audio", "prediction", "reasoning_effort", "verbosity",

@@ -64,6 +64,10 @@ struct CompletionRequest {
   std::string model;                                                  // "" when not given
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();  // chat: normalized, text content
   nlohmann::ordered_json tools;                                       // null: none
+  // tool_choice "required" (empty name) or a named function: the reply is held to a call by a
+  // grammar made once the model's tool-call format is known (server/tool_grammar.h).
+  bool force_tool_call = false;
+  std::string forced_tool;
   std::optional<bool> enable_thinking;
   std::string prompt;  // completions
   bool echo = false;   // completions: the prompt comes back before the generated text

@@ -12,6 +12,7 @@
 
 #include "llm/batch.h"
 #include "llm/chat.h"
+#include "llm/constrain.h"
 #include "llm/context_shift.h"
 #include "llm/embed.h"
 #include "llm/generate.h"
@@ -80,6 +81,7 @@ void start(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq, std::shar
   llm::SamplerParams p = r.sampling;
   if (!r.has_seed) p.seed = std::random_device{}();
   slot.sampler = llm::make_sampler(p);
+  llm::constrain(s, slot.sampler);
   slot.filter = llm::StopFilter{r.stop, {}, false};
   slot.dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
   slot.readout = llm::step_readout(s, p);

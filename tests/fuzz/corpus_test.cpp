@@ -39,6 +39,7 @@ TEST(FuzzCorpus, Tokenize) { replay("tokenize", fuzz_tokenize); }
 TEST(FuzzCorpus, ServerRequest) { replay("server_request", fuzz_server_request); }
 TEST(FuzzCorpus, ChatTemplate) { replay("chat_template", fuzz_chat_template); }
 TEST(FuzzCorpus, HttpRequest) { replay("http_request", fuzz_http_request); }
+TEST(FuzzCorpus, Grammar) { replay("grammar", fuzz_grammar); }
 
 }  // namespace
 }  // namespace wgrt::fuzz

@@ -19,6 +19,9 @@
 //                   as `wgrt serve` does; the bodies of API routes go on to server_request's body
 //   chat_template   u8 flags (bit 0: add_generation_prompt, bit 1: enable_thinking set, bit 2: its
 //                   value) | template source [ NUL messages JSON ]
+//   grammar         u8 selector (bit 0: a JSON schema, else GBNF text) | text [ NUL bytes ]: the
+//                   grammar compiled (a schema's GBNF must always parse), the bytes matched, and
+//                   the allowed-token mask over pieces of them checked token by token
 #pragma once
 
 #include <fmt/format.h>
@@ -39,6 +42,9 @@
 
 #include "chat/chat_template.h"
 #include "chat/jinja.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "grammar/token_index.h"
 #include "llm/sampler.h"
 #include "model/config.h"
 #include "model/gguf.h"
@@ -495,6 +501,61 @@ inline void fuzz_http_request(std::span<const uint8_t> data) {
     api.insert(api.end(), req.body.begin(), req.body.end());
     fuzz_server_request(api);
     if (!req.keep_alive) return;
+  }
+}
+
+}  // namespace wgrt::fuzz
+
+namespace wgrt::fuzz {
+
+inline void fuzz_grammar(std::span<const uint8_t> data) {
+  if (data.empty()) return;
+  const std::string_view rest(reinterpret_cast<const char*>(data.data()) + 1, data.size() - 1);
+  const size_t nul = rest.find('\0');
+  const std::string_view text = rest.substr(0, nul);
+  const std::string_view input = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
+  std::shared_ptr<const grammar::Grammar> g;
+  if (data[0] & 1) {
+    const auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (schema.is_discarded()) return;
+    std::string gbnf;
+    try {
+      gbnf = grammar::json_schema_to_gbnf(schema);
+    } catch (const grammar::GrammarError&) {
+      return;
+    }
+    try {
+      g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+    } catch (const grammar::GrammarError& e) {
+      throw FuzzFailure(fmt::format("a schema's grammar does not parse: {}\n{}", e.what(), gbnf));
+    }
+  } else {
+    try {
+      g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
+    } catch (const grammar::GrammarError&) {
+      return;
+    }
+  }
+  // Pieces of the input (1 to 3 bytes) as a vocabulary, plus an end token.
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < input.size() && pieces.size() < 48; ++i)
+    pieces.emplace_back(input.substr(i, 1 + i % 3));
+  pieces.emplace_back();
+  const int32_t end = int32_t(pieces.size() - 1);
+  auto index = std::make_shared<const grammar::TokenIndex>(grammar::build_token_index(pieces, {end}));
+  grammar::Constraint c{grammar::make_matcher(g), index};
+  std::vector<uint32_t> words(grammar::mask_words(index->n_vocab()));
+  for (int step = 0; step < 4; ++step) {
+    grammar::allowed_mask(c, words);
+    int32_t next = -1;
+    for (size_t i = 0; i < index->n_vocab(); ++i) {
+      grammar::Constraint copy{c.m, c.index, {}};
+      const bool ok = grammar::accept_token(copy, int32_t(i));
+      check(ok == grammar::mask_bit(words, i), fmt::format("mask bit {} is {}, the token alone says {}", i,
+                                                           grammar::mask_bit(words, i), ok));
+      if (ok && next < 0 && int32_t(i) != end) next = int32_t(i);
+    }
+    if (next < 0 || !grammar::accept_token(c, next)) return;
   }
 }
 

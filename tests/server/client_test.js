@@ -243,7 +243,7 @@ async function main() {
   assert.equal(other.choices[0].message.content, chat.choices[0].message.content);
   // Errors the client maps to its own types: a field wgrt does not do is refused by name.
   const refused = [
-    [{ response_format: { type: 'json_object' } }, 'response_format'],
+    [{ prediction: { type: 'content', content: 'x' } }, 'prediction'],
     [{ store: true }, 'store'],
     [{ reasoning_effort: 'low' }, 'reasoning_effort'],
   ];

@@ -111,15 +111,22 @@ const Refused kRefused[] = {
     {"logit_bias_twice", false, R"({"prompt": "x", "logit_bias": {"5": 1, "05": 2}})", 400, "invalid_value",
      "logit_bias"},
     {"best_of", false, R"({"prompt": "x", "best_of": 3})", 400, "unsupported_parameter", "best_of"},
-    {"response_format_json", true,
-     R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", 400,
-     "unsupported_parameter", "response_format"},
-    {"response_format_schema", false,
-     R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {}}}})",
-     400, "unsupported_parameter", "response_format"},
-    {"grammar", false, R"({"prompt": "x", "grammar": "root ::= \"a\""})", 400, "unsupported_parameter", "grammar"},
-    {"json_schema", true, R"({"messages": [{"role": "user", "content": "x"}], "json_schema": {}})", 400,
-     "unsupported_parameter", "json_schema"},
+    {"response_format_unknown_type", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "yaml"}})", 400,
+     "invalid_value", "response_format"},
+    {"response_format_schema_missing", false,
+     R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "a"}}})", 400,
+     "invalid_value", "response_format"},
+    {"response_format_schema_pattern", false,
+     R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "string", "pattern": "a"}}}})",
+     400, "invalid_value", "response_format.json_schema.schema"},
+    {"grammar_undefined_rule", false, R"({"prompt": "x", "grammar": "root ::= a"})", 400, "invalid_value", "grammar"},
+    {"grammar_not_a_string", false, R"({"prompt": "x", "grammar": 3})", 400, "invalid_type", "grammar"},
+    {"grammar_and_schema", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "json_schema": {}, "grammar": "root ::= \"a\""})", 400,
+     "invalid_value", "grammar"},
+    {"json_schema_not_object", true, R"({"messages": [{"role": "user", "content": "x"}], "json_schema": "x"})", 400,
+     "invalid_type", "json_schema"},
     {"suffix", false, R"({"prompt": "x", "suffix": "end"})", 400, "unsupported_parameter", "suffix"},
     {"functions", true, R"({"messages": [{"role": "user", "content": "x"}], "functions": [{"name": "f"}]})", 400,
      "unsupported_parameter", "functions"},
@@ -140,17 +147,17 @@ const Refused kRefused[] = {
      "unsupported_parameter", "web_search_options"},
     {"store_true", true, R"({"messages": [{"role": "user", "content": "x"}], "store": true})", 400,
      "unsupported_parameter", "store"},
-    {"tool_choice_required", true,
+    {"tool_choice_required_no_tools", true,
      R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "required"})", 400,
-     "unsupported_parameter", "tool_choice"},
+     "invalid_value", "tool_choice"},
     {"tool_choice_unknown_string", true,
      R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"})", 400, "invalid_value",
      "tool_choice"},
     {"tool_choice_number", true, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": 1})", 400,
      "invalid_type", "tool_choice"},
-    {"tool_choice_named", true,
-     R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}})",
-     400, "unsupported_parameter", "tool_choice"},
+    {"tool_choice_named_unknown", true,
+     R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "g"}}], "tool_choice": {"type": "function", "function": {"name": "f"}}})",
+     400, "invalid_value", "tool_choice"},
     {"parallel_tool_calls_false", true,
      R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "parallel_tool_calls": false})", 400,
      "unsupported_parameter", "parallel_tool_calls"},
@@ -319,12 +326,22 @@ TEST(Request, ToolChoiceNoneLeavesTheToolsOut) {
       parse_body(R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": false})"), true));
 }
 
-TEST(Request, ForcedToolCallsNameTheMissingGrammarEngine) {
+TEST(Request, StructuredOutputCompilesItsGrammar) {
+  const std::string m = R"({"messages": [{"role": "user", "content": "x"}])";  // without its closing brace
+  const auto parse = [&](const std::string& extra) { return parse_completion(parse_body(m + extra + "}"), true); };
+  EXPECT_EQ(parse("").sampling.grammar, nullptr);
+  EXPECT_EQ(parse(R"(, "response_format": {"type": "text"})").sampling.grammar, nullptr);
+  EXPECT_NE(parse(R"(, "response_format": {"type": "json_object"})").sampling.grammar, nullptr);
+  EXPECT_NE(parse(R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "a", "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}})").sampling.grammar, nullptr);
+  EXPECT_NE(parse(R"(, "grammar": "root ::= [a-z]+")").sampling.grammar, nullptr);
+  const CompletionRequest r = parse(R"(, "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "f"}})");
+  EXPECT_TRUE(r.force_tool_call);
+  EXPECT_EQ(r.forced_tool, "f");
   try {
-    parse_completion(parse_body(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})"), true);
+    parse(R"(, "grammar": "root ::= \"a\"\nx ::= (")");
     FAIL() << "accepted";
   } catch (const ApiError& e) {
-    EXPECT_NE(std::string(e.what()).find("no grammar engine yet"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("grammar line 2 column"), std::string::npos) << e.what();
   }
 }
 
