@@ -37,8 +37,6 @@ const knobs::Choice kMmaBm{"WGRT_MMA_BM", "auto|64|128", "auto",
 const knobs::Choice kGemvXq{"WGRT_GEMV_XQ", "auto|0|1", "auto", "0: no gemv reads x quantized ahead", knobs::Lab};
 const knobs::Choice kGemvRope{"WGRT_GEMV_ROPE", "auto|0|1", "auto", "0: the q, k, v gemv leaves rope to its own kernel",
                               knobs::Lab};
-const knobs::Count kGemvProbe{"WGRT_GEMV_PROBE", 0, 3, 0, "the one-row gemv's probe (linear_q.wgsl GV_PROBE)",
-                              knobs::Lab};
 }  // namespace
 
 namespace {
@@ -536,7 +534,6 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
       if (xq && d.xq_norm) extra.push_back({"XQ_NORM", 1.0});
       if (xq && reads_xq(wp)) extra.push_back({"XQ_IN", 1.0});
       extra.push_back({"GV_TK", double(lanes)});
-      if (const int64_t probe = kGemvProbe.get(); probe && !gm) extra.push_back({"GV_PROBE", double(probe)});
       if (std::string_view(entry) == "gemv_rope")
         extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
                                    {"ROPE_NROT", double(rope_caches->n_rot)},

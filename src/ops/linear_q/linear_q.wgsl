@@ -432,10 +432,6 @@ fn gv_put_xq(v: vec4<f32>, per: u32, col: u32, blk: u32, width: u32, lid: u32) {
   }
 }
 
-// A measuring aid (WGRT_GEMV_PROBE, wrong results on purpose): 1 leaves x's staging out (a
-// made-up chunk, no barriers), 2 also the dot products (the weight and factor loads alone).
-override GV_PROBE: u32 = 0u;
-
 // Turn `it`'s 32-value chunk j from threads 4j .. 4j + 3, 8 values each, into gv_x's slots
 // 3j, 3j + 1 (8 int8 quadruples, bitcast: gv_x is f32) and 3j + 2 = (scale, sum of the first 16
 // int8 values, sum of the last 16, 0); the 3-vec4 stride keeps a quarter-warp's vec4 reads
@@ -571,12 +567,6 @@ fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
     let h1 = gv_hi(r.y, c);
     let h2 = gv_hi(r.z, c);
     let h3 = gv_hi(r.w, c);
-    if (GV_PROBE >= 2u) {  // the loads alone
-      let u = (w0 ^ w1) ^ (w2 ^ w3) ^ (v0 ^ v1) ^ (v2 ^ v3);
-      let sum = f0 + f1 + f2 + f3;
-      if (live) { a += vec4<f32>(f32(u.x ^ u.y), f32(u.z ^ u.w), sum.x, sum.y); }
-      continue;
-    }
     if (XQ_IN) {  // x quantized ahead: two blocks of 16 per chunk, a scale each
       let xq = gv_xq_chunk(c, live, lid);
       let p0 = i8_halves(w0, v0, h0, xq);
@@ -591,19 +581,16 @@ fn gv_rows_i8(r: vec4<u32>, xrow: u32, t: u32, lid: u32) -> vec4<f32> {
       if (live) { a += dq; }
       continue;
     }
-    var x = XChunk(vec4<u32>(t * 0x01010101u), vec4<u32>(it * 0x01010101u), vec4<f32>(0.5, 3.0, 4.0, 0.0));
-    if (GV_PROBE == 0u) {
-      gv_stage_i8(xo, it, 0u, lid, 0u);
-      workgroupBarrier();
-      x = gv_xchunk(t, 0u);
-    }
+    gv_stage_i8(xo, it, 0u, lid, 0u);
+    workgroupBarrier();
+    let x = gv_xchunk(t, 0u);
     let qs = x.s.y + x.s.z;
     let d = vec4<f32>(fma(f32(i8_chunk(w0, v0, h0, x)), f0.x, -f0.y * qs),
                       fma(f32(i8_chunk(w1, v1, h1, x)), f1.x, -f1.y * qs),
                       fma(f32(i8_chunk(w2, v2, h2, x)), f2.x, -f2.y * qs),
                       fma(f32(i8_chunk(w3, v3, h3, x)), f3.x, -f3.y * qs));
     if (live) { a = fma(d, vec4<f32>(x.s.x), a); }
-    if (GV_PROBE == 0u) { workgroupBarrier(); }  // before the next turn overwrites gv_x
+    workgroupBarrier();  // before the next turn overwrites gv_x
   }
   return a;
 }
