@@ -459,6 +459,9 @@ const std::map<std::string, size_t> kExtraArgsInTheLibrary = {};
 // the types they name, extracted by tools/dawn-api-subset.py.
 const char* kDawnJson = WGRT_SOURCE_DIR "/tests/gpu/dawn_api.json";
 const char* kAbiHeader = WGRT_SOURCE_DIR "/src/gpu/dawn_abi.h";
+// dawn_abi.h's parts (it includes them): the checks read the three as one header.
+const char* kAbiHeaderParts[] = {WGRT_SOURCE_DIR "/src/gpu/dawn_abi_enums.h", WGRT_SOURCE_DIR "/src/gpu/dawn_abi_structs.h",
+                                 kAbiHeader};
 
 const json* load_api() {
   static const json api = [] {
@@ -561,10 +564,14 @@ class JsonLayouts {
   const json& api_;
 };
 
+// The header and its parts, one after another; empty where one cannot be read.
 std::string read_header() {
-  std::ifstream in(kAbiHeader);
   std::stringstream s;
-  s << in.rdbuf();
+  for (const char* path : kAbiHeaderParts) {
+    std::ifstream in(path);
+    if (!in) return {};
+    s << in.rdbuf() << '\n';
+  }
   return s.str();
 }
 
