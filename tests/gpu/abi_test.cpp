@@ -460,8 +460,8 @@ const std::map<std::string, size_t> kExtraArgsInTheLibrary = {};
 const char* kDawnJson = WGRT_SOURCE_DIR "/tests/gpu/dawn_api.json";
 const char* kAbiHeader = WGRT_SOURCE_DIR "/src/gpu/dawn_abi.h";
 // dawn_abi.h's parts (it includes them): the checks read the three as one header.
-const char* kAbiHeaderParts[] = {WGRT_SOURCE_DIR "/src/gpu/dawn_abi_enums.h", WGRT_SOURCE_DIR "/src/gpu/dawn_abi_structs.h",
-                                 kAbiHeader};
+const char* kAbiHeaderParts[] = {WGRT_SOURCE_DIR "/src/gpu/dawn_abi_enums.h",
+                                 WGRT_SOURCE_DIR "/src/gpu/dawn_abi_structs.h", kAbiHeader};
 
 const json* load_api() {
   static const json api = [] {

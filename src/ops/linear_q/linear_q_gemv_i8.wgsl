@@ -1,6 +1,6 @@
 // A part of linear_q.wgsl (gpu/pipeline.h `//! use`): the gemv's int8 activations (XI8), x
-// quantized ahead (XQ_IN, XQ_OUT) and the several-rows loop (GV_XR), with gv_dots, which picks the
-// row loop of a format. Bindings and overrides are linear_q.wgsl's and linear_q_gemv.wgsl's.
+// quantized ahead (XQ_IN, and gv_put_xq for the xq outputs) and the several-rows loop (GV_XR),
+// with gv_dots, which picks the row loop of a format. Bindings and overrides are linear_q.wgsl's and linear_q_gemv.wgsl's.
 // ---- int8 activations (XI8) ---------------------------------------------------------------
 // The gemv's f32 decode costs about three ALU instructions per weight value (place the nibble,
 // mask, multiply-add), enough to make a Q4 gemv on an H200 ALU-bound at half the memory
