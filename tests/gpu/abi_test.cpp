@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpu/webgpu.h"
@@ -247,8 +248,9 @@ struct CStruct {
   CStruct{jk, #T, sizeof(T), alignof(T), [] { using S = T; return std::vector<CField>{__VA_ARGS__}; }()}
 #define F(m, jn) CField{#m, jn, offsetof(S, m), sizeof(S::m)}
 
-const std::vector<CStruct>& structs() {
-  static const std::vector<CStruct> table = {
+// The instance's and the adapter's structs: the plain ones, the callback infos, limits, features.
+std::vector<CStruct> instance_structs() {
+  return {
     ROW("string view", WGPUStringView, F(data, "data"), F(length, "length")),
     ROW("future", WGPUFuture, F(id, "id")),
     ROW("future wait info", WGPUFutureWaitInfo, F(future, "future"), F(completed, "completed")),
@@ -338,6 +340,12 @@ const std::vector<CStruct>& structs() {
     ROW("dawn cache device descriptor", WGPUDawnCacheDeviceDescriptor,
         F(chain, "chain"), F(isolationKey, "isolation key"), F(loadDataFunction, "load data function"),
         F(storeDataFunction, "store data function"), F(functionUserdata, "function userdata")),
+  };
+}
+
+// The device's: the descriptors of queues, buffers, pipelines, bind groups and passes.
+std::vector<CStruct> device_structs() {
+  return {
     ROW("queue descriptor", WGPUQueueDescriptor,
         F(nextInChain, "next in chain"), F(label, "label")),
     ROW("device descriptor", WGPUDeviceDescriptor,
@@ -402,6 +410,14 @@ const std::vector<CStruct>& structs() {
     ROW("query set descriptor", WGPUQuerySetDescriptor,
         F(nextInChain, "next in chain"), F(label, "label"), F(type, "type"), F(count, "count")),
   };
+}
+
+const std::vector<CStruct>& structs() {
+  static const std::vector<CStruct> table = [] {
+    std::vector<CStruct> t = instance_structs();
+    for (CStruct& s : device_structs()) t.push_back(std::move(s));
+    return t;
+  }();
   return table;
 }
 
