@@ -19,7 +19,6 @@ namespace wgrt::model {
 // have a kernel per part and the merge (graph::kMaxDispatches).
 constexpr uint32_t kMaxCacheParts = 5;
 
-std::string wname(uint32_t layer, const char* what) { return fmt::format("blk.{}.{}", layer, what); }
 std::string tname(const char* what, uint32_t layer) { return fmt::format("{}.{}", what, layer); }
 
 ForwardPlan plan_forward(const BuildContext& b, const AttentionVariant& attention) {

@@ -42,8 +42,7 @@ struct BuildContext {
 // A [n] f32 weight (a norm weight), loaded once however many steps ask for it.
 graph::TensorId layer_vector(BuildContext& b, const std::string& name, uint32_t n);
 
-// "blk.3.attn_q.weight" style weight names and "attn_q.3" style tensor names.
-std::string wname(uint32_t layer, const char* what);
+// "attn_q.3" style tensor names (weight names: plan.h wname).
 std::string tname(const char* what, uint32_t layer);
 
 // plan_forward for this build.

@@ -10,9 +10,9 @@
 
 namespace wgrt::model {
 
-namespace {
-
 std::string wname(uint32_t layer, const char* what) { return fmt::format("blk.{}.{}", layer, what); }
+
+namespace {
 
 // Whether the fused projections write their outputs quantized ahead: BuildOptions::quantize_ahead,
 // else where this device's one-row gemvs read that (linear_q_takes_xq).

@@ -52,4 +52,7 @@ uint32_t cache_heads_per_part(const graph::Graph& g, const ModelConfig& c, const
 ForwardPlan plan_forward(const graph::Graph& g, const Loader& loader, const ModelConfig& c, const BuildOptions& o,
                          const AttentionVariant& attention, bool multi_seq);
 
+// A layer's tensor name in the GGUF file: wname(3, "attn_q.weight") is "blk.3.attn_q.weight".
+std::string wname(uint32_t layer, const char* what);
+
 }  // namespace wgrt::model

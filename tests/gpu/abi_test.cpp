@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpu/webgpu.h"
@@ -247,8 +248,9 @@ struct CStruct {
   CStruct{jk, #T, sizeof(T), alignof(T), [] { using S = T; return std::vector<CField>{__VA_ARGS__}; }()}
 #define F(m, jn) CField{#m, jn, offsetof(S, m), sizeof(S::m)}
 
-const std::vector<CStruct>& structs() {
-  static const std::vector<CStruct> table = {
+// The instance's and the adapter's structs: the plain ones, the callback infos, limits, features.
+std::vector<CStruct> instance_structs() {
+  return {
     ROW("string view", WGPUStringView, F(data, "data"), F(length, "length")),
     ROW("future", WGPUFuture, F(id, "id")),
     ROW("future wait info", WGPUFutureWaitInfo, F(future, "future"), F(completed, "completed")),
@@ -338,6 +340,12 @@ const std::vector<CStruct>& structs() {
     ROW("dawn cache device descriptor", WGPUDawnCacheDeviceDescriptor,
         F(chain, "chain"), F(isolationKey, "isolation key"), F(loadDataFunction, "load data function"),
         F(storeDataFunction, "store data function"), F(functionUserdata, "function userdata")),
+  };
+}
+
+// The device's: the descriptors of queues, buffers, pipelines, bind groups and passes.
+std::vector<CStruct> device_structs() {
+  return {
     ROW("queue descriptor", WGPUQueueDescriptor,
         F(nextInChain, "next in chain"), F(label, "label")),
     ROW("device descriptor", WGPUDeviceDescriptor,
@@ -402,6 +410,14 @@ const std::vector<CStruct>& structs() {
     ROW("query set descriptor", WGPUQuerySetDescriptor,
         F(nextInChain, "next in chain"), F(label, "label"), F(type, "type"), F(count, "count")),
   };
+}
+
+const std::vector<CStruct>& structs() {
+  static const std::vector<CStruct> table = [] {
+    std::vector<CStruct> t = instance_structs();
+    for (CStruct& s : device_structs()) t.push_back(std::move(s));
+    return t;
+  }();
   return table;
 }
 
@@ -459,6 +475,9 @@ const std::map<std::string, size_t> kExtraArgsInTheLibrary = {};
 // the types they name, extracted by tools/dawn-api-subset.py.
 const char* kDawnJson = WGRT_SOURCE_DIR "/tests/gpu/dawn_api.json";
 const char* kAbiHeader = WGRT_SOURCE_DIR "/src/gpu/dawn_abi.h";
+// dawn_abi.h's parts (it includes them): the checks read the three as one header.
+const char* kAbiHeaderParts[] = {WGRT_SOURCE_DIR "/src/gpu/dawn_abi_enums.h",
+                                 WGRT_SOURCE_DIR "/src/gpu/dawn_abi_structs.h", kAbiHeader};
 
 const json* load_api() {
   static const json api = [] {
@@ -561,10 +580,14 @@ class JsonLayouts {
   const json& api_;
 };
 
+// The header and its parts, one after another; empty where one cannot be read.
 std::string read_header() {
-  std::ifstream in(kAbiHeader);
   std::stringstream s;
-  s << in.rdbuf();
+  for (const char* path : kAbiHeaderParts) {
+    std::ifstream in(path);
+    if (!in) return {};
+    s << in.rdbuf() << '\n';
+  }
   return s.str();
 }
 

@@ -51,8 +51,6 @@ const knobs::Dims kPrefillSg{"WGRT_PREFILL_SG", 0, 1024,
                              "THREADSxKEYS of prefill_sg: powers of two, 4..64 keys (0x0: the defaults)", knobs::Lab};
 const knobs::Choice kPrefillRth{"WGRT_PREFILL_RTH", "0|1", "1", "0: prefill_rt converts f16 caches to f32 tiles",
                                 knobs::Lab};
-const knobs::Count kDecodeProbe{"WGRT_DECODE_PROBE", 0, 3, 0, "decode_vec's probe (attention_decode_vec.wgsl VPROBE)",
-                                knobs::Lab};
 const knobs::Choice kAttnXq{"WGRT_ATTN_XQ", "auto|0|1", "auto", "attention quantizes its output ahead for the gemv",
                             knobs::Lab};
 
@@ -498,7 +496,6 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
     decode_consts.push_back({"SG", double(gpu::subgroup_lanes(graph::device_caps(g)))});
     decode_consts.push_back({"VKL", double(var.vec.lanes)});
     decode_consts.push_back({"VWG", double(var.vec.threads)});
-    if (const int64_t probe = kDecodeProbe.get()) decode_consts.push_back({"VPROBE", double(probe)});
   }
   if (d.xq_out) decode_consts.push_back({"XO", double(var.decode_heads * head_dim)});
   if (var.decode_kernel == DecodeKernel::sg) {

@@ -16,9 +16,6 @@
 override VKL: u32 = 16u;   // lanes per key group: a power of two >= row_words(), <= SG
 override VWG: u32 = 128u;  // threads, a multiple of SG
 const VKEYS: u32 = 4u;     // keys per group and turn (k0..k3, v0..v3 below; attention.h kVecKeysPerTurn)
-// A measuring aid (WGRT_DECODE_PROBE, wrong results on purpose): 1 keeps the K/V loads and the
-// merge but drops the scores and the softmax (the words are summed into the output).
-override VPROBE: u32 = 0u;
 
 // Lane state: q (scaled) and the V sums of element e of this lane's word, heads as components.
 var<private> vq0: vec4<f32>;
@@ -214,13 +211,6 @@ fn vx_allreduce(d: Scores) -> Scores {
 
 // One turn of a key group: keys key0 .. key0 + 3 (those at or past k_end score nothing).
 fn vx_turn(cur: KvWords, key0: u32, k_end: u32) {
-  if (VPROBE == 1u) {
-    let u = (cur.k0 ^ cur.k1) ^ (cur.k2 ^ cur.k3) ^ (cur.v0 ^ cur.v1) ^ (cur.v2 ^ cur.v3);
-    va0 += vec4<f32>(u);
-    vl += vec4<f32>(1.0);
-    vm = vec4<f32>(0.0);
-    return;
-  }
   let sc = vx_allreduce(Scores(vx_dot(cur.k0), vx_dot(cur.k1), vx_dot(cur.k2), vx_dot(cur.k3)));
   let sm = softmax4(vm, vl, sc, vec4<bool>(key0 < k_end), vec4<bool>(key0 + 1u < k_end),
                     vec4<bool>(key0 + 2u < k_end), vec4<bool>(key0 + 3u < k_end));

@@ -97,7 +97,7 @@ struct LinearQDesc {
   int gemv_int8 = -1;                   // gemv with int8 x (XI8): 1 on, 0 off (no gemv_m either), -1 the device's
   uint32_t gemv_x = 0;                  // rows of x per gemv_multi workgroup (1: no gemv_multi); 0: gemv_x_rows()
   uint32_t gemv_m_from = 0;             // gemv_m's first row count (17: none); 0: gemv_m_from()
-  // x quantized ahead (linear_q.wgsl XQ_IN / XQ_OUT), for one row of x, where one gemv feeds the
+  // x quantized ahead (linear_q_gemv_i8.wgsl XQ_IN / XQ_OUT), for one row of x, where one gemv feeds the
   // next: the producer's gemv also writes its output as int8 blocks, `<name>.xq_ahead`
   // (linear_q_xq_words(N) u32; xq_norm: times the consumer's RMS-norm weight, [N]), and the
   // consumer's gemv reads its x from there (xq_in) where it can (linear_q_takes_xq) instead of
@@ -225,7 +225,7 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
 std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std::span<const uint32_t> up,
                                              uint32_t ff, uint32_t row_words);
 
-// Kernel tiles (linear_q.wgsl).
+// Kernel tiles (GV_ROWS: linear_q_gemv.wgsl; BM, BN: linear_q_matrix.wgsl).
 constexpr uint32_t kLinearQGemvRows = 16;  // rows per gemv workgroup (GV_ROWS)
 constexpr uint32_t kLinearQGemmBM = 64, kLinearQGemmBN = 128;
 // Split K: weights of at most gemm_split_max_n() rows (4096, or WGRT_GEMM_SPLIT_N=0..65536; 0

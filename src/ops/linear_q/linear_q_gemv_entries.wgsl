@@ -1,0 +1,215 @@
+// A part of linear_q.wgsl (gpu/pipeline.h `//! use`): the gemv entry points: gemv, gemv_xq,
+// gemv_swiglu, gemv_swiglu_xq, gemv_argmax and gemv_rope (their fused epilogues). The row loops
+// are linear_q_gemv.wgsl's and linear_q_gemv_i8.wgsl's.
+//
+// Several rows of x (p.m of them, 1 .. kLinearQGemvMaxRows): a workgroup per (tile of weight
+// rows, GV_XR rows of x), the workgroups of a tile adjacent in dispatch order, so they run
+// together (the tile's weights can come from L2 for all but the first).
+fn gv_wg(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return wid.x + wid.y * nwg.x; }
+fn gv_groups() -> u32 { return (p.m + GV_XR - 1u) / GV_XR; }
+fn gv_m0(wid: vec3<u32>, nwg: vec3<u32>) -> u32 { return (gv_wg(wid, nwg) % gv_groups()) * GV_XR; }
+
+fn gv_set(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+  return (gv_wg(wid, nwg) / gv_groups()) * GV_SETS + lid / GV_TK;
+}
+
+fn gv_clamp(r: vec4<u32>) -> vec4<u32> { return min(r, vec4<u32>(p.n - 1u)); }
+
+fn gv_finish(v: f32, m: u32, n: u32) -> f32 {
+  var o = finish(v, n);
+  if (RES) { o += res[m * p.ld + p.y_off + n]; }
+  return o;
+}
+
+// The gemv's outputs: y, and row 0's 4 in lane 0 of each row set (gemv_xq's).
+fn gemv_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec4<f32> {
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let m0 = gv_m0(wid, nwg);
+  let acc = gv_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), m0, p.x_row, lid);
+  var out = vec4<f32>(0.0);
+  if (lid % GV_TK == 0u) {
+    for (var q = 0u; q < GV_XR; q++) {
+      let m = m0 + q;
+      let a = gv_pick(acc, q);
+      for (var r = 0u; r < 4u; r++) {
+        if (m < p.m && n0 + r < p.n) {
+          let o = gv_finish(a[r], m, n0 + r);
+          y[m * p.ld + p.y_off + n0 + r] = o;
+          out[r] = o;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  _ = gemv_body(wid, nwg, lid);
+}
+
+// gemv, and with one row of x (uniform) its outputs also as xq block n0 / 16 (N a multiple of 16).
+@compute @workgroup_size(GV_WG)
+fn gemv_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let out = gemv_body(wid, nwg, lid);
+  if (p.m == 1u) { gv_put_xq(out, 4u, gv_set(wid, nwg, lid) * 4u, gv_wg(wid, nwg), p.n, lid); }
+}
+
+// Row of gate j in a weight whose (gate, up) rows are interleaved in blocks of 16; up is 16 on.
+fn swiglu_gate_row(j: u32) -> u32 { return (j / 16u) * 32u + j % 16u; }
+
+fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
+
+// gemv_swiglu's outputs: y, and row 0's 2 in lane 0 of each row set (gemv_swiglu_xq's).
+fn swiglu_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec4<f32> {
+  let j0 = gv_set(wid, nwg, lid) * 2u;
+  let m0 = gv_m0(wid, nwg);
+  let g0 = swiglu_gate_row(j0);
+  let g1 = swiglu_gate_row(j0 + 1u);
+  let rows = vec4<u32>(g0, g0 + 16u, g1, g1 + 16u);
+  let acc = gv_run(gv_clamp(rows), m0, p.x_row, lid);
+  let half = p.n / 2u;
+  var out = vec4<f32>(0.0);
+  if (lid % GV_TK == 0u) {
+    for (var q = 0u; q < GV_XR; q++) {
+      let m = m0 + q;
+      let a = gv_pick(acc, q);
+      let o = vec2<f32>(silu(finish(a.x, rows.x)) * finish(a.y, rows.y), silu(finish(a.z, rows.z)) * finish(a.w, rows.w));
+      if (m < p.m && j0 < half) { y[m * half + j0] = o.x; }
+      if (m < p.m && j0 + 1u < half) { y[m * half + j0 + 1u] = o.y; }
+      if (q == 0u) { out = vec4<f32>(o, 0.0, 0.0); }
+    }
+  }
+  return out;
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  _ = swiglu_body(wid, nwg, lid);
+}
+
+// gemv_swiglu at 8 row sets, and with one row of x (uniform) the workgroup's 16 outputs also as
+// xq block j0 / 16.
+@compute @workgroup_size(GV_WG)
+fn gemv_swiglu_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+  let out = swiglu_body(wid, nwg, lid);
+  if (p.m == 1u) { gv_put_xq(out, 2u, gv_set(wid, nwg, lid) * 2u, gv_wg(wid, nwg), p.n / 2u, lid); }
+}
+
+// The sampling family's order key (sampling.wgsl): unsigned order = float order, NaN as -inf,
+// -0 as +0, so sampling's argmax_final can finish the partials written here.
+fn gv_key(v: f32) -> u32 {
+  var b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xff800000u; }
+  if (b == 0x80000000u) { b = 0u; }
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+var<workgroup> gv_best: array<vec2<u32>, GV_SETS>;
+
+@compute @workgroup_size(GV_WG)
+fn gemv_argmax(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let rows = vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u);
+  let acc = gv_reduce(gv_dots(gv_clamp(rows), p.x_row, lid % GV_TK, lid), lid);
+  if (lid % GV_TK == 0u) {
+    var best = vec2<u32>(0u, 0xffffffffu);  // the sentinel: worse than any logit
+    for (var r = 0u; r < 4u; r++) {
+      let n = n0 + r;
+      if (n < p.n) {
+        let v = gv_finish(acc[r], 0u, n);
+        y[p.y_off + n] = v;
+        let key = gv_key(v);
+        if (key > best.x || best.y == 0xffffffffu) { best = vec2<u32>(key, p.y_off + n); }
+      }
+    }
+    gv_best[lid / GV_TK] = best;
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    // Sets hold ascending rows, so keeping the first strict maximum keeps the lowest index.
+    var best = gv_best[0];
+    for (var s = 1u; s < GV_SETS; s++) {
+      let b = gv_best[s];
+      if (b.y != 0xffffffffu && (b.x > best.x || best.y == 0xffffffffu)) { best = b; }
+    }
+    // p.m is 1: the output head's one row. A weight split by rows: this part's partials follow
+    // the earlier parts' (their rows are whole workgroups of GV_ROWS).
+    let wg = p.y_off / GV_ROWS + gv_wg(wid, nwg);
+    part[2u * wg] = best.x;
+    part[2u * wg + 1u] = best.y;
+  }
+}
+// ---- gemv_rope: the q|k|v projection with RoPE and the KV-cache write in its epilogue ----
+// The weight's rows are q heads, then k heads, then v heads (several weights: each kernel its
+// columns from y_off). Lane 0 of a row set holds 4 consecutive columns of one head, i.e. two
+// rotation pairs (2j, 2j + 1) of the normal layout: it turns the q and k ones (rope_turn.wgsl)
+// and writes q to y [m, q columns], k and v to the caches [n_kv_heads, n_ctx, head_dim] at
+// pos + m for x's row m (pos from the graph's symbol block). Neox pairs (j, j + n_rot / 2) span
+// row sets: their gemv writes q|k|v, then rope_qkv.
+override ROPE_HD: u32 = 64u;      // head_dim, a multiple of 4
+override ROPE_NROT: u32 = 64u;    // rotated dims per head, a multiple of 4
+override ROPE_Q: u32 = 0u;        // q columns (n_heads * head_dim)
+override ROPE_KV: u32 = 0u;       // k columns, and v columns (n_kv_heads * head_dim)
+override ROPE_F16: bool = false;  // the caches hold f16 pairs
+
+@group(0) @binding(12) var<storage, read> rope_freqs: array<u32>;  // [n_rot / 2][hi, lo]
+@group(0) @binding(13) var<storage, read_write> k_cache: array<u32>;
+@group(0) @binding(14) var<storage, read_write> v_cache: array<u32>;
+@group(0) @binding(15) var<uniform> symbols: Symbols;
+
+// Pair (e, e + 1) of a head turned at `pos`; past n_rot it passes through.
+fn rope_pair(v: vec2<f32>, e: u32, pos: u32) -> vec2<f32> {
+  if (e >= ROPE_NROT) { return v; }
+  return rope_turn(v.x, v.y, pos, rope_freqs[e], rope_freqs[e + 1u]);  // pair e / 2's (hi, lo)
+}
+
+// Columns col..col + 3 of k (or v) into the cache row of their head at `pos`.
+fn rope_store(to_k: bool, col: u32, v: vec4<f32>, pos: u32) {
+  let at = ((col / ROPE_HD) * p.n_ctx + pos) * ROPE_HD + col % ROPE_HD;  // element index
+  var w = bitcast<vec4<u32>>(v);
+  var words = 4u;
+  var o = at;
+  if (ROPE_F16) {
+    w = vec4<u32>(pack2x16float(v.xy), pack2x16float(v.zw), 0u, 0u);
+    words = 2u;
+    o = at / 2u;
+  }
+  for (var i = 0u; i < words; i++) {
+    if (to_k) { k_cache[o + i] = w[i]; } else { v_cache[o + i] = w[i]; }
+  }
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let m0 = gv_m0(wid, nwg);  // the tokens at pos + m0 ..
+  let acc = gv_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), m0, 0u, lid);
+  if (lid % GV_TK != 0u || n0 >= p.n) { return; }
+  for (var q = 0u; q < GV_XR; q++) {
+    if (m0 + q < p.m) { rope_out(gv_pick(acc, q), n0, m0 + q); }
+  }
+}
+
+// Weight rows n0..n0 + 3 of x's row m (the token at pos + m): turned, to y or the caches.
+fn rope_out(a: vec4<f32>, n0: u32, m: u32) {
+  let c = p.y_off + n0;  // the q|k|v column of row n0 (weights have whole heads: n0 + 3 < p.n)
+  let pos = symbol(p.pos_sym) + m;
+  var v = vec4<f32>(finish(a.x, n0), finish(a.y, n0 + 1u), finish(a.z, n0 + 2u), finish(a.w, n0 + 3u));
+  if (c < ROPE_Q + ROPE_KV) {
+    let e = c % ROPE_HD;
+    v = vec4<f32>(rope_pair(v.xy, e, pos), rope_pair(v.zw, e + 2u, pos));
+  }
+  if (c < ROPE_Q) {
+    for (var i = 0u; i < 4u; i++) { y[m * ROPE_Q + c + i] = v[i]; }
+    return;
+  }
+  let kv = c - ROPE_Q;
+  rope_store(kv < ROPE_KV, kv % ROPE_KV, v, pos);
+}
