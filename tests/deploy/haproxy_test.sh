@@ -110,7 +110,7 @@ log_requests() {  # key-prefix
     split($4, srv, "/"); split($11, conns, "/"); print srv[2], $6, conns[5], $13 }' "$tmp/haproxy.log"
 }
 
-# 1. Affinity, two requests in flight at most (the balance factor never steps in).
+# 1. Affinity, one request in flight (so the balance factor never steps in: haproxy_clients.js).
 node "$clients" affinity "$lb" > "$tmp/affinity.out" || { cat "$tmp/affinity.out"; fail "affinity clients"; }
 cat "$tmp/affinity.out"
 sleep 0.5  # the log line follows the response
