@@ -90,21 +90,28 @@ void split_rows(ModelFile& mf, const std::string& name, const std::vector<std::p
 
 // Weights a file stores fused become views under the names the layers read: phi3's attn_qkv
 // (q|k|v rows) and its ffn_up of 2 ff rows (gate, then up) where the file has no ffn_gate. The
-// forward plan fuses them again wherever one kernel takes them together (model/plan.h).
+// forward plan fuses them again wherever one kernel takes them together (model/plan.h). The
+// file's own tensors are walked, never the config's layer count (a hostile file may claim
+// billions of layers).
 void split_fused_weights(ModelFile& mf) {
   const ModelConfig& c = mf.config;
   const uint64_t q = uint64_t(c.n_heads) * c.head_dim, kv = uint64_t(c.n_kv_heads) * c.head_dim;
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = fmt::format("blk.{}.", l);
-    for (const char* kind : {"weight", "bias"})
-      split_rows(mf, fmt::format("{}attn_qkv.{}", p, kind), {{fmt::format("{}attn_q.{}", p, kind), q},
-                                                              {fmt::format("{}attn_k.{}", p, kind), kv},
-                                                              {fmt::format("{}attn_v.{}", p, kind), kv}});
-    if (!find_weight(mf, p + "ffn_gate.weight")) {
-      const WeightView* up = find_weight(mf, p + "ffn_up.weight");
-      if (up && up->dims.size() == 2 && up->dims[1] == 2 * uint64_t(c.ff))
-        split_rows(mf, p + "ffn_up.weight", {{p + "ffn_gate.weight", c.ff}, {p + "ffn_up.weight", c.ff}});
+  std::vector<std::string> fused;  // collected first: splitting changes the map
+  for (const auto& [name, w] : mf.weights)
+    if (name.starts_with("blk.") && (name.ends_with(".attn_qkv.weight") || name.ends_with(".attn_qkv.bias") ||
+                                     name.ends_with(".ffn_up.weight")))
+      fused.push_back(name);
+  for (const std::string& name : fused) {
+    const std::string p = name.substr(0, name.find('.', 4) + 1);  // "blk.N."
+    if (name.ends_with(".ffn_up.weight")) {
+      const WeightView& up = mf.weights.at(name);
+      if (!find_weight(mf, p + "ffn_gate.weight") && up.dims.size() == 2 && up.dims[1] == 2 * uint64_t(c.ff))
+        split_rows(mf, name, {{p + "ffn_gate.weight", c.ff}, {p + "ffn_up.weight", c.ff}});
+      continue;
     }
+    const std::string kind = name.ends_with(".weight") ? "weight" : "bias";
+    split_rows(mf, name, {{fmt::format("{}attn_q.{}", p, kind), q}, {fmt::format("{}attn_k.{}", p, kind), kv},
+                          {fmt::format("{}attn_v.{}", p, kind), kv}});
   }
 }
 
