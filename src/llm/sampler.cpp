@@ -88,26 +88,7 @@ int32_t apply_grammar(Sampler& s, std::vector<Candidate>& c) {
                            "model's vocabulary can spell)");
 }
 
-int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c);
-
-}  // namespace
-
-int32_t sample(Sampler& s, std::vector<Candidate>& c) {
-  if (c.empty()) throw std::invalid_argument("sample: no candidates");
-  if (!s.params.grammar) return sample_unconstrained(s, c);
-  int32_t id = apply_grammar(s, c);
-  if (id < 0) {
-    id = sample_unconstrained(s, c);
-  } else {
-    accept_token(s, id);
-  }
-  if (!grammar::accept_token(*s.constraint, id))
-    throw std::logic_error(fmt::format("sample: the grammar refused token {}, which its mask allowed", id));
-  return id;
-}
-
-namespace {
-
+// The pick without a grammar: bias and penalties, top-k, top-p, min-p, temperature, draw.
 int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c) {
   const SamplerParams& p = s.params;
   if (needs_all_logits(p)) {
@@ -169,6 +150,21 @@ int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c) {
 }
 
 }  // namespace
+
+int32_t sample(Sampler& s, std::vector<Candidate>& c) {
+  if (c.empty()) throw std::invalid_argument("sample: no candidates");
+  if (!s.params.grammar) return sample_unconstrained(s, c);
+  int32_t id = apply_grammar(s, c);
+  if (id < 0) {
+    id = sample_unconstrained(s, c);
+  } else {
+    accept_token(s, id);
+  }
+  if (!grammar::accept_token(*s.constraint, id))
+    throw std::logic_error(fmt::format("sample: the grammar refused token {}, which its mask allowed", id));
+  return id;
+}
+
 
 uint32_t next_draw(Sampler& s) { return uint32_t(s.rng() >> 32); }
 
