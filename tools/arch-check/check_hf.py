@@ -40,7 +40,7 @@ def configs(vocab):
     yield "qwen3", transformers.Qwen3Config(**base(vocab), head_dim=hd, rope_theta=10000.0,
                                             use_sliding_window=False)
     phi = base(vocab)
-    phi.update(num_key_value_heads=4, original_max_position_embeddings=64, sliding_window=None,
+    phi.update(num_key_value_heads=4, original_max_position_embeddings=64, sliding_window=None, pad_token_id=0,
                rope_scaling={"type": "longrope", "short_factor": short, "long_factor": long})
     yield "phi3", transformers.Phi3Config(**phi, rope_theta=10000.0)
 
@@ -64,7 +64,8 @@ def check(args, name, cfg, text, ctx):
                                                               attn_implementation="eager").eval()
     ids = json.loads(run([args.wgrt, "tokenize", "-m", d, "--json", text]))
     dump = os.path.join(args.out, f"{name}-{ctx}.f32")
-    run([args.wgrt, "run", "-m", d, "-c", str(ctx), "-n", "0", "--dump-logits", dump, "-p", text])
+    # --quantize none: a checkpoint directory is quantized to q4gsw at load by default.
+    run([args.wgrt, "run", "-m", d, "-c", str(ctx), "-n", "0", "--quantize", "none", "--dump-logits", dump, "-p", text])
     with torch.no_grad():
         want = model(torch.tensor([ids])).logits[0].float()
     got = torch.frombuffer(bytearray(open(dump, "rb").read()), dtype=torch.float32).reshape(want.shape)
@@ -72,6 +73,10 @@ def check(args, name, cfg, text, ctx):
     ok = ratio <= args.bound
     print(f"{name} ({len(ids)} tokens, -c {ctx}): max |wgrt - transformers| / max |logit| = {ratio:.3g} "
           f"(bound {args.bound:g}): {'ok' if ok else 'FAIL'}")
+    if not ok:  # where it goes wrong: the first position has no attention to other tokens, nor rope
+        rows = ((got - want).abs().max(dim=1).values / want.abs().max(dim=1).values).tolist()
+        print(f"  per position: {' '.join(f'{r:.2g}' for r in rows[:8])} ... {rows[-1]:.2g}; "
+              f"max |logit| {want.abs().max().item():.3g}, wgrt's {got.abs().max().item():.3g}")
     return ok
 
 
