@@ -116,11 +116,10 @@ llm::SamplerParams sampler_params(const wgrt_sampling_params& p) {
 struct Stream {
   wgrt_token_callback cb;
   void* user;
-  bool emit(const std::string& text, int32_t id) { return cb(text.c_str(), text.size(), id, user) == 0; }
 };
 
-// Runs `prompt` from an empty cache and streams the tokens the sampler picks, as
-// llm::generate does (one step per token, so the callback and a cancel act between steps).
+// Runs `prompt` from an empty cache and streams the tokens the sampler picks: llm::generate's
+// loop (its emit step, llm/emit.h), the callback and a cancel acting between tokens.
 wgrt_status decode(wgrt_model& m, const std::vector<int32_t>& prompt, const wgrt_sampling_params& sp, Stream out) {
   llm::Session& s = *m.session;
   if (prompt.empty())
@@ -128,23 +127,15 @@ wgrt_status decode(wgrt_model& m, const std::vector<int32_t>& prompt, const wgrt
   if (prompt.size() >= s.mg.n_ctx)
     throw std::invalid_argument(fmt::format("the prompt has {} tokens, past the context of {} (hint: a larger "
                                             "wgrt_model_params.n_ctx or a shorter prompt)", prompt.size(), s.mg.n_ctx));
-  llm::Sampler sampler = llm::make_sampler(sampler_params(sp));
+  llm::GenerateOptions o;
+  o.sampling = sampler_params(sp);
+  o.n_predict = sp.max_tokens;
+  o.interrupt = &m.cancel;
   llm::reset(s);
-  const llm::Readout readout = llm::step_readout(s, sampler.params);
-  llm::eval(s, prompt, {}, readout);
-  for (int32_t id : prompt) llm::accept_token(sampler, id);
-  tokenizer::StreamDecoder dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
-  int32_t next = llm::pick_next(s, sampler);
-  for (int32_t n = 0; sp.max_tokens < 0 || n < sp.max_tokens; ++n) {
-    if (m.cancel.load()) return WGRT_CANCELLED;
-    if (llm::is_end_token(s, next)) break;
-    if (!out.emit(tokenizer::decode_next(dec, next), next)) return WGRT_OK;
-    if (s.n_past >= s.mg.n_ctx) break;
-    llm::eval(s, std::span<const int32_t>(&next, 1), {}, readout);
-    next = llm::pick_next(s, sampler);
-  }
-  if (std::string tail = tokenizer::decode_flush(dec); !tail.empty()) out.emit(tail, -1);
-  return WGRT_OK;
+  const llm::GenerateStats st = llm::generate_tokens(s, prompt, o, [&](std::string_view text, int32_t id) {
+    return out.cb(std::string(text).c_str(), text.size(), id, out.user) == 0;
+  });
+  return st.stop_reason == "interrupted" ? WGRT_CANCELLED : WGRT_OK;
 }
 
 // Holds the model's generation slot; a cancel is consumed when the generation ends.

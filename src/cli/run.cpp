@@ -1,6 +1,9 @@
 // `wgrt run`: generate text; `wgrt perplexity`: score a text file.
 #include <fmt/format.h>
 
+#include <time.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -54,6 +57,23 @@ void warm_up(llm::Session& s, const llm::GenerateOptions& timed) {
   }
 }
 
+// Seconds since this process started (the kernel's start time in /proc/self/stat, clock ticks
+// of 10 ms, against CLOCK_BOOTTIME): the exec and the library loading count too. NAN where
+// /proc cannot tell.
+double seconds_since_process_start() {
+  std::ifstream in("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
+  if (comm_end == std::string::npos) return NAN;
+  std::istringstream fields(stat.substr(comm_end + 2));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field; ++i) {}  // fields 3..21; 22 is the start time
+  unsigned long long start_ticks = 0;
+  timespec now{};
+  if (!(fields >> start_ticks) || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return NAN;
+  return double(now.tv_sec) + double(now.tv_nsec) * 1e-9 - double(start_ticks) / double(sysconf(_SC_CLK_TCK));
+}
+
 // The whole of `path` ("-": stdin), with a bound so a wrong path (a device, a huge log) fails clearly.
 constexpr size_t kMaxPromptFileBytes = size_t(64) << 20;
 std::string read_prompt_file(const std::string& path) {
@@ -79,13 +99,19 @@ std::string read_prompt_file(const std::string& path) {
   return text;
 }
 
+// On the library's internals, not the C API (include/wgrt/wgrt.h): run needs what the C API does
+// not offer (the device and memory lines, load progress, stop strings, grammars, the stats line,
+// --dump-logits, --warmup, --profile); its generation is the same llm::generate the C API runs.
 int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
   if (!f.prompt_file.empty()) f.prompt = read_prompt_file(f.prompt_file);
+  const double t_start = seconds_since_process_start();
   gpu::Device dev = gpu::create_device(dev_opts);
+  const double t_device = seconds_since_process_start();
   Progress progress;
   start_progress(progress, dev, f.model.model.empty() ? "the model" : f.model.model);
   llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, !f.dump_logits.empty()));
   end_progress(progress);
+  const double t_model = seconds_since_process_start();
   if (llm::is_default_model(s))
     fmt::print(stderr, "wgrt: running the built-in default model. It has RANDOM WEIGHTS: its text is noise, not "
                        "language.\n");
@@ -117,15 +143,21 @@ int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
     std::fwrite(f.prompt.data(), 1, f.prompt.size(), stdout);
     std::fflush(stdout);
   }
-  llm::GenerateStats st = llm::generate(s, o, [](std::string_view text) {
+  double t_first = NAN;  // the first generated text on stdout
+  llm::GenerateStats st = llm::generate(s, o, [&](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
+    if (std::isnan(t_first)) t_first = seconds_since_process_start();
   });
   std::fputs("\n", stdout);
   fmt::print(stderr, "\nwgrt: prompt {} tokens in {:.3f} s ({:.1f} tok/s); generated {} tokens in {:.3f} s ({:.1f} "
                      "tok/s); stopped by {}\n",
              st.n_prompt, st.prompt_seconds, st.n_prompt / std::max(st.prompt_seconds, 1e-9), st.n_generated,
              st.generate_seconds, st.n_generated / std::max(st.generate_seconds, 1e-9), st.stop_reason);
+  if (!std::isnan(t_first))  // docs/perf/demo-model.md, "Second cold run"
+    fmt::print(stderr, "wgrt: first token {:.3f} s after the process started (flags and prompt {:.3f} s, device "
+                       "{:.3f} s, model and kernels {:.3f} s, to the first token {:.3f} s)\n",
+               t_first, t_start, t_device - t_start, t_model - t_device, t_first - t_model);
   if (f.profile) {  // the prompt's prefill (one chunk) and decode steps after it, per kernel
     const std::optional<gpu::Peaks> peaks = llm::find_peaks(dev.caps, f.peaks);
     const uint32_t n = uint32_t(std::min<size_t>(st.n_prompt, s.mg.max_batch));

@@ -162,51 +162,35 @@ TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<v
   int32_t next = pick_next(s, c.sampler);
   st.prefill_seconds = since(t0);
 
-  StopFilter filter{c.opts.stop, {}, false};
-  tokenizer::StreamDecoder dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
+  Emit em = emit_begin(s.tok, c.opts.stop, c.opts.n_predict, interrupt);
+  // Without n_predict a reply runs until an end token or the full context, so no shift.
+  auto make_room = [&] {
+    const size_t discarded = c.opts.n_predict >= 0 ? shift_context(c, n_keep) : 0;
+    st.shifted_tokens += discarded;
+    return discarded > 0;
+  };
   std::vector<int32_t> reply_ids;
   std::string shown;
   auto t1 = Clock::now();
-  st.stop_reason = "length";
   while (true) {
-    if (interrupt && interrupt->load()) {
-      st.stop_reason = "interrupted";
-      break;
-    }
-    if (is_end_token(s, next)) {
-      st.stop_reason = "eos";
-      break;
-    }
-    reply_ids.push_back(next);
-    ++st.n_generated;
-    std::string text = stop_filter_push(filter, tokenizer::decode_next(dec, next));
-    shown += text;
-    if (!text.empty()) on_text(text);
-    if (filter.stopped) {
-      st.stop_reason = "stop string";
-      break;
-    }
-    if (c.opts.n_predict >= 0 && st.n_generated >= size_t(c.opts.n_predict)) break;
-    if (s.n_past >= s.mg.n_ctx) {
-      // Without n_predict a reply runs until an end token or the full context, so no shift.
-      const size_t discarded = c.opts.n_predict >= 0 ? shift_context(c, n_keep) : 0;
-      if (discarded == 0) {
-        st.stop_reason = "context";
-        break;
-      }
-      st.shifted_tokens += discarded;
-    }
+    const Emitted out = emit_token(em, s.tok, next, /*full=*/s.n_past >= s.mg.n_ctx, make_room);
+    if (out.counted) reply_ids.push_back(next);
+    shown += out.text;
+    if (!out.text.empty()) on_text(out.text);
+    if (out.end) break;
     eval(s, std::span<const int32_t>(&next, 1), {}, step_readout(s, c.sampler.params));
     c.cached.push_back(next);
     next = pick_next(s, c.sampler);
   }
-  std::string tail = stop_filter_push(filter, tokenizer::decode_flush(dec)) + stop_filter_flush(filter);
+  std::string tail = emit_end(em);
   shown += tail;
   if (!tail.empty()) on_text(tail);
   st.generate_seconds = since(t1);
+  st.n_generated = em.n_generated;
+  st.stop_reason = em.stop_reason;
 
   // The history keeps the reply's exact bytes (what the cache holds), cut at a stop string.
-  st.reply = filter.stopped ? shown : tokenizer::detokenize(s.tok, reply_ids);
+  st.reply = em.filter.stopped ? shown : tokenizer::detokenize(s.tok, reply_ids);
   c.messages.push_back({{"role", "assistant"}, {"content", st.reply}});
   return st;
 }

@@ -13,80 +13,14 @@
 
 namespace wgrt::llm {
 
-std::string stop_filter_push(StopFilter& f, std::string_view text) {
-  if (f.stopped) return {};
-  f.held += text;
-  for (const std::string& s : f.stops) {
-    if (s.empty()) continue;
-    if (size_t at = f.held.find(s); at != std::string::npos) {
-      std::string out = f.held.substr(0, at);
-      f.held.clear();
-      f.stopped = true;
-      return out;
-    }
-  }
-  // Keep the longest tail that is a prefix of some stop string.
-  size_t keep = 0;
-  for (const std::string& s : f.stops)
-    for (size_t n = std::min(s.size() - 1, f.held.size()); n > keep; --n)
-      if (f.held.compare(f.held.size() - n, n, s, 0, n) == 0) {
-        keep = n;
-        break;
-      }
-  std::string out = f.held.substr(0, f.held.size() - keep);
-  f.held.erase(0, f.held.size() - keep);
-  return out;
-}
-
-std::string stop_filter_flush(StopFilter& f) {
-  std::string out = f.stopped ? std::string() : f.held;
-  f.held.clear();
-  return out;
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Streams one generated token; false when generation ends with it (the reason is set).
-struct Emitter {
-  Session& s;
-  const GenerateOptions& o;
-  GenerateStats& st;
-  const std::function<void(std::string_view)>& on_text;
-  StopFilter filter;
-  tokenizer::StreamDecoder dec;
-
-  bool push(int32_t id) {
-    if (is_end_token(s, id)) {
-      st.stop_reason = "eos";
-      return false;
-    }
-    ++st.n_generated;
-    std::string text = stop_filter_push(filter, tokenizer::decode_next(dec, id));
-    if (!text.empty()) on_text(text);
-    if (filter.stopped) {
-      st.stop_reason = "stop string";
-      return false;
-    }
-    return !budget_spent();
-  }
-  bool budget_spent() const { return o.n_predict > 0 && st.n_generated >= size_t(o.n_predict); }
-  // Another token after the next one may still be wanted.
-  bool wants_two_more() const { return o.n_predict < 0 || st.n_generated + 2 <= size_t(o.n_predict); }
-  void flush() {
-    std::string tail = stop_filter_push(filter, tokenizer::decode_flush(dec)) + stop_filter_flush(filter);
-    if (!tail.empty()) on_text(tail);
-  }
-};
-
 }  // namespace
 
-bool is_end_token(const Session& s, int32_t id) {
-  const tokenizer::Vocab& v = s.tok.vocab;
-  return id == v.eos_id || id == v.eot_id;
-}
+bool is_end_token(const Session& s, int32_t id) { return is_end_token(s.tok.vocab, id); }
 
 // What a decode step must read back for this sampler.
 Readout step_readout(const Session& s, const SamplerParams& p) {
@@ -100,8 +34,17 @@ int32_t pick_next(Session& s, Sampler& sampler) {
 }
 
 GenerateStats generate(Session& s, const GenerateOptions& o, const std::function<void(std::string_view)>& on_text) {
+  const std::vector<int32_t> prompt =
+      tokenizer::tokenize(s.tok, o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  return generate_tokens(s, prompt, o, [&](std::string_view text, int32_t) {
+    if (!text.empty()) on_text(text);
+    return true;
+  });
+}
+
+GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const GenerateOptions& o,
+                              const TokenSink& sink) {
   GenerateStats st;
-  std::vector<int32_t> prompt = tokenizer::tokenize(s.tok, o.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (prompt.empty())
     throw std::invalid_argument("the prompt is empty after tokenization (hint: give -p some text)");
   if (prompt.size() > s.mg.n_ctx - s.n_past)
@@ -141,20 +84,39 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
     dump.close();
     if (!dump) throw std::runtime_error(fmt::format("{}: write failed", o.dump_logits));
   }
-  Emitter em{s, o, st, on_text, StopFilter{o.stop, {}, false},
-             tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false)};
   st.stop_reason = "length";
   if (o.n_predict == 0) {
     st.prompt_seconds = since(t0);
     return st;
   }
+  Emit em = emit_begin(s.tok, o.stop, o.n_predict > 0 ? o.n_predict : -1, o.interrupt);
+  bool cut = false;  // the sink ended it
+  // Emits `id`; false when the generation ends with it.
+  auto emit = [&](int32_t id, bool full) {
+    const Emitted out = emit_token(em, s.tok, id, full);
+    if (out.counted && !sink(out.text, id)) {
+      cut = true;
+      return false;
+    }
+    return !out.end;
+  };
+  auto end = [&](Clock::time_point t1) {
+    st.n_generated = em.n_generated;
+    st.stop_reason = cut ? "callback" : em.stop_reason;
+    if (!cut)
+      if (std::string tail = emit_end(em); !tail.empty()) sink(tail, -1);
+    st.generate_seconds = since(t1);
+    return st;
+  };
+  // Another token after the next one may still be wanted.
+  auto wants_two_more = [&] { return o.n_predict < 0 || em.n_generated + 2 <= size_t(o.n_predict); };
 
   if (pipelined) {
     graph::Snapshot step = s.last;  // holds the next token
     std::optional<graph::Snapshot> ahead;
     auto submit_ahead = [&] {
       ahead.reset();
-      if (em.wants_two_more() && s.n_past < s.mg.n_ctx) ahead = submit_fed_step(s, draw());
+      if (wants_two_more() && s.n_past < s.mg.n_ctx) ahead = submit_fed_step(s, draw());
     };
     submit_ahead();
     int32_t id = read_argmax(s, step);
@@ -162,37 +124,26 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
     auto t1 = Clock::now();
     while (true) {
       accept_token(sampler, id);
-      if (!em.push(id)) {
+      // Without a step ahead the budget would have let another token through: the context is full.
+      if (!emit(id, /*full=*/!ahead)) {
         if (ahead) s.n_past -= 1;  // the step in flight consumed a token nobody keeps
-        break;
-      }
-      if (!ahead) {
-        st.stop_reason = "context";  // the budget would have let another token through
         break;
       }
       step = *ahead;
       submit_ahead();
       id = read_argmax(s, step);
     }
-    em.flush();
-    st.generate_seconds = since(t1);
-    return st;
+    return end(t1);
   }
 
   int32_t next = pick_next(s, sampler);
   st.prompt_seconds = since(t0);
   auto t1 = Clock::now();
-  while (em.push(next)) {
-    if (s.n_past >= s.mg.n_ctx) {
-      st.stop_reason = "context";
-      break;
-    }
+  while (emit(next, /*full=*/s.n_past >= s.mg.n_ctx)) {
     eval(s, std::span<const int32_t>(&next, 1), {}, readout);
     next = pick_next(s, sampler);
   }
-  em.flush();
-  st.generate_seconds = since(t1);
-  return st;
+  return end(t1);
 }
 
 double PerplexityResult::perplexity() const { return n_scored ? std::exp(nll / double(n_scored)) : NAN; }

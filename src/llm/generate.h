@@ -2,6 +2,7 @@
 // text, until EOS, a stop string or the token budget.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -9,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "llm/emit.h"
 #include "llm/sampler.h"
 #include "llm/session.h"
 
@@ -20,6 +22,7 @@ struct GenerateOptions {
   SamplerParams sampling;
   std::vector<std::string> stop;    // generation ends before any of these
   std::string dump_logits;          // file for the prompt's logits (needs all_logits)
+  const std::atomic<bool>* interrupt = nullptr;  // set: the next token ends it ("interrupted")
 };
 
 struct GenerateStats {
@@ -27,10 +30,18 @@ struct GenerateStats {
   size_t n_generated = 0;
   double prompt_seconds = 0;
   double generate_seconds = 0;
-  std::string stop_reason;  // "eos", "stop string", "length", "context"
+  std::string stop_reason;  // "eos", "stop string", "length", "context", "interrupted", "callback"
 };
 
 GenerateStats generate(Session& s, const GenerateOptions& o, const std::function<void(std::string_view)>& on_text);
+
+// Each generated token's text (empty while held back or mid-character) and id, then the text
+// still held at the end with id -1 (when there is some); false ends the generation there
+// ("callback", and no text at the end).
+using TokenSink = std::function<bool(std::string_view text, int32_t id)>;
+// generate() on prompt tokens (o.prompt is not read), streaming through `sink`.
+GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const GenerateOptions& o,
+                              const TokenSink& sink);
 
 // What a decode step must read back for this sampler (the argmax alone when greedy).
 Readout step_readout(const Session& s, const SamplerParams& p);
@@ -38,16 +49,6 @@ Readout step_readout(const Session& s, const SamplerParams& p);
 // all logits, whichever it needs), accepted into its history.
 int32_t pick_next(Session& s, Sampler& sampler);
 bool is_end_token(const Session& s, int32_t id);  // EOS or end of turn
-
-// Holds back text that might be the start of a stop string; finds a complete one.
-struct StopFilter {
-  std::vector<std::string> stops;
-  std::string held;
-  bool stopped = false;
-};
-// Returns the text that is safe to emit now.
-std::string stop_filter_push(StopFilter& f, std::string_view text);
-std::string stop_filter_flush(StopFilter& f);  // at the end: what is still held
 
 // Perplexity as llama.cpp's llama-perplexity computes it, so the two numbers compare. The text's
 // tokens (a BOS first when the vocabulary adds one) are cut into floor(n / n_ctx) chunks of

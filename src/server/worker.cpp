@@ -34,8 +34,7 @@ uint64_t micros_since(Clock::time_point t) {
 struct Slot {
   std::shared_ptr<Job> job;
   llm::Sampler sampler;
-  llm::StopFilter filter;
-  tokenizer::StreamDecoder dec;
+  llm::Emit emit;  // the reply's text, stop strings, budget and context (llm/emit.h)
   llm::Readout readout = llm::Readout::All;
   size_t prefilled = 0;  // prompt tokens in the slot's KV region
   std::vector<int32_t> kv;  // the tokens at the sequence's KV positions 0.. (its prompt cache, after)
@@ -48,18 +47,17 @@ struct Slot {
   size_t discarded = 0;  // tokens the shifts took out of the cache
   llm::PickLogprobs next_lp;           // req.logprobs >= 0: next's log-probabilities
   std::vector<TokenLogprobs> lp;       // emitted tokens' not yet sent with an event
-  size_t n_generated = 0;
   Clock::time_point t_decode;
 };
 
 void finish(ServerState& st, Slot& slot, const std::string& reason) {
   Event e;
-  e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_flush(slot.dec)) + llm::stop_filter_flush(slot.filter);
+  e.text = llm::emit_end(slot.emit);
   e.logprobs = std::move(slot.lp);
   e.done = true;
   e.stop_reason = reason;
   e.usage = {.prompt_tokens = slot.job->prompt.size(),
-             .completion_tokens = slot.n_generated,
+             .completion_tokens = slot.emit.n_generated,
              .cached_tokens = slot.job->n_reused,
              .dropped_messages = slot.job->dropped_messages,
              .dropped_tokens = slot.job->dropped_tokens,
@@ -82,8 +80,7 @@ void start(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq, std::shar
   if (!r.has_seed) p.seed = std::random_device{}();
   slot.sampler = llm::make_sampler(p);
   llm::constrain(s, slot.sampler);
-  slot.filter = llm::StopFilter{r.stop, {}, false};
-  slot.dec = tokenizer::make_stream_decoder(s.tok, /*sequence_start=*/false);
+  slot.emit = llm::emit_begin(s.tok, r.stop, r.max_tokens);
   slot.readout = llm::step_readout(s, p);
   if (slot.job->prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
   for (int32_t id : slot.job->prompt) llm::accept_token(slot.sampler, id);
@@ -158,31 +155,22 @@ bool emit(ServerState& st, llm::Session& s, Slot& slot, uint32_t seq) {
   if (!slot.decoding) return true;  // its prompt goes into the next step
   if (!slot.fresh) return true;     // a shift's re-prefill goes on; `next` went out already
   slot.fresh = false;
-  if (llm::is_end_token(s, slot.next)) {
-    finish(st, slot, "eos");
-    return false;
+  const llm::Emitted out = llm::emit_token(slot.emit, s.tok, slot.next, /*full=*/llm::seq_pos(s, seq) >= s.mg.n_ctx,
+                                           [&] { return shift_context(s, slot, seq); });
+  if (out.counted) {
+    slot.job->n_decoded.store(uint32_t(slot.emit.n_generated));
+    if (!slot.job->warm_up) st.metrics.generated_tokens += 1;
+    if (r.logprobs >= 0) slot.lp.push_back(token_logprobs(s, slot.next_lp));
   }
-  ++slot.n_generated;
-  slot.job->n_decoded.store(uint32_t(slot.n_generated));
-  if (!slot.job->warm_up) st.metrics.generated_tokens += 1;
-  if (r.logprobs >= 0) slot.lp.push_back(token_logprobs(s, slot.next_lp));
-  Event e;
-  e.text = llm::stop_filter_push(slot.filter, tokenizer::decode_next(slot.dec, slot.next));
-  if (!e.text.empty()) {
+  if (!out.text.empty()) {
+    Event e;
+    e.text = out.text;
     e.logprobs = std::move(slot.lp);
     slot.lp.clear();
     push_event(*slot.job, std::move(e));
   }
-  if (slot.filter.stopped) {
-    finish(st, slot, "stop string");
-    return false;
-  }
-  if (r.max_tokens >= 0 && slot.n_generated >= size_t(r.max_tokens)) {
-    finish(st, slot, "length");
-    return false;
-  }
-  if (llm::seq_pos(s, seq) >= s.mg.n_ctx && !shift_context(s, slot, seq)) {
-    finish(st, slot, "context");
+  if (out.end) {
+    finish(st, slot, slot.emit.stop_reason);
     return false;
   }
   return true;
