@@ -130,12 +130,16 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
     pick.draw = next_draw(sampler);
     return &pick;
   };
+  // Bias, penalties and grammar: the GPU adjusts the logits and the step reads its top-k; a step
+  // the GPU cannot adjust (batch.h can_adjust_on_gpu) reads the whole row for the CPU.
+  Sampler* const adjust_rows[] = {&sampler};
+  auto step_read = [&] { return !dump.is_open() && stage_adjust(s, adjust_rows) ? Readout::TopK : readout; };
   auto t0 = Clock::now();
   eval(s, prompt, [&](size_t, size_t) {
     if (!dump.is_open()) return;
     std::vector<float> rows = read_logits(s);
     dump.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(float)));
-  }, readout, draw());
+  }, step_read(), draw());
   st.n_prompt = prompt.size();
   if (dump.is_open()) {
     dump.close();
@@ -187,7 +191,7 @@ GenerateStats generate(Session& s, const GenerateOptions& o, const std::function
       st.stop_reason = "context";
       break;
     }
-    eval(s, std::span<const int32_t>(&next, 1), {}, readout);
+    eval(s, std::span<const int32_t>(&next, 1), {}, step_read());
     next = pick_next(s, sampler);
   }
   em.flush();
