@@ -7,7 +7,10 @@
 #include <limits>
 #include <stdexcept>
 
+#include "grammar/token_index.h"
 #include "llm/generate.h"
+#include "ops/sampling/logit_adjust.h"
+#include "ops/sampling/sampling.h"
 
 namespace wgrt::llm {
 
@@ -67,13 +70,43 @@ void check_parts(const Session& s, std::span<const SeqPart> parts) {
 
 }  // namespace
 
+GpuSample next_gpu_sample(Sampler& s) {
+  const SamplerParams& p = s.params;
+  if (p.temperature == 0) return GpuSample{0, 1.0f, 1.0f, 0.0f, 1};
+  return GpuSample{next_draw(s), p.temperature, p.top_p, p.min_p, p.top_k};
+}
+
+namespace {
+
+void write_picks(Session& s, std::span<const GpuSample> samples) {
+  std::vector<ops::PickParams> pp;
+  for (const GpuSample& x : samples) pp.push_back({x.draw, x.temperature, x.top_p, x.min_p, x.k, 0, 0, 0});
+  graph::write_tensor<ops::PickParams>(*s.mg.graph, s.mg.pick, pp);
+}
+
+void check_samples(const Session& s, std::span<const GpuSample> samples, size_t rows) {
+  if (samples.empty()) return;
+  if (s.mg.all_logits) throw std::logic_error("GPU sampling needs a session without all_logits");
+  if (samples.size() != rows)
+    throw std::invalid_argument(fmt::format("{} GPU samples for a step of {} readout rows", samples.size(), rows));
+  for (size_t r = 0; r < samples.size(); ++r)
+    if (samples[r].k == 0 || samples[r].k > s.mg.top_k || !(samples[r].temperature > 0))
+      throw std::invalid_argument(fmt::format("GPU sample {}: k {} outside [1, {}] or a temperature not above 0", r,
+                                              samples[r].k, s.mg.top_k));
+}
+
+}  // namespace
+
 void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler,
-               bool logprobs) {
+               bool logprobs, std::span<const GpuSample> samples) {
   check_parts(s, parts);
+  size_t n_out = 0;
+  for (const SeqPart& p : parts) n_out += p.output ? 1 : 0;
+  check_samples(s, samples, n_out);
   const model::ModelGraph& mg = s.mg;
   if (mg.n_seqs == 1) {
     if (profiler) throw std::invalid_argument("eval_seqs: a profiled step needs a batched session");
-    eval(s, parts[0].tokens, {}, readout, nullptr, logprobs);
+    eval(s, parts[0].tokens, {}, readout, samples.empty() ? nullptr : &samples[0], logprobs);
     s.last_seqs.assign(1, parts[0].seq);
     return;
   }
@@ -95,13 +128,17 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu:
   const uint32_t n = uint32_t(tokens.size());
   graph::Graph& g = *mg.graph;
   const graph::ShapeInput shapes[] = {{mg.tokens, {n}}, {mg.kv_rows, {n, 2}}, {mg.out_rows, {uint32_t(out.size())}}};
-  const int64_t top_k = readout == Readout::All || readout == Readout::TopK || logprobs ? 1 : 0;
-  const graph::SymbolInput syms[] = {{mg.pos, 0}, {mg.feed, 0}, {mg.want_top_k, top_k}, {mg.want_sample, 0},
-                                     {mg.max_keys, int64_t(max_keys)}, {mg.want_logprobs, logprobs ? 1 : 0}};
+  const int64_t pick = samples.empty() ? 0 : 1;
+  const int64_t top_k = readout == Readout::All || readout == Readout::TopK || logprobs || pick ? 1 : 0;
+  const graph::SymbolInput syms[] = {{mg.pos, 0}, {mg.feed, 0}, {mg.want_top_k, top_k}, {mg.want_sample, pick},
+                                     {mg.max_keys, int64_t(max_keys)}, {mg.want_logprobs, logprobs ? 1 : 0},
+                                     {mg.adjust.enable, s.adjust_next ? 1 : 0}};
+  s.adjust_next = false;
   graph::update(g, shapes, syms);
   graph::write_tensor(g, mg.tokens, tokens.data(), tokens.size() * sizeof(int32_t));
   graph::write_tensor(g, mg.kv_rows, rows.data(), rows.size() * sizeof(uint32_t));
   graph::write_tensor(g, mg.out_rows, out.data(), out.size() * sizeof(uint32_t));
+  if (pick) write_picks(s, samples);
   ReadoutBuffer buf;
   s.last = graph::execute(g, {.read = readout_tensors(mg, readout, buf, logprobs), .profiler = profiler});
   s.last_rows = out.size();
@@ -114,14 +151,15 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu:
 
 bool can_feed_seqs(const Session& s) { return !s.mg.all_logits; }
 
-graph::Snapshot submit_fed_seqs(Session& s, std::span<const uint32_t> seqs) {
+graph::Snapshot submit_fed_seqs(Session& s, std::span<const uint32_t> seqs, std::span<const GpuSample> samples) {
   const model::ModelGraph& mg = s.mg;
   if (!can_feed_seqs(s)) throw std::logic_error("submit_fed_seqs: the session was built with all_logits");
   if (seqs.empty()) throw std::invalid_argument("a fed step of no sequences");
+  check_samples(s, samples, seqs.size());
   if (mg.n_seqs == 1) {  // the single-sequence graph's own fed step
     if (seqs.size() != 1 || seqs[0] != 0)
       throw std::invalid_argument(fmt::format("a fed step of {} sequences on a graph of one", seqs.size()));
-    graph::Snapshot snap = submit_fed_step(s);
+    graph::Snapshot snap = submit_fed_step(s, samples.empty() ? nullptr : &samples[0]);
     s.last_seqs.assign(1, 0);
     return snap;
   }
@@ -148,11 +186,13 @@ graph::Snapshot submit_fed_seqs(Session& s, std::span<const uint32_t> seqs) {
   const uint32_t n = uint32_t(seqs.size());
   graph::Graph& g = *mg.graph;
   const graph::ShapeInput shapes[] = {{mg.tokens, {n}}, {mg.kv_rows, {n, 2}}, {mg.out_rows, {n}}};
-  const graph::SymbolInput syms[] = {{mg.pos, 0}, {mg.feed, 1}, {mg.want_top_k, 0}, {mg.want_sample, 0},
-                                     {mg.max_keys, int64_t(max_keys)}, {mg.want_logprobs, 0}};
+  const int64_t pick = samples.empty() ? 0 : 1;
+  const graph::SymbolInput syms[] = {{mg.pos, 0}, {mg.feed, 1}, {mg.want_top_k, pick}, {mg.want_sample, pick},
+                                     {mg.max_keys, int64_t(max_keys)}, {mg.want_logprobs, 0}, {mg.adjust.enable, 0}};
   graph::update(g, shapes, syms);
   graph::write_tensor(g, mg.kv_rows, rows.data(), rows.size() * sizeof(uint32_t));
   graph::write_tensor(g, mg.out_rows, out.data(), out.size() * sizeof(uint32_t));
+  if (pick) write_picks(s, samples);
   s.last = graph::execute(g, {.read = {&mg.argmax, 1}});
   s.last_rows = n;
   s.last_seqs.assign(seqs.begin(), seqs.end());
@@ -228,7 +268,57 @@ void fill_logprobs(Session& s, size_t row, int32_t id, const std::vector<float>*
 
 }  // namespace
 
+bool can_adjust_on_gpu(const Session& s, const Sampler& sampler) {
+  const SamplerParams& p = sampler.params;
+  if (!needs_all_logits(p) || s.mg.all_logits) return false;
+  if (p.temperature != 0 && (p.top_k == 0 || p.top_k > s.mg.top_k)) return false;
+  if (p.grammar && (!sampler.constraint || sampler.constraint->index->n_vocab() > s.mg.n_vocab)) return false;
+  return adjust_entries(sampler).size() <= ops::kLogitAdjustMaxEntries;
+}
+
+bool stage_adjust(Session& s, std::span<Sampler* const> rows) {
+  const ops::LogitAdjust& a = s.mg.adjust;
+  if (rows.size() > a.max_rows)
+    throw std::invalid_argument(fmt::format("stage_adjust: {} rows, past the graph's {}", rows.size(), a.max_rows));
+  for (const Sampler* sp : rows)
+    if (sp && !can_adjust_on_gpu(s, *sp)) return false;
+  const size_t words = (a.n_vocab + 31) / 32;
+  std::vector<ops::LogitAdjustRow> heads(rows.size(), ops::LogitAdjustRow{0, 0, 1.0f, 0.0f, 0, 0, 0, 0});
+  std::vector<ops::LogitAdjustEntry> entries;
+  std::vector<uint32_t> allow;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (!rows[r]) continue;
+    Sampler& sp = *rows[r];
+    const std::vector<AdjustEntry> e = adjust_entries(sp);
+    heads[r] = {uint32_t(e.size()), sp.params.grammar ? 1u : 0u, sp.params.repeat_penalty, sp.params.presence_penalty,
+                0, 0, 0, 0};
+    entries.resize((r + 1) * ops::kLogitAdjustMaxEntries);
+    for (size_t i = 0; i < e.size(); ++i)
+      entries[r * ops::kLogitAdjustMaxEntries + i] = {uint32_t(e[i].id), e[i].count, e[i].bias, e[i].freq_sub};
+    if (sp.params.grammar) {
+      update_allow(sp);  // tokens past the grammar's vocabulary stay disallowed (zero bits)
+      allow.resize((r + 1) * words);
+      std::copy(sp.allow.begin(), sp.allow.end(), allow.begin() + long(r * words));
+    }
+    sp.gpu_adjusted = true;
+  }
+  graph::Graph& g = *s.mg.graph;
+  graph::write_tensor<ops::LogitAdjustRow>(g, a.rows, heads);
+  // Only the rows' used prefix is written: a row's count bounds what the kernel reads.
+  if (!entries.empty()) graph::write_tensor<ops::LogitAdjustEntry>(g, a.entries, entries);
+  if (!allow.empty()) graph::write_tensor<uint32_t>(g, a.allow, allow);
+  s.adjust_next = true;
+  return true;
+}
+
 int32_t pick_next_row(Session& s, Sampler& sampler, size_t row, PickLogprobs* lp, uint32_t n_top) {
+  if (sampler.gpu_adjusted) {
+    // The step's logits were adjusted on the GPU: its top-k holds the candidates (stage_adjust).
+    if (lp) throw std::logic_error("pick_next_row: log-probabilities of a step adjusted on the GPU (they are the "
+                                   "model's, before adjustment: stage_adjust is for steps without them)");
+    std::vector<Candidate> cands = read_top_k_row(s, row);
+    return sample(sampler, cands);
+  }
   if (sampler.params.temperature == 0 && !needs_all_logits(sampler.params)) {
     int32_t id = read_argmax_row(s, row);
     accept_token(sampler, id);

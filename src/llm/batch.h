@@ -35,8 +35,10 @@ void truncate_seq(Session& s, uint32_t seq, uint32_t n);
 // or repeated sequence, no tokens, too many tokens, a sequence past its context, an id outside
 // the vocabulary. `profiler`: a timestamp pair around each node (llm/profile.h).
 // `logprobs`: the step also reads back what pick_next_row's log-probabilities need.
+// `samples`: one per readout row, the row's token sampled on the GPU (next_gpu_sample) into
+// next_token, where read_argmax_row finds it and a fed step embeds it.
 void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu::Profiler* profiler = nullptr,
-               bool logprobs = false);
+               bool logprobs = false, std::span<const GpuSample> samples = {});
 
 // Pipelined greedy batched decode: a step of one token for each of `seqs`, where token r is the
 // argmax of row r of the previous step's readout, embedded where the GPU left it (the State
@@ -47,8 +49,14 @@ void eval_seqs(Session& s, std::span<const SeqPart> parts, Readout readout, gpu:
 // each sequence's position by one. Throws std::invalid_argument, with nothing run, naming what is
 // wrong. A sequence whose previous pick ends it had a token too many in this step: truncate_seq
 // takes it back out.
-graph::Snapshot submit_fed_seqs(Session& s, std::span<const uint32_t> seqs);
+// `samples`: one per sequence, its token sampled on the GPU instead of the argmax (sampled
+// decode pipelines as greedy does).
+graph::Snapshot submit_fed_seqs(Session& s, std::span<const uint32_t> seqs, std::span<const GpuSample> samples = {});
 bool can_feed_seqs(const Session& s);  // the batched graph has the GPU-fed route
+// The GPU's pick of the next token for this sampler, drawing from its generator as llm::sample
+// would: sampled (can_sample_on_gpu), or greedy as a top-1 (k = 1: the argmax, no draw) for a
+// greedy row of a step whose other rows sample. Only for samplers picked on the GPU.
+GpuSample next_gpu_sample(Sampler& s);
 
 // The readout rows' picks, row `row` of the latest step (read_argmax / read_top_k / pick_next
 // take the last row), or of the step that gave `snap` (waits for that step only).
@@ -69,6 +77,21 @@ struct PickLogprobs {
 };
 // With `lp`, the step must have been run with logprobs (eval_seqs); `n_top` <= s.mg.top_k.
 int32_t pick_next_row(Session& s, Sampler& sampler, size_t row, PickLogprobs* lp = nullptr, uint32_t n_top = 0);
+
+// Bias, penalties and grammar on the GPU (ops/sampling/logit_adjust.h): stage_adjust writes
+// the adjustment of each readout row of the next step (rows[r] for row r; null: none) and turns
+// the adjustment on for that step (eval, eval_seqs: their last chunk); each staged sampler's
+// pick then reads the top-k (Readout::TopK) instead of the whole row. Returns false, staging
+// nothing, when a row's sampler cannot be served so (can_adjust_on_gpu): then read the logits
+// (step_readout) and let the CPU adjust them.
+bool stage_adjust(Session& s, std::span<Sampler* const> rows);
+// Whether the GPU can adjust for this sampler: it needs an adjustment, the graph keeps one
+// logits row per sequence (not all_logits), the entries fit ops::kLogitAdjustMaxEntries, a
+// sampled pick's top_k is within the graph's top-k, and a grammar's vocabulary fits the model's.
+// The CPU path stays for the rest (a top_k of 0 or past the graph's, a penalty window of more
+// distinct tokens than the bound, all_logits sessions) and for log-probabilities, which are the
+// model's, before any adjustment.
+bool can_adjust_on_gpu(const Session& s, const Sampler& sampler);
 
 // The Readout a step must ask for to serve several samplers at once.
 Readout merge_readouts(std::span<const Readout> r);

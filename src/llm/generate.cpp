@@ -73,12 +73,16 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
     pick.draw = next_draw(sampler);
     return &pick;
   };
+  // Bias, penalties and grammar: the GPU adjusts the logits and the step reads its top-k; a step
+  // the GPU cannot adjust (batch.h can_adjust_on_gpu) reads the whole row for the CPU.
+  Sampler* const adjust_rows[] = {&sampler};
+  auto step_read = [&] { return !dump.is_open() && stage_adjust(s, adjust_rows) ? Readout::TopK : readout; };
   auto t0 = Clock::now();
   eval(s, prompt, [&](size_t, size_t) {
     if (!dump.is_open()) return;
     std::vector<float> rows = read_logits(s);
     dump.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(float)));
-  }, readout, draw());
+  }, step_read(), draw());
   st.n_prompt = prompt.size();
   if (dump.is_open()) {
     dump.close();
@@ -140,7 +144,7 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
   st.prompt_seconds = since(t0);
   auto t1 = Clock::now();
   while (emit(next, /*full=*/s.n_past >= s.mg.n_ctx)) {
-    eval(s, std::span<const int32_t>(&next, 1), {}, readout);
+    eval(s, std::span<const int32_t>(&next, 1), {}, step_read());
     next = pick_next(s, sampler);
   }
   return end(t1);

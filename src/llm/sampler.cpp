@@ -29,15 +29,18 @@ Sampler make_sampler(const SamplerParams& p) {
   return Sampler{p, std::mt19937_64(p.seed), {}};
 }
 
+bool has_penalties(const SamplerParams& p) {
+  return p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+}
+
 bool needs_all_logits(const SamplerParams& p) {
-  return p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
-         !p.logit_bias.empty() || p.grammar != nullptr;
+  return has_penalties(p) || !p.logit_bias.empty() || p.grammar != nullptr;
 }
 
 std::vector<Candidate> adjusted_logits(const Sampler& s, const std::function<float(int32_t)>& logit) {
   const SamplerParams& p = s.params;
   std::map<int32_t, uint32_t> counts;  // ordered: the result does not depend on hashing
-  if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f)
+  if (has_penalties(p))
     for (int32_t id : s.recent) ++counts[id];
   std::map<int32_t, float> out;
   for (const auto& [id, c] : counts) {
@@ -64,6 +67,34 @@ void adjust_logits(const Sampler& s, std::span<float> row) {
   for (const Candidate& c : adjusted_logits(s, at)) row[size_t(c.id)] = c.logit;
 }
 
+std::vector<AdjustEntry> adjust_entries(const Sampler& s) {
+  const SamplerParams& p = s.params;
+  std::map<int32_t, AdjustEntry> out;
+  if (has_penalties(p))
+    for (int32_t id : s.recent) {
+      AdjustEntry& e = out.try_emplace(id, AdjustEntry{id, 0, 0.0f, 0.0f}).first->second;
+      ++e.count;
+    }
+  // adjusted_logits subtracts p.frequency_penalty * float(c) as one float product: the same here.
+  for (auto& [id, e] : out) e.freq_sub = p.frequency_penalty * float(e.count);
+  for (const auto& [id, bias] : p.logit_bias)
+    out.try_emplace(id, AdjustEntry{id, 0, 0.0f, 0.0f}).first->second.bias = bias;
+  std::vector<AdjustEntry> v;
+  v.reserve(out.size());
+  for (const auto& [id, e] : out) v.push_back(e);
+  return v;
+}
+
+void update_allow(Sampler& s) {
+  if (!s.params.grammar) {
+    s.allow.clear();
+    return;
+  }
+  if (!s.constraint) throw std::logic_error("sample: a grammar without the model's token index (llm/constrain.h)");
+  s.allow.resize(grammar::mask_words(s.constraint->index->n_vocab()));
+  grammar::allowed_mask(*s.constraint, s.allow);
+}
+
 void accept_token(Sampler& s, int32_t id) {
   if (s.params.repeat_last_n == 0) return;
   s.recent.push_back(id);
@@ -72,13 +103,12 @@ void accept_token(Sampler& s, int32_t id) {
 
 namespace {
 
-// Keeps the candidates the grammar allows. Returns an end token to pick when the grammar is
-// complete and no candidate is left (-1 otherwise).
-int32_t apply_grammar(Sampler& s, std::vector<Candidate>& c) {
-  if (!s.constraint) throw std::logic_error("sample: a grammar without the model's token index (llm/constrain.h)");
-  grammar::Constraint& g = *s.constraint;
-  s.allow.resize(grammar::mask_words(g.index->n_vocab()));
-  grammar::allowed_mask(g, s.allow);
+// Keeps the candidates the grammar allows (the mask staged with the GPU's adjustment, or the
+// state's now). Returns an end token to pick when the grammar is complete and no candidate is
+// left (-1 otherwise).
+int32_t apply_grammar(Sampler& s, std::vector<Candidate>& c, bool staged) {
+  if (!staged) update_allow(s);
+  const grammar::Constraint& g = *s.constraint;
   std::erase_if(c, [&](const Candidate& x) {
     return x.id < 0 || size_t(x.id) >= g.index->n_vocab() || !grammar::mask_bit(s.allow, size_t(x.id));
   });
@@ -89,9 +119,9 @@ int32_t apply_grammar(Sampler& s, std::vector<Candidate>& c) {
 }
 
 // The pick without a grammar: bias and penalties, top-k, top-p, min-p, temperature, draw.
-int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c) {
+int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c, bool adjusted) {
   const SamplerParams& p = s.params;
-  if (needs_all_logits(p)) {
+  if (needs_all_logits(p) && !adjusted) {
     // Candidates hold every token (the whole row, id = index) or the best few: an adjusted token
     // missing from them stays out.
     bool row = true;
@@ -153,10 +183,12 @@ int32_t sample_unconstrained(Sampler& s, std::vector<Candidate>& c) {
 
 int32_t sample(Sampler& s, std::vector<Candidate>& c) {
   if (c.empty()) throw std::invalid_argument("sample: no candidates");
-  if (!s.params.grammar) return sample_unconstrained(s, c);
-  int32_t id = apply_grammar(s, c);
+  const bool adjusted = s.gpu_adjusted;
+  s.gpu_adjusted = false;
+  if (!s.params.grammar) return sample_unconstrained(s, c, adjusted);
+  int32_t id = apply_grammar(s, c, adjusted);
   if (id < 0) {
-    id = sample_unconstrained(s, c);
+    id = sample_unconstrained(s, c, adjusted);
   } else {
     accept_token(s, id);
   }

@@ -1,6 +1,9 @@
 // Token sampling over candidate logits: logit bias and penalties → top-k → top-p → min-p →
 // temperature → draw (greedy when the temperature is 0). Candidates come from the GPU's
-// top-k (or all logits when a bias or a penalty must see every token).
+// top-k. A bias, a penalty or a grammar can lift a token into the top-k (or allow only tokens
+// outside it): the GPU applies them to the logits first (ops/sampling/logit_adjust.h, staged by
+// llm/batch.h stage_adjust), or, where it cannot, the sampler reads the whole row and applies
+// them here.
 //
 // Penalties look at the last repeat_last_n tokens (the prompt's included), each token with its
 // count c there: the repeat penalty divides a positive logit by repeat_penalty and multiplies a
@@ -52,6 +55,9 @@ struct Sampler {
   std::deque<int32_t> recent;  // the last repeat_last_n tokens, for the penalty
   std::shared_ptr<grammar::Constraint> constraint;  // params.grammar's state; null without one
   std::vector<uint32_t> allow;  // the step's allowed tokens, a bit each (grammar/token_index.h)
+  // The step's logits were adjusted on the GPU by this sampler's entries and `allow` (set by
+  // stage_adjust, cleared by the pick): the pick reads the top-k and applies nothing again.
+  bool gpu_adjusted = false;
 };
 
 Sampler make_sampler(const SamplerParams& p);
@@ -63,9 +69,25 @@ bool needs_all_logits(const SamplerParams& p);
 std::vector<Candidate> adjusted_logits(const Sampler& s, const std::function<float(int32_t)>& logit);
 // Applies them to a whole row of logits (ids are indices), in place.
 void adjust_logits(const Sampler& s, std::span<float> row);
+// The same as one entry per touched token, ids ascending, for the GPU's logit_adjust
+// (ops/sampling/logit_adjust.h): the token's count in the penalty window (0: bias only), its
+// bias (0 if none) and frequency_penalty * count, rounded here as adjusted_logits rounds it.
+struct AdjustEntry {
+  int32_t id;
+  uint32_t count;
+  float bias;
+  float freq_sub;
+};
+std::vector<AdjustEntry> adjust_entries(const Sampler& s);
+bool has_penalties(const SamplerParams& p);
+// With a grammar: the tokens it allows now, into s.allow (a bit each, n_vocab bits); without
+// one, s.allow is cleared.
+void update_allow(Sampler& s);
 // Picks a token from `cands` (reordered in place). Records it for the penalty. With a grammar,
 // first drops the candidates it does not allow (std::runtime_error when none is left and the
-// grammar is not complete) and advances its state by the pick.
+// grammar is not complete) and advances its state by the pick. With s.gpu_adjusted the
+// candidates are already adjusted: neither bias nor penalty is applied again, and the grammar
+// filter uses the mask staged with them (s.allow); the flag is cleared.
 int32_t sample(Sampler& s, std::vector<Candidate>& cands);
 
 // The draw, in steps the GPU's sample_pick mirrors (ops/sampling/sampling.h): a uniform

@@ -108,10 +108,10 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
   for (size_t first = 0; first < tokens.size(); first += step) {
     const uint32_t n = uint32_t(std::min<size_t>(step, tokens.size() - first));
     const bool last = first + n == tokens.size();
-    const int64_t pick = sample && last ? 1 : 0, lp = logprobs && last ? 1 : 0;
+    const int64_t pick = sample && last ? 1 : 0, lp = logprobs && last ? 1 : 0, adjust = s.adjust_next && last;
     graph::ShapeInput shape{mg.tokens, {n}};
     const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 0}, {mg.want_top_k, top_k | pick | lp},
-                                       {mg.want_sample, pick}, {mg.want_logprobs, lp}};
+                                       {mg.want_sample, pick}, {mg.want_logprobs, lp}, {mg.adjust.enable, adjust}};
     graph::update(g, {&shape, 1}, syms);
     if (pick) write_pick(s, *sample);
     graph::write_tensor(g, mg.tokens, tokens.data() + first, n * sizeof(int32_t));
@@ -120,6 +120,7 @@ void eval(Session& s, std::span<const int32_t> tokens, const std::function<void(
     s.n_past += n;
     if (chunk_done) chunk_done(first, n);
   }
+  s.adjust_next = false;
 }
 
 bool can_feed(const Session& s) { return !s.mg.all_logits; }
@@ -134,7 +135,7 @@ graph::Snapshot submit_fed_step(Session& s, const GpuSample* sample) {
   graph::ShapeInput shape{mg.tokens, {1}};
   const int64_t pick = sample ? 1 : 0;
   const graph::SymbolInput syms[] = {{mg.pos, int64_t(s.n_past)}, {mg.feed, 1}, {mg.want_top_k, pick},
-                                     {mg.want_sample, pick}, {mg.want_logprobs, 0}};
+                                     {mg.want_sample, pick}, {mg.want_logprobs, 0}, {mg.adjust.enable, 0}};
   graph::update(g, {&shape, 1}, syms);
   if (sample) write_pick(s, *sample);
   s.last = graph::execute(g, {.read = {&mg.argmax, 1}});

@@ -40,6 +40,9 @@ struct Session {
   uint32_t prompt_step = 0;
   // The vocabulary indexed for grammars (llm/constrain.h), built by the first constrained request.
   std::shared_ptr<const grammar::TokenIndex> token_index;
+  // The next eval / eval_seqs adjusts its logits on the GPU (llm/batch.h stage_adjust set it;
+  // the step clears it). Fed steps never adjust.
+  bool adjust_next = false;
 };
 
 // What a step reads back from the output head: the argmax only (greedy), the top-k candidates

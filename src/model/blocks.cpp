@@ -223,11 +223,17 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
     mg.logits = apply_linear(b.g, out, x, "logits", b.o.gemv_int8);
     mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   }
+  // Bias, penalties and a grammar's mask, in place, on steps that ask (llm/batch.h stage_adjust):
+  // after the argmax (a step adjusted so reads its top-k), before the top-k, the GPU's sampled
+  // pick and the normalizer.
+  mg.adjust = ops::add_logit_adjust(
+      b.g, {.name = "logit_adjust", .logits = mg.logits,
+            .enable = graph::add_symbol(b.g, {.name = "want_adjust", .lo = 0, .hi = 1})});
   ops::TopKOutputs top =
       ops::add_top_k(b.g, {.name = "top_k", .logits = mg.logits, .k = mg.top_k, .enable = b.want_top_k});
   mg.top_ids = top.indices;
   mg.top_logits = top.values;
-  if (b.next_token && !b.out_rows)  // a sampled token where the next step reads it (pipelined sampling)
+  if (b.next_token)  // sampled tokens where the next step reads them (pipelined sampling), a row each
     ops::add_sample_pick(b.g, {.name = "sample_pick", .candidates = top, .pick = mg.pick, .out = *b.next_token,
                                .enable = mg.want_sample});
   mg.logprob_norm = ops::add_logsumexp(b.g, {.name = "logprob_norm", .logits = mg.logits, .enable = mg.want_logprobs});

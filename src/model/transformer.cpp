@@ -63,9 +63,9 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.feed = graph::add_symbol(g, {.name = "feed", .lo = 0, .hi = fed ? 1 : 0});
   mg.want_top_k = graph::add_symbol(g, {.name = "want_top_k", .lo = 0, .hi = 1});
   mg.want_logprobs = graph::add_symbol(g, {.name = "want_logprobs", .lo = 0, .hi = 1});
-  mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = fed && single ? 1 : 0});
+  mg.want_sample = graph::add_symbol(g, {.name = "want_sample", .lo = 0, .hi = fed ? 1 : 0});
   mg.want_hidden = graph::add_symbol(g, {.name = "want_hidden", .lo = 0, .hi = 1});
-  mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {8}});
+  mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {o.n_seqs, 8}});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
   BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs, {}};
   b.feed = mg.feed;

@@ -13,7 +13,8 @@
 // and `out_rows` (the step rows whose logits it wants, one per sequence at most); outputs have
 // a row per entry of out_rows. Their argmax lands in `next_token` (u32 [n_seqs], row r for
 // out_rows entry r), and a step of single tokens with feed = 1 embeds row t of it as its token t
-// (pipelined greedy batched decode, llm/batch.h submit_fed_seqs); want_sample stays 0.
+// (pipelined batched decode, llm/batch.h submit_fed_seqs); with want_sample = 1 row r's token
+// is sampled from its top-k on the GPU with row r of `pick` instead.
 //
 // Pipelined decode (without all_logits): the argmax lands in the State tensor `next_token`,
 // and a step with feed = 1 embeds that id instead of `tokens`, so the host can submit step
@@ -30,6 +31,7 @@
 #include "graph/graph.h"
 #include "model/loader.h"
 #include "model/model_file.h"
+#include "ops/sampling/logit_adjust.h"
 
 namespace wgrt::model {
 
@@ -75,7 +77,7 @@ struct ModelGraph {
   graph::SymbolId want_sample;  // 1: sample from the top-k on the GPU into next_token (needs want_top_k)
   graph::SymbolId want_hidden;  // 1: compute `hidden` this step
   graph::TensorId hidden;     // [n_tokens, dim]: output_norm of every row of the step (want_hidden)
-  graph::TensorId pick;       // u32 [8] ops::PickParams, written by the host for sampled steps
+  graph::TensorId pick;       // u32 [n_seqs, 8] ops::PickParams per readout row, written for sampled steps
   graph::TensorId top_ids;    // [rows, top_k] u32
   graph::TensorId top_logits; // [rows, top_k] f32
   graph::SymbolId want_logprobs;  // 1: compute logprob_norm this step
@@ -83,6 +85,10 @@ struct ModelGraph {
   graph::TensorId kv_rows;    // n_seqs > 1: u32 [n_tokens, 2] (position, first cache row) per token
   graph::SymbolId max_keys;   // n_seqs > 1: max over the step's tokens of position + 1
   graph::TensorId out_rows;   // n_seqs > 1: u32 [n_out] step rows whose logits are wanted
+  // Logit bias, penalties and a grammar mask applied in place before the top-k (and the sampled
+  // pick, the normalizer) on steps with adjust.enable = 1; the argmax (next_token) is not
+  // adjusted, so such a step's pick reads the top-k.
+  ops::LogitAdjust adjust;
   uint32_t n_vocab = 0;
   uint32_t n_embd = 0;        // the hidden state's width
   uint32_t n_ctx = 0;         // positions per sequence

@@ -7,6 +7,7 @@
 #include "ops/softmax/softmax.h"
 #include "ops/norm/norm.h"
 #include "ops/rope/rope.h"
+#include "ops/sampling/logit_adjust.h"
 #include "ops/sampling/sampling.h"
 #include "ops/silu_mul/silu_mul.h"
 #include "ops/linear_q/linear_q.h"
@@ -26,6 +27,7 @@ std::span<const ParamLayout> param_layouts() {
       kRopeLayout,
       kSiluMulLayout,
       kSamplingLayout,
+      kLogitAdjustLayout,
       kLinearQLayout,
       kEmbeddingLayout,
       kSliceLayout,

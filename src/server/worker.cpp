@@ -188,11 +188,24 @@ void fail(ServerState& st, Slot& slot, const std::exception& ex) {
   slot.job.reset();
 }
 
-// Whether the slot's next pick is the argmax that a fed step embeds on the GPU: greedy, with
-// nothing the host must see first (log-probabilities; a penalty or a bias reads the whole row; a
-// grammar's mask would depend on the pick before).
-bool picks_on_gpu(const Slot& slot) {
-  return slot.readout == llm::Readout::Argmax && slot.job->req.logprobs < 0;
+// Whether the slot's next pick is one a fed step embeds on the GPU: the argmax (greedy) or a
+// draw from the top-k (llm/batch.h next_gpu_sample), with nothing the host must see first
+// (log-probabilities; a penalty or a bias reads the whole row; a grammar's mask would depend on
+// the pick before).
+bool picks_on_gpu(const llm::Session& s, const Slot& slot) {
+  return (slot.readout == llm::Readout::Argmax || llm::can_sample_on_gpu(s, slot.sampler.params)) &&
+         slot.job->req.logprobs < 0;
+}
+
+// The GPU picks of a pipelined step, one per row's slot; none when every slot is greedy (the
+// argmax lands in next_token by itself).
+std::vector<llm::GpuSample> gpu_samples(std::vector<Slot>& slots, std::span<const uint32_t> row_slots) {
+  bool any = false;
+  for (uint32_t i : row_slots) any |= slots[i].sampler.params.temperature > 0;
+  std::vector<llm::GpuSample> v;
+  if (any)
+    for (uint32_t i : row_slots) v.push_back(llm::next_gpu_sample(slots[i].sampler));
+  return v;
 }
 
 // The picks of the step just run, one per output part (its readout row), each by its slot's
@@ -211,11 +224,11 @@ void read_picks(llm::Session& s, std::vector<Slot>& slots, std::span<const llm::
   }
 }
 
-// Pipelined greedy decode (worker.h): after the step that gave `snap`, whose readout row r is
-// slot seqs[r]'s pick, each next step is submitted before the host reads the picks it embeds
-// (llm/batch.h submit_fed_seqs), and the host emits those picks a step late. A slot that ends on
-// a pick had that pick in the step in flight: its position there is taken back (truncate_seq)
-// and its pick from that step never read. Returns when a step cannot be fed (a slot ended, a job
+// Pipelined decode (worker.h; greedy, or sampled on the GPU): after the step that gave `snap`,
+// whose readout row r is slot seqs[r]'s pick, each next step is submitted before the host reads
+// the picks it embeds (llm/batch.h submit_fed_seqs, a draw per sampled row), and the host emits
+// those picks a step late. A slot that ends on a pick had that pick in the step in flight: its
+// position there is taken back (truncate_seq) and its pick from that step never read. Returns when a step cannot be fed (a slot ended, a job
 // waits for a free slot, a slot nears its context's end, the server stops), every slot of `seqs`
 // still running left as an unpipelined step leaves it: its latest pick in `next`, not emitted.
 // `before_step` runs before each step is submitted.
@@ -232,7 +245,7 @@ void decode_pipelined(ServerState& st, llm::Session& s, std::vector<Slot>& slots
     graph::Snapshot ahead;
     if (feed) {
       before_step();
-      ahead = llm::submit_fed_seqs(s, seqs);
+      ahead = llm::submit_fed_seqs(s, seqs, gpu_samples(slots, seqs));
       st.metrics.fed_steps += 1;
     }
     // `snap`'s picks, read while `ahead` runs.
@@ -567,14 +580,18 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
     // A step of decode tokens alone, every running slot's and each picked on the GPU, is followed
     // by pipelined steps (decode_pipelined); any other step is read back before the next.
     bool pipelined = pipeline && n_prompt == 0 && parts.size() == live.size() && llm::can_feed_seqs(*s);
-    for (size_t i : part_slot) pipelined = pipelined && picks_on_gpu(slots[i]);
+    for (size_t i : part_slot) pipelined = pipelined && picks_on_gpu(*s, slots[i]);
     auto before_step = [&] {
       if (st.phase.load() == Phase::Ready && steps++ == destroy_after) wgpuDeviceDestroy(dev->get());
     };
     const auto t0 = Clock::now();
     try {
       before_step();
-      llm::eval_seqs(*s, parts, llm::merge_readouts(readouts), nullptr, logprobs);
+      std::vector<uint32_t> rows;  // a pipelined step's rows: its parts' slots
+      if (pipelined) rows.assign(part_slot.begin(), part_slot.end());
+      // A pipelined step's picks are all in next_token (sampled ones too): its argmax readout.
+      llm::eval_seqs(*s, parts, pipelined ? llm::Readout::Argmax : llm::merge_readouts(readouts), nullptr, logprobs,
+                     gpu_samples(slots, rows));
       for (size_t k = 0; k < parts.size(); ++k) {
         Slot& slot = slots[part_slot[k]];
         slot.kv.insert(slot.kv.end(), parts[k].tokens.begin(), parts[k].tokens.end());

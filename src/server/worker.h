@@ -14,14 +14,18 @@
 // their positions, and a sequence's positions are its cache rows, so keeping them in place
 // would mean moving and re-rotating every kept key); then decoding goes on.
 //
-// Pipelined decode. A step of decode tokens alone, each slot greedy with nothing the host must
-// read first (no log-probabilities, penalties or bias: llm::step_readout's Argmax), is followed
-// by steps fed on the GPU: each is submitted with the previous step's argmax rows as its tokens
-// (llm/batch.h submit_fed_seqs) before the host reads those picks, so the host's work (reading,
+// Pipelined decode. A step of decode tokens alone, each slot greedy or sampled from the top-k
+// with nothing the host must read first (no log-probabilities, penalties, bias or grammar:
+// llm::step_readout's Argmax, or llm::can_sample_on_gpu), is followed by steps fed on the GPU:
+// each is submitted with the previous step's picks as its tokens (the argmax, or each sampled
+// row's draw from its top-k on the GPU, drawn from the slot's generator at submission:
+// llm/batch.h submit_fed_seqs, next_gpu_sample) before the host reads those picks, so the host's work (reading,
 // emitting, the next step's encoding) overlaps the GPU's. The run ends, back to host-built steps,
 // when a slot ends (its token in the step in flight is taken back out of its cache), a queued job
 // can take a free slot, a slot nears its context's end, or the server stops. The text is the one
-// the unpipelined steps give, token for token: the fed steps compute the same rows.
+// the unpipelined steps give, token for token: the fed steps compute the same rows (a sampled
+// row's draw is the same; its f32 pick on the GPU may differ from the host's double one for a
+// draw within rounding of a boundary).
 //
 // A lost GPU device (gpu::DeviceLostError at a step's sync point) is not recovered: the jobs in
 // flight end with a 503 "device_lost" error, the phase becomes DeviceLost, /health answers 503

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "llm/sampler.h"
 #include "ops/sampling/sampling.h"
 #include "reference/sampling_ref.h"
 #include "support/device.h"
@@ -267,6 +268,62 @@ TEST(SamplePick, MatchesTheReferenceDraw) {
   update(g, {}, {&off, 1});
   execute(g);
   EXPECT_EQ(read_output<uint32_t>(g, out)[0], sentinel);
+}
+
+// Per-row picks on one step (batched sampled decode): each row with its own parameters and
+// draw, against llm::sample on the GPU's own top-k of that row given the same draw (a sampler
+// copy yields it), skipping draws within f32 rounding of a boundary.
+TEST(SamplePick, RowsMatchTheCpuSampler) {
+  const uint32_t vocab = 2003, k = 48, rows = 4;
+  Graph g(device());
+  TensorId logits = add_input(g, {.name = "logits", .max_shape = {rows, vocab}, .dynamic_dims = 1});
+  SymbolId on = add_symbol(g, {.name = "on", .lo = 0, .hi = 1});
+  ops::TopKOutputs top = ops::add_top_k(g, {.name = "top_k", .logits = logits, .k = k, .enable = on});
+  TensorId pick = add_input(g, {.name = "pick", .dtype = DType::U32, .max_shape = {rows, 8}});
+  TensorId out = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {rows}, .role = TensorRole::State});
+  ops::add_sample_pick(g, {.name = "pick", .candidates = top, .pick = pick, .out = out, .enable = on});
+  for (TensorId t : {top.indices, top.values, out}) mark_output(g, t);
+  build(g);
+  struct P {
+    float t, top_p, min_p;
+    uint32_t k;
+  };
+  const P par[rows] = {{0.8f, 0.95f, 0.05f, 40}, {1.5f, 1.0f, 0.0f, 48}, {0.3f, 0.5f, 0.0f, 7}, {1.0f, 0.9f, 0.2f, 1}};
+  int checked = 0;
+  for (uint32_t live : {4u, 3u}) {
+    auto lv = random_floats(size_t(live) * vocab, 29 + live, -4.f, 4.f);
+    ShapeInput sh{logits, {live, vocab}};
+    SymbolInput sym{on, 1};
+    update(g, {&sh, 1}, {&sym, 1});
+    write_tensor<float>(g, logits, lv);
+    for (uint64_t trial = 0; trial < 20; ++trial) {
+      std::vector<llm::Sampler> samplers;
+      std::vector<ops::PickParams> pp(rows);
+      for (uint32_t r = 0; r < live; ++r) {
+        llm::SamplerParams sp{.temperature = par[r].t, .top_k = par[r].k, .top_p = par[r].top_p,
+                              .min_p = par[r].min_p, .seed = trial * 7 + r};
+        samplers.push_back(llm::make_sampler(sp));
+        llm::Sampler copy = samplers.back();
+        pp[r] = {llm::next_draw(copy), par[r].t, par[r].top_p, par[r].min_p, par[r].k, 0, 0, 0};
+      }
+      write_tensor<ops::PickParams>(g, pick, pp);
+      execute(g);
+      const std::vector<uint32_t> ids = read_output<uint32_t>(g, top.indices);
+      const std::vector<float> vals = read_output<float>(g, top.values);
+      const std::vector<uint32_t> got = read_output<uint32_t>(g, out);
+      for (uint32_t r = 0; r < live; ++r) {
+        std::vector<float> row(vals.begin() + r * k, vals.begin() + (r + 1) * k);
+        double margin = 0;
+        ref::sample_pick(row, par[r].k, par[r].t, par[r].top_p, par[r].min_p, pp[r].draw, &margin);
+        if (margin < 1e-5) continue;
+        std::vector<llm::Candidate> cands(k);
+        for (uint32_t i = 0; i < k; ++i) cands[i] = {int32_t(ids[r * k + i]), row[i]};
+        EXPECT_EQ(int32_t(got[r]), llm::sample(samplers[r], cands)) << "row " << r << " trial " << trial;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 100);
 }
 
 }  // namespace

@@ -173,11 +173,15 @@ void add_sample_pick(graph::Graph& g, const SamplePickDesc& d) {
   const graph::Tensor& ids = graph::tensor_info(g, d.candidates.indices);
   const graph::Tensor& pick = graph::tensor_info(g, d.pick);
   const graph::Tensor& out = graph::tensor_info(g, d.out);
-  if (ids.max_shape.rank != 2 || ids.max_shape[0] != 1 || pick.dtype != graph::DType::U32 ||
-      pick.max_shape != graph::Shape{8} || out.dtype != graph::DType::U32 || out.max_shape != graph::Shape{1} ||
-      d.enable.v >= graph::symbol_count(g) || graph::symbol_info(g, d.enable).lo != 0 || graph::symbol_info(g, d.enable).hi != 1)
-    throw std::invalid_argument(fmt::format("{}: sample_pick takes top-k candidates of one row, a u32 [8] pick "
-                                            "input, a u32 [1] output and an enable symbol in [0, 1]", d.name));
+  const uint32_t rows = ids.max_shape.rank == 2 ? ids.max_shape[0] : 0;
+  const bool pick_ok = pick.dtype == graph::DType::U32 &&
+                       (pick.max_shape == graph::Shape{8} ? rows == 1 : pick.max_shape == graph::Shape{rows, 8});
+  if (rows == 0 || !pick_ok || out.dtype != graph::DType::U32 || out.role != graph::TensorRole::State ||
+      out.max_shape.rank != 1 || out.max_shape[0] < rows || d.enable.v >= graph::symbol_count(g) ||
+      graph::symbol_info(g, d.enable).lo != 0 || graph::symbol_info(g, d.enable).hi != 1)
+    throw std::invalid_argument(fmt::format("{}: sample_pick takes top-k candidates [rows, k], a u32 [rows, 8] pick "
+                                            "input ([8] for one row), a u32 State output of at least the rows and an "
+                                            "enable symbol in [0, 1]", d.name));
   const uint32_t k = ids.max_shape[1];
   graph::KernelSpec kernel{gpu::make_key("sampling", "sample_pick"),
                            {graph::Binding::of(6, d.candidates.indices), graph::Binding::of(7, d.candidates.values),
@@ -192,9 +196,10 @@ void add_sample_pick(graph::Graph& g, const SamplePickDesc& d) {
                                 {{kSamplingOff, "off", 0, 0, {}, /*idle=*/true}, {kSamplingOn, "on", 1, 1, {kernel}}}},
       .infer = [](const graph::InferArgs&) {},
       .plan =
-          [k](const graph::PlanArgs&, graph::Plan& p) {
-            p.params[0].set(SamplingParams{1, 0, 0, 0, k, 0, 0, 0});
-            p.grids[0] = {1, 1, 1};
+          [k](const graph::PlanArgs& a, graph::Plan& p) {
+            const uint32_t n = a.in[0][0];  // the candidates' live rows
+            p.params[0].set(SamplingParams{n, 0, 0, 0, k, 0, 0, 0});
+            p.grids[0] = {1, n, 1};  // a workgroup per row
           },
   });
 }

@@ -59,10 +59,12 @@ struct TopKOutputs {
 };
 TopKOutputs add_top_k(graph::Graph& g, const TopKDesc& d);
 
-// A sampled pick from the top-k on the GPU, so sampled decoding can stay pipelined: `pick`
-// is a u32 [8] input holding PickParams (written by the host each step: a fresh draw), `out`
-// the u32 [1] State tensor the next step's embedding reads. Routes "off" [0, 0] (idle) and "on"
-// [1, 1] on `enable`. The steps are llm::sample's (sampler.h) without a repetition penalty.
+// A sampled pick from the top-k on the GPU, so sampled decoding can stay pipelined: row r of
+// the candidates gets its own draw. `pick` is a u32 input of PickParams, [max_rows, 8] (or [8]
+// for one row), written by the host each step (a fresh draw per row); `out` the u32 State
+// tensor [>= max_rows] the next step's embedding reads, row r's pick at r. Routes "off" [0, 0]
+// (idle) and "on" [1, 1] on `enable`. The steps are llm::sample's (sampler.h) without a
+// repetition penalty, in f32 (a draw within rounding of a boundary may pick its neighbour).
 struct PickParams {
   uint32_t draw;      // u = draw / 2^32
   float temperature;  // > 0
@@ -73,9 +75,9 @@ struct PickParams {
 static_assert(sizeof(PickParams) == 32);
 struct SamplePickDesc {
   std::string name;
-  TopKOutputs candidates;  // [1, k], best first
-  graph::TensorId pick;    // u32 [8] input
-  graph::TensorId out;     // u32 [1]
+  TopKOutputs candidates;  // [n_rows, k], best first
+  graph::TensorId pick;    // u32 [max_rows, 8] (or [8]) input
+  graph::TensorId out;     // u32 State [>= max_rows]
   graph::SymbolId enable;  // in [0, 1]
 };
 void add_sample_pick(graph::Graph& g, const SamplePickDesc& d);

@@ -231,8 +231,9 @@ fn topk_final(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
 // ---- sample_pick: a sampled token from the top-k, on the GPU --------------------------------
 // The CPU sampler's steps (llm/sampler.cpp) on the top-k candidates (best first): the top-p and
 // min-p cuts on the temperature-1 softmax, weights exp((l_i - l_0) / T), and the first index
-// whose running weight passes u * sum, u = draw / 2^32; the id goes to out_idx[0] (next_token).
-// One thread: k <= 512 candidates, a few microseconds.
+// whose running weight passes u * sum, u = draw / 2^32; the id goes to out_idx[row]
+// (next_token). A workgroup of one thread per row, each row with its own PickParams: k <= 512
+// candidates, a few microseconds.
 struct PickParams {
   draw: u32,
   temperature: f32,
@@ -245,42 +246,46 @@ struct PickParams {
 }
 @group(0) @binding(6) var<storage, read> cand_ids: array<u32>;
 @group(0) @binding(7) var<storage, read> cand_vals: array<f32>;
-@group(0) @binding(8) var<storage, read> pick: PickParams;
+@group(0) @binding(8) var<storage, read> picks: array<PickParams>;
 
+// Grid (1, n_rows).
 @compute @workgroup_size(1)
-fn sample_pick() {
+fn sample_pick(@builtin(workgroup_id) wid: vec3<u32>) {
+  let row = wid.y;
+  let pick = picks[row];
+  let base = row * p.k;
   let k = max(1u, min(pick.k, p.k));
-  let l0 = cand_vals[0];
+  let l0 = cand_vals[base];
   var sum = 0.0;
-  for (var i = 0u; i < k; i++) { sum += exp(cand_vals[i] - l0); }
+  for (var i = 0u; i < k; i++) { sum += exp(cand_vals[base + i] - l0); }
   var keep = k;
   var cum = 0.0;
   for (var i = 0u; i < k; i++) {
-    cum += exp(cand_vals[i] - l0) / sum;
+    cum += exp(cand_vals[base + i] - l0) / sum;
     if (cum >= pick.top_p) {
       keep = i + 1u;
       break;
     }
   }
   for (var i = 1u; i < keep; i++) {
-    if (exp(cand_vals[i] - l0) < pick.min_p) {
+    if (exp(cand_vals[base + i] - l0) < pick.min_p) {
       keep = i;
       break;
     }
   }
   var total = 0.0;
-  for (var i = 0u; i < keep; i++) { total += exp((cand_vals[i] - l0) / pick.temperature); }
+  for (var i = 0u; i < keep; i++) { total += exp((cand_vals[base + i] - l0) / pick.temperature); }
   let goal = f32(pick.draw) / 4294967296.0 * total;
   var chosen = keep - 1u;
   var run = 0.0;
   for (var i = 0u; i < keep; i++) {
-    run += exp((cand_vals[i] - l0) / pick.temperature);
+    run += exp((cand_vals[base + i] - l0) / pick.temperature);
     if (run > goal) {
       chosen = i;
       break;
     }
   }
-  out_idx[0] = cand_ids[chosen];
+  out_idx[row] = cand_ids[base + chosen];
 }
 
 // ---- logsumexp: the log-softmax normalizer of each row, for log-probabilities ----------------
