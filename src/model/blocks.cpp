@@ -36,8 +36,12 @@ graph::TensorId residual(BuildContext& b, graph::TensorId x, graph::TensorId y, 
 
 graph::TensorId layer_vector(BuildContext& b, const std::string& name, uint32_t n) {
   auto it = b.vectors.find(name);
-  if (it == b.vectors.end()) it = b.vectors.emplace(name, load_vector(b.g, b.loader, name, n)).first;
+  if (it == b.vectors.end()) it = b.vectors.emplace(name, load_vector(b.g, b.loader, name, n, b.c.norm_offset)).first;
   return it->second;
+}
+
+graph::TensorId layer_rope_freqs(const BuildContext& b, uint32_t layer) {
+  return layer_rope_local(b.c, layer) ? b.rope_freqs_local : b.rope_freqs;
 }
 
 LayerCaches add_layer_caches(BuildContext& b, uint32_t l) {
@@ -93,17 +97,17 @@ graph::TensorId qkv_unfused(BuildContext& b, uint32_t l, graph::TensorId x, cons
   graph::TensorId k = apply_linear(b.g, wk, h, tname("attn_k", l), b.o.gemv_int8);
   graph::TensorId vv = apply_linear(b.g, wv, h, tname("attn_v", l), b.o.gemv_int8);
   if (v.qk_norm) {
-    graph::TensorId qn = load_vector(b.g, b.loader, wname(l, "attn_q_norm.weight"), c.head_dim);
-    graph::TensorId kn = load_vector(b.g, b.loader, wname(l, "attn_k_norm.weight"), c.head_dim);
+    graph::TensorId qn = load_vector(b.g, b.loader, wname(l, "attn_q_norm.weight"), c.head_dim, c.norm_offset);
+    graph::TensorId kn = load_vector(b.g, b.loader, wname(l, "attn_k_norm.weight"), c.head_dim, c.norm_offset);
     q = ops::add_rms_norm(b.g, {.name = tname("attn_q_norm", l), .x = q, .weight = qn, .eps = c.norm_eps,
                                 .row_size = c.head_dim});
     k = ops::add_rms_norm(b.g, {.name = tname("attn_k_norm", l), .x = k, .weight = kn, .eps = c.norm_eps,
                                 .row_size = c.head_dim});
   }
   const ops::RopeLayout layout = c.rope_neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal;
-  q = ops::add_rope(b.g, {.name = tname("attn_q_rope", l), .x = q, .freqs = b.rope_freqs, .pos = b.pos,
+  q = ops::add_rope(b.g, {.name = tname("attn_q_rope", l), .x = q, .freqs = layer_rope_freqs(b, l), .pos = b.pos,
                           .head_dim = c.head_dim, .layout = layout, .rows = b.rows});
-  k = ops::add_rope(b.g, {.name = tname("attn_k_rope", l), .x = k, .freqs = b.rope_freqs, .pos = b.pos,
+  k = ops::add_rope(b.g, {.name = tname("attn_k_rope", l), .x = k, .freqs = layer_rope_freqs(b, l), .pos = b.pos,
                           .head_dim = c.head_dim, .layout = layout, .rows = b.rows});
   ops::add_kv_write(b.g, {.name = tname("kv_write", l), .k = k, .v = vv, .k_cache = caches.k, .v_cache = caches.v,
                           .more = caches.more, .pos = b.pos, .rows = b.rows});
@@ -129,7 +133,7 @@ graph::TensorId attention_qkv(BuildContext& b, const LayerPlan& p, uint32_t l, c
       load_linear_fused(b.g, b.loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"), wname(l, "attn_v.weight")},
                         {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows, biases, orders);
   if (!w) throw std::logic_error(fmt::format("layer {}: the plan fuses q|k|v but the weights do not", l));
-  const ops::RopeQkv rope{.freqs = b.rope_freqs, .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
+  const ops::RopeQkv rope{.freqs = layer_rope_freqs(b, l), .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
                           .head_dim = c.head_dim, .layout = ops::RopeLayout::Normal,
                           .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
   return ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = w->format, .gs = w->gs, .x = x.x,
@@ -141,7 +145,9 @@ graph::TensorId attention_qkv(BuildContext& b, const LayerPlan& p, uint32_t l, c
 Hidden attend(BuildContext& b, const LayerPlan& p, uint32_t l, graph::TensorId q, const LayerCaches& caches) {
   graph::TensorId a = ops::add_attention(b.g, {.name = tname("attn", l), .q = q, .k_cache = caches.k,
                                                .v_cache = caches.v, .more_caches = caches.more, .pos = b.pos,
-                                               .n_heads = b.c.n_heads, .scale = attention_scale(b.c), .rows = b.rows,
+                                               .n_heads = b.c.n_heads, .scale = attention_scale(b.c),
+                                               .window = layer_window(b.c, l), .softcap = b.c.attn_softcap,
+                                               .rows = b.rows,
                                                .decode_max_tokens = b.rows ? b.o.n_seqs : 1,
                                                .xq_out = p.attention_xq});
   if (!p.attention_xq) return {a, std::nullopt};
@@ -192,6 +198,18 @@ Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t l, const Hidden&
   return {ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u}), std::nullopt};
 }
 
+namespace {
+
+// The logits soft-capped where the model says (Gemma 2); the fused head is not taken then
+// (head_fuses), so the argmax reads the capped logits.
+graph::TensorId final_softcap(BuildContext& b, graph::TensorId logits) {
+  if (b.c.final_softcap == 0) return logits;
+  return ops::add_unary(b.g, {.name = "logits_capped", .op = ops::Unary::Softcap, .x = logits,
+                              .value = b.c.final_softcap});
+}
+
+}  // namespace
+
 void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
   const ModelConfig& c = b.c;
   const bool tied = b.c.tied_embeddings || !find_weight(*b.loader.model, "output.weight");
@@ -215,12 +233,12 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
     // fed step's token r reads it (greedy batched decode, pipelined).
     x = ops::add_gather_rows(b.g, {.name = "out_hidden", .x = x, .rows = *b.out_rows});
     x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
-    mg.logits = apply_linear(b.g, out, x, "logits", b.o.gemv_int8);
+    mg.logits = final_softcap(b, apply_linear(b.g, out, x, "logits", b.o.gemv_int8));
     mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   } else {
     if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
     x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
-    mg.logits = apply_linear(b.g, out, x, "logits", b.o.gemv_int8);
+    mg.logits = final_softcap(b, apply_linear(b.g, out, x, "logits", b.o.gemv_int8));
     mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   }
   // Bias, penalties and a grammar's mask, in place, on steps that ask (llm/batch.h stage_adjust):

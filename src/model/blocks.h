@@ -37,9 +37,14 @@ struct BuildContext {
   std::optional<ops::KvRows> rows;         // several sequences per step (BuildOptions::n_seqs > 1)
   std::optional<graph::TensorId> out_rows; // with rows: the step rows the output head keeps
   std::map<std::string, graph::TensorId> vectors;  // layer_vector's, by weight name
+  // Local layers' RoPE table (ModelConfig::rope_theta_local; layer_rope_local); else rope_freqs.
+  graph::TensorId rope_freqs_local = rope_freqs;
 };
 
-// A [n] f32 weight (a norm weight), loaded once however many steps ask for it.
+// Layer l's RoPE table: rope_freqs, or rope_freqs_local on a local layer of its own base.
+graph::TensorId layer_rope_freqs(const BuildContext& b, uint32_t layer);
+
+// A [n] f32 norm weight (plus ModelConfig::norm_offset), loaded once however many steps ask for it.
 graph::TensorId layer_vector(BuildContext& b, const std::string& name, uint32_t n);
 
 // "attn_q.3" style tensor names (weight names: plan.h wname).
@@ -65,9 +70,10 @@ LayerCaches add_layer_caches(BuildContext& b, uint32_t layer);
 graph::TensorId attention_qkv(BuildContext& b, const LayerPlan& p, uint32_t layer, const Hidden& x,
                               const AttentionVariant& v, const LayerCaches& caches);
 
-// softmax(q Kᵀ / √head_dim) V over the cache, causal, grouped-query; with several sequences a
-// step of up to one token per sequence takes flash-decoding. Quantized ahead for attn_output
-// where p.attention_xq.
+// softmax(q Kᵀ / √head_dim) V over the cache, causal, grouped-query, within the layer's sliding
+// window (layer_window) and soft-capped where the model says (ModelConfig::attn_softcap); with
+// several sequences a step of up to one token per sequence takes flash-decoding. Quantized ahead
+// for attn_output where p.attention_xq.
 Hidden attend(BuildContext& b, const LayerPlan& p, uint32_t layer, graph::TensorId q, const LayerCaches& caches);
 
 // x + in Wᵀ for the layer's weight `what` ([n_out, k]; its bias where the file has one), the
@@ -81,7 +87,8 @@ Hidden linear_residual(BuildContext& b, uint32_t layer, const char* what, uint32
 Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t layer, const Hidden& x);
 
 // Final norm, the last position's row (unless all_logits; with several sequences the rows of
-// out_rows), output projection and GPU sampling reductions; fills the graph outputs of `mg`.
+// out_rows), output projection (soft-capped where ModelConfig::final_softcap says) and GPU
+// sampling reductions; fills the graph outputs of `mg`.
 void output_head(BuildContext& b, const Hidden& x, ModelGraph& mg);
 
 // The architecture builders (one file each): embeddings to the last hidden state.
@@ -90,6 +97,7 @@ Hidden build_mistral(BuildContext& b);
 Hidden build_qwen2(BuildContext& b);
 Hidden build_qwen3(BuildContext& b);
 Hidden build_phi3(BuildContext& b);
+Hidden build_gemma(BuildContext& b);  // gemma2 and gemma3
 // The llama layer stack with the attention variant (qwen2's biases, qwen3's q/k norms).
 Hidden llama_layers(BuildContext& b, const AttentionVariant& attention);
 

@@ -1,9 +1,12 @@
 #include "model/config.h"
 
+#include "model/ggml_types.h"
+
 #include <fmt/format.h>
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numbers>
 #include <optional>
@@ -17,6 +20,8 @@ const char* arch_name(Arch a) {
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
     case Arch::Phi3: return "phi3";
+    case Arch::Gemma2: return "gemma2";
+    case Arch::Gemma3: return "gemma3";
   }
   return "?";
 }
@@ -80,6 +85,11 @@ void validate_config(const ModelConfig& c, const std::string& where) {
   }
   if (c.rope_factors_short.empty() != c.rope_factors_long.empty())
     bad("LongRoPE needs both its short and its long factors");
+  if (!c.local_layers.empty() && c.local_layers.size() != c.n_layers)
+    bad(fmt::format("{} local-layer flags for {} layers", c.local_layers.size(), c.n_layers));
+  for (float v : {c.rope_theta_local, c.embd_scale, c.norm_offset, c.attn_scale, c.attn_softcap, c.final_softcap})
+    if (!(v >= 0) || !std::isfinite(v))
+      bad(fmt::format("a Gemma hyperparameter is {}, not a finite number >= 0", v));
   if (!(c.rope_attn_factor > 0) || !std::isfinite(c.rope_attn_factor))
     bad(fmt::format("rope attention factor {} is not a finite positive number", c.rope_attn_factor));
   // The q|k|v rows and the gate|up rows are fused into one weight: their counts must fit 32 bits.
@@ -95,7 +105,16 @@ const std::vector<float>& rope_factors_for(const ModelConfig& c, uint32_t n_ctx)
 }
 
 float attention_scale(const ModelConfig& c) {
-  return float(double(c.rope_attn_factor) * c.rope_attn_factor / std::sqrt(double(c.head_dim)));
+  const double base = c.attn_scale > 0 ? double(c.attn_scale) : 1 / std::sqrt(double(c.head_dim));
+  return float(double(c.rope_attn_factor) * c.rope_attn_factor * base);
+}
+
+uint32_t layer_window(const ModelConfig& c, uint32_t layer) {
+  return layer < c.local_layers.size() && c.local_layers[layer] ? c.sliding_window : 0;
+}
+
+bool layer_rope_local(const ModelConfig& c, uint32_t layer) {
+  return c.rope_theta_local > 0 && layer < c.local_layers.size() && c.local_layers[layer];
 }
 
 namespace {
@@ -126,6 +145,47 @@ uint32_t derived_u32(const GgufFile& f, uint64_t v, const std::string& what) {
   return uint32_t(v);
 }
 
+// A non-negative float key (`fallback` where absent): 0 turns the feature off.
+float gguf_nonneg(const GgufFile& f, const std::string& key, double fallback) {
+  const double v = f.opt_float(key).value_or(fallback);
+  if (v == 0) return 0;
+  return positive_float(v, fmt::format("metadata key '{}'", key), f.path);
+}
+
+// Gemma 2 and 3 as llama.cpp reads them (src/models/gemma2.cpp, gemma3.cpp): the embeddings
+// times sqrt(n_embd) in f32; the norm weights' 1 added by the converter; layer l local where
+// l % pattern < pattern - 1 (Gemma 2: pattern 2, window 4096 by default, even layers local;
+// Gemma 3: pattern 6 where the file has a window, every 6th layer global); local layers' RoPE
+// base `rope.freq_base_swa` (Gemma 3: 10000 by default; Gemma 2: the global one); soft-capping
+// (Gemma 2: attention 50 and final 30 by default; Gemma 3: final only where the file says);
+// the score scale 1 / sqrt(head_dim) except for the 27B shapes (46 and 62 layers), whose
+// query_pre_attn_scalar is n_embd / n_head. Linear RoPE scaling applies to global layers.
+void gemma_from_gguf(const GgufFile& f, ModelConfig& c) {
+  const std::string a = c.arch == Arch::Gemma2 ? "gemma2" : "gemma3";
+  auto key = [&](const char* k) { return a + "." + k; };
+  const bool g2 = c.arch == Arch::Gemma2;
+  c.embd_scale = std::sqrt(float(c.dim));
+  c.tied_embeddings = true;  // llama.cpp's gemma2 reads token_embd for the output whatever the file holds
+  if (!g2) c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  c.sliding_window = gguf_u32(f, key("attention.sliding_window"), g2 ? 4096 : 0);
+  if (c.sliding_window > 0) {
+    const uint32_t pattern = gguf_u32(f, key("attention.sliding_window_pattern"), g2 ? 2 : 6);
+    c.local_layers.resize(c.n_layers);
+    for (uint32_t l = 0; l < c.n_layers; ++l) c.local_layers[l] = pattern == 0 || l % pattern < pattern - 1;
+    c.rope_theta_local = float(f.opt_float(key("rope.freq_base_swa")).value_or(g2 ? c.rope_theta : 10000.0));
+    c.rope_theta_local = positive_float(c.rope_theta_local, fmt::format("metadata key '{}'", key("rope.freq_base_swa")),
+                                        f.path);
+  }
+  c.attn_softcap = g2 ? gguf_nonneg(f, key("attn_logit_softcapping"), 50) : 0;
+  c.final_softcap = gguf_nonneg(f, key("final_logit_softcapping"), g2 ? 30 : 0);
+  const bool big = c.n_layers == (g2 ? 46u : 62u);
+  c.attn_scale = float(1 / std::sqrt(double(big ? c.dim / c.n_heads : c.head_dim)));
+  const std::string type = f.find(key("rope.scaling.type")) ? f.get_string(key("rope.scaling.type")) : "";
+  const double factor = f.opt_float(key("rope.scaling.factor")).value_or(0);
+  if (factor != 0 && factor != 1 && (type.empty() || type == "linear"))
+    c.rope_freq_factors.assign(c.head_dim / 2, positive_float(factor, "metadata key 'rope.scaling.factor'", f.path));
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& f) {
@@ -136,9 +196,11 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   else if (a == "qwen2") c.arch = Arch::Qwen2;
   else if (a == "qwen3") c.arch = Arch::Qwen3;
   else if (a == "phi3") c.arch = Arch::Phi3;
+  else if (a == "gemma2") c.arch = Arch::Gemma2;
+  else if (a == "gemma3") c.arch = Arch::Gemma3;
   else
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported (hint: wgrt runs llama, "
-                                 "mistral, qwen2, qwen3 and phi3 models)", f.path, a));
+                                 "mistral, qwen2, qwen3, phi3, gemma2 and gemma3 models)", f.path, a));
   auto key = [&](const char* k) { return a + "." + k; };
   c.dim = gguf_u32(f, key("embedding_length"));
   c.n_layers = gguf_u32(f, key("block_count"));
@@ -157,7 +219,8 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     c.n_vocab = derived_u32(f, f.get_array("tokenizer.ggml.tokens").size(), "the length of 'tokenizer.ggml.tokens'");
   c.sliding_window = gguf_u32(f, key("attention.sliding_window"), 0);
   // GGUF stores llama/mistral q and k permuted for interleaved pairs; qwen and phi3 keep HF's halves.
-  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Phi3;
+  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Phi3 || c.arch == Arch::Gemma2 ||
+                c.arch == Arch::Gemma3;
   if (const uint32_t n_rot = gguf_u32(f, key("rope.dimension_count"), c.head_dim); n_rot != c.head_dim)
     throw ModelError(fmt::format("{}: metadata key '{}' = {} turns part of each head of {} (hint: wgrt turns whole "
                                  "heads; partial rotary models such as Phi-4-mini are not supported)", f.path,
@@ -194,6 +257,7 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   const std::string attn_factor = key("rope.scaling.attn_factor");
   c.rope_attn_factor = positive_float(f.opt_float(attn_factor).value_or(1.0), fmt::format("metadata key '{}'",
                                                                                           attn_factor), f.path);
+  if (c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3) gemma_from_gguf(f, c);
   validate_config(c, f.path);
   return c;
 }
@@ -262,6 +326,88 @@ void longrope_from_hf(const nlohmann::json& j, const nlohmann::json& s, ModelCon
   }
 }
 
+// x rounded to the nearest bfloat16 (ties to even).
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// Gemma 2 and 3 from a config.json (transformers' Gemma2Config, Gemma3TextConfig): tied output
+// by default; the norms' weights w of x * (1 + w) get their 1 at load (norm_offset); the score
+// scale query_pre_attn_scalar^-0.5; the embeddings times sqrt(hidden_size) as the checkpoint's
+// dtype rounds it (transformers makes the normalizer a tensor of the hidden states' dtype:
+// sqrt(1152) = 33.94 is 34 in bfloat16); layer l local per "layer_types" where given, else Gemma
+// 2's even layers and Gemma 3's all but every sliding_window_pattern-th (6); Gemma 3's local
+// layers turn RoPE at rope_local_base_freq (10000), its global ones at rope_theta with linear
+// scaling where rope_scaling says so (or rope_parameters' full_attention and sliding_attention
+// in newer configs); soft-capping where set (Gemma 2's configs: attention 50, final 30).
+void gemma_from_hf(const nlohmann::json& j, ModelConfig& c, const std::string& path) {
+  const bool g2 = c.arch == Arch::Gemma2;
+  const std::string act = hf_string(j, "hidden_activation", path).empty() ? hf_string(j, "hidden_act", path)
+                                                                        : hf_string(j, "hidden_activation", path);
+  if (!act.empty() && act != "gelu_pytorch_tanh" && act != "gelu_tanh")
+    throw ModelError(fmt::format("{}: hidden_activation '{}' is not supported (hint: Gemma's feed-forward gate is "
+                                 "gelu_pytorch_tanh)", path, act));
+  c.head_dim = hf_uint(j, "head_dim", path, 256);
+  c.tied_embeddings = hf_bool(j, "tie_word_embeddings", true, path);
+  c.norm_offset = 1;
+  c.attn_scale = float(1 / std::sqrt(double(hf_float(j, "query_pre_attn_scalar", float(c.head_dim), path))));
+  std::string dtype = hf_string(j, "torch_dtype", path);
+  if (dtype.empty()) dtype = hf_string(j, "dtype", path);
+  const float root = float(std::sqrt(double(c.dim)));
+  c.embd_scale = dtype == "bfloat16" ? round_bf16(root) : dtype == "float16" ? f16_to_f32(f32_to_f16(root)) : root;
+  auto softcap = [&](const char* k, float fallback) {
+    if (!j.contains(k)) return fallback;
+    return j[k].is_null() ? 0.f : hf_float(j, k, fallback, path);
+  };
+  c.attn_softcap = softcap("attn_logit_softcapping", g2 ? 50.f : 0.f);
+  c.final_softcap = softcap("final_logit_softcapping", g2 ? 30.f : 0.f);
+  c.sliding_window = hf_uint(j, "sliding_window", path, 4096);
+  c.local_layers.assign(c.n_layers, false);
+  if (j.contains("layer_types") && j["layer_types"].is_array()) {
+    const auto& t = j["layer_types"];
+    if (t.size() != c.n_layers)
+      throw ModelError(fmt::format("{}: \"layer_types\" names {} layers of {} (hint: the config is corrupt)", path,
+                                   t.size(), c.n_layers));
+    for (uint32_t l = 0; l < c.n_layers; ++l) {
+      const std::string s = t[l].is_string() ? t[l].get<std::string>() : "";
+      if (s != "sliding_attention" && s != "full_attention")
+        throw ModelError(fmt::format("{}: layer_types[{}] is '{}' (hint: sliding_attention or full_attention)", path,
+                                     l, s));
+      c.local_layers[l] = s == "sliding_attention";
+    }
+  } else {
+    const uint32_t pattern = hf_uint(j, "sliding_window_pattern", path, g2 ? 2 : 6);
+    for (uint32_t l = 0; l < c.n_layers; ++l) c.local_layers[l] = pattern > 0 && (l + 1) % pattern != 0;
+  }
+  // RoPE: Gemma 2 one base for all; Gemma 3 a global and a local one.
+  const nlohmann::json* global = nullptr;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    const auto& rp = j["rope_parameters"];
+    global = rp.contains("full_attention") ? &rp["full_attention"] : &rp;
+    if (rp.contains("sliding_attention") && rp["sliding_attention"].is_object())
+      c.rope_theta_local = hf_float(rp["sliding_attention"], "rope_theta", 10000.f, path);
+    c.rope_theta = hf_float(*global, "rope_theta", c.rope_theta, path);
+  } else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    global = &j["rope_scaling"];
+  }
+  if (!g2 && c.rope_theta_local == 0) c.rope_theta_local = hf_float(j, "rope_local_base_freq", 10000.f, path);
+  if (global) {
+    std::string type = hf_string(*global, "rope_type", path);
+    if (type.empty()) type = hf_string(*global, "type", path);
+    if (type == "linear") {
+      validate_config(c, path);
+      c.rope_freq_factors.assign(c.head_dim / 2, hf_float(*global, "factor", 1.f, path));
+    } else if (!type.empty() && type != "default") {
+      throw ModelError(fmt::format("{}: rope scaling type '{}' is not supported for Gemma (hint: wgrt supports linear "
+                                   "scaling there)", path, type));
+    }
+  }
+}
+
 }  // namespace
 
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
@@ -276,10 +422,16 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   else if (a == "Qwen2ForCausalLM") c.arch = Arch::Qwen2;
   else if (a == "Qwen3ForCausalLM") c.arch = Arch::Qwen3;
   else if (a == "Phi3ForCausalLM") c.arch = Arch::Phi3;
+  else if (a == "Gemma2ForCausalLM") c.arch = Arch::Gemma2;
+  else if (a == "Gemma3ForCausalLM") c.arch = Arch::Gemma3;
+  else if (a == "Gemma3ForConditionalGeneration")
+    throw ModelError(fmt::format("{}: Gemma3ForConditionalGeneration (text and vision) is not supported (hint: wgrt "
+                                 "runs Gemma 3's text model from a Gemma3ForCausalLM checkpoint such as gemma-3-1b, or "
+                                 "a GGUF file of the model)", path));
   else
     throw ModelError(fmt::format("{}: architectures '{}' is not supported (hint: wgrt runs LlamaForCausalLM, "
-                                 "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM)", path,
-                                 a.empty() ? "(none)" : a));
+                                 "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
+                                 "Gemma2ForCausalLM and Gemma3ForCausalLM)", path, a.empty() ? "(none)" : a));
   c.n_vocab = hf_uint(j, "vocab_size", path);
   c.dim = hf_uint(j, "hidden_size", path);
   c.n_layers = hf_uint(j, "num_hidden_layers", path);
@@ -302,8 +454,13 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   c.rope_neox = true;  // HF rotates halves
   c.tied_embeddings = hf_bool(j, "tie_word_embeddings", false, path);
   c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path);
-  c.qk_norm = c.arch == Arch::Qwen3;
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3;
   c.matryoshka = hf_bool(j, "matryoshka", false, path);
+  if (c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3) {
+    gemma_from_hf(j, c, path);
+    validate_config(c, path);
+    return c;
+  }
   // rope_scaling, or rope_parameters as newer transformers write it (rope_theta inside).
   const char* rope_key = j.contains("rope_scaling") && j["rope_scaling"].is_object() ? "rope_scaling"
                          : j.contains("rope_parameters") && j["rope_parameters"].is_object() ? "rope_parameters"

@@ -1,6 +1,7 @@
 // The hyperparameters of a llama-family decoder, from GGUF metadata or a Hugging Face
 // config.json. Architectures: llama (1/2/3/3.1/3.2), mistral, qwen2/2.5, qwen3, phi3 (Phi-3 and
-// Phi-4: the llama layer with q|k|v and gate|up fused in the file, and LongRoPE).
+// Phi-4: the llama layer with q|k|v and gate|up fused in the file, and LongRoPE), gemma2 and
+// gemma3 (text; model/gemma.cpp).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ struct ModelError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3, Phi3 };
+enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3, Phi3, Gemma2, Gemma3 };
 const char* arch_name(Arch a);
 
 // How an embedding pools the final normed hidden states of a text's tokens into one vector.
@@ -48,7 +49,18 @@ struct ModelConfig {
   bool tied_embeddings = false;
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3
-  uint32_t sliding_window = 0;  // mistral: keys attended per query (0: all); contexts past it are refused
+  uint32_t sliding_window = 0;  // keys attended per query (0: all); mistral, phi3: contexts past it are refused
+  // Gemma 2 and 3. The layers that attend through sliding_window (local; the others are global),
+  // a flag per layer; empty: the window is not applied per layer (mistral's refusal above).
+  std::vector<bool> local_layers;
+  float rope_theta_local = 0;  // local layers' RoPE base, without rope_freq_factors (0: as global layers)
+  float embd_scale = 0;        // the embeddings times this (Gemma: sqrt(dim)); 0: none
+  // Added to every RMS norm weight at load: Hugging Face Gemma checkpoints store w of x * (1 + w);
+  // llama.cpp's converter adds the 1 to the GGUF's weights already (0 there).
+  float norm_offset = 0;
+  float attn_scale = 0;        // q·k scale where the model sets its own (Gemma: query_pre_attn_scalar^-0.5); 0: none
+  float attn_softcap = 0;      // attention logit soft-capping, cap * tanh(s / cap) (Gemma 2: 50); 0: none
+  float final_softcap = 0;     // final logit soft-capping (Gemma 2: 30); 0: none
   // Embeddings (llm/embed.h): GGUF `<arch>.pooling_type` or sentence-transformers'
   // 1_Pooling/config.json; a file that says neither is a generative model served for
   // embeddings, pooled by the mean of its tokens (pooling_declared false).
@@ -75,8 +87,12 @@ std::vector<float> llama3_freq_factors(uint32_t head_dim, float theta, float fac
 // The rope divisors a graph of `n_ctx` positions uses: rope_freq_factors where the file has them,
 // else LongRoPE's long set past n_ctx_orig and its short set up to it (empty: none).
 const std::vector<float>& rope_factors_for(const ModelConfig& c, uint32_t n_ctx);
-// Attention's score scale: 1 / sqrt(head_dim), times rope_attn_factor squared.
+// Attention's score scale: attn_scale where set, else 1 / sqrt(head_dim), times rope_attn_factor squared.
 float attention_scale(const ModelConfig& c);
+// Layer l's sliding window (AttentionDesc::window): sliding_window on local layers, else 0.
+uint32_t layer_window(const ModelConfig& c, uint32_t layer);
+// Whether layer l takes the local RoPE table (rope_theta_local; model/transformer.cpp).
+bool layer_rope_local(const ModelConfig& c, uint32_t layer);
 
 // Checks the numbers agree (heads divide, head_dim even, ...); throws ModelError with a hint.
 void validate_config(const ModelConfig& c, const std::string& where);

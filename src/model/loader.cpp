@@ -429,13 +429,15 @@ std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim) {
   return order;
 }
 
-graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n) {
+graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, float add) {
   const WeightView& w = take(l, name, {n});
   graph::TensorId t = graph::add_weight(g, {.name = name, .dtype = graph::DType::F32, .shape = {n}});
   l.gpu_bytes += uint64_t(n) * 4;
   const WeightView* wp = &w;
-  l.writes.push_back([wp, t](graph::Graph& gg) {
+  l.writes.push_back([wp, t, add](graph::Graph& gg) {
     std::vector<float> f = weight_to_f32(*wp);
+    if (add != 0)
+      for (float& v : f) v += add;
     graph::write_tensor(gg, t, f.data(), f.size() * 4);
   });
   return t;

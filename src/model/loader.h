@@ -108,7 +108,8 @@ std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim);
 std::optional<ops::QuantFormat> linear_quant_format(const Loader& l, const std::string& name, uint32_t k);
 
 // A vector [n] as f32 (norm weights, biases).
-graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n);
+// `add` is added to every value (ModelConfig::norm_offset for norm weights).
+graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, float add = 0);
 
 // y = x · wᵀ (+ bias) with the kernel family the weight's form needs.
 graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name,

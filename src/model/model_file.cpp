@@ -21,8 +21,9 @@ namespace {
 
 std::string dims_str(const std::vector<uint64_t>& d) { return shape_str(d); }
 
-// Hugging Face names -> GGUF names ("" for tensors wgrt does not use).
-std::string gguf_name(const std::string& hf) {
+// Hugging Face names -> GGUF names ("" for tensors wgrt does not use). Gemma's layers have four
+// norms: post_attention_layernorm is the attention's post-norm there (llama's ffn_norm elsewhere).
+std::string gguf_name(const std::string& hf, Arch arch) {
   static const std::pair<const char*, const char*> top[] = {
       {"model.embed_tokens.weight", "token_embd.weight"},
       {"model.norm.weight", "output_norm.weight"},
@@ -53,6 +54,13 @@ std::string gguf_name(const std::string& hf) {
       {"mlp.gate_proj.bias", "ffn_gate.bias"},
       {"mlp.up_proj.bias", "ffn_up.bias"},
       {"mlp.down_proj.bias", "ffn_down.bias"}};
+  static const std::pair<const char*, const char*> gemma_parts[] = {
+      {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"}};
+  if (arch == Arch::Gemma2 || arch == Arch::Gemma3)
+    for (auto [from, to] : gemma_parts)
+      if (m[2] == from) return fmt::format("blk.{}.{}", m[1].str(), to);
   for (auto [from, to] : parts)
     if (m[2] == from) return fmt::format("blk.{}.{}", m[1].str(), to);
   return "";
@@ -148,7 +156,7 @@ ModelFile open_hf_dir(const std::string& dir) {
   for (const StTensor& t : mf.checkpoint->tensors) {
     // A name wgrt does not map keeps its own, so the loader's every-tensor check names it;
     // rotary tables some checkpoints carry are recomputed, not read.
-    std::string name = gguf_name(t.name);
+    std::string name = gguf_name(t.name, mf.config.arch);
     if (name.empty() && t.name.ends_with("rotary_emb.inv_freq")) continue;
     if (name.empty()) name = t.name;
     WeightView w;

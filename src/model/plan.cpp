@@ -50,7 +50,8 @@ std::string head_weight(const Loader& l, const ModelConfig& c) {
 
 bool head_fuses(const graph::Graph&, const Loader& loader, const ModelConfig& c, const BuildOptions& o,
                 bool multi_seq) {
-  return !multi_seq && !o.all_logits && linear_quant_format(loader, head_weight(loader, c), c.dim).has_value();
+  return !multi_seq && !o.all_logits && c.final_softcap == 0 &&
+         linear_quant_format(loader, head_weight(loader, c), c.dim).has_value();
 }
 
 uint32_t cache_heads_per_part(const graph::Graph& g, const ModelConfig& c, const BuildOptions& o) {

@@ -42,7 +42,7 @@ struct ForwardPlan {
 };
 
 // The output head is the fused last-row gemv (output_norm, the projection and the argmax in one
-// node): one row's logits wanted (one sequence, no all_logits) of a quantized weight.
+// node): one row's logits wanted (one sequence, no all_logits) of a quantized weight, not soft-capped.
 bool head_fuses(const graph::Graph& g, const Loader& loader, const ModelConfig& c, const BuildOptions& o,
                 bool multi_seq);
 

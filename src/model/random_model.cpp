@@ -133,6 +133,15 @@ uint32_t add_metadata(GgufWriter& w, const RandomModelSpec& s) {
   gguf_set_u32(w, a + ".attention.value_length", s.head_dim);
   gguf_set_f32(w, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
   gguf_set_f32(w, a + ".rope.freq_base", s.rope_theta);
+  if (s.sliding_window) gguf_set_u32(w, a + ".attention.sliding_window", s.sliding_window);
+  if (s.swa_pattern) gguf_set_u32(w, a + ".attention.sliding_window_pattern", s.swa_pattern);
+  if (s.rope_theta_local > 0) gguf_set_f32(w, a + ".rope.freq_base_swa", s.rope_theta_local);
+  if (s.attn_softcap > 0) gguf_set_f32(w, a + ".attn_logit_softcapping", s.attn_softcap);
+  if (s.final_softcap > 0) gguf_set_f32(w, a + ".final_logit_softcapping", s.final_softcap);
+  if (s.rope_linear_factor > 0) {
+    gguf_set_string(w, a + ".rope.scaling.type", "linear");
+    gguf_set_f32(w, a + ".rope.scaling.factor", s.rope_linear_factor);
+  }
   if (!s.rope_factors_long.empty()) {
     gguf_set_u32(w, a + ".rope.dimension_count", s.head_dim);
     gguf_set_u32(w, a + ".rope.scaling.original_context_length", s.n_ctx_orig);
@@ -171,11 +180,13 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
       t.push_back({p + "attn_k.bias", GgmlType::F32, {KV}, Init::Bias});
       t.push_back({p + "attn_v.bias", GgmlType::F32, {KV}, Init::Bias});
     }
-    if (s.arch == Arch::Qwen3 || s.qk_norm) {
+    const bool gemma = s.arch == Arch::Gemma2 || s.arch == Arch::Gemma3;
+    if (s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3 || s.qk_norm) {
       t.push_back({p + "attn_q_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
       t.push_back({p + "attn_k_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
     }
     t.push_back({p + "attn_output.weight", s.matrix_type, {Q, D}, Init::Matrix});
+    if (gemma) t.push_back({p + "post_attention_norm.weight", GgmlType::F32, {D}, Init::Norm});
     t.push_back({p + "ffn_norm.weight", GgmlType::F32, {D}, Init::Norm});
     if (fused) {
       t.push_back({p + "ffn_up.weight", s.matrix_type, {D, 2 * uint64_t(s.ff)}, Init::Matrix});
@@ -184,10 +195,13 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
       t.push_back({p + "ffn_up.weight", s.matrix_type, {D, s.ff}, Init::Matrix});
     }
     t.push_back({p + "ffn_down.weight", s.matrix_type, {s.ff, D}, Init::Matrix});
+    if (gemma) t.push_back({p + "post_ffw_norm.weight", GgmlType::F32, {D}, Init::Norm});
   }
   t.push_back({"output_norm.weight", GgmlType::F32, {D}, Init::Norm});
   for (const std::string& name : s.extra_tensors) t.push_back({name, GgmlType::F32, {D}, Init::Norm});
-  if (!s.tied_embeddings) t.push_back({"output.weight", s.embd_type, {D, n_vocab}, Init::Matrix});
+  // llama.cpp's gemma2 reads its output from token_embd whatever the file holds: always tied.
+  if (!s.tied_embeddings && s.arch != Arch::Gemma2)
+    t.push_back({"output.weight", s.embd_type, {D, n_vocab}, Init::Matrix});
   return t;
 }
 
@@ -297,8 +311,24 @@ RandomModelSpec preset_model_spec(const std::string& name) {
     s.n_vocab = 151936, s.rope_theta = 1000000.f, s.tied_embeddings = true, s.n_ctx_train = 32768;
     return s;
   }
+  if (name == "gemma-3-1b") {
+    // Gemma 3 1B's shape: five local layers (window 512, base 10000) to a global one (base 1e6).
+    s.arch = Arch::Gemma3;
+    s.dim = 1152, s.n_layers = 26, s.n_heads = 4, s.n_kv_heads = 1, s.head_dim = 256, s.ff = 6912;
+    s.n_vocab = 262144, s.rope_theta = 1000000.f, s.tied_embeddings = true, s.n_ctx_train = 32768;
+    s.sliding_window = 512, s.swa_pattern = 6, s.rope_theta_local = 10000.f;
+    return s;
+  }
+  if (name == "gemma-2-2b") {
+    // Gemma 2 2B's shape: even layers local (window 4096), soft-capping 50 and 30.
+    s.arch = Arch::Gemma2;
+    s.dim = 2304, s.n_layers = 26, s.n_heads = 8, s.n_kv_heads = 4, s.head_dim = 256, s.ff = 9216;
+    s.n_vocab = 256000, s.tied_embeddings = true, s.n_ctx_train = 8192;
+    s.sliding_window = 4096, s.attn_softcap = 50.f, s.final_softcap = 30.f;
+    return s;
+  }
   throw std::invalid_argument(fmt::format("no model preset '{}' (hint: tiny, llama-3.2-1b, llama-3.1-8b, "
-                                          "qwen2.5-0.5b, phi-3-mini-128k)", name));
+                                          "qwen2.5-0.5b, phi-3-mini-128k, gemma-3-1b, gemma-2-2b)", name));
 }
 
 GgufWriter make_random_model(const RandomModelSpec& s) {

@@ -12,7 +12,8 @@
 namespace wgrt::model {
 
 struct RandomModelSpec {
-  Arch arch = Arch::Llama;  // phi3: q|k|v and gate|up fused in the file, as its files have them
+  Arch arch = Arch::Llama;  // phi3: q|k|v and gate|up fused in the file, as its files have them;
+                            // gemma2/3: the post-norms (and gemma3's q/k norms), gemma2 tied
   uint32_t dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 64, ff = 128;
   uint32_t n_ctx_train = 2048;
   float rope_theta = 10000.f;
@@ -24,6 +25,10 @@ struct RandomModelSpec {
   bool tied_embeddings = false;
   bool qkv_bias = false;  // q/k/v biases for any architecture (qwen2 always has them)
   bool qk_norm = false;   // q/k RMS norms for any architecture (qwen3 always has them)
+  // gemma2/3 metadata, written where non-zero: attention.sliding_window (and its layer pattern),
+  // rope.freq_base_swa, the soft-capping keys, linear rope scaling (rope.scaling.type/factor).
+  uint32_t sliding_window = 0, swa_pattern = 0;
+  float rope_theta_local = 0, attn_softcap = 0, final_softcap = 0, rope_linear_factor = 0;
   std::vector<std::string> extra_tensors;  // F32 [dim] tensors no architecture reads (tests)
   GgmlType matrix_type = GgmlType::F32;  // attention and feed-forward weights
   GgmlType embd_type = GgmlType::F32;    // token_embd (and output)
@@ -38,7 +43,8 @@ struct RandomModelSpec {
 };
 
 // Shapes of well-known models with random weights, for benchmarks: "tiny", "llama-3.2-1b",
-// "llama-3.1-8b", "qwen2.5-0.5b", "phi-3-mini-128k". Throws std::invalid_argument for other names.
+// "llama-3.1-8b", "qwen2.5-0.5b", "phi-3-mini-128k", "gemma-3-1b", "gemma-2-2b". Throws
+// std::invalid_argument for other names.
 RandomModelSpec preset_model_spec(const std::string& name);
 
 GgufWriter make_random_model(const RandomModelSpec& spec);

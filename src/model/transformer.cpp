@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "model/blocks.h"
 #include "ops/rope/rope.h"
@@ -11,7 +12,8 @@ namespace wgrt::model {
 
 uint32_t default_ctx(const ModelConfig& c) {
   uint32_t n = c.n_ctx_train ? std::min(c.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx;
-  return c.sliding_window ? std::min(n, c.sliding_window) : n;
+  // A window wgrt applies per layer (Gemma) does not bound the context; mistral's does.
+  return c.sliding_window && c.local_layers.empty() ? std::min(n, c.sliding_window) : n;
 }
 
 ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions& opts) {
@@ -28,7 +30,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   if (uint64_t(o.n_ctx) * o.n_seqs > (uint64_t(1) << 31))
     throw std::invalid_argument(fmt::format("{} sequences of {} positions pass 2^31 cache rows (hint: fewer slots or "
                                             "a smaller context)", o.n_seqs, o.n_ctx));
-  if (c.sliding_window && o.n_ctx > c.sliding_window)
+  if (c.sliding_window && c.local_layers.empty() && o.n_ctx > c.sliding_window)
     throw std::invalid_argument(fmt::format("context size {} is past the model's sliding attention window of {} "
                                             "tokens, which wgrt does not apply (hint: -c {} or less)",
                                             o.n_ctx, c.sliding_window, c.sliding_window));
@@ -68,6 +70,9 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   mg.pick = graph::add_input(g, {.name = "pick", .dtype = graph::DType::U32, .max_shape = {o.n_seqs, 8}});
   graph::TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", c.head_dim);
   BuildContext b{g, loader, c, o, mg.tokens, mg.pos, freqs, {}};
+  // Gemma's local layers turn at their own base without the global layers' scaling.
+  std::optional<graph::TensorId> freqs_local;
+  if (c.rope_theta_local > 0) b.rope_freqs_local = *(freqs_local = ops::add_rope_freqs(g, "rope_freqs_local", c.head_dim));
   b.feed = mg.feed;
   b.want_top_k = mg.want_top_k;
   if (!single) {
@@ -93,6 +98,8 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
     case Arch::Qwen2: x = build_qwen2(b); break;
     case Arch::Qwen3: x = build_qwen3(b); break;
     case Arch::Phi3: x = build_phi3(b); break;
+    case Arch::Gemma2:
+    case Arch::Gemma3: x = build_gemma(b); break;
   }
   output_head(b, x, mg);
   check_every_tensor_used(loader);
@@ -101,6 +108,10 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   ops::RopeFreqs rf{.n_rot = c.head_dim, .theta = c.rope_theta, .freq_factors = c.rope_freq_factors};
   std::vector<uint32_t> table = ops::rope_freq_table(rf);
   graph::write_tensor(g, freqs, table.data(), table.size() * 4);
+  if (freqs_local) {
+    std::vector<uint32_t> local = ops::rope_freq_table({.n_rot = c.head_dim, .theta = c.rope_theta_local});
+    graph::write_tensor(g, *freqs_local, local.data(), local.size() * 4);
+  }
   write_weights(g, loader);
   mg.weight_bytes = loader.gpu_bytes;
   return mg;

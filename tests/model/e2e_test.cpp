@@ -45,6 +45,14 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
   r.rope_attn_factor = c.rope_attn_factor;
   r.qkv_bias = c.qkv_bias;
   r.qk_norm = c.qk_norm;
+  r.gemma = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
+  r.embd_scale = c.embd_scale;
+  r.attn_scale = c.attn_scale;
+  r.attn_softcap = c.attn_softcap;
+  r.final_softcap = c.final_softcap;
+  r.rope_theta_local = c.rope_theta_local;
+  r.sliding_window = c.sliding_window;
+  r.local_layers = c.local_layers;
   return r;
 }
 
@@ -92,6 +100,21 @@ Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
       spec.rope_factors_short.push_back(1.f + 0.5f * float(i % 2));
     }
     spec.rope_attn_factor = 1.19f;
+  }
+  if (c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3) {
+    // A window of 4 keys on the local layers (layer 0 of 2) against prompts of 11 tokens and
+    // 32 more; Gemma 2's soft-capping (small caps, so that they bend these random scores),
+    // Gemma 3's local RoPE base and linear scaling on its global layer.
+    spec.sliding_window = 4;
+    spec.swa_pattern = 2;
+    if (c.arch == Arch::Gemma2) {
+      spec.attn_softcap = 2.f;
+      spec.final_softcap = 5.f;
+    } else {
+      spec.rope_theta = 1000000.f;
+      spec.rope_theta_local = 10000.f;
+      spec.rope_linear_factor = 8.f;
+    }
   }
   Fixture f{open_gguf_bytes(gguf_serialize(make_random_model(spec)), "fixture.gguf"), {}, {}};
   f.ref_config = reference_config(f.file.config);
@@ -430,7 +453,19 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                                    .head_dim = 96, .n_heads = 4, .n_kv_heads = 4},
                                            E2eCase{Arch::Phi3, GgmlType::Q4_0, 3e-2f},
                                            E2eCase{.arch = Arch::Phi3, .type = GgmlType::Q4_K, .tol = 3e-2f,
-                                                   .embd = GgmlType::Q6_K, .gpu_routes = true}),
+                                                   .embd = GgmlType::Q6_K, .gpu_routes = true},
+                                           // gemma2 / gemma3: post-norms, GeGLU, the embedding scale, a window
+                                           // of 4 on layer 0 (model/gemma.cpp); gemma2 soft-caps and is tied,
+                                           // gemma3's q/k norms and two RoPE bases. Exact in f32 (head size
+                                           // 256, as Gemma's), and quantized.
+                                           E2eCase{.arch = Arch::Gemma3, .type = GgmlType::F32, .tol = 2e-3f,
+                                                   .head_dim = 256},
+                                           E2eCase{.arch = Arch::Gemma2, .type = GgmlType::F32, .tol = 2e-3f,
+                                                   .tied = true},
+                                           E2eCase{.arch = Arch::Gemma3, .type = GgmlType::Q4_K, .tol = 3e-2f,
+                                                   .embd = GgmlType::Q6_K},
+                                           E2eCase{.arch = Arch::Gemma2, .type = GgmlType::Q4_0, .tol = 3e-2f,
+                                                   .tied = true, .f16_kv = true}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) {
                            return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
                                   (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +

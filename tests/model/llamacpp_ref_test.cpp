@@ -77,9 +77,16 @@ struct ScratchDir {
 // Q8_0, IQ4_NL), as in Qwen2.5-0.5B's files (dim 896).
 // Phi3 and Phi3Peaked: Random's and Peaked's weights as a phi3 file (q|k|v and gate|up fused,
 // LongRoPE's long set chosen at both runtimes' contexts, and its attention factor).
-enum class Source { Random, Peaked, Ragged, Phi3, Phi3Peaked };
-bool peaked(Source s) { return s == Source::Peaked || s == Source::Phi3Peaked; }
+// Gemma3, Gemma3Peaked, Gemma2: Random's and Peaked's weights as gemma files with the post-norms,
+// a sliding window of 4 keys on layer 0 (of 2) against prompts of 11 tokens and 32 more;
+// Gemma 3's two RoPE bases (10000 local, 1e6 global with linear scaling 8), Gemma 2's
+// soft-capping (attention 5, final 10: caps that bend these scores). Gemma 2 is tied (llama.cpp
+// reads its output from token_embd), so it has no peaked variant (the fixture's output rows are
+// its own); the random one's greedy check takes near ties as llama.cpp scores them.
+enum class Source { Random, Peaked, Ragged, Phi3, Phi3Peaked, Gemma3, Gemma3Peaked, Gemma2 };
+bool peaked(Source s) { return s == Source::Peaked || s == Source::Phi3Peaked || s == Source::Gemma3Peaked; }
 bool phi3(Source s) { return s == Source::Phi3 || s == Source::Phi3Peaked; }
+bool gemma3(Source s) { return s == Source::Gemma3 || s == Source::Gemma3Peaked; }
 const char* source_tag(Source s) {
   switch (s) {
     case Source::Random: return "";
@@ -87,6 +94,9 @@ const char* source_tag(Source s) {
     case Source::Ragged: return "ragged-";
     case Source::Phi3: return "phi3-";
     case Source::Phi3Peaked: return "phi3-peaked-";
+    case Source::Gemma3: return "gemma3-";
+    case Source::Gemma3Peaked: return "gemma3-peaked-";
+    case Source::Gemma2: return "gemma2-";
   }
   return "?";
 }
@@ -101,7 +111,8 @@ std::vector<uint32_t> successors(uint32_t n_vocab) {
   return succ;
 }
 
-void make_peaked(GgufWriter& w) {
+// `embd_norm`: the rows' norm in the file (gemma scales its embeddings by sqrt(n_embd) on top).
+void make_peaked(GgufWriter& w, float embd_norm = kPeakedEmbdNorm) {
   auto find = [&](const std::string& name) -> GgufWriter::Tensor& {
     for (GgufWriter::Tensor& t : w.tensors)
       if (t.name == name) return t;
@@ -117,7 +128,7 @@ void make_peaked(GgufWriter& w) {
     float* row = e.data() + t * D;
     double norm = 0;
     for (size_t i = 0; i < D; ++i) norm += double(row[i]) * row[i];
-    const float to_norm = kPeakedEmbdNorm / float(std::sqrt(norm));
+    const float to_norm = embd_norm / float(std::sqrt(norm));
     for (size_t i = 0; i < D; ++i) {
       h[size_t(succ[t]) * D + i] = row[i] / float(std::sqrt(norm));
       row[i] *= to_norm;
@@ -162,8 +173,21 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
       }
       spec.rope_attn_factor = 1.19f;
     }
+    if (gemma3(src) || src == Source::Gemma2) {
+      spec.arch = gemma3(src) ? Arch::Gemma3 : Arch::Gemma2;
+      spec.sliding_window = 4;
+      spec.swa_pattern = 2;
+      if (gemma3(src)) {
+        spec.rope_theta = 1000000.f;
+        spec.rope_theta_local = 10000.f;
+        spec.rope_linear_factor = 8.f;
+      } else {
+        spec.attn_softcap = 5.f;
+        spec.final_softcap = 10.f;
+      }
+    }
     GgufWriter w = make_random_model(spec);
-    if (peaked(src)) make_peaked(w);
+    if (peaked(src)) make_peaked(w, gemma3(src) ? kPeakedEmbdNorm / std::sqrt(float(spec.dim)) : kPeakedEmbdNorm);
     source = dir + "/" + tag + "source-f16.gguf";
     gguf_write_file(w, source);
   }
@@ -473,7 +497,13 @@ INSTANTIATE_TEST_SUITE_P(, LlamaCppEndToEnd,
                                            E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Peaked},
                                            E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Phi3},
                                            E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Phi3},
-                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Phi3Peaked}),
+                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Phi3Peaked},
+                                           E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Gemma3},
+                                           E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Gemma3},
+                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Gemma3Peaked},
+                                           E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Gemma3Peaked},
+                                           E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Gemma2},
+                                           E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Gemma2}),
                          [](const ::testing::TestParamInfo<E2eCase>& i) { return case_name(i.param); });
 
 }  // namespace

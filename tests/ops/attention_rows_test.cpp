@@ -68,7 +68,7 @@ void run_rows(const AttnConfig& c, const std::vector<std::vector<Run>>& steps) {
     ref::kv_write_rows(vc, c.kv(), as_stored(v, c.f16), rows);
     const std::string what = fmt::format("step {}: {} tokens, max_keys {}", step, n, max_keys);
     if (c.with_attention) {
-      auto want = ref::attention_rows(q, kc, vc, c.kv(), rows, c.n_heads(), scale);
+      auto want = ref::attention_rows(q, kc, vc, c.kv(), rows, c.n_heads(), scale, c.window, c.softcap);
       EXPECT_TRUE(all_close(got, want, kAtol, kRtol)) << what;
       const bool decode = n <= c.decode_max_tokens;
       EXPECT_EQ(active_route(g, a.attn), decode ? ops::kAttentionDecode : ops::kAttentionPrefill) << what;
@@ -166,6 +166,15 @@ std::vector<OpCase> rows_cases() {
     AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .group = 2, .n_ctx = kSeqs * kRegion, .max_tokens = 48,
                  .f16 = true, .decode = k, .rows = true, .decode_max_tokens = 4, .cache_parts = {1, 1}};
     cases.push_back({fmt::format("hd64_gqa2_f16{}_parts2", decode_suffix(k)), [c] { run_rows(c, mixed_steps()); }});
+  }
+  // A sliding window (7 keys; 3) and soft-capping in every sequence's region: every decode kernel
+  // (the windows start inside chunks and past chunk 0) and every prefill kernel.
+  for (auto [dk, pk, window] : {std::tuple{K::vec, P::rt, 7u}, {K::sg, P::sg, 3u}, {K::split, P::tile, 7u}}) {
+    AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .group = 2, .n_ctx = kSeqs * kRegion, .max_tokens = 48,
+                 .f16 = true, .decode = dk, .prefill = pk, .rows = true, .decode_max_tokens = 4, .window = window,
+                 .softcap = 1.5f};
+    cases.push_back({fmt::format("hd64_gqa2_f16{}{}_window{}_softcap", decode_suffix(dk), prefill_suffix(pk), window),
+                     [c] { run_rows(c, mixed_steps()); }});
   }
   return cases;
 }

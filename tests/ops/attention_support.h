@@ -40,6 +40,8 @@ struct AttnConfig {
   std::vector<uint32_t> cache_parts;  // KV heads per cache tensor (a cache split by heads); empty: one
   bool xq_out = false;             // AttentionDesc::xq_out (AttnGraph::xq an output)
   bool k_q8 = false, v_q8 = false;  // q8_0 K / V caches (kv_cache.h); the other side as f16 says
+  uint32_t window = 0;   // AttentionDesc::window
+  float softcap = 0;     // AttentionDesc::softcap
   uint32_t n_heads() const { return n_kv_heads * group; }
   ref::KvShape kv() const { return {n_kv_heads, n_ctx, head_dim}; }
 };
@@ -128,7 +130,7 @@ inline AttnGraph build_attn_graph(const AttnConfig& c, bool caches_out = false,
                         .dynamic_dims = 1});
     a.out = ops::add_attention(g, {.name = "attn", .q = a.q, .k_cache = a.kc, .v_cache = a.vc,
                                    .more_caches = more, .pos = a.pos, .n_heads = c.n_heads(),
-                                   .decode_max_chunks = c.max_chunks, .decode_kernel = c.decode,
+                                   .window = c.window, .softcap = c.softcap, .decode_max_chunks = c.max_chunks, .decode_kernel = c.decode,
                                    .prefill_kernel = c.prefill, .rows = rows,
                                    .decode_max_tokens = c.decode_max_tokens, .xq_out = c.xq_out});
     a.attn = find_node(g, "attn");

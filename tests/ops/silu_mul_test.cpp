@@ -1,6 +1,8 @@
 // silu_mul (SwiGLU) against the CPU reference: separate gate/up and the fused gate|up tensor.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "ops/silu_mul/silu_mul.h"
 #include "reference/silu_mul_ref.h"
 #include "support/device.h"
@@ -62,8 +64,34 @@ OpCase dynamic_case(uint32_t ff, bool fused) {
           }};
 }
 
+// GeGLU (GateAct::GeluTanh): gelu_tanh(gate) * up against a plain loop in double, gates from
+// small to far past where the tanh saturates (the kernel clamps its argument).
+OpCase gelu_case(uint32_t rows, uint32_t ff, float gmag) {
+  return {fmt::format("gelu_{}x{}_gate{}", rows, ff, gmag), [=] {
+            Graph g(device());
+            TensorId gate = add_input(g, {.name = "gate", .max_shape = {rows, ff}, .dynamic_dims = 1});
+            TensorId up = add_input(g, {.name = "up", .max_shape = {rows, ff}, .dynamic_dims = 1});
+            TensorId out = ops::add_silu_mul(g, {.name = "out", .gate = gate, .up = up, .act = ops::GateAct::GeluTanh});
+            mark_output(g, out);
+            build(g);
+            auto gv = random_floats(size_t(rows) * ff, rows + ff, -gmag, gmag);
+            auto uv = random_floats(size_t(rows) * ff, rows + ff + 1, -3.f, 3.f);
+            ShapeInput s[] = {{gate, {rows, ff}}, {up, {rows, ff}}};
+            StepInput in[] = {{gate, gv.data(), gv.size() * 4}, {up, uv.data(), uv.size() * 4}};
+            auto got = run_step(g, s, {}, in, out);
+            std::vector<float> want(gv.size());
+            for (size_t i = 0; i < gv.size(); ++i) {
+              const double x = gv[i];
+              want[i] = float(0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * uv[i]);
+            }
+            EXPECT_TRUE(all_close(got, want, 1e-5f, 1e-5f));
+          }};
+}
+
 std::vector<OpCase> silu_mul_cases() {
   std::vector<OpCase> cases;
+  cases.push_back(gelu_case(3, 97, 4.f));
+  cases.push_back(gelu_case(37, 131, 100.f));
   for (bool fused : {false, true})
     for (auto [r, c] : {std::pair{1u, 1u}, {3u, 7u}, {37u, 97u}, {7u, 4099u}, {1u, 14336u}})
       cases.push_back(silu_case(r, c, fused, 6.f, 3.f));

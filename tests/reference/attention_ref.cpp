@@ -31,33 +31,37 @@ void kv_write_rows(std::vector<float>& cache, const KvShape& s, const std::vecto
 
 std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k_cache,
                              const std::vector<float>& v_cache, const KvShape& s,
-                             uint32_t n_tokens, uint32_t n_heads, uint32_t pos, float scale) {
-  return attention_rows(q, k_cache, v_cache, s, one_sequence(n_tokens, pos), n_heads, scale);
+                             uint32_t n_tokens, uint32_t n_heads, uint32_t pos, float scale,
+                             uint32_t window, float softcap) {
+  return attention_rows(q, k_cache, v_cache, s, one_sequence(n_tokens, pos), n_heads, scale, window, softcap);
 }
 
 std::vector<float> attention_rows(const std::vector<float>& q, const std::vector<float>& k_cache,
                                   const std::vector<float>& v_cache, const KvShape& s,
-                                  const std::vector<TokenRow>& rows, uint32_t n_heads, float scale) {
+                                  const std::vector<TokenRow>& rows, uint32_t n_heads, float scale,
+                                  uint32_t window, float softcap) {
   const uint32_t hd = s.head_dim, group = n_heads / s.n_kv_heads;
   const uint32_t n_tokens = uint32_t(rows.size());
   std::vector<float> out(size_t(n_tokens) * n_heads * hd);
   std::vector<double> score, acc(hd);
   for (uint32_t i = 0; i < n_tokens; ++i) {
     const uint32_t n_keys = rows[i].pos + 1;
+    const uint32_t first = window && n_keys > window ? n_keys - window : 0;  // the sliding window's first key
     score.assign(n_keys, 0.0);
     for (uint32_t h = 0; h < n_heads; ++h) {
       const float* qi = &q[(size_t(i) * n_heads + h) * hd];
       const size_t base = (size_t(h / group) * s.n_ctx + rows[i].base) * hd;
       double mx = -std::numeric_limits<double>::infinity();
-      for (uint32_t j = 0; j < n_keys; ++j) {
+      for (uint32_t j = first; j < n_keys; ++j) {
         double dot = 0;
         for (uint32_t d = 0; d < hd; ++d) dot += double(qi[d]) * k_cache[base + size_t(j) * hd + d];
         score[j] = dot * scale;
+        if (softcap > 0) score[j] = softcap * std::tanh(score[j] / softcap);
         mx = std::max(mx, score[j]);
       }
       double sum = 0;
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (uint32_t j = 0; j < n_keys; ++j) {
+      for (uint32_t j = first; j < n_keys; ++j) {
         double p = std::exp(score[j] - mx);
         sum += p;
         for (uint32_t d = 0; d < hd; ++d) acc[d] += p * v_cache[base + size_t(j) * hd + d];

@@ -18,10 +18,12 @@ void kv_write(std::vector<float>& cache, const KvShape& s, const std::vector<flo
               uint32_t n_tokens, uint32_t pos);
 
 // out [n_tokens, n_heads * head_dim]: query i (position pos + i) attends keys 0 .. pos + i;
-// query head h uses KV head h / (n_heads / n_kv_heads).
+// query head h uses KV head h / (n_heads / n_kv_heads). `window` (0: none): only keys k with
+// pos + i - k < window; `softcap` (0: none): each scaled score s becomes softcap * tanh(s / softcap).
 std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k_cache,
                              const std::vector<float>& v_cache, const KvShape& s,
-                             uint32_t n_tokens, uint32_t n_heads, uint32_t pos, float scale);
+                             uint32_t n_tokens, uint32_t n_heads, uint32_t pos, float scale,
+                             uint32_t window = 0, float softcap = 0);
 
 // A token of a step mixing sequences (ops::KvRows): its position in its sequence and the first
 // cache row of its sequence's region.
@@ -31,10 +33,12 @@ struct TokenRow {
 // Row i of k into cache row rows[i].base + rows[i].pos.
 void kv_write_rows(std::vector<float>& cache, const KvShape& s, const std::vector<float>& k,
                    const std::vector<TokenRow>& rows);
-// Query i attends cache rows rows[i].base .. rows[i].base + rows[i].pos.
+// Query i attends cache rows rows[i].base .. rows[i].base + rows[i].pos (window and softcap as
+// attention's).
 std::vector<float> attention_rows(const std::vector<float>& q, const std::vector<float>& k_cache,
                                   const std::vector<float>& v_cache, const KvShape& s,
-                                  const std::vector<TokenRow>& rows, uint32_t n_heads, float scale);
+                                  const std::vector<TokenRow>& rows, uint32_t n_heads, float scale,
+                                  uint32_t window = 0, float softcap = 0);
 
 // Softmax of each row of [rows, n].
 std::vector<float> softmax(const std::vector<float>& x, uint32_t rows, uint32_t n);

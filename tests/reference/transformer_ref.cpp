@@ -31,11 +31,14 @@ std::vector<float> matvec(const std::vector<float>& w, const float* x, size_t ou
   return y;
 }
 
-void rope(float* head, uint32_t head_dim, uint32_t pos, const TransformerConfig& c) {
+bool local(const TransformerConfig& c, uint32_t l) { return l < c.local_layers.size() && c.local_layers[l]; }
+
+void rope(float* head, uint32_t head_dim, uint32_t pos, const TransformerConfig& c, uint32_t layer) {
   uint32_t half = head_dim / 2;
+  const bool own_base = local(c, layer) && c.rope_theta_local > 0;
   for (uint32_t j = 0; j < half; ++j) {
-    double freq = std::pow(double(c.rope_theta), -2.0 * j / head_dim);
-    if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[j];
+    double freq = std::pow(double(own_base ? c.rope_theta_local : c.rope_theta), -2.0 * j / head_dim);
+    if (!c.rope_freq_factors.empty() && !own_base) freq /= c.rope_freq_factors[j];
     double angle = pos * freq;
     // LongRoPE's magnitude: the rotation times rope_attn_factor.
     double cs = std::cos(angle) * c.rope_attn_factor, sn = std::sin(angle) * c.rope_attn_factor;
@@ -56,7 +59,7 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
   const std::vector<float>& embd = get(w, "token_embd.weight");
   std::vector<float> x(T * D);
   for (size_t t = 0; t < T; ++t)
-    for (size_t i = 0; i < D; ++i) x[t * D + i] = embd[size_t(tokens[t]) * D + i];
+    for (size_t i = 0; i < D; ++i) x[t * D + i] = embd[size_t(tokens[t]) * D + i] * (c.embd_scale > 0 ? c.embd_scale : 1);
 
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     std::string p = "blk." + std::to_string(l) + ".";
@@ -69,11 +72,11 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
       auto vt = matvec(get(w, p + "attn_v.weight"), h.data(), kv_dim, D, c.qkv_bias ? &get(w, p + "attn_v.bias") : nullptr);
       for (uint32_t hh = 0; hh < c.n_heads; ++hh) {
         if (c.qk_norm) rms_norm(&qt[hh * hd], get(w, p + "attn_q_norm.weight").data(), hd, c.norm_eps);
-        rope(&qt[hh * hd], c.head_dim, uint32_t(t), c);
+        rope(&qt[hh * hd], c.head_dim, uint32_t(t), c, l);
       }
       for (uint32_t hh = 0; hh < c.n_kv_heads; ++hh) {
         if (c.qk_norm) rms_norm(&kt[hh * hd], get(w, p + "attn_k_norm.weight").data(), hd, c.norm_eps);
-        rope(&kt[hh * hd], c.head_dim, uint32_t(t), c);
+        rope(&kt[hh * hd], c.head_dim, uint32_t(t), c, l);
       }
       std::copy(qt.begin(), qt.end(), q.begin() + long(t * q_dim));
       std::copy(kt.begin(), kt.end(), k.begin() + long(t * kv_dim));
@@ -82,36 +85,46 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
     // Causal attention with grouped KV heads.
     std::vector<float> attn(T * q_dim);
     const uint32_t group = c.n_heads / c.n_kv_heads;
-    const double scale = 1.0 / std::sqrt(double(hd));
+    const double scale = c.attn_scale > 0 ? double(c.attn_scale) : 1.0 / std::sqrt(double(hd));
+    const size_t window = local(c, l) ? c.sliding_window : 0;
     for (size_t t = 0; t < T; ++t)
       for (uint32_t hh = 0; hh < c.n_heads; ++hh) {
         const float* qh = &q[t * q_dim + hh * hd];
         size_t kvh = hh / group;
-        std::vector<double> s(t + 1);
+        const size_t first = window && t + 1 > window ? t + 1 - window : 0;  // keys t - j >= window masked
+        std::vector<double> s(t + 1, 0.0);
         double mx = -INFINITY;
-        for (size_t j = 0; j <= t; ++j) {
+        for (size_t j = first; j <= t; ++j) {
           double dot = 0;
           for (size_t d = 0; d < hd; ++d) dot += double(qh[d]) * k[j * kv_dim + kvh * hd + d];
           s[j] = dot * scale;
+          if (c.attn_softcap > 0) s[j] = c.attn_softcap * std::tanh(s[j] / c.attn_softcap);
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (size_t j = first; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
         for (size_t d = 0; d < hd; ++d) {
           double acc = 0;
-          for (size_t j = 0; j <= t; ++j) acc += s[j] * v[j * kv_dim + kvh * hd + d];
+          for (size_t j = first; j <= t; ++j) acc += s[j] * v[j * kv_dim + kvh * hd + d];
           attn[t * q_dim + hh * hd + d] = float(acc / sum);
         }
       }
     for (size_t t = 0; t < T; ++t) {
       auto o = matvec(get(w, p + "attn_output.weight"), &attn[t * q_dim], D, q_dim, nullptr);
+      if (c.gemma) rms_norm(o.data(), get(w, p + "post_attention_norm.weight").data(), D, c.norm_eps);
       for (size_t i = 0; i < D; ++i) x[t * D + i] += o[i];
       std::vector<float> h(x.begin() + long(t * D), x.begin() + long((t + 1) * D));
       rms_norm(h.data(), get(w, p + "ffn_norm.weight").data(), D, c.norm_eps);
       auto gate = matvec(get(w, p + "ffn_gate.weight"), h.data(), c.ff, D, nullptr);
       auto up = matvec(get(w, p + "ffn_up.weight"), h.data(), c.ff, D, nullptr);
-      for (size_t i = 0; i < c.ff; ++i) gate[i] = float(gate[i] / (1.0 + std::exp(-double(gate[i]))) * up[i]);
+      for (size_t i = 0; i < c.ff; ++i) {
+        const double g = gate[i];
+        const double act = c.gemma ? 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)))
+                                   : g / (1.0 + std::exp(-g));
+        gate[i] = float(act * up[i]);
+      }
       auto down = matvec(get(w, p + "ffn_down.weight"), gate.data(), D, c.ff, nullptr);
+      if (c.gemma) rms_norm(down.data(), get(w, p + "post_ffw_norm.weight").data(), D, c.norm_eps);
       for (size_t i = 0; i < D; ++i) x[t * D + i] += down[i];
     }
   }
@@ -122,6 +135,8 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
     rms_norm(&x[t * D], get(w, "output_norm.weight").data(), D, c.norm_eps);
     if (hidden) hidden->insert(hidden->end(), x.begin() + long(t * D), x.begin() + long((t + 1) * D));
     auto lt = matvec(out_w, &x[t * D], c.n_vocab, D, nullptr);
+    if (c.final_softcap > 0)
+      for (float& v : lt) v = float(c.final_softcap * std::tanh(double(v) / c.final_softcap));
     std::copy(lt.begin(), lt.end(), logits.begin() + long(t * c.n_vocab));
   }
   return logits;

@@ -1,5 +1,5 @@
 // An independent CPU forward pass for llama-family decoders (llama 2/3, mistral, qwen2,
-// qwen3), on f32 weights, in the plainest loops (double accumulation). It shares no code
+// qwen3, phi3 after its split, gemma2/3), on f32 weights, in the plainest loops (double accumulation). It shares no code
 // with src/: it is the yardstick for the GPU graph.
 #pragma once
 
@@ -19,13 +19,22 @@ struct TransformerConfig {
   float rope_attn_factor = 1.f;          // LongRoPE (phi3): q and k rotated and scaled by it
   bool qkv_bias = false;             // qwen2
   bool qk_norm = false;              // qwen3: RMS norm over each head of q and k
+  // Gemma 2/3: post_attention_norm and post_ffw_norm on the sublayers' outputs before each
+  // residual add, gelu_tanh(gate) * up, the embeddings times embd_scale, the scores scaled by
+  // attn_scale and soft-capped (cap * tanh(s / cap)), local layers attending the last
+  // sliding_window keys with RoPE base rope_theta_local (no freq factors), final soft-capping.
+  bool gemma = false;
+  float embd_scale = 0, attn_scale = 0, attn_softcap = 0, final_softcap = 0, rope_theta_local = 0;
+  uint32_t sliding_window = 0;
+  std::vector<bool> local_layers;
 };
 
 // Weights by GGUF-style name, f32, row-major [out, in] for matrices:
 //   token_embd.weight [n_vocab, dim], output_norm.weight [dim], output.weight [n_vocab, dim]
 //   (absent: tied to token_embd), blk.<i>.attn_norm.weight, attn_q/k/v/output.weight,
 //   attn_q/k/v.bias, attn_q_norm/attn_k_norm.weight [head_dim], ffn_norm.weight,
-//   ffn_gate/ffn_up.weight [ff, dim], ffn_down.weight [dim, ff].
+//   ffn_gate/ffn_up.weight [ff, dim], ffn_down.weight [dim, ff]; gemma: post_attention_norm and
+//   post_ffw_norm.weight [dim] (the norm weights as applied, the 1 of Gemma's 1 + w included).
 using Weights = std::map<std::string, std::vector<float>>;
 
 // Logits [tokens.size(), n_vocab] for a whole sequence from position 0; `hidden`, when given,

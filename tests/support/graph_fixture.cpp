@@ -42,7 +42,7 @@ SmallGraph add_small_graph(Graph& g, int64_t throw_at, const gpu::PipelineKey& p
             ops::ElementwiseParams params{};
             params.n = uint32_t(a.out[0].numel());
             params.b_n = uint32_t(a.in[1].numel());
-            params._pad0 = uint32_t(a.sym[step]);  // unread by the kernel; makes bytes vary
+            params._pad1 = uint32_t(a.sym[step]);  // unread by the kernel; makes bytes vary
             p.params[0].set(params);
             p.grids[0] = ops::grid_1d(ops::ceil_div(params.n, 256), 65535);
           },

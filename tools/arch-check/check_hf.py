@@ -10,7 +10,9 @@ under the bound. Runs on the GPU machine (it has torch and transformers), one de
 
 phi3 runs twice: a prompt within original_max_position_embeddings (64) with `-c 64` (LongRoPE's
 short factors on both sides: transformers picks by the sequence's length, wgrt by its context) and
-a longer one with `-c 256` (the long factors). Prints one line per case; exits 1 if any fails."""
+a longer one with `-c 256` (the long factors). gemma2 and gemma3 attend through a sliding window of
+8 keys on layer 0 (the prompt is longer); gemma3 turns its local layer at 10000 and its global one at
+1e6 with linear scaling 8. Prints one line per case; exits 1 if any fails."""
 import argparse
 import json
 import os
@@ -43,6 +45,15 @@ def configs(vocab):
     phi.update(num_key_value_heads=4, original_max_position_embeddings=64, sliding_window=None, pad_token_id=0,
                rope_scaling={"type": "longrope", "short_factor": short, "long_factor": long})
     yield "phi3", transformers.Phi3Config(**phi, rope_theta=10000.0)
+    # Gemma: a sliding window of 8 keys (shorter than the prompt) on layer 0, global layer 1.
+    gem = base(vocab)
+    gem.update(head_dim=hd, query_pre_attn_scalar=hd, sliding_window=8, hidden_activation="gelu_pytorch_tanh")
+    yield "gemma2", transformers.Gemma2Config(**gem, rope_theta=10000.0, attn_logit_softcapping=50.0,
+                                              final_logit_softcapping=30.0)
+    yield "gemma3", transformers.Gemma3TextConfig(**gem, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                                                  sliding_window_pattern=2,
+                                                  layer_types=["sliding_attention", "full_attention"],
+                                                  rope_scaling={"rope_type": "linear", "factor": 8.0})
 
 
 def run(cmd):

@@ -24,8 +24,8 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(AttentionParams, n_token
                                   {"ml_offset", offsetof(AttentionParams, ml_offset)},
                                   {"scale", offsetof(AttentionParams, scale)},
                                   {"kv_off", offsetof(AttentionParams, kv_off)},
-                                  {"_pad1", offsetof(AttentionParams, _pad1)},
-                                  {"_pad2", offsetof(AttentionParams, _pad2)}};
+                                  {"window", offsetof(AttentionParams, window)},
+                                  {"softcap", offsetof(AttentionParams, softcap)}};
 constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
 // decode_sg's register budget per lane (attention_decode_sg.wgsl DLD, DACC, DSC): K (and V) words loaded
 // per turn, vec4 accumulators, scores per turn; and its largest workgroup.
@@ -381,6 +381,8 @@ void plan_attention(const AttentionPlanCtx& c, graph::Plan& plan) {
   p.pos_sym = c.pos_sym;
   p.n_ctx = c.n_ctx;
   p.scale = c.scale;
+  p.window = c.window;
+  p.softcap = c.softcap;
   const uint32_t group = c.n_heads / n_kv;
   const size_t parts = c.part_heads.size();
   DecodeSplit s{};
@@ -469,6 +471,10 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   const bool merges_itself = var.decode_kernel != DecodeKernel::split;
   max_chunks = std::min<uint32_t>(max_chunks, uint32_t(ceil_div(n_ctx, var.key_block)));
   const float scale = d.scale.value_or(1.0f / std::sqrt(float(head_dim)));
+  if (!(d.softcap >= 0) || !std::isfinite(d.softcap))
+    throw std::invalid_argument(fmt::format("{}: softcap {} is not a finite number >= 0 (0: none)", d.name, d.softcap));
+  const uint32_t window = d.window;
+  const float softcap = d.softcap;
 
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, out_shape);
   // Per query row (token * n_heads + head, a token per decode token) and chunk.
@@ -589,7 +595,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
           },
       .plan =
           [=](const graph::PlanArgs& a, graph::Plan& p) {
-            plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], sym.v, scale, max_chunks,
+            plan_attention({a.in[0][0], n_heads, part_heads, head_dim, n_ctx, a.sym[sym], sym.v, scale, window, softcap, max_chunks,
                             a.route_is(kAttentionDecode), var.decode_heads, var.key_block, var.one_chunk_keys, var.prefill_rows,
                             prefill_by_rows, merges_itself, rows, decode_tokens},
                            p);

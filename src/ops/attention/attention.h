@@ -5,6 +5,10 @@
 //        positions 0 .. pos + n_tokens - 1
 //   out  [n_tokens, n_heads * head_dim]; query i attends keys 0 .. pos + i, query head h
 //        reads KV head h / (n_heads / n_kv_heads); scale 1/sqrt(head_dim) unless given.
+//        With a sliding window (AttentionDesc::window) only keys pos + i - window + 1 .. pos + i;
+//        with softcap each scaled score s is softcap * tanh(s / softcap). Every route below
+//        applies both (the decode kernels start a chunk's keys at the window, the prefill
+//        kernels mask where they mask the causal limit).
 //
 // Routes on n_tokens:
 //   [1, 1]    decode, flash-decoding: each (KV head, chunk of the pos + 1 keys) gets a
@@ -86,6 +90,12 @@ struct AttentionDesc {
   graph::SymbolId pos;      // absolute position of q's first token
   uint32_t n_heads = 0;
   std::optional<float> scale;     // default 1 / sqrt(head_dim)
+  // Sliding window: query at position p attends keys at positions p - window + 1 .. p only (keys
+  // with p - k >= window are masked; 0: no window). The cache stays full-length: older keys are
+  // masked, not dropped, so every kernel route takes it (decode chunks before the window are empty).
+  uint32_t window = 0;
+  // Logit soft-capping: each scaled score s becomes softcap * tanh(s / softcap) (Gemma 2); 0: none.
+  float softcap = 0;
   uint32_t decode_max_chunks = 0;  // flash-decoding split cap, 1..kMaxDecodeChunks; 0: default
   DecodeKernel decode_kernel = DecodeKernel::best;  // the flash-decoding kernel (tests force each)
   PrefillKernel prefill_kernel = PrefillKernel::best;  // likewise the prefill kernel
@@ -188,7 +198,8 @@ struct AttentionParams {
   uint32_t n_ctx, n_chunks, chunk_blocks, ml_offset;
   float scale;
   uint32_t kv_off;  // the cache part's first KV head
-  uint32_t _pad1, _pad2;
+  uint32_t window;  // AttentionDesc::window (0: none)
+  float softcap;    // AttentionDesc::softcap (0: none)
 };
 static_assert(sizeof(AttentionParams) == 48);
 extern const ParamLayout kAttentionLayout;
@@ -209,6 +220,8 @@ struct AttentionPlanCtx {
   int64_t pos;  // with rows: the max_keys symbol's value (checked; kernels read pos from the symbol block)
   uint32_t pos_sym;  // that symbol
   float scale;
+  uint32_t window;  // AttentionDesc::window
+  float softcap;    // AttentionDesc::softcap
   uint32_t max_chunks;  // the split cap
   bool decode;  // the active route: flash_decode (else prefill)
   uint32_t decode_heads, key_block, one_chunk_keys, prefill_rows;  // AttentionVariants

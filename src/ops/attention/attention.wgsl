@@ -22,8 +22,8 @@ struct Params {
   ml_offset: u32,
   scale: f32,
   kv_off: u32,  // the cache part's first KV head (a cache split by heads: a kernel per part)
-  _pad1: u32,
-  _pad2: u32,
+  window: u32,   // sliding window in keys (0: none); see seen4
+  softcap: f32,  // attention logit soft-capping (0: none); see capped4
 }
 
 override HEAD_DIM: u32 = 128u;  // a multiple of 8, 16..256
@@ -50,6 +50,27 @@ override SG: u32 = 1u;
 const WG: u32 = 256u;
 const MAX_GROUP: u32 = 8u;
 const NEG: f32 = -3.4e38;
+
+// The sliding window (Params::window, 0: none): a query whose last visible key row is `limit`
+// sees rows limit - window + 1 .. limit only. The cache keeps every row (it is full-length); the
+// older rows are only masked, in the same place as the causal mask (scores at NEG, weights 0).
+// Rows before the window that a kernel still walks weigh nothing: the row's own key is always
+// visible, so its max ends above NEG and exp(NEG - max) rescales their sums to 0.
+fn win_keys() -> u32 { return select(p.window, 0xffffffffu, p.window == 0u); }
+fn seen4(key: vec4<u32>, limit: vec4<u32>) -> vec4<bool> {
+  return (key <= limit) & (limit - key < vec4<u32>(win_keys()));
+}
+// The first key row a query whose last visible row is `limit` sees.
+fn first_seen(limit: u32) -> u32 { return limit - min(limit, win_keys() - 1u); }
+
+// Logit soft-capping of the scaled scores (Params::softcap, 0: none): cap * tanh(s / cap). The
+// argument is clamped where tanh is 1 in f32 already (an implementation's exp-based tanh
+// overflows to NaN for large ones).
+fn capped4(s: vec4<f32>) -> vec4<f32> {
+  if (p.softcap == 0.0) { return s; }
+  return p.softcap * tanh(clamp(s / p.softcap, vec4<f32>(-10.0), vec4<f32>(10.0)));
+}
+fn capped(s: f32) -> f32 { return capped4(vec4<f32>(s)).x; }
 
 // A q8_0 cache word of 4 int8 quants times the block scale d.
 fn q8_dequant(w: u32, d: f32) -> vec4<f32> {
@@ -111,7 +132,7 @@ struct Scores {
 
 // One online-softmax step over four keys (decode_vec's turn, prefill_sg's): from the running max
 // m and sum l, the new ones, the factor alpha the running V sums take, and the keys' weights p
-// (keys not ok weigh nothing and leave the max alone).
+// (keys not ok weigh nothing and leave the max alone); the scores are soft-capped here.
 struct Softmax4 {
   m: vec4<f32>,
   l: vec4<f32>,
@@ -120,10 +141,10 @@ struct Softmax4 {
 }
 fn softmax4(m: vec4<f32>, l: vec4<f32>, s: Scores, ok0: vec4<bool>, ok1: vec4<bool>, ok2: vec4<bool>,
             ok3: vec4<bool>) -> Softmax4 {
-  let s0 = select(vec4<f32>(NEG), s.s0, ok0);
-  let s1 = select(vec4<f32>(NEG), s.s1, ok1);
-  let s2 = select(vec4<f32>(NEG), s.s2, ok2);
-  let s3 = select(vec4<f32>(NEG), s.s3, ok3);
+  let s0 = select(vec4<f32>(NEG), capped4(s.s0), ok0);
+  let s1 = select(vec4<f32>(NEG), capped4(s.s1), ok1);
+  let s2 = select(vec4<f32>(NEG), capped4(s.s2), ok2);
+  let s3 = select(vec4<f32>(NEG), capped4(s.s3), ok3);
   let mx = max(m, max(max(s0, s1), max(s2, s3)));
   let alpha = exp(m - mx);
   let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
@@ -179,7 +200,11 @@ fn decode_work(wid: vec3<u32>) -> DecodeWork {
   let span = decode_span(tok);
   let heads = decode_heads(wid, tok);
   let k_begin = wid.x * p.chunk_blocks * KB;
-  return DecodeWork(heads, k_begin, min(k_begin + p.chunk_blocks * KB, span.y), heads.g * p.n_ctx + span.x);
+  // The sliding window starts the token's keys at first_seen: chunks before it are empty (they
+  // merge as nothing; chunk 0 is the only chunk where it is the whole context, and then holds
+  // the token's own key), the chunk it falls in starts there.
+  return DecodeWork(heads, max(k_begin, first_seen(span.y - 1u)), min(k_begin + p.chunk_blocks * KB, span.y),
+                    heads.g * p.n_ctx + span.x);
 }
 
 // The smallest power of two >= n (n >= 1).
@@ -335,7 +360,7 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
     for (var i = t; i < HPW * KB; i += WG) {
       var s = 0.0;
       for (var l = 0u; l < LANES; l++) { s += dpart[i * LANES + l]; }
-      dp[i] = s;
+      dp[i] = capped(s);
     }
     workgroupBarrier();
     // Each head's block max and sum by trees (no thread walks the block).
@@ -643,9 +668,11 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       // keys' scores (still in registers), the row's max comes from the NG partials, each writes
       // its keys' exps and their sum; every thread of a row keeps the row's (max, sum) itself.
       let n_valid = select(0u, min(BK, limit + 1u - k0), limit >= k0 && in_run);
+      let lo = first_seen(limit);  // keys before it lie outside the sliding window
       var bm = NEG;
       for (var u = 0u; u < KPT; u++) {
-        if (grp * KPT + u < n_valid) { bm = max(bm, s[u]); }
+        s[u] = capped(s[u]);
+        if (grp * KPT + u < n_valid && k0 + grp * KPT + u >= lo) { bm = max(bm, s[u]); }
       }
       pmax[t] = bm;
       workgroupBarrier();
@@ -658,7 +685,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
       for (var u = 0u; u < KPT; u++) {
         let j = grp * KPT + u;
         if (BK % NG == 0u || j < BK) {
-          let e = select(0.0, exp(s[u] - m_new), j < n_valid);
+          let e = select(0.0, exp(s[u] - m_new), j < n_valid && k0 + j >= lo);
           pp[r * PST + j] = e;
           part += e;
         }

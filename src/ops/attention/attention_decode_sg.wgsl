@@ -104,7 +104,7 @@ fn sg_body(wid: vec3<u32>, t: u32, xq: bool) {
     for (var i = 0u; i < HPW * DKPI; i++) {
       var x = s[i];
       for (var mask = DKL / 2u; mask > 0u; mask >>= 1u) { x += sg_xor(x, mask); }
-      s[i] = x;
+      s[i] = capped(x);
     }
     for (var h = 0u; h < HPW; h++) {
       var mx = m[h];

@@ -325,11 +325,11 @@ fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
       workgroupBarrier();
       if (RTF > 0u) { next = rt_fetch(t, row0, k0 + RK, kv_len, RK); }  // in flight while this tile is walked
       let key = vec4<u32>(k0 + sc);
-      let oka = (key <= wk.limit) & in_run;  // keys past kv_len lie past every limit
-      let okb = (key + vec4<u32>(RKL) <= wk.limit) & in_run;
+      let oka = seen4(key, wk.limit) & in_run;  // keys past kv_len lie past every limit
+      let okb = seen4(key + vec4<u32>(RKL), wk.limit) & in_run;
       let s = rt_scores(sr, sc);
-      let sa = select(vec4<f32>(NEG), s.a, oka);
-      let sb = select(vec4<f32>(NEG), s.b, okb);
+      let sa = select(vec4<f32>(NEG), capped4(s.a), oka);
+      let sb = select(vec4<f32>(NEG), capped4(s.b), okb);
       let mx = rt_softmax(max(sa, sb));
       let pa = select(vec4<f32>(0.0), exp(sa - mx), oka);
       let pb = select(vec4<f32>(0.0), exp(sb - mx), okb);

@@ -158,15 +158,15 @@ fn prefill_rth(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
       workgroupBarrier();
       if (RTF > 0u) { next = rt_fetch(t, row0, k0 + RHK, kv_len, RHK); }  // in flight while this tile is walked
       let key = vec4<u32>(k0 + sc);
-      let ok0 = (key <= wk.limit) & in_run;  // keys past kv_len lie past every limit
-      let ok1 = (key + vec4<u32>(8u) <= wk.limit) & in_run;
-      let ok2 = (key + vec4<u32>(16u) <= wk.limit) & in_run;
-      let ok3 = (key + vec4<u32>(24u) <= wk.limit) & in_run;
+      let ok0 = seen4(key, wk.limit) & in_run;  // keys past kv_len lie past every limit
+      let ok1 = seen4(key + vec4<u32>(8u), wk.limit) & in_run;
+      let ok2 = seen4(key + vec4<u32>(16u), wk.limit) & in_run;
+      let ok3 = seen4(key + vec4<u32>(24u), wk.limit) & in_run;
       let s = rh_scores(sr, sc);
-      let s0 = select(vec4<f32>(NEG), s.s0, ok0);
-      let s1 = select(vec4<f32>(NEG), s.s1, ok1);
-      let s2 = select(vec4<f32>(NEG), s.s2, ok2);
-      let s3 = select(vec4<f32>(NEG), s.s3, ok3);
+      let s0 = select(vec4<f32>(NEG), capped4(s.s0), ok0);
+      let s1 = select(vec4<f32>(NEG), capped4(s.s1), ok1);
+      let s2 = select(vec4<f32>(NEG), capped4(s.s2), ok2);
+      let s3 = select(vec4<f32>(NEG), capped4(s.s3), ok3);
       let mx = rt_softmax(max(max(s0, s1), max(s2, s3)));
       let p0 = select(vec4<f32>(0.0), exp(s0 - mx), ok0);
       let p1 = select(vec4<f32>(0.0), exp(s1 - mx), ok1);

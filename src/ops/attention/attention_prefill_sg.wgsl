@@ -226,10 +226,10 @@ fn prefill_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
       let nk = min(PBK, kv_len - k0);
       for (var j = 0u; j < nk; j += 4u) {  // keys past nk (a tail) are zeros, masked
         let key = vec4<u32>(k0 + j);
-        let ok0 = (key <= limit) & in_run;
-        let ok1 = (key + vec4<u32>(1u) <= limit) & in_run;
-        let ok2 = (key + vec4<u32>(2u) <= limit) & in_run;
-        let ok3 = (key + vec4<u32>(3u) <= limit) & in_run;
+        let ok0 = seen4(key, limit) & in_run;
+        let ok1 = seen4(key + vec4<u32>(1u), limit) & in_run;
+        let ok2 = seen4(key + vec4<u32>(2u), limit) & in_run;
+        let ok3 = seen4(key + vec4<u32>(3u), limit) & in_run;
         let sm = softmax4(ps_m, ps_l, Scores(ps_score(j, li), ps_score(j + 1u, li), ps_score(j + 2u, li),
                                              ps_score(j + 3u, li)), ok0, ok1, ok2, ok3);
         ps_m = sm.m;

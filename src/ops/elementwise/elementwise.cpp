@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
 
 namespace wgrt::ops {
@@ -9,7 +10,7 @@ namespace wgrt::ops {
 namespace {
 constexpr ParamField kFields[] = {{"n", offsetof(ElementwiseParams, n)},
                                   {"b_n", offsetof(ElementwiseParams, b_n)},
-                                  {"_pad0", offsetof(ElementwiseParams, _pad0)},
+                                  {"value", offsetof(ElementwiseParams, value)},
                                   {"_pad1", offsetof(ElementwiseParams, _pad1)}};
 constexpr uint32_t kWorkgroup = 256;
 }  // namespace
@@ -59,6 +60,42 @@ graph::TensorId add_binary(graph::Graph& g, const BinaryDesc& d) {
           },
   };
   graph::add_node(g, std::move(node));
+  return out;
+}
+
+graph::TensorId add_unary(graph::Graph& g, const UnaryDesc& d) {
+  const graph::Tensor& x = graph::tensor_info(g, d.x);
+  if (x.dtype != graph::DType::F32) throw std::invalid_argument(fmt::format("{}: unary ops take an f32 tensor", d.name));
+  if (!std::isfinite(d.value) || (d.op == Unary::Softcap && !(d.value > 0)))
+    throw std::invalid_argument(fmt::format("{}: the constant {} is not finite{}", d.name, d.value,
+                                            d.op == Unary::Softcap ? " and positive (a cap)" : ""));
+  const graph::Shape shape = x.max_shape;
+  graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, shape);
+  const char* entry = d.op == Unary::Scale ? "scale" : "softcap";
+  require_fits(graph::device_caps(g).limits, d.name + ": " + entry, {0, kWorkgroup});
+  // b is bound to x too (the module declares it; the unary entry points never read it).
+  graph::KernelSpec k{gpu::make_key("elementwise", entry),
+                      {graph::Binding::of(0, d.x), graph::Binding::of(1, d.x), graph::Binding::of(2, out),
+                       graph::Binding::params(3)}};
+  const float value = d.value;
+  graph::add_node(g, graph::Node{
+      .name = d.name,
+      .op = entry,
+      .inputs = {d.x},
+      .outputs = {out},
+      .dynamic = true,
+      .routes = graph::single_route(graph::RouteKey::of_dim(d.x, 0), 1, shape[0], {k}),
+      .infer = [](const graph::InferArgs& a) { a.out[0] = a.in[0]; },
+      .plan =
+          [value](const graph::PlanArgs& a, graph::Plan& p) {
+            ElementwiseParams ep{};
+            ep.n = uint32_t(a.out[0].numel());
+            ep.b_n = 1;
+            ep.value = value;
+            p.params[0].set(ep);
+            p.grids[0] = grid_1d(ceil_div(ep.n, kWorkgroup), a.caps->limits.maxComputeWorkgroupsPerDimension);
+          },
+  });
   return out;
 }
 

@@ -1,5 +1,7 @@
 // Elementwise binary ops: out = a (op) b, where b has a's shape or broadcasts along a's
-// leading dims (b's numel divides a's: a bias row, a per-channel scale).
+// leading dims (b's numel divides a's: a bias row, a per-channel scale). Unary ops with a
+// constant: out = x * value (Scale: Gemma's embedding scale), out = value * tanh(x / value)
+// (Softcap: Gemma 2's final logit soft-capping).
 #pragma once
 
 #include "graph/graph.h"
@@ -19,10 +21,23 @@ struct BinaryDesc {
 // Returns the output tensor (shape of a).
 graph::TensorId add_binary(graph::Graph& g, const BinaryDesc& d);
 
+enum class Unary : uint8_t { Scale, Softcap };
+
+struct UnaryDesc {
+  std::string name;  // node and output tensor name
+  Unary op = Unary::Scale;
+  graph::TensorId x;  // f32, its dim 0 dynamic
+  float value = 1;    // the factor (Scale) or the cap (Softcap: finite, > 0)
+};
+
+// Returns the output tensor (shape of x).
+graph::TensorId add_unary(graph::Graph& g, const UnaryDesc& d);
+
 struct ElementwiseParams {
   uint32_t n;    // live elements of a and out
   uint32_t b_n;  // elements of b; index i reads b[i % b_n]
-  uint32_t _pad0, _pad1;
+  float value;   // the unary ops' constant
+  uint32_t _pad1;
 };
 static_assert(sizeof(ElementwiseParams) == 16);
 extern const ParamLayout kElementwiseLayout;

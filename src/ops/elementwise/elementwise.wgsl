@@ -2,7 +2,7 @@
 struct Params {
   n: u32,
   b_n: u32,
-  _pad0: u32,
+  value: f32,  // the unary ops' constant
   _pad1: u32,
 }
 
@@ -31,4 +31,22 @@ fn mul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let i = flat_index(wid, nwg, lid);
   if (i >= p.n) { return; }
   out[i] = a[i] * b[i % p.b_n];
+}
+
+@compute @workgroup_size(WG)
+fn scale(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+         @builtin(local_invocation_index) lid: u32) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.n) { return; }
+  out[i] = a[i] * p.value;
+}
+
+// value * tanh(x / value); the argument clamped where tanh is +-1 in f32 already (an exp-based
+// tanh overflows to NaN for large ones).
+@compute @workgroup_size(WG)
+fn softcap(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = flat_index(wid, nwg, lid);
+  if (i >= p.n) { return; }
+  out[i] = p.value * tanh(clamp(a[i] / p.value, -10.0, 10.0));
 }

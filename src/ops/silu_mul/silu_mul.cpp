@@ -51,7 +51,9 @@ graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d) {
   bool fused = !d.up;
   graph::TensorId up = d.up.value_or(d.gate);  // fused: the same buffer, read at an offset
 
-  graph::KernelSpec k{gpu::make_key("silu_mul", "silu_mul"),
+  std::vector<gpu::OverrideConstant> consts;
+  if (d.act == GateAct::GeluTanh) consts.push_back({"GELU", 1.0});
+  graph::KernelSpec k{gpu::make_key("silu_mul", "silu_mul", std::move(consts)),
                       {graph::Binding::of(0, d.gate), graph::Binding::of(1, up),
                        graph::Binding::of(2, out), graph::Binding::params(3)}};
   std::vector<graph::TensorId> inputs = {d.gate};

@@ -1,4 +1,5 @@
-// SwiGLU: out = silu(gate) * up, silu(g) = g / (1 + e^-g).
+// SwiGLU: out = silu(gate) * up, silu(g) = g / (1 + e^-g); or GeGLU (GateAct::GeluTanh, Gemma):
+// out = gelu_tanh(gate) * up, gelu_tanh(g) = g / 2 * (1 + tanh(sqrt(2 / pi) * (g + 0.044715 g^3))).
 //
 // Either two tensors gate, up [n_tokens, ff], or one fused [n_tokens, 2 * ff] holding gate
 // then up in each row (a merged gate|up projection). out [n_tokens, ff]; n_tokens may vary.
@@ -11,10 +12,13 @@
 
 namespace wgrt::ops {
 
+enum class GateAct : uint8_t { Silu, GeluTanh };
+
 struct SiluMulDesc {
   std::string name;                   // node and output name, e.g. "ffn_act.3"
   graph::TensorId gate;               // [n_tokens, ff], or fused [n_tokens, 2 * ff] without up
   std::optional<graph::TensorId> up;  // [n_tokens, ff]; absent: gate is the fused gate|up
+  GateAct act = GateAct::Silu;        // the gate's activation (silu_mul.wgsl override GELU)
 };
 
 graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d);
