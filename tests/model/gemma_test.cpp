@@ -119,6 +119,11 @@ nlohmann::json gemma3_config() {
           {"torch_dtype", "float32"}};
 }
 
+// config_from_hf as open_model calls it: on parsed text (whose integers are unsigned).
+ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
+  return model::config_from_hf(nlohmann::json::parse(j.dump()), path);
+}
+
 TEST(ModelFile, GemmaHuggingFaceConfig) {
   const std::string path = "config.json";
   ModelConfig c = config_from_hf(gemma3_config(), path);

@@ -49,6 +49,7 @@ std::vector<OpCase> window_cases() {
   using P = ops::PrefillKernel;
   auto add = [&](uint32_t hd, uint32_t group, uint32_t n_tokens, uint32_t ctx, bool f16, uint32_t window,
                  float softcap, K decode, P prefill, uint32_t max_chunks = 0) {
+    if (decode == K::vec) f16 = true;  // decode_vec's f32 rows of 64 do not fit 8 subgroup lanes (lavapipe)
     AttnConfig c{.head_dim = hd, .n_kv_heads = 2, .group = group, .n_ctx = ctx + 6, .max_tokens = n_tokens,
                  .f16 = f16, .with_write = false, .max_chunks = max_chunks, .decode = decode, .prefill = prefill,
                  .window = window, .softcap = softcap};

@@ -73,10 +73,9 @@ graph::TensorId add_unary(graph::Graph& g, const UnaryDesc& d) {
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, shape);
   const char* entry = d.op == Unary::Scale ? "scale" : "softcap";
   require_fits(graph::device_caps(g).limits, d.name + ": " + entry, {0, kWorkgroup});
-  // b is bound to x too (the module declares it; the unary entry points never read it).
+  // b (binding 1) is not bound: the unary entry points never read it, so their layout lacks it.
   graph::KernelSpec k{gpu::make_key("elementwise", entry),
-                      {graph::Binding::of(0, d.x), graph::Binding::of(1, d.x), graph::Binding::of(2, out),
-                       graph::Binding::params(3)}};
+                      {graph::Binding::of(0, d.x), graph::Binding::of(2, out), graph::Binding::params(3)}};
   const float value = d.value;
   graph::add_node(g, graph::Node{
       .name = d.name,
