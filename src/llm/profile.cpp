@@ -22,10 +22,11 @@ struct Key {
   auto operator<=>(const Key&) const = default;
 };
 
-// "[1, 3072] <- [1, 2048]": the first output's live shape and the first input's.
+// "[1, 3072] <- [1, 2048]": the first output's live shape and the first input's; a node that
+// writes in place (logit_adjust) has no output, only "<- [1, 128256]".
 std::string shapes_of(const graph::Graph& g, const graph::Node& n) {
-  std::string s = graph::to_string(graph::live_shape(g, n.outputs[0]));
-  if (!n.inputs.empty()) s += " <- " + graph::to_string(graph::live_shape(g, n.inputs[0]));
+  std::string s = n.outputs.empty() ? std::string() : graph::to_string(graph::live_shape(g, n.outputs[0]));
+  if (!n.inputs.empty()) s += (s.empty() ? "<- " : " <- ") + graph::to_string(graph::live_shape(g, n.inputs[0]));
   return s;
 }
 
