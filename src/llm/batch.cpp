@@ -283,7 +283,7 @@ bool stage_adjust(Session& s, std::span<Sampler* const> rows) {
   for (const Sampler* sp : rows)
     if (sp && !can_adjust_on_gpu(s, *sp)) return false;
   const size_t words = (a.n_vocab + 31) / 32;
-  std::vector<ops::LogitAdjustRow> heads(rows.size(), ops::LogitAdjustRow{0, 0, 1.0f, 0.0f, 0, 0, 0, 0});
+  std::vector<ops::LogitAdjustRow> heads(rows.size(), ops::LogitAdjustRow{0, 0, 1.0f, 0.0f, 1.0f, 0, 0, 0});
   std::vector<ops::LogitAdjustEntry> entries;
   std::vector<uint32_t> allow;
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -291,7 +291,7 @@ bool stage_adjust(Session& s, std::span<Sampler* const> rows) {
     Sampler& sp = *rows[r];
     const std::vector<AdjustEntry> e = adjust_entries(sp);
     heads[r] = {uint32_t(e.size()), sp.params.grammar ? 1u : 0u, sp.params.repeat_penalty, sp.params.presence_penalty,
-                0, 0, 0, 0};
+                1.0f / sp.params.repeat_penalty, 0, 0, 0};
     entries.resize((r + 1) * ops::kLogitAdjustMaxEntries);
     for (size_t i = 0; i < e.size(); ++i)
       entries[r * ops::kLogitAdjustMaxEntries + i] = {uint32_t(e[i].id), e[i].count, e[i].bias, e[i].freq_sub};

@@ -45,7 +45,9 @@ std::vector<Candidate> adjusted_logits(const Sampler& s, const std::function<flo
   std::map<int32_t, float> out;
   for (const auto& [id, c] : counts) {
     float l = logit(id);
-    if (p.repeat_penalty != 1.0f) l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
+    // A positive logit times the reciprocal rather than divided: the GPU's logit_adjust computes
+    // the same product (a WGSL division may be 2.5 ulp off), so the two paths agree bit for bit.
+    if (p.repeat_penalty != 1.0f) l = l > 0 ? l * (1.0f / p.repeat_penalty) : l * p.repeat_penalty;
     out[id] = l - p.presence_penalty - p.frequency_penalty * float(c);
   }
   for (const auto& [id, bias] : p.logit_bias) {

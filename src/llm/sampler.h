@@ -6,8 +6,9 @@
 // them here.
 //
 // Penalties look at the last repeat_last_n tokens (the prompt's included), each token with its
-// count c there: the repeat penalty divides a positive logit by repeat_penalty and multiplies a
-// negative one (llama.cpp's rule), then presence and frequency subtract
+// count c there: the repeat penalty divides a positive logit by repeat_penalty (as a product
+// with its f32 reciprocal, which the GPU computes exactly alike) and multiplies a negative one
+// (llama.cpp's rule), then presence and frequency subtract
 // presence_penalty * [c > 0] + frequency_penalty * c (OpenAI's rule). logit_bias adds its value
 // to its token's logit (-100 bans it in practice, +100 all but forces it).
 #pragma once

@@ -74,7 +74,7 @@ void expect_adjust(uint32_t max_rows, uint32_t vocab, Fill fill, std::vector<uin
   for (uint32_t rows : row_steps) {
     const uint32_t seed = rows * 31 + vocab + step++;
     std::vector<float> lv = make_logits(rows, vocab, fill, seed), want = lv;
-    std::vector<ops::LogitAdjustRow> heads(max_rows, ops::LogitAdjustRow{0, 0, 1.f, 0.f, 0, 0, 0, 0});
+    std::vector<ops::LogitAdjustRow> heads(max_rows, ops::LogitAdjustRow{0, 0, 1.f, 0.f, 1.f, 0, 0, 0});
     std::vector<ops::LogitAdjustEntry> entries(size_t(max_rows) * ops::kLogitAdjustMaxEntries);
     std::vector<uint32_t> allow(size_t(max_rows) * words, 0);
     std::mt19937 rng(seed);
@@ -82,7 +82,8 @@ void expect_adjust(uint32_t max_rows, uint32_t vocab, Fill fill, std::vector<uin
       llm::Sampler s = row_sampler(r, vocab, seed);
       const bool mask = r % 3 == 1;
       std::vector<llm::AdjustEntry> e = llm::adjust_entries(s);
-      heads[r] = {uint32_t(e.size()), mask ? 1u : 0u, s.params.repeat_penalty, s.params.presence_penalty, 0, 0, 0, 0};
+      heads[r] = {uint32_t(e.size()), mask ? 1u : 0u, s.params.repeat_penalty, s.params.presence_penalty,
+                  1.0f / s.params.repeat_penalty, 0, 0, 0};
       for (size_t i = 0; i < e.size(); ++i)
         entries[r * ops::kLogitAdjustMaxEntries + i] = {uint32_t(e[i].id), e[i].count, e[i].bias, e[i].freq_sub};
       // The reference: the sampler's own rule, then the mask.

@@ -37,7 +37,8 @@ struct LogitAdjustRow {
   uint32_t has_mask;        // 1: tokens without their allow bit become -inf
   float repeat_penalty;     // 1: off
   float presence_penalty;
-  uint32_t _pad0, _pad1, _pad2, _pad3;
+  float repeat_inverse;     // 1 / repeat_penalty as a float (positive logits are multiplied by it)
+  uint32_t _pad1, _pad2, _pad3;
 };
 static_assert(sizeof(LogitAdjustRow) == 32);
 

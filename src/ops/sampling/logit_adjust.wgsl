@@ -16,7 +16,7 @@ struct Row {
   has_mask: u32,
   repeat_penalty: f32,
   presence_penalty: f32,
-  _pad0: u32,
+  repeat_inverse: f32,  // 1 / repeat_penalty, rounded to f32 by the host
   _pad1: u32,
   _pad2: u32,
   _pad3: u32,
@@ -50,9 +50,9 @@ fn adjust_entries(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
     var l = logits[at];
     if (e.count > 0u) {
       if (r.repeat_penalty != 1.0) {
-        // A correctly rounded division, as the CPU's, where the device divides so (lavapipe does;
-        // WGSL allows 2.5 ulp, so elsewhere a penalized logit may be an ulp or two off the CPU's).
-        l = select(l * r.repeat_penalty, l / r.repeat_penalty, l > 0.0);
+        // A positive logit times the host's reciprocal, as the CPU rule (llm/sampler.h) does: a
+        // product is correctly rounded in WGSL, a division only to 2.5 ulp (an H100 gave 1 ulp).
+        l = select(l * r.repeat_penalty, l * r.repeat_inverse, l > 0.0);
       }
       l = (l - r.presence_penalty) - e.freq_sub;
     }
