@@ -67,14 +67,14 @@ ForwardPlan plan_forward(const graph::Graph& g, const Loader& loader, const Mode
                          const AttentionVariant& attention, bool multi_seq) {
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const bool caches_whole = cache_heads_per_part(g, c, o) >= c.n_kv_heads;
-  const bool q8_cache =
-      kv_cache_dtype(o, false) == graph::DType::Q8_0 || kv_cache_dtype(o, true) == graph::DType::Q8_0;
+  // The fused node's rope_qkv writes caches of one dtype (f32, f16 or q8_0); mixed ones (f16 K with
+  // q8_0 V, ...) take kv_write.
+  const bool one_cache_dtype = kv_cache_dtype(o, false) == kv_cache_dtype(o, true);
   ForwardPlan plan;
   plan.layers.resize(c.n_layers);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     LayerPlan& p = plan.layers[l];
-    // The fused node's epilogue writes f32 and f16 caches; q8_0 ones take kv_write's blocks.
-    p.fused_qkv = !attention.qk_norm && c.head_dim % 4 == 0 && caches_whole && !q8_cache &&
+    p.fused_qkv = !attention.qk_norm && c.head_dim % 4 == 0 && caches_whole && one_cache_dtype &&
                   linear_fuses(g, loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"),
                                            wname(l, "attn_v.weight")},
                                {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "ops/attention_q8_support.h"
 #include "ops/rope/rope.h"
 #include "reference/quant_ref.h"
 #include "reference/rope_ref.h"
@@ -223,12 +224,18 @@ WGRT_OP_CASES(RopeRows, rope_rows_cases);
 
 // rope_qkv: the rotated q against ref::rope on the q heads, the caches (read back whole) against
 // ref::rope on the k heads and the v heads copied, at each step's positions; f16 caches within
-// f16 rounding.
+// f16 rounding, q8_0 caches (rope_qkv_q8) within half a quantization step of each block.
 struct QkvCase {
   uint32_t n_heads, n_kv, head_dim, n_rot;
   bool neox, f16;
   bool rows = false;  // RopeQkv::rows: four sequences in regions of 24 rows
+  bool q8 = false;    // q8_0 caches (f16 unused)
 };
+
+std::string qkv_case_name(const QkvCase& c) {
+  return fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv, c.head_dim, c.n_rot,
+                     c.q8 ? "q8_0" : c.f16 ? "f16" : "f32");
+}
 
 void run_rope_qkv(const QkvCase& c) {
   Graph g(device());
@@ -247,7 +254,7 @@ void run_rope_qkv(const QkvCase& c) {
   }
   ops::RopeFreqs f = freqs_of(rc);
   TensorId freqs = ops::add_rope_freqs(g, "rope_freqs", f.n_rot);
-  const DType cd = c.f16 ? DType::F16 : DType::F32;
+  const DType cd = c.q8 ? DType::Q8_0 : c.f16 ? DType::F16 : DType::F32;
   TensorId kc = add_weight(g, {.name = "k_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
   TensorId vc = add_weight(g, {.name = "v_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
   TensorId y = ops::add_rope_qkv(g, {.name = "q", .qkv = x,
@@ -260,7 +267,7 @@ void run_rope_qkv(const QkvCase& c) {
   write_tensor<uint32_t>(g, freqs, ops::rope_freq_table(f));
 
   auto cache_value = [&](const std::vector<uint32_t>& words, size_t i) {
-    return c.f16 ? ref::half_to_float(uint16_t(words[i / 2] >> (16 * (i % 2)))) : std::bit_cast<float>(words[i]);
+    return c.f16 && !c.q8 ? ref::half_to_float(uint16_t(words[i / 2] >> (16 * (i % 2)))) : std::bit_cast<float>(words[i]);
   };
   RopeCase kcase = rc;
   kcase.n_heads = c.n_kv;
@@ -303,6 +310,13 @@ void run_rope_qkv(const QkvCase& c) {
     EXPECT_TRUE(all_close(read_output<float>(g, y), ref::rope_at(qv, r.pos, ref_of(rc)), kAtol, kRtol));
     std::vector<float> kw = ref::rope_at(kv, r.pos, ref_of(kcase));
     std::vector<uint32_t> kgot = read_output<uint32_t>(g, kc), vgot = read_output<uint32_t>(g, vc);
+    if (c.q8) {  // the caches' values as the attention kernels read them, as f32 words
+      for (std::vector<uint32_t>* w : {&kgot, &vgot}) {
+        const std::vector<float> v = dequantize_q8(unpack_q8(*w, size_t(c.n_kv) * n_ctx, hd));
+        w->assign(v.size(), 0);
+        std::transform(v.begin(), v.end(), w->begin(), [](float value) { return std::bit_cast<uint32_t>(value); });
+      }
+    }
     std::vector<float> kg, vg, kwant, vwant;
     for (uint32_t t = 0; t < n; ++t)
       for (uint32_t h = 0; h < c.n_kv; ++h)
@@ -315,8 +329,10 @@ void run_rope_qkv(const QkvCase& c) {
           vwant.push_back(vv[src]);
         }
     const float rt = c.f16 ? 1e-3f : kRtol;
-    EXPECT_TRUE(all_close(kg, kwant, kAtol, rt)) << "k cache";
-    EXPECT_TRUE(all_close(vg, vwant, kAtol, rt)) << "v cache";
+    // q8_0: values within [-2.9, 2.9], so a block's step d is at most 0.023 and q is off by at most d / 2.
+    const float at = c.q8 ? 0.0125f : kAtol;
+    EXPECT_TRUE(all_close(kg, kwant, at, c.q8 ? 1e-3f : rt)) << "k cache";
+    EXPECT_TRUE(all_close(vg, vwant, at, c.q8 ? 1e-3f : rt)) << "v cache";
     p += n;
   }
 }
@@ -326,11 +342,13 @@ std::vector<OpCase> rope_qkv_cases() {
   const QkvCase shapes[] = {{4, 2, 64, 64, false, true},  {4, 2, 64, 64, true, true},   {3, 1, 128, 128, true, false},
                             {2, 2, 64, 32, false, false}, {6, 2, 128, 96, true, true},  {1, 1, 16, 16, false, true},
                             {2, 2, 24, 24, true, true},   {4, 1, 40, 40, false, true},  {4, 2, 80, 80, true, false},
-                            {2, 1, 96, 96, false, true},  {8, 1, 256, 256, true, false}, {2, 2, 256, 64, false, true}};
-  for (const QkvCase& c : shapes)
-    cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv,
-                                 c.head_dim, c.n_rot, c.f16 ? "f16" : "f32"),
-                     [c] { run_rope_qkv(c); }});
+                            {2, 1, 96, 96, false, true},  {8, 1, 256, 256, true, false}, {2, 2, 256, 64, false, true},
+                            // q8_0 caches: heads of 64 (16 quads: 16 heads a workgroup), 96 (24 quads:
+                            // 10 heads, 16 threads idle) and 128; normal and neox pairs.
+                            {4, 2, 64, 64, false, false, false, true}, {4, 2, 64, 64, true, false, false, true},
+                            {2, 1, 96, 96, false, false, false, true}, {6, 2, 128, 96, true, false, false, true},
+                            {8, 1, 256, 256, true, false, false, true}};
+  for (const QkvCase& c : shapes) cases.push_back({qkv_case_name(c), [c] { run_rope_qkv(c); }});
   return cases;
 }
 
@@ -339,10 +357,10 @@ WGRT_OP_CASES(RopeQkv, rope_qkv_cases);
 std::vector<OpCase> rope_qkv_rows_cases() {
   std::vector<OpCase> cases;
   const QkvCase shapes[] = {{4, 2, 64, 64, false, true, true}, {4, 2, 64, 64, true, false, true},
-                            {4, 1, 40, 40, false, false, true}, {6, 2, 128, 96, true, true, true}};
+                            {4, 1, 40, 40, false, false, true}, {6, 2, 128, 96, true, true, true},
+                            {4, 2, 64, 64, true, false, true, true}};
   for (const QkvCase& c : shapes)
-    cases.push_back({fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv,
-                                 c.head_dim, c.n_rot, c.f16 ? "f16" : "f32"),
+    cases.push_back({qkv_case_name(c),
                      [c] { run_rope_qkv(c); }});
   return cases;
 }

@@ -343,7 +343,8 @@ graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d) {
   b.bias = d.bias.value_or(d.scales);
   b.res = d.residual.value_or(d.x);
   b.nw = d.norm.value_or(d.x);
-  b.gemv_rope = d.rope && gemv_turns_rope(b.caps, *d.rope, b.part_plans);
+  // The gemv's epilogue writes f32 and f16 caches; q8_0 ones take rope_qkv_q8 after it.
+  b.gemv_rope = d.rope && !b.rope_caches->q8 && gemv_turns_rope(b.caps, *d.rope, b.part_plans);
   b.m_block = gemv_m_block();
   // x quantized ahead (one row of x): this node's one-row gemv writes its output as xq blocks too
   // (gemv_xq, gemv_swiglu_xq: the node's one-row kernels take 8 row sets with swiglu, 16 outputs a

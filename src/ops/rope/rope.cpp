@@ -167,25 +167,30 @@ RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, con
         "{}: rope_qkv takes f32 qkv [n_tokens, ({} + 2 * {}) * {}], head_dim and n_rot multiples of 4, got {} columns",
         name, r.n_heads, r.n_kv_heads, hd, width));
   const graph::Shape cache{r.n_kv_heads, kc.max_shape.rank == 3 ? kc.max_shape[1] : 0, hd};
+  const bool q8 = kc.dtype == graph::DType::Q8_0;
   if (kc.role != graph::TensorRole::State || vc.role != graph::TensorRole::State || kc.max_shape != cache ||
       vc.max_shape != cache || kc.dtype != vc.dtype ||
-      (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16))
+      (kc.dtype != graph::DType::F32 && kc.dtype != graph::DType::F16 && !q8))
     throw std::invalid_argument(fmt::format("{}: the caches must be State tensors [{}, n_ctx, {}] of one dtype "
-                                            "(f32 or f16)", name, r.n_kv_heads, hd));
+                                            "(f32, f16 or q8_0)", name, r.n_kv_heads, hd));
+  if (q8 && (hd % 32 != 0 || hd > kRopeQ8MaxHeadDim))
+    throw std::invalid_argument(fmt::format("{}: q8_0 caches need a head_dim that is a multiple of 32 and at most {}, "
+                                            "not {}", name, kRopeQ8MaxHeadDim, hd));
   const graph::Tensor& f = graph::tensor_info(g, r.freqs);
   if (f.dtype != graph::DType::U32 || f.max_shape != graph::Shape{n_rot / 2, 2})
     throw std::invalid_argument(fmt::format("{}: freqs must be u32 [{}, 2] (add_rope_freqs)", name, n_rot / 2));
   if (r.pos.v >= graph::symbol_count(g))
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", name, r.pos.v));
   if (r.rows) check_kv_rows(g, name, *r.rows, max_tokens);
-  require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {0, kWorkgroup});  // no workgroup data
-  return {kc.max_shape[1], n_rot, kc.dtype == graph::DType::F16};
+  // rope_qkv has no workgroup data; rope_qkv_q8 stages four values a thread.
+  require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {q8 ? wg_var_bytes(4 * kWorkgroup * 4) : 0, kWorkgroup});
+  return {kc.max_shape[1], n_rot, kc.dtype == graph::DType::F16, q8};
 }
 
 graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q) {
   std::vector<gpu::OverrideConstant> consts = {{"F16", c.f16 ? 1.0 : 0.0}};
   if (r.rows) consts.push_back({"TABLE", 1.0});
-  return {gpu::make_key("rope", "rope_qkv", std::move(consts)),
+  return {gpu::make_key("rope", c.q8 ? "rope_qkv_q8" : "rope_qkv", std::move(consts)),
           {graph::Binding::of(0, qkv), graph::Binding::of(1, r.freqs), graph::Binding::of(2, q),
            graph::Binding::params(3), graph::Binding::of(4, r.k_cache), graph::Binding::of(5, r.v_cache),
            graph::Binding::of(6, kv_rows_binding(r.rows, r.freqs)), graph::Binding::symbol_block(7)}};
@@ -208,15 +213,18 @@ void plan_rope_qkv(const std::string& name, const RopeQkv& r, const RopeQkvCache
   check_rope_positions(name, r, c, n, pos);
   params.set(RopeParams{n, r.n_heads, r.head_dim, c.n_rot, rope_qkv_symbol(r).v,
                         r.layout == RopeLayout::Neox ? 1u : 0u, r.n_kv_heads, c.n_ctx});
-  const uint64_t threads = uint64_t(n) * (r.n_heads + 2 * r.n_kv_heads) * (r.head_dim / 4);
-  grid = grid_1d(ceil_div(threads, kWorkgroup), max_groups_per_dim);
+  const uint64_t heads = uint64_t(n) * (r.n_heads + 2 * r.n_kv_heads);
+  // rope_qkv_q8: whole heads a workgroup (rope.wgsl q8_heads_per_group).
+  grid = c.q8 ? grid_1d(ceil_div(heads, kWorkgroup / (r.head_dim / 4)), max_groups_per_dim)
+              : grid_1d(ceil_div(heads * (r.head_dim / 4), kWorkgroup), max_groups_per_dim);
 }
 
 uint64_t rope_qkv_bytes(const RopeQkv& r, const RopeQkvCaches& c, uint64_t n) {
   // The rows of qkv in, rotated q out, each token's k and v rows into the caches.
   const uint64_t dim = r.head_dim;
   const uint64_t in = n * (r.n_heads + 2 * r.n_kv_heads) * dim * 4;
-  return in + n * r.n_heads * dim * 4 + 2 * n * r.n_kv_heads * dim * (c.f16 ? 2 : 4);
+  const uint64_t row_bytes = c.q8 ? dim + dim / 32 * 2 : dim * (c.f16 ? 2 : 4);
+  return in + n * r.n_heads * dim * 4 + 2 * n * r.n_kv_heads * row_bytes;
 }
 
 graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {

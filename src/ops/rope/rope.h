@@ -88,10 +88,15 @@ graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d);
 // rope_qkv's checks and kernel, for a node that runs it (add_rope_qkv, linear_q): checks the
 // spec against a qkv of `width` columns and up to `max_tokens` rows (throws
 // std::invalid_argument naming `name`).
+// The caches are of one dtype: f32, f16 or q8_0 (q8: the entry rope_qkv_q8 stages a workgroup's
+// whole heads and quantizes them per block of 32, as kv_write does; head_dim a multiple of 32, at
+// most kRopeQ8MaxHeadDim).
 struct RopeQkvCaches {
   uint32_t n_ctx = 0, n_rot = 0;
   bool f16 = false;
+  bool q8 = false;
 };
+constexpr uint32_t kRopeQ8MaxHeadDim = 1024;  // rope.wgsl q8_stage: WG * 4 values
 RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width,
                              uint32_t max_tokens);
 graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q);

@@ -25,7 +25,7 @@ struct Params {
 @group(0) @binding(6) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
 @group(0) @binding(7) var<uniform> symbols: Symbols;
 
-override F16: bool = false;  // rope_qkv: the caches hold f16 pairs
+override F16: bool = false;  // rope_qkv: the caches hold f16 pairs (rope_qkv_q8: q8_0 blocks)
 override TABLE: bool = false;  // positions (and rope_qkv's cache rows) from kv_rows
 
 const WG: u32 = 256u;
@@ -93,54 +93,140 @@ fn cache_store(is_k: bool, head: u32, position: u32, e: u32, v: vec2<f32>) {
   }
 }
 
+// One thread's part of rope_qkv: which head (0 q, 1 k, 2 v) of which token, its cache row, the
+// two pairs' element indices and their values after the rotation.
+struct QkvQuad {
+  kind: u32,
+  head: u32,  // the q head, or the KV head
+  row: u32,   // the cache row (k and v)
+  token: u32,
+  e0: u32,
+  e1: u32,
+  a: vec2<f32>,
+  b: vec2<f32>,
+}
+
+fn qkv_quad(t: u32) -> QkvQuad {
+  var o: QkvQuad;
+  let quads = p.head_dim / 4u;
+  let u = t % quads;
+  let heads = p.n_heads + 2u * p.n_kv_heads;
+  let head = (t / quads) % heads;  // q heads, then k, then v
+  o.token = t / (quads * heads);
+  var position = symbol(p.pos_sym) + o.token;
+  o.row = position;  // the cache row k and v go to
+  if (TABLE) {
+    position = kv_pos(o.token);
+    o.row = kv_dst(o.token, p.n_ctx);
+  }
+  let base = (o.token * heads + head) * p.head_dim;
+  let half_rot = p.n_rot / 2u;
+  o.kind = select(select(2u, 1u, head < p.n_heads + p.n_kv_heads), 0u, head < p.n_heads);
+  o.head = select(select(head - p.n_heads - p.n_kv_heads, head - p.n_heads, o.kind == 1u), head, o.kind == 0u);
+  // The two (first, second) element pairs this thread owns, as stored (before rotation).
+  o.e0 = 4u * u;       // pair A = (e0, e0 + 1) after the write
+  o.e1 = 4u * u + 2u;  // pair B
+  o.a = vec2<f32>(x[base + o.e0], x[base + o.e0 + 1u]);
+  o.b = vec2<f32>(x[base + o.e1], x[base + o.e1 + 1u]);
+  if (o.kind != 2u) {
+    if (p.neox != 0u && 2u * u < half_rot) {
+      // Rotation pairs (2u, 2u + h) and (2u + 1, 2u + 1 + h), h = n_rot / 2.
+      o.e0 = 2u * u;
+      o.e1 = half_rot + 2u * u;
+      let r0 = rotate(x[base + o.e0], x[base + o.e1], position, 2u * u);
+      let r1 = rotate(x[base + o.e0 + 1u], x[base + o.e1 + 1u], position, 2u * u + 1u);
+      o.a = vec2<f32>(r0.x, r1.x);
+      o.b = vec2<f32>(r0.y, r1.y);
+    } else if (p.neox == 0u && 2u * u < half_rot) {
+      o.a = rotate(o.a.x, o.a.y, position, 2u * u);
+      o.b = rotate(o.b.x, o.b.y, position, 2u * u + 1u);
+    }
+  }
+  return o;
+}
+
+fn q_store(o: QkvQuad) {
+  let at = (o.token * p.n_heads + o.head) * p.head_dim;
+  y[at + o.e0] = o.a.x;
+  y[at + o.e0 + 1u] = o.a.y;
+  y[at + o.e1] = o.b.x;
+  y[at + o.e1 + 1u] = o.b.y;
+}
+
 @compute @workgroup_size(WG)
 fn rope_qkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
   let t = (wid.x + wid.y * nwg.x) * WG + lid;
-  let quads = p.head_dim / 4u;
-  let heads = p.n_heads + 2u * p.n_kv_heads;
-  if (t >= p.n_tokens * heads * quads) { return; }
-  let u = t % quads;
-  let head = (t / quads) % heads;  // q heads, then k, then v
-  let token = t / (quads * heads);
-  var position = symbol(p.pos_sym) + token;
-  var row = position;  // the cache row k and v go to
-  if (TABLE) {
-    position = kv_pos(token);
-    row = kv_dst(token, p.n_ctx);
-  }
-  let base = (token * heads + head) * p.head_dim;
-  let half_rot = p.n_rot / 2u;
-  let kind = select(select(2u, 1u, head < p.n_heads + p.n_kv_heads), 0u, head < p.n_heads);  // q, k, v
-
-  // The two (first, second) element pairs this thread owns, as stored (before rotation).
-  var e0 = 4u * u;       // pair A = (e0, e0 + 1) after the write
-  var e1 = 4u * u + 2u;  // pair B
-  var a = vec2<f32>(x[base + e0], x[base + e0 + 1u]);
-  var b = vec2<f32>(x[base + e1], x[base + e1 + 1u]);
-  if (kind != 2u) {
-    if (p.neox != 0u && 2u * u < half_rot) {
-      // Rotation pairs (2u, 2u + h) and (2u + 1, 2u + 1 + h), h = n_rot / 2.
-      e0 = 2u * u;
-      e1 = half_rot + 2u * u;
-      let r0 = rotate(x[base + e0], x[base + e1], position, 2u * u);
-      let r1 = rotate(x[base + e0 + 1u], x[base + e1 + 1u], position, 2u * u + 1u);
-      a = vec2<f32>(r0.x, r1.x);
-      b = vec2<f32>(r0.y, r1.y);
-    } else if (p.neox == 0u && 2u * u < half_rot) {
-      a = rotate(a.x, a.y, position, 2u * u);
-      b = rotate(b.x, b.y, position, 2u * u + 1u);
-    }
-  }
-  if (kind == 0u) {
-    let o = (token * p.n_heads + head) * p.head_dim;
-    y[o + e0] = a.x;
-    y[o + e0 + 1u] = a.y;
-    y[o + e1] = b.x;
-    y[o + e1 + 1u] = b.y;
+  if (t >= p.n_tokens * (p.n_heads + 2u * p.n_kv_heads) * (p.head_dim / 4u)) { return; }
+  let o = qkv_quad(t);
+  if (o.kind == 0u) {
+    q_store(o);
     return;
   }
-  let kv_head = select(head - p.n_heads - p.n_kv_heads, head - p.n_heads, kind == 1u);
-  cache_store(kind == 1u, kv_head, row, e0, a);
-  cache_store(kind == 1u, kv_head, row, e1, b);
+  cache_store(o.kind == 1u, o.head, o.row, o.e0, o.a);
+  cache_store(o.kind == 1u, o.head, o.row, o.e1, o.b);
+}
+
+// ---- rope_qkv_q8: the same into q8_0 caches (kv_cache.h's layout and kv_write's rule) --------
+// A workgroup holds whole heads (q8_heads_per_group of them: rope.cpp plans the grid): each
+// thread stages its four rotated values in q8_stage, then the first threads of each k or v head
+// quantize two blocks of 32 each (d = amax / 127, q = round(x / d), ties away from zero) and
+// write their quants and the blocks' scale word.
+var<workgroup> q8_stage: array<f32, 1024>;  // WG * 4: every value the workgroup's heads hold
+
+fn q8_heads_per_group() -> u32 { return WG / (p.head_dim / 4u); }
+
+fn round_away(v: f32) -> f32 { return sign(v) * floor(abs(v) + 0.5); }
+
+// Blocks 2 w and 2 w + 1 of the staged head at `slot` into cache row `row` of KV head `head`.
+fn q8_store(is_k: bool, head: u32, row: u32, slot: u32, w: u32) {
+  let blocks = p.head_dim / 32u;
+  let cache_row = head * p.n_ctx + row;
+  var ds = vec2<f32>(0.0);
+  for (var h = 0u; h < 2u; h++) {
+    let blk = 2u * w + h;
+    if (blk >= blocks) { break; }
+    let src = slot * p.head_dim + blk * 32u;
+    var amax = 0.0;
+    for (var i = 0u; i < 32u; i++) { amax = max(amax, abs(q8_stage[src + i])); }
+    let d = amax / 127.0;
+    let id = select(0.0, 1.0 / d, d > 0.0);
+    ds[h] = d;
+    for (var k = 0u; k < 8u; k++) {
+      var word = 0u;
+      for (var j = 0u; j < 4u; j++) {
+        let q = i32(clamp(round_away(q8_stage[src + 4u * k + j] * id), -127.0, 127.0));
+        word |= (bitcast<u32>(q) & 0xffu) << (8u * j);
+      }
+      let at = cache_row * (p.head_dim / 4u) + blk * 8u + k;
+      if (is_k) { k_cache[at] = word; } else { v_cache[at] = word; }
+    }
+  }
+  let at = p.n_kv_heads * p.n_ctx * p.head_dim / 4u + cache_row * ((blocks + 1u) / 2u) + w;
+  if (is_k) { k_cache[at] = pack2x16float(ds); } else { v_cache[at] = pack2x16float(ds); }
+}
+
+@compute @workgroup_size(WG)
+fn rope_qkv_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32) {
+  let quads = p.head_dim / 4u;
+  let per = q8_heads_per_group() * quads;  // the workgroup's threads that hold a head's values
+  let t = (wid.x + wid.y * nwg.x) * per + lid;
+  let live = lid < per && t < p.n_tokens * (p.n_heads + 2u * p.n_kv_heads) * quads;
+  var o: QkvQuad;
+  if (live) {
+    o = qkv_quad(t);
+    if (o.kind == 0u) {
+      q_store(o);
+    } else {
+      let at = (lid / quads) * p.head_dim;
+      q8_stage[at + o.e0] = o.a.x;
+      q8_stage[at + o.e0 + 1u] = o.a.y;
+      q8_stage[at + o.e1] = o.b.x;
+      q8_stage[at + o.e1 + 1u] = o.b.y;
+    }
+  }
+  workgroupBarrier();
+  let w = lid % quads;  // the head's scale word this thread writes
+  if (live && o.kind != 0u && w < (p.head_dim / 32u + 1u) / 2u) { q8_store(o.kind == 1u, o.head, o.row, lid / quads, w); }
 }
