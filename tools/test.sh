@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything and runs every test that fits a CPU Vulkan
-# driver (heavy cases, label "heavy", run on a real GPU: ctest -L heavy), then the op and graph
+# driver, one per core (heavy cases and the wide share of the sweeps, label "heavy", run on a
+# real GPU: ctest -L heavy), then the op and graph
 # suites on a device with WebGPU's default limits (WGRT_LIMITS=default), then the parsers
 # of untrusted input and the engine's fast suites (graph engine on the CPU Vulkan driver, GPU
 # layer, sampler) again under AddressSanitizer and UndefinedBehaviorSanitizer, then every fuzz
@@ -16,7 +17,10 @@ werror=OFF; [ -n "${CI:-}" ] && werror=ON
 
 cmake -S "$root" -B "$root/build" -G Ninja -DWGRT_WERROR=$werror
 cmake --build "$root/build"
-(cd "$root/build" && ctest --output-on-failure --no-tests=error -LE 'heavy|stress' "$@")
+# Tests run side by side, one per core: on a CPU Vulkan driver most of a case is compiling its
+# pipelines, one thread each.
+jobs=$(nproc)
+(cd "$root/build" && ctest --output-on-failure --no-tests=error -j "$jobs" -LE 'heavy|stress' "$@")
 
 # `wgrt serve` against hostile clients (label "stress", about a minute): its figures (requests
 # sent / answered / lost, the server's RSS before and after) go to the log.
@@ -40,12 +44,26 @@ timeout 600 bash "$root/tests/deploy/haproxy_test.sh" "$root/build/wgrt"
 # that fits.
 default_limits_suites='Attention*:Elementwise*:Embedding*:KvCache*:Linear*:RmsNorm*:OpParams*:Quant*:Rope*'
 default_limits_suites+=':Argmax*:SamplePick*:TopK*:SiluMul*:Softmax*:Graph*:GpuDevice*'
-WGRT_LIMITS=default "$root/build/tests/wgrt_tests" --gtest_brief=1 --gtest_filter="$default_limits_suites"
+# One shard per core (gtest's sharding), each with its log; a failing shard's log is printed.
+pids=()
+for ((shard = 0; shard < jobs; ++shard)); do
+  GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$shard WGRT_LIMITS=default "$root/build/tests/wgrt_tests" \
+    --gtest_brief=1 --gtest_filter="$default_limits_suites" > "$root/build/default_limits_$shard.log" 2>&1 &
+  pids+=($!)
+done
+for ((shard = 0; shard < jobs; ++shard)); do
+  if ! wait "${pids[$shard]}"; then
+    cat "$root/build/default_limits_$shard.log"
+    echo "default limits: shard $shard of $jobs failed (its log: build/default_limits_$shard.log)" >&2
+    exit 1
+  fi
+  tail -n 1 "$root/build/default_limits_$shard.log"
+done
 
 cmake -S "$root" -B "$root/build-asan" -G Ninja -DWGRT_WERROR=$werror -DWGRT_BUILD_BENCH=OFF \
   -DWGRT_SANITIZE=address,undefined
 cmake --build "$root/build-asan" --target wgrt_parser_tests wgrt_engine_tests
-(cd "$root/build-asan" && ctest --output-on-failure --no-tests=error -L 'parser|engine')
+(cd "$root/build-asan" && ctest --output-on-failure --no-tests=error -j "$jobs" -L 'parser|engine')
 
 # libFuzzer, built with clang-16 in build-fuzz: each target over its committed corpus plus a
 # fresh scratch corpus. A crash's input lands in build-fuzz/crashes/; once fixed, it joins

@@ -391,94 +391,100 @@ TEST(ModelTensors, ContextPastTheSlidingWindowIsRefused) {
   EXPECT_NO_THROW(build_model(test::device(), m, o));
 }
 
+std::string e2e_case_name(const ::testing::TestParamInfo<E2eCase>& i) {
+  return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
+         (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +
+         (i.param.tied ? "_tied" : "") + (i.param.head_dim != 64 ? "_hd" + std::to_string(i.param.head_dim) : "") +
+         (i.param.f16_kv ? "_f16kv" : "") + (i.param.qkv_bias ? "_qkv_bias" : "") +
+         (i.param.qk_norm ? "_qk_norm" : "") +
+         (i.param.n_heads != 4 ? "_gqa" + std::to_string(i.param.n_heads / i.param.n_kv_heads) : "") +
+         (i.param.max_tensor_bytes ? "_split" : "") + (i.param.max_cache_bytes ? "_cache_split" : "") +
+         (i.param.gpu_routes ? "_gpu_routes" : "");
+}
+
+// Each case builds and compiles a whole model (seconds on lavapipe): CI's CPU driver runs one of
+// each kind (architecture, a float file, the K and 32-value blocks, the GPU's routes, head sizes,
+// odd groups, split tensors and caches); Wide/ holds the rest (label "heavy", tests/CMakeLists.txt).
 INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                          ::testing::Values(E2eCase{Arch::Llama, GgmlType::F32, 2e-3f},
-                                           E2eCase{Arch::Llama, GgmlType::F16, 2e-3f},
-                                           E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f},
-                                           E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f},
-                                           E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, /*tied=*/true},
-                                           E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, false, GgmlType::Q6_K},
                                            E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, true, GgmlType::Q6_K},
                                            E2eCase{Arch::Qwen2, GgmlType::Q4_K, 3e-2f},
                                            E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f},
                                            // The 32-value blocks with a min or a fifth bit, read natively;
                                            // Q5_1 also as the (tied) embedding and output head.
-                                           E2eCase{Arch::Llama, GgmlType::Q4_1, 3e-2f},
-                                           E2eCase{Arch::Qwen2, GgmlType::Q5_0, 3e-2f},
                                            E2eCase{Arch::Llama, GgmlType::Q5_1, 3e-2f, true, GgmlType::Q5_1},
-                                           E2eCase{Arch::Qwen3, GgmlType::IQ4_XS, 3e-2f, false, GgmlType::IQ4_XS},
-                                           E2eCase{Arch::Qwen2, GgmlType::IQ4_NL, 3e-2f, true, GgmlType::IQ4_NL},
                                            // The GPU's gemv routes (CPU drivers take others): Q4_0 with a
-                                           // Q6_K head, and IQ4_NL, whose gemvs look the grid's int8
-                                           // values up by byte pairs.
+                                           // Q6_K head.
                                            E2eCase{.arch = Arch::Llama, .type = GgmlType::Q4_0, .tol = 3e-2f,
                                                    .embd = GgmlType::Q6_K, .gpu_routes = true},
-                                           E2eCase{.arch = Arch::Qwen2, .type = GgmlType::IQ4_NL, .tol = 3e-2f,
-                                                   .tied = true, .embd = GgmlType::IQ4_NL, .gpu_routes = true},
                                            // Head sizes other than 64: the generic attention paths.
-                                           E2eCase{Arch::Llama, GgmlType::F32, 2e-3f, false, {}, 80},
                                            E2eCase{Arch::Qwen3, GgmlType::F16, 4e-3f, false, {}, 96, true},
-                                           // A llama file with q/k/v biases, then one with q/k norms, and a
-                                           // qwen2 file with both: used, not skipped.
-                                           E2eCase{Arch::Llama, GgmlType::Q4_K, 3e-2f, false, {}, 64, false, true},
-                                           E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, false, {}, 64, false, false, true},
+                                           // A qwen2 file with q/k/v biases and q/k norms: used, not skipped.
                                            E2eCase{Arch::Qwen2, GgmlType::Q4_0, 3e-2f, false, {}, 64, false, false, true},
-                                           // Query groups no power of two divides: 7 heads over one KV head
-                                           // (Qwen2.5-0.5B/7B's ratio) with q/k/v biases, 6 over one with a
-                                           // head size of 80.
+                                           // 7 query heads over one KV head (Qwen2.5-0.5B/7B's ratio) with
+                                           // q/k/v biases.
                                            E2eCase{.arch = Arch::Qwen2, .type = GgmlType::Q8_0, .tol = 3e-2f,
                                                    .qkv_bias = true, .n_heads = 7, .n_kv_heads = 1},
-                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::F16, .tol = 4e-3f,
-                                                   .head_dim = 80, .f16_kv = true, .n_heads = 6, .n_kv_heads = 1},
                                            // Vocabulary matrices past a (lowered) storage binding limit, split
                                            // by rows: a Q6_K embedding and output head (6.6 MB each) in 2 MiB
-                                           // tensors, the fused head's argmax over the parts; a tied F16 table
-                                           // (16 MB) in 4 MiB ones, the float linear's parts.
+                                           // tensors, the fused head's argmax over the parts.
                                            E2eCase{.arch = Arch::Llama, .type = GgmlType::Q8_0, .tol = 3e-2f,
                                                    .embd = GgmlType::Q6_K, .max_tensor_bytes = 2 << 20},
-                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::F16, .tol = 2e-3f,
-                                                   .tied = true, .max_tensor_bytes = 4 << 20},
                                            // KV caches past a (lowered) binding limit, split by heads: 4 KV
-                                           // heads of 64 positions in 16 KiB tensors of one head (f32) and of
-                                           // two (f16), the unfused cache write and attention over the parts.
-                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::Q8_0, .tol = 3e-2f,
-                                                   .n_heads = 8, .n_kv_heads = 4, .max_cache_bytes = 16 << 10},
+                                           // heads of 64 positions in 16 KiB tensors of two heads (f16), the
+                                           // unfused cache write and attention over the parts.
                                            E2eCase{.arch = Arch::Qwen2, .type = GgmlType::Q4_0, .tol = 3e-2f,
                                                    .f16_kv = true, .n_heads = 8, .n_kv_heads = 4,
                                                    .max_cache_bytes = 16 << 10},
                                            // phi3: q|k|v and gate|up fused in the file, LongRoPE's long set
                                            // and attention factor; exact in f32 with Phi-3's head size of
-                                           // 96 and one KV head per head, quantized on the GPU's routes.
+                                           // 96 and one KV head per head.
                                            E2eCase{.arch = Arch::Phi3, .type = GgmlType::F32, .tol = 2e-3f,
                                                    .head_dim = 96, .n_heads = 4, .n_kv_heads = 4},
-                                           E2eCase{Arch::Phi3, GgmlType::Q4_0, 3e-2f},
-                                           E2eCase{.arch = Arch::Phi3, .type = GgmlType::Q4_K, .tol = 3e-2f,
-                                                   .embd = GgmlType::Q6_K, .gpu_routes = true},
                                            // gemma2 / gemma3: post-norms, GeGLU, the embedding scale, a window
                                            // of 4 on layer 0 (model/gemma.cpp); gemma2 soft-caps and is tied,
                                            // gemma3's q/k norms and two RoPE bases. Exact in f32 (head size
                                            // 256, as Gemma's), and quantized.
                                            E2eCase{.arch = Arch::Gemma3, .type = GgmlType::F32, .tol = 2e-3f,
                                                    .head_dim = 256},
+                                           E2eCase{.arch = Arch::Gemma2, .type = GgmlType::Q4_0, .tol = 3e-2f,
+                                                   .tied = true, .f16_kv = true}),
+                         e2e_case_name);
+
+INSTANTIATE_TEST_SUITE_P(Wide, ModelEndToEnd,
+                         ::testing::Values(E2eCase{Arch::Llama, GgmlType::F16, 2e-3f},
+                                           E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f},
+                                           E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f},
+                                           E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, /*tied=*/true},
+                                           E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, false, GgmlType::Q6_K},
+                                           E2eCase{Arch::Llama, GgmlType::Q4_1, 3e-2f},
+                                           E2eCase{Arch::Qwen2, GgmlType::Q5_0, 3e-2f},
+                                           E2eCase{Arch::Qwen3, GgmlType::IQ4_XS, 3e-2f, false, GgmlType::IQ4_XS},
+                                           E2eCase{Arch::Qwen2, GgmlType::IQ4_NL, 3e-2f, true, GgmlType::IQ4_NL},
+                                           // IQ4_NL's gemvs look the grid's int8 values up by byte pairs.
+                                           E2eCase{.arch = Arch::Qwen2, .type = GgmlType::IQ4_NL, .tol = 3e-2f,
+                                                   .tied = true, .embd = GgmlType::IQ4_NL, .gpu_routes = true},
+                                           E2eCase{Arch::Llama, GgmlType::F32, 2e-3f, false, {}, 80},
+                                           // A llama file with q/k/v biases, then one with q/k norms.
+                                           E2eCase{Arch::Llama, GgmlType::Q4_K, 3e-2f, false, {}, 64, false, true},
+                                           E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, false, {}, 64, false, false, true},
+                                           // 6 query heads over one KV head with a head size of 80.
+                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::F16, .tol = 4e-3f,
+                                                   .head_dim = 80, .f16_kv = true, .n_heads = 6, .n_kv_heads = 1},
+                                           // A tied F16 table (16 MB) in 4 MiB tensors, the float linear's parts.
+                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::F16, .tol = 2e-3f,
+                                                   .tied = true, .max_tensor_bytes = 4 << 20},
+                                           // The cache split in tensors of one head (f32).
+                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::Q8_0, .tol = 3e-2f,
+                                                   .n_heads = 8, .n_kv_heads = 4, .max_cache_bytes = 16 << 10},
+                                           E2eCase{Arch::Phi3, GgmlType::Q4_0, 3e-2f},
+                                           E2eCase{.arch = Arch::Phi3, .type = GgmlType::Q4_K, .tol = 3e-2f,
+                                                   .embd = GgmlType::Q6_K, .gpu_routes = true},
                                            E2eCase{.arch = Arch::Gemma2, .type = GgmlType::F32, .tol = 2e-3f,
                                                    .tied = true},
                                            E2eCase{.arch = Arch::Gemma3, .type = GgmlType::Q4_K, .tol = 3e-2f,
-                                                   .embd = GgmlType::Q6_K},
-                                           E2eCase{.arch = Arch::Gemma2, .type = GgmlType::Q4_0, .tol = 3e-2f,
-                                                   .tied = true, .f16_kv = true}),
-                         [](const ::testing::TestParamInfo<E2eCase>& i) {
-                           return std::string(arch_name(i.param.arch)) + "_" + ggml_type_name(uint32_t(i.param.type)) +
-                                  (i.param.embd ? std::string("_embd_") + ggml_type_name(uint32_t(*i.param.embd)) : "") +
-                                  (i.param.tied ? "_tied" : "") +
-                                  (i.param.head_dim != 64 ? "_hd" + std::to_string(i.param.head_dim) : "") +
-                                  (i.param.f16_kv ? "_f16kv" : "") + (i.param.qkv_bias ? "_qkv_bias" : "") +
-                                  (i.param.qk_norm ? "_qk_norm" : "") +
-                                  (i.param.n_heads != 4 ? "_gqa" + std::to_string(i.param.n_heads / i.param.n_kv_heads)
-                                                        : "") +
-                                  (i.param.max_tensor_bytes ? "_split" : "") +
-                                  (i.param.max_cache_bytes ? "_cache_split" : "") +
-                                  (i.param.gpu_routes ? "_gpu_routes" : "");
-                         });
+                                                   .embd = GgmlType::Q6_K}),
+                         e2e_case_name);
 
 }  // namespace
 }  // namespace wgrt::model

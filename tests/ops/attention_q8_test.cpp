@@ -130,7 +130,7 @@ std::vector<OpCase> attention_q8_cases() {
   return cases;
 }
 
-WGRT_OP_CASES(AttentionQ8, attention_q8_cases);
+WGRT_OP_SWEEP(AttentionQ8, attention_q8_cases, 2);
 
 // kv_write then attention through prefill and decode steps; after each step the caches are read
 // back: kv_write's blocks match the CPU's rule (a quant may differ by one where x / d is within

@@ -179,7 +179,7 @@ std::vector<OpCase> rows_cases() {
   return cases;
 }
 
-WGRT_OP_CASES(AttentionRows, rows_cases);
+WGRT_OP_SWEEP(AttentionRows, rows_cases, 2);
 
 // kv write alone with rows: scattered regions, f32 and f16 caches.
 std::vector<OpCase> kv_rows_cases() {

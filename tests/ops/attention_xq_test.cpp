@@ -155,7 +155,7 @@ std::vector<OpCase> xq_cases() {
   return cases;
 }
 
-WGRT_OP_CASES(AttentionXq, xq_cases);
+WGRT_OP_SWEEP(AttentionXq, xq_cases, 2);
 
 // xq_out writes blocks of 16 within a head: head dims 24 and 40 are refused, naming the node.
 TEST(AttentionXqBuild, RefusesHeadDimsNotMultiplesOf16) {

@@ -254,7 +254,7 @@ std::vector<OpCase> fused_cases() {
   return cases;
 }
 
-WGRT_OP_CASES(LinearQFused, fused_cases);
+WGRT_OP_SWEEP(LinearQFused, fused_cases, 3);
 
 // q6k (GGUF Q6_K blocks kept as blocks): the gemv, plain and as the output head (norm, last row,
 // argmax), against f32 math on the reference's reading of the blocks. `split`: the weight's

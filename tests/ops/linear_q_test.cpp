@@ -216,7 +216,7 @@ std::vector<OpCase> linear_q_cases() {
   return cases;
 }
 
-WGRT_OP_CASES(LinearQ, linear_q_cases);
+WGRT_OP_SWEEP(LinearQ, linear_q_cases, 2);
 
 // Split K's slices: whole activation groups, at most 8 slices of at least 256 values, only
 // where the tiles number fewer than the target; one slice (k) elsewhere.

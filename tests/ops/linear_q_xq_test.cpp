@@ -162,7 +162,7 @@ std::vector<OpCase> xq_cases() {
   return cases;
 }
 
-WGRT_OP_CASES(LinearQXq, xq_cases);
+WGRT_OP_SWEEP(LinearQXq, xq_cases, 2);
 
 // What the builder may wire: one weight of a multiple of 16 outputs, no rope / argmax / last_row,
 // xq_norm only with xq_out and without norm, xq_in of the right size.

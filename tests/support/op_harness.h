@@ -50,13 +50,36 @@ std::vector<float> run_step(graph::Graph& g, std::span<const graph::ShapeInput> 
 
 }  // namespace wgrt::test
 
+namespace wgrt::test {
+// The share of a sweep that a CPU Vulkan driver runs: every `every`-th case (the first, then
+// each `every`-th after it) when `wide` is false, the others when it is true. A sweep lists its
+// cases section by section (a route, then its shapes), so each section keeps some on lavapipe.
+template <class Case>
+std::vector<Case> sweep_share(std::vector<Case> all, size_t every, bool wide) {
+  std::vector<Case> out;
+  for (size_t i = 0; i < all.size(); ++i)
+    if ((i % every == 0) != wide) out.push_back(std::move(all[i]));
+  return out;
+}
+}  // namespace wgrt::test
+
+#define WGRT_OP_CASE_NAME [](const ::testing::TestParamInfo<::wgrt::test::OpCase>& i) { return i.param.name; }
+
 #define WGRT_OP_CASES(Suite, cases_fn)                                                     \
   class Suite : public ::wgrt::test::OpCaseTest {};                                        \
   TEST_P(Suite, MatchesReference) { GetParam().body(); }                                   \
-  INSTANTIATE_TEST_SUITE_P(, Suite, ::testing::ValuesIn(cases_fn()),                       \
-                           [](const ::testing::TestParamInfo<::wgrt::test::OpCase>& i) {   \
-                             return i.param.name;                                          \
-                           })
+  INSTANTIATE_TEST_SUITE_P(, Suite, ::testing::ValuesIn(cases_fn()), WGRT_OP_CASE_NAME)
+
+// A sweep too wide for CI's CPU driver (each case compiles its own pipelines, seconds apiece on
+// lavapipe): one case in `every` runs in the main suite, the rest as Wide/Suite.* (label "heavy",
+// with the heavy cases on a real GPU: tests/CMakeLists.txt). Every case runs with `ctest -L heavy`.
+#define WGRT_OP_SWEEP(Suite, cases_fn, every)                                                             \
+  class Suite : public ::wgrt::test::OpCaseTest {};                                                        \
+  TEST_P(Suite, MatchesReference) { GetParam().body(); }                                                   \
+  INSTANTIATE_TEST_SUITE_P(, Suite, ::testing::ValuesIn(::wgrt::test::sweep_share(cases_fn(), every, false)), \
+                           WGRT_OP_CASE_NAME);                                                             \
+  INSTANTIATE_TEST_SUITE_P(Wide, Suite, ::testing::ValuesIn(::wgrt::test::sweep_share(cases_fn(), every, true)), \
+                           WGRT_OP_CASE_NAME)
 
 namespace wgrt::test {
 // gtest prints the parameter of each case: its name, not its bytes.
