@@ -167,8 +167,18 @@ std::vector<OpCase> rows_cases() {
                  .f16 = true, .decode = k, .rows = true, .decode_max_tokens = 4, .cache_parts = {1, 1}};
     cases.push_back({fmt::format("hd64_gqa2_f16{}_parts2", decode_suffix(k)), [c] { run_rows(c, mixed_steps()); }});
   }
-  // A sliding window (7 keys; 3) and soft-capping in every sequence's region: every decode kernel
-  // (the windows start inside chunks and past chunk 0) and every prefill kernel.
+  return cases;
+}
+
+WGRT_OP_SWEEP(AttentionRows, rows_cases, 2);
+
+// A sliding window (7 keys; 3) and soft-capping in every sequence's region: every decode kernel
+// (the windows start inside chunks and past chunk 0) and every prefill kernel (its runs skip the
+// key tiles before the window of their first token, in each sequence's own region).
+std::vector<OpCase> rows_window_cases() {
+  using K = ops::DecodeKernel;
+  using P = ops::PrefillKernel;
+  std::vector<OpCase> cases;
   for (auto [dk, pk, window] : {std::tuple{K::vec, P::rt, 7u}, {K::sg, P::sg, 3u}, {K::split, P::tile, 7u}}) {
     AttnConfig c{.head_dim = 64, .n_kv_heads = 2, .group = 2, .n_ctx = kSeqs * kRegion, .max_tokens = 48,
                  .f16 = true, .decode = dk, .prefill = pk, .rows = true, .decode_max_tokens = 4, .window = window,
@@ -179,7 +189,7 @@ std::vector<OpCase> rows_cases() {
   return cases;
 }
 
-WGRT_OP_SWEEP(AttentionRows, rows_cases, 2);
+WGRT_OP_CASES(AttentionRowsWindow, rows_window_cases);
 
 // kv write alone with rows: scattered regions, f32 and f16 caches.
 std::vector<OpCase> kv_rows_cases() {

@@ -53,8 +53,9 @@ const NEG: f32 = -3.4e38;
 
 // The sliding window (Params::window, 0: none): a query whose last visible key row is `limit`
 // sees rows limit - window + 1 .. limit only. The cache keeps every row (it is full-length); the
-// older rows are only masked, in the same place as the causal mask (scores at NEG, weights 0).
-// Rows before the window that a kernel still walks weigh nothing: the row's own key is always
+// older rows are masked, in the same place as the causal mask (scores at NEG, weights 0), and
+// the key tiles and decode chunks wholly before a workgroup's first visible row are skipped
+// (first_tile, decode_work). Rows before the window that a kernel still walks weigh nothing: the row's own key is always
 // visible, so its max ends above NEG and exp(NEG - max) rescales their sums to 0.
 fn win_keys() -> u32 { return select(p.window, 0xffffffffu, p.window == 0u); }
 fn seen4(key: vec4<u32>, limit: vec4<u32>) -> vec4<bool> {
@@ -546,20 +547,24 @@ fn prefill_row(r: u32, g: u32) -> u32 {
 
 // A prefill workgroup's run of tokens from run0 up to last_tok: TABLE, the tokens with run0's
 // region (equal b_i); else all of them. One past its last token, its keys (the last token's:
-// positions increase within a sequence) and the cache row of its key 0 in KV head g's rows.
+// positions increase within a sequence), the cache row of its key 0 in KV head g's rows, and the
+// first key any of its tokens sees (run0's first_seen: 0 without a sliding window).
 struct PrefillRun {
   end: u32,
   kv_len: u32,
   row0: u32,
+  first: u32,
 }
 fn prefill_run(run0: u32, last_tok: u32, g: u32, pos: u32) -> PrefillRun {
-  if (!TABLE) { return PrefillRun(last_tok + 1u, pos + last_tok + 1u, g * p.n_ctx); }
+  if (!TABLE) { return PrefillRun(last_tok + 1u, pos + last_tok + 1u, g * p.n_ctx, first_seen(pos + run0)); }
   let b = kv_rows[2u * run0 + 1u];
   var end = run0 + 1u;
   while (end <= last_tok && kv_rows[2u * end + 1u] == b) { end++; }
   let span = kv_span(end - 1u, p.n_ctx);
-  return PrefillRun(end, span.y, g * p.n_ctx + span.x);
+  return PrefillRun(end, span.y, g * p.n_ctx + span.x, first_seen(kv_span(run0, p.n_ctx).y - 1u));
 }
+// A run's first key tile of `keys` keys: tiles wholly before its sliding window are skipped.
+fn first_tile(run: PrefillRun, keys: u32) -> u32 { return run.first - run.first % keys; }
 
 // ---- prefill: a workgroup per (tile of ROWS (token, head) rows, KV head) -----------------
 // Row r is token tok0 + r / GROUP and query head (kv_off + g) * GROUP + r % GROUP, g the KV head
@@ -651,7 +656,7 @@ fn prefill(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let row0 = run.row0;
     let in_run = !TABLE || (my_tok >= run0 && my_tok < run.end);
 
-    for (var k0 = 0u; k0 < kv_len; k0 += BK) {
+    for (var k0 = first_tile(run, BK); k0 < kv_len; k0 += BK) {
       workgroupBarrier();
       prefill_load_tile(false, t, row0, k0, kv_len);
       workgroupBarrier();

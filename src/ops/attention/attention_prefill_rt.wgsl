@@ -314,8 +314,9 @@ fn prefill_rt(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let row0 = run.row0;
     let in_run = rt_in_run(wk, run0, run.end);
 
-    var next = rt_fetch(t, row0, 0u, kv_len, RK);
-    for (var k0 = 0u; k0 < kv_len; k0 += RK) {
+    let k_first = first_tile(run, RK);
+    var next = rt_fetch(t, row0, k_first, kv_len, RK);
+    for (var k0 = k_first; k0 < kv_len; k0 += RK) {
       workgroupBarrier();
       if (RTF == 0u) {
         rt_copy(t, row0, k0, kv_len);

@@ -147,8 +147,9 @@ fn prefill_rth(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let row0 = run.row0;
     let in_run = rt_in_run(wk, run0, run.end);
 
-    var next = rt_fetch(t, row0, 0u, kv_len, RHK);
-    for (var k0 = 0u; k0 < kv_len; k0 += RHK) {
+    let k_first = first_tile(run, RHK);
+    var next = rt_fetch(t, row0, k_first, kv_len, RHK);
+    for (var k0 = k_first; k0 < kv_len; k0 += RHK) {
       workgroupBarrier();
       if (RTF == 0u) {
         rh_copy(t, row0, k0, kv_len);

@@ -217,8 +217,9 @@ fn prefill_sg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let row0 = run.row0;
     let in_run = !vec4<bool>(TABLE) | ((tok >= vec4<u32>(run0)) & (tok < vec4<u32>(run.end)));
 
-    var next = ps_fetch(t, row0, 0u, kv_len);
-    for (var k0 = 0u; k0 < kv_len; k0 += PBK) {
+    let k_first = first_tile(run, PBK);
+    var next = ps_fetch(t, row0, k_first, kv_len);
+    for (var k0 = k_first; k0 < kv_len; k0 += PBK) {
       workgroupBarrier();
       ps_stage(t, next);
       workgroupBarrier();
