@@ -208,6 +208,26 @@ std::vector<llm::GpuSample> gpu_samples(std::vector<Slot>& slots, std::span<cons
   return v;
 }
 
+// Bias, penalties and a grammar's mask on the GPU (llm/batch.h stage_adjust) for the step's
+// readout rows whose slots ask for them and can be served so (without log-probabilities, which
+// are the model's, before adjustment): those rows read their top-k (readouts[r] becomes TopK);
+// the other rows keep their readout, the CPU adjusting the whole rows it reads.
+void stage_gpu_adjust(llm::Session& s, std::vector<Slot>& slots, std::span<const llm::SeqPart> parts,
+                      std::span<const size_t> part_slot, std::vector<llm::Readout>& readouts) {
+  std::vector<llm::Sampler*> rows;
+  bool any = false;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (!parts[k].output) continue;
+    Slot& slot = slots[part_slot[k]];
+    const bool gpu = slot.job->req.logprobs < 0 && llm::can_adjust_on_gpu(s, slot.sampler);
+    rows.push_back(gpu ? &slot.sampler : nullptr);
+    any |= gpu;
+  }
+  if (!any || !llm::stage_adjust(s, rows)) return;
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (rows[r]) readouts[r] = llm::Readout::TopK;
+}
+
 // The picks of the step just run, one per output part (its readout row), each by its slot's
 // sampler; the host path, a step at a time.
 void read_picks(llm::Session& s, std::vector<Slot>& slots, std::span<const llm::SeqPart> parts,
@@ -589,6 +609,7 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       before_step();
       std::vector<uint32_t> rows;  // a pipelined step's rows: its parts' slots
       if (pipelined) rows.assign(part_slot.begin(), part_slot.end());
+      if (!pipelined) stage_gpu_adjust(*s, slots, parts, part_slot, readouts);
       // A pipelined step's picks are all in next_token (sampled ones too): its argmax readout.
       llm::eval_seqs(*s, parts, pipelined ? llm::Readout::Argmax : llm::merge_readouts(readouts), nullptr, logprobs,
                      gpu_samples(slots, rows));
