@@ -110,6 +110,7 @@ float attention_scale(const ModelConfig& c) {
 }
 
 uint32_t layer_window(const ModelConfig& c, uint32_t layer) {
+  if (c.local_layers.empty()) return c.sliding_window;
   return layer < c.local_layers.size() && c.local_layers[layer] ? c.sliding_window : 0;
 }
 

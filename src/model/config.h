@@ -49,7 +49,7 @@ struct ModelConfig {
   bool tied_embeddings = false;
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3
-  uint32_t sliding_window = 0;  // keys attended per query (0: all); mistral, phi3: contexts past it are refused
+  uint32_t sliding_window = 0;  // keys attended per query (0: all); every layer's (mistral, phi3) or the local ones'
   // Gemma 2 and 3. The layers that attend through sliding_window (local; the others are global),
   // a flag per layer; empty: the window is not applied per layer (mistral's refusal above).
   std::vector<bool> local_layers;
@@ -89,7 +89,8 @@ std::vector<float> llama3_freq_factors(uint32_t head_dim, float theta, float fac
 const std::vector<float>& rope_factors_for(const ModelConfig& c, uint32_t n_ctx);
 // Attention's score scale: attn_scale where set, else 1 / sqrt(head_dim), times rope_attn_factor squared.
 float attention_scale(const ModelConfig& c);
-// Layer l's sliding window (AttentionDesc::window): sliding_window on local layers, else 0.
+// Layer l's sliding window (AttentionDesc::window): sliding_window on every layer when no layers
+// are marked local (mistral, phi3), else on the local ones; 0 on the others.
 uint32_t layer_window(const ModelConfig& c, uint32_t layer);
 // Whether layer l takes the local RoPE table (rope_theta_local; model/transformer.cpp).
 bool layer_rope_local(const ModelConfig& c, uint32_t layer);

@@ -11,9 +11,8 @@
 namespace wgrt::model {
 
 uint32_t default_ctx(const ModelConfig& c) {
-  uint32_t n = c.n_ctx_train ? std::min(c.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx;
-  // A window wgrt applies per layer (Gemma) does not bound the context; mistral's does.
-  return c.sliding_window && c.local_layers.empty() ? std::min(n, c.sliding_window) : n;
+  // The attention kernels apply sliding windows (layer_window): they do not bound the context.
+  return c.n_ctx_train ? std::min(c.n_ctx_train, kDefaultMaxCtx) : kDefaultMaxCtx;
 }
 
 ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions& opts) {
@@ -30,10 +29,6 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
   if (uint64_t(o.n_ctx) * o.n_seqs > (uint64_t(1) << 31))
     throw std::invalid_argument(fmt::format("{} sequences of {} positions pass 2^31 cache rows (hint: fewer slots or "
                                             "a smaller context)", o.n_seqs, o.n_ctx));
-  if (c.sliding_window && c.local_layers.empty() && o.n_ctx > c.sliding_window)
-    throw std::invalid_argument(fmt::format("context size {} is past the model's sliding attention window of {} "
-                                            "tokens, which wgrt does not apply (hint: -c {} or less)",
-                                            o.n_ctx, c.sliding_window, c.sliding_window));
   ModelGraph mg;
   mg.graph = std::make_unique<graph::Graph>(dev);
   mg.n_vocab = c.n_vocab;

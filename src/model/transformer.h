@@ -35,8 +35,8 @@
 
 namespace wgrt::model {
 
-// n_ctx 0: the model's trained context (n_ctx_train), at most this and at most its sliding
-// window; 2048 where the file does not say.
+// n_ctx 0: the model's trained context (n_ctx_train), at most this; 2048 where the file does not
+// say. A sliding window does not bound it: the attention kernels apply it (layer_window).
 constexpr uint32_t kDefaultMaxCtx = 2048;
 uint32_t default_ctx(const ModelConfig& c);
 

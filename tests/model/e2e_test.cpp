@@ -70,6 +70,7 @@ struct E2eCase {
   uint64_t max_tensor_bytes = 0;  // LoadOptions: weights past it split by rows (0: the device's limit)
   uint64_t max_cache_bytes = 0;   // BuildOptions: KV caches past it split by heads (0: the device's limit)
   bool gpu_routes = false;  // the gemvs' int8 x and x quantized ahead forced, as a GPU takes them
+  uint32_t window = 0;      // every layer's sliding window (mistral, phi3)
 };
 
 Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
@@ -90,6 +91,7 @@ Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
   spec.tied_embeddings = c.tied;  // the output projection reuses token_embd
   spec.qkv_bias = c.qkv_bias;     // q/k/v biases (HF attention_bias) on any architecture
   spec.qk_norm = c.qk_norm;       // q/k norms likewise
+  spec.sliding_window = c.window;  // on every layer: no layer pattern
   if (c.arch == Arch::Llama) spec.rope_freq_factors.assign(c.head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
   if (c.arch == Arch::Phi3) {
     // LongRoPE: the long set (1 .. 4 across the pairs) is chosen past 32 positions of context
@@ -370,24 +372,21 @@ TEST(ModelTensors, UnreadTensorIsAnErrorNamingIt) {
   EXPECT_NO_THROW(build_model(test::device(), m, o));
 }
 
-// Mistral's sliding window: contexts past it are refused (wgrt attends to the whole context).
-TEST(ModelTensors, ContextPastTheSlidingWindowIsRefused) {
+// Mistral's sliding window applies on every layer (ModelEndToEnd's mistral case checks the
+// logits): it bounds neither the context a graph is built for nor the default one.
+TEST(ModelTensors, ContextPastTheSlidingWindowBuilds) {
   RandomModelSpec spec;
   spec.arch = Arch::Mistral;
   GgufWriter w = make_random_model(spec);
   gguf_set_u32(w, "mistral.attention.sliding_window", 64);
+  gguf_set_u32(w, "mistral.context_length", 256);
   ModelFile m = open_gguf_bytes(gguf_serialize(w), "mistral.gguf");
   ASSERT_EQ(m.config.sliding_window, 64u);
+  EXPECT_EQ(layer_window(m.config, 0), 64u);
+  EXPECT_EQ(default_ctx(m.config), 256u);
   BuildOptions o;
   o.n_ctx = 128;
   o.max_batch = 8;
-  try {
-    build_model(test::device(), m, o);
-    ADD_FAILURE() << "a context past the window built";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("sliding attention window of 64"));
-  }
-  o.n_ctx = 64;
   EXPECT_NO_THROW(build_model(test::device(), m, o));
 }
 
@@ -399,7 +398,7 @@ std::string e2e_case_name(const ::testing::TestParamInfo<E2eCase>& i) {
          (i.param.qk_norm ? "_qk_norm" : "") +
          (i.param.n_heads != 4 ? "_gqa" + std::to_string(i.param.n_heads / i.param.n_kv_heads) : "") +
          (i.param.max_tensor_bytes ? "_split" : "") + (i.param.max_cache_bytes ? "_cache_split" : "") +
-         (i.param.gpu_routes ? "_gpu_routes" : "");
+         (i.param.gpu_routes ? "_gpu_routes" : "") + (i.param.window ? "_window" + std::to_string(i.param.window) : "");
 }
 
 // Each case builds and compiles a whole model (seconds on lavapipe): CI's CPU driver runs one of
@@ -448,7 +447,10 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{.arch = Arch::Gemma3, .type = GgmlType::F32, .tol = 2e-3f,
                                                    .head_dim = 256},
                                            E2eCase{.arch = Arch::Gemma2, .type = GgmlType::Q4_0, .tol = 3e-2f,
-                                                   .tied = true, .f16_kv = true}),
+                                                   .tied = true, .f16_kv = true},
+                                           // mistral: a window of 4 keys on every layer.
+                                           E2eCase{.arch = Arch::Mistral, .type = GgmlType::F32, .tol = 2e-3f,
+                                                   .window = 4}),
                          e2e_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Wide, ModelEndToEnd,

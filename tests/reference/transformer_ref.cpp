@@ -31,6 +31,10 @@ std::vector<float> matvec(const std::vector<float>& w, const float* x, size_t ou
   return y;
 }
 
+// Whether layer l attends through the sliding window: every layer when none is marked local.
+bool windowed(const TransformerConfig& c, uint32_t l) {
+  return c.local_layers.empty() || (l < c.local_layers.size() && c.local_layers[l]);
+}
 bool local(const TransformerConfig& c, uint32_t l) { return l < c.local_layers.size() && c.local_layers[l]; }
 
 void rope(float* head, uint32_t head_dim, uint32_t pos, const TransformerConfig& c, uint32_t layer) {
@@ -86,7 +90,7 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
     std::vector<float> attn(T * q_dim);
     const uint32_t group = c.n_heads / c.n_kv_heads;
     const double scale = c.attn_scale > 0 ? double(c.attn_scale) : 1.0 / std::sqrt(double(hd));
-    const size_t window = local(c, l) ? c.sliding_window : 0;
+    const size_t window = windowed(c, l) ? c.sliding_window : 0;
     for (size_t t = 0; t < T; ++t)
       for (uint32_t hh = 0; hh < c.n_heads; ++hh) {
         const float* qh = &q[t * q_dim + hh * hd];

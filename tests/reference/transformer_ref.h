@@ -25,7 +25,7 @@ struct TransformerConfig {
   // sliding_window keys with RoPE base rope_theta_local (no freq factors), final soft-capping.
   bool gemma = false;
   float embd_scale = 0, attn_scale = 0, attn_softcap = 0, final_softcap = 0, rope_theta_local = 0;
-  uint32_t sliding_window = 0;
+  uint32_t sliding_window = 0;  // every layer's when local_layers is empty (mistral, phi3)
   std::vector<bool> local_layers;
 };
 
