@@ -177,6 +177,8 @@ Hidden linear_residual(BuildContext& b, uint32_t l, const char* what, uint32_t n
 
 Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t l, const Hidden& x) {
   const ModelConfig& c = b.c;
+  const bool gemma = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
+  const ops::GateAct act_fn = gemma ? ops::GateAct::GeluTanh : ops::GateAct::Silu;
   graph::TensorId norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
   if (p.fused_gate_up) {
     const std::optional<LinearWeight> w =
@@ -185,7 +187,8 @@ Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t l, const Hidden&
     if (!w) throw std::logic_error(fmt::format("layer {}: the plan fuses gate|up but the weights do not", l));
     graph::TensorId act = ops::add_linear_q(b.g, {.name = tname("ffn_act", l), .format = w->format, .gs = w->gs,
                                                   .x = x.x, .q = w->q.q, .scales = w->q.scales, .norm = norm,
-                                                  .eps = c.norm_eps, .swiglu = true, .gemv_int8 = b.o.gemv_int8,
+                                                  .eps = c.norm_eps, .swiglu = true, .act = act_fn,
+                                                  .gemv_int8 = b.o.gemv_int8,
                                                   .xq_out = p.act_xq, .xq_in = x.xq});
     if (!p.act_xq) return {act, std::nullopt};
     return {act, ops::linear_q_xq(b.g, tname("ffn_act", l))};
@@ -195,7 +198,7 @@ Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t l, const Hidden&
   LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up.weight"), c.ff, c.dim, wname(l, "ffn_up.bias"));
   graph::TensorId g = apply_linear(b.g, gate, h, tname("ffn_gate", l), b.o.gemv_int8);
   graph::TensorId u = apply_linear(b.g, up, h, tname("ffn_up", l), b.o.gemv_int8);
-  return {ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u}), std::nullopt};
+  return {ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = g, .up = u, .act = act_fn}), std::nullopt};
 }
 
 namespace {

@@ -82,8 +82,9 @@ Hidden attend(BuildContext& b, const LayerPlan& p, uint32_t layer, graph::Tensor
 Hidden linear_residual(BuildContext& b, uint32_t layer, const char* what, uint32_t n_out, uint32_t k, const Hidden& in,
                        graph::TensorId x, const std::string& xq_norm, const char* out);
 
-// SiLU(h Wgᵀ) ⊙ h Wuᵀ, h = ffn_norm(x). Fused (p.fused_gate_up): one node, the norm in its
-// prologue and the product in its epilogue (quantized ahead for down where p.act_xq).
+// act(h Wgᵀ) ⊙ h Wuᵀ, h = ffn_norm(x), act SiLU (GELU-tanh for Gemma: GeGLU). Fused
+// (p.fused_gate_up): one node, the norm in its prologue and the product in its epilogue
+// (quantized ahead for down where p.act_xq).
 Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t layer, const Hidden& x);
 
 // Final norm, the last position's row (unless all_logits; with several sequences the rows of

@@ -3,12 +3,14 @@
 //   pairs; Gemma 3's local layers at their own base, model/transformer.cpp) → attention within
 //   the layer's sliding window (local layers; config.h layer_window), scores scaled by
 //   query_pre_attn_scalar^-0.5 and soft-capped (Gemma 2) → attn_output → post_attention_norm
-//   → x += that; then ffn_norm → gelu_tanh(h Wgᵀ) ⊙ h Wuᵀ → ffn_down → post_ffw_norm → x += that.
+//   → x += that; then ffn_norm → gelu_tanh(h Wgᵀ) ⊙ h Wuᵀ (GeGLU; one node where the plan fuses
+//   gate|up, model/blocks.h ffn_swiglu) → ffn_down → post_ffw_norm → x += that (each post-norm
+//   and its add one kernel).
 // The embeddings are scaled by sqrt(n_embd) (ModelConfig::embd_scale) and the output is tied by
 // default, its logits soft-capped where the model says (Gemma 2: 30; output_head). Every norm
 // weight is w + 1 of the checkpoint's w (the GGUF converter added it; Hugging Face checkpoints
 // get it at load, ModelConfig::norm_offset). The KV cache of a local layer is as long as a
-// global one's: the window masks keys, it does not drop them.
+// global one's: the window masks keys (and skips whole tiles and chunks before it), it does not drop them.
 #include <fmt/format.h>
 
 #include "model/blocks.h"
@@ -20,10 +22,12 @@ namespace wgrt::model {
 
 namespace {
 
-// RMS norm of x by the layer's weight `what`, named `out`.
-graph::TensorId layer_norm(BuildContext& b, uint32_t l, graph::TensorId x, const char* what, const char* out) {
+// The residual stream plus the RMS norm of a sublayer's output y by the layer's weight `what`
+// (a post-norm), in one kernel, named `out`.
+graph::TensorId post_norm_residual(BuildContext& b, uint32_t l, graph::TensorId stream, graph::TensorId y,
+                                   const char* what, const char* out) {
   graph::TensorId w = layer_vector(b, wname(l, what), b.c.dim);
-  return ops::add_rms_norm(b.g, {.name = tname(out, l), .x = x, .weight = w, .eps = b.c.norm_eps});
+  return ops::add_rms_norm(b.g, {.name = tname(out, l), .x = y, .weight = w, .eps = b.c.norm_eps, .residual = stream});
 }
 
 // h W_whatᵀ for the layer's weight `what` ([n, k]).
@@ -40,8 +44,8 @@ Hidden build_gemma(BuildContext& b) {
   const ModelConfig& c = b.c;
   const uint32_t q_dim = c.n_heads * c.head_dim;
   const AttentionVariant variant{.qk_norm = c.qk_norm};
-  // Only the q|k|v fusion of the llama plan applies (its other fusions assume llama's residuals,
-  // which Gemma's post-norms come between).
+  // The llama plan's q|k|v and gate|up fusions apply (the norm in the gate|up node's prologue,
+  // GeGLU in its epilogue); its residual fusions do not: Gemma's post-norms come between.
   const ForwardPlan plan = plan_forward(b, variant);
   Hidden e = embed_tokens(b);
   graph::TensorId x = e.x;
@@ -50,20 +54,15 @@ Hidden build_gemma(BuildContext& b) {
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     LayerPlan p{};
     p.fused_qkv = plan.layers[l].fused_qkv;
+    p.fused_gate_up = plan.layers[l].fused_gate_up;
     const LayerCaches caches = add_layer_caches(b, l);
     const graph::TensorId q = attention_qkv(b, p, l, {x, std::nullopt}, variant, caches);
     const Hidden a = attend(b, p, l, q, caches);
     graph::TensorId o = project(b, l, "attn_output", a.x, c.dim, q_dim, "attn_output");
-    o = layer_norm(b, l, o, "post_attention_norm.weight", "attn_post_norm");
-    x = residual(b, x, o, tname("attn_residual", l));
-    graph::TensorId h = layer_norm(b, l, x, "ffn_norm.weight", "ffn_norm");
-    graph::TensorId gate = project(b, l, "ffn_gate", h, c.ff, c.dim, "ffn_gate");
-    graph::TensorId up = project(b, l, "ffn_up", h, c.ff, c.dim, "ffn_up");
-    graph::TensorId act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l), .gate = gate, .up = up,
-                                                  .act = ops::GateAct::GeluTanh});
-    graph::TensorId d = project(b, l, "ffn_down", act, c.dim, c.ff, "ffn_down");
-    d = layer_norm(b, l, d, "post_ffw_norm.weight", "ffn_post_norm");
-    x = residual(b, x, d, tname("ffn_residual", l));
+    x = post_norm_residual(b, l, x, o, "post_attention_norm.weight", "attn_residual");
+    const Hidden act = ffn_swiglu(b, p, l, {x, std::nullopt});  // act_xq off: down reads act
+    graph::TensorId d = project(b, l, "ffn_down", act.x, c.dim, c.ff, "ffn_down");
+    x = post_norm_residual(b, l, x, d, "post_ffw_norm.weight", "ffn_residual");
   }
   return {x, std::nullopt};
 }

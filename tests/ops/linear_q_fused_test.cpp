@@ -37,6 +37,7 @@ struct FusedCase {
   uint32_t gs, k, n, max_m;
   std::vector<uint32_t> steps;
   bool norm = false, residual = false, swiglu = false, bias = false;
+  bool gelu = false;  // swiglu's gate through GELU (tanh; GeGLU) instead of SiLU
   bool head = false;  // last_row + argmax
   int gemv_int8 = -1;  // LinearQDesc::gemv_int8 (-1: the device's choice)
   uint32_t gemv_x = 0, gemv_m_from = 0;  // LinearQDesc's (0: the device's choice)
@@ -87,7 +88,8 @@ void run_fused(const FusedCase& c) {
   if (c.head) am = add_weight(g, {.name = "next", .dtype = DType::U32, .shape = {1}, .role = TensorRole::State});
   TensorId y = ops::add_linear_q(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x, .q = wt.q,
                                      .scales = wt.scales, .bias = bias, .norm = norm, .eps = 1e-5f,
-                                     .residual = res, .swiglu = c.swiglu, .last_row = c.head,
+                                     .residual = res, .swiglu = c.swiglu,
+                                     .act = c.gelu ? ops::GateAct::GeluTanh : ops::GateAct::Silu, .last_row = c.head,
                                      .argmax_out = am, .gemv_int8 = c.gemv_int8, .gemv_x = c.gemv_x,
                                      .gemv_m_from = c.gemv_m_from});
   NodeId node = find_node(g, "y");
@@ -144,11 +146,12 @@ void run_fused(const FusedCase& c) {
       std::vector<float> gate = ref::linear(xn, wg, bg_, rows, c.n / 2, c.k);
       std::vector<float> up = ref::linear(xn, wu, bu_, rows, c.n / 2, c.k);
       std::vector<float> eg = bounds(wg, c.n / 2), eu = bounds(wu, c.n / 2);
-      want = ref::silu_mul(gate, up);
-      for (size_t i = 0; i < want.size(); ++i) {
-        const double s = gate[i] / (1 + std::exp(-double(gate[i])));
-        bound.push_back(float(1.1 * eg[i] * (std::fabs(up[i]) + eu[i]) + std::fabs(s) * eu[i]) + 1e-6f);
-      }
+      want = c.gelu ? ref::gelu_mul(gate, up) : ref::silu_mul(gate, up);
+      const std::vector<float> ones(gate.size(), 1.f);
+      const std::vector<float> act = c.gelu ? ref::gelu_mul(gate, ones) : ref::silu_mul(gate, ones);
+      const double slope = c.gelu ? ref::kGeluTanhSlopeMax : ref::kSiluSlopeMax;
+      for (size_t i = 0; i < want.size(); ++i)
+        bound.push_back(float(slope * eg[i] * (std::fabs(up[i]) + eu[i]) + std::fabs(act[i]) * eu[i]) + 1e-6f);
     } else {
       want = ref::linear(xn, wd, bv, rows, c.n, c.k);
       bound = bounds(wd, c.n);
@@ -255,6 +258,22 @@ std::vector<OpCase> fused_cases() {
 }
 
 WGRT_OP_SWEEP(LinearQFused, fused_cases, 3);
+
+// GeGLU (Gemma's FFN) in the swiglu epilogues: the norm, gate|up and gelu_tanh(gate) * up in one
+// node, on each route the steps take (the gemv, gemv_m or gemv_multi, the gemm and its silu_mul).
+std::vector<OpCase> geglu_cases() {
+  std::vector<OpCase> cases;
+  for (auto [f, gs, int8] : {std::tuple{QuantFormat::Q4gsw, 32u, 0}, {QuantFormat::Q8, 128u, 1},
+                             {QuantFormat::Q4K, 32u, 1}}) {
+    FusedCase c{f, gs, f == QuantFormat::Q4K ? 512u : gs * 5, 96, 37, {1, 5, 37, 1, 8, 2, 1}};
+    c.norm = true, c.swiglu = true, c.bias = true, c.gelu = true, c.gemv_int8 = int8;
+    cases.push_back({fmt::format("{}_norm_geglu{}", ops::quant_format_name(f), int8 ? "_xi8" : ""),
+                     [c] { run_fused(c); }});
+  }
+  return cases;
+}
+
+WGRT_OP_CASES(LinearQGeglu, geglu_cases);
 
 // q6k (GGUF Q6_K blocks kept as blocks): the gemv, plain and as the output head (norm, last row,
 // argmax), against f32 math on the reference's reading of the blocks. `split`: the weight's

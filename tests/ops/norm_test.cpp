@@ -61,6 +61,41 @@ OpCase dynamic_case(uint32_t cols, uint32_t row_size) {
           }};
 }
 
+// y = residual + norm(x) * w (RmsNormDesc::residual) over steps of 37, 1 and 64 rows; a residual of
+// another shape is refused at build, a live shape unlike x's at the step.
+OpCase residual_case(uint32_t cols) {
+  return {fmt::format("residual_{}", cols), [=] {
+            Graph g(device());
+            TensorId x = add_input(g, {.name = "x", .max_shape = {64, cols}, .dynamic_dims = 1});
+            TensorId r = add_input(g, {.name = "r", .max_shape = {64, cols}, .dynamic_dims = 1});
+            TensorId w = add_weight(g, {.name = "w", .shape = {cols}});
+            TensorId y = ops::add_rms_norm(g, {.name = "y", .x = x, .weight = w, .eps = 1e-6f, .residual = r});
+            TensorId w2 = add_weight(g, {.name = "w2", .shape = {cols}});
+            TensorId bad = add_input(g, {.name = "bad", .max_shape = {64, cols + 1}, .dynamic_dims = 1});
+            EXPECT_THROW(ops::add_rms_norm(g, {.name = "z", .x = x, .weight = w2, .residual = bad}),
+                         std::invalid_argument);
+            mark_output(g, y);
+            build(g);
+            auto wv = random_floats(cols, 5, 0.5f, 1.5f);
+            write_tensor<float>(g, w, wv);
+            uint32_t step = 0;
+            for (uint32_t rows : {37u, 1u, 64u}) {
+              auto xv = random_floats(size_t(rows) * cols, 200 + step, -3.f, 3.f);
+              auto rv = random_floats(size_t(rows) * cols, 300 + step++, -20.f, 20.f);
+              ShapeInput s[] = {{x, {rows, cols}}, {r, {rows, cols}}};
+              StepInput in[] = {{x, xv.data(), xv.size() * 4}, {r, rv.data(), rv.size() * 4}};
+              auto got = run_step(g, s, {}, in, y);
+              auto want = ref::rms_norm(xv, wv, cols, 1e-6);
+              for (size_t i = 0; i < want.size(); ++i) want[i] += rv[i];
+              EXPECT_TRUE(all_close(got, want, 1e-5f, 2e-5f)) << "n_tokens " << rows;
+            }
+            auto xv = random_floats(size_t(3) * cols, 9, -1.f, 1.f);
+            ShapeInput s[] = {{x, {3, cols}}, {r, {2, cols}}};
+            StepInput in[] = {{x, xv.data(), xv.size() * 4}, {r, xv.data(), size_t(2) * cols * 4}};
+            EXPECT_THROW(run_step(g, s, {}, in, y), std::invalid_argument);
+          }};
+}
+
 std::vector<OpCase> rms_norm_cases() {
   std::vector<OpCase> cases;
   for (auto [r, c] : {std::pair{1u, 1u}, {3u, 7u}, {7u, 97u}, {37u, 131u}, {5u, 4099u}, {2u, 8192u}, {1u, 16384u}})
@@ -77,6 +112,8 @@ std::vector<OpCase> rms_norm_cases() {
   cases.push_back(norm_case("eps_zero_7x131", 7, 131, 0, 1.f, 0.f));
   cases.push_back(dynamic_case(4099, 0));
   cases.push_back(dynamic_case(6 * 128, 128));
+  cases.push_back(residual_case(131));
+  cases.push_back(residual_case(4099));
   cases.push_back({"rejects_bad_row_size", [] {
                      Graph g(device());
                      TensorId x = add_input(g, {.name = "x", .max_shape = {4, 100}, .dynamic_dims = 1});

@@ -5,7 +5,14 @@
 namespace wgrt::ref {
 namespace {
 double silu(double g) { return g / (1.0 + std::exp(-g)); }
+double gelu_tanh(double g) { return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))); }
 }  // namespace
+
+std::vector<float> gelu_mul(const std::vector<float>& gate, const std::vector<float>& up) {
+  std::vector<float> out(gate.size());
+  for (size_t i = 0; i < gate.size(); ++i) out[i] = float(gelu_tanh(gate[i]) * double(up[i]));
+  return out;
+}
 
 std::vector<float> silu_mul(const std::vector<float>& gate, const std::vector<float>& up) {
   std::vector<float> out(gate.size());

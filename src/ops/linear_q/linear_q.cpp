@@ -218,6 +218,8 @@ void check_fusions(LinearQBuild& b) {
   const uint32_t n = b.n;
   if (d.bias) check_f32(g, *d.bias, {n}, "bias", d.name);
   if (d.norm) check_f32(g, *d.norm, {b.k}, "norm weight", d.name);
+  if (d.act != GateAct::Silu && !d.swiglu)
+    throw std::invalid_argument(fmt::format("{}: a gate activation needs swiglu", d.name));
   if (d.swiglu && (n % 32 != 0 || d.residual || d.argmax_out))
     throw std::invalid_argument(fmt::format("{}: a swiglu weight has (gate, up) blocks of 16 rows (N = {} is "
                                             "not a multiple of 32) and takes no residual or argmax", d.name, n));

@@ -66,6 +66,7 @@
 #include "ops/common.h"
 #include "ops/quant/quant.h"
 #include "ops/rope/rope.h"
+#include "ops/silu_mul/silu_mul.h"
 
 namespace wgrt::ops {
 
@@ -88,7 +89,8 @@ struct LinearQDesc {
   std::optional<graph::TensorId> norm;  // [K] f32 RMS-norm weight applied to x first
   float eps = 1e-5f;                    // of the norm
   std::optional<graph::TensorId> residual;  // [M, N] f32 added to y
-  bool swiglu = false;                  // y = silu(gate) * up over interleaved row pairs: [M, N/2]
+  bool swiglu = false;                  // y = act(gate) * up over interleaved row pairs: [M, N/2]
+  GateAct act = GateAct::Silu;          // swiglu's act: SiLU, or GELU (tanh; GeGLU)
   bool last_row = false;                // y = the last live row's projection, [1, N]
   std::optional<graph::TensorId> argmax_out;  // [1] u32 (State or Intermediate); needs last_row
   std::vector<LinearQPart> more;        // further weights: y = [x w^T | x more[0]^T | ...]; no swiglu

@@ -6,6 +6,7 @@
 //! use linear_q_kquant_rows
 //! use linear_q_matrix
 //! use linear_q_gemv_m
+//! use gate_act
 //! use iq4_grid
 //! use linear_q_gemv
 //! use linear_q_gemv_i8

@@ -60,8 +60,6 @@ fn gemv_xq(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
 // Row of gate j in a weight whose (gate, up) rows are interleaved in blocks of 16; up is 16 on.
 fn swiglu_gate_row(j: u32) -> u32 { return (j / 16u) * 32u + j % 16u; }
 
-fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
-
 // gemv_swiglu's outputs: y, and row 0's 2 in lane 0 of each row set (gemv_swiglu_xq's).
 fn swiglu_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec4<f32> {
   let j0 = gv_set(wid, nwg, lid) * 2u;
@@ -76,7 +74,8 @@ fn swiglu_body(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> vec4<f32> {
     for (var q = 0u; q < GV_XR; q++) {
       let m = m0 + q;
       let a = gv_pick(acc, q);
-      let o = vec2<f32>(silu(finish(a.x, rows.x)) * finish(a.y, rows.y), silu(finish(a.z, rows.z)) * finish(a.w, rows.w));
+      let o = vec2<f32>(gate_act(finish(a.x, rows.x)) * finish(a.y, rows.y),
+                        gate_act(finish(a.z, rows.z)) * finish(a.w, rows.w));
       if (m < p.m && j0 < half) { y[m * half + j0] = o.x; }
       if (m < p.m && j0 + 1u < half) { y[m * half + j0 + 1u] = o.y; }
       if (q == 0u) { out = vec4<f32>(o, 0.0, 0.0); }

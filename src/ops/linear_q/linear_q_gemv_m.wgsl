@@ -187,7 +187,7 @@ fn gemv_m(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
   }
 }
 
-// Rows in (gate, up) pairs, 16-row blocks interleaved (gemv_swiglu's): y = silu(gate) * up.
+// Rows in (gate, up) pairs, 16-row blocks interleaved (gemv_swiglu's): y = gate_act(gate) * up.
 // A set's rows are (gate j0, up j0, gate j0 + 1, up j0 + 1).
 @compute @workgroup_size(GV_WG)
 fn gemv_m_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -207,7 +207,7 @@ fn gemv_m_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let j = (gm_tile(wid, nwg) + st) * 2u + e;
     if (j < half) {
       let g = swiglu_gate_row(j);
-      y[(m0 + m) * half + j] = silu(finish(gm_sum(st, m, 2u * e), g)) * finish(gm_sum(st, m, 2u * e + 1u), g + 16u);
+      y[(m0 + m) * half + j] = gate_act(finish(gm_sum(st, m, 2u * e), g)) * finish(gm_sum(st, m, 2u * e + 1u), g + 16u);
     }
   }
 }

@@ -21,6 +21,9 @@ struct RmsNormDesc {
   graph::TensorId weight;  // [row_size] f32
   float eps = 1e-5f;
   uint32_t row_size = 0;   // 0: the whole last dim; must divide cols
+  // y = residual + norm(x) * weight: the norm's output joins the residual stream in the same
+  // kernel (Gemma's post-attention and post-FFN norms); shaped as x, live shapes equal.
+  std::optional<graph::TensorId> residual;
   // A symbol in [0, 1]: the node runs only while it is 1 (the embeddings' hidden states, which
   // decode steps never ask for), keyed as routes "off" [0, 0] (no kernels) and "on" [1, 1].
   std::optional<graph::SymbolId> enable;

@@ -1,4 +1,5 @@
-// RMS norm: one workgroup per row of row_size elements, y = x * inverseSqrt(mean(x^2) + eps) * w.
+// RMS norm: one workgroup per row of row_size elements, y = x * inverseSqrt(mean(x^2) + eps) * w;
+// rms_norm_res adds res (a residual stream the norm's output joins: Gemma's post-norms).
 struct Params {
   n_rows: u32,
   row_size: u32,
@@ -10,6 +11,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read> res: array<f32>;  // rms_norm_res: shaped as x
 
 const WG: u32 = 256u;
 var<workgroup> red: array<f32, WG>;
@@ -38,14 +40,8 @@ fn workgroup_max(v: f32, lid: u32) -> f32 {
   return workgroupUniformLoad(&red_total);
 }
 
-@compute @workgroup_size(WG)
-fn rms_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-            @builtin(local_invocation_index) lid: u32) {
-  let row = wid.x + wid.y * nwg.x;
-  if (row >= p.n_rows) { return; }  // uniform per workgroup
-  let base = row * p.row_size;
-  let n = p.row_size;
-
+// 1 / rms of the row at `base` (n values), in every thread.
+fn row_inverse_rms(base: u32, n: u32, lid: u32) -> f32 {
   var ssq = 0.0;
   var amax = 0.0;
   for (var i = lid; i < n; i += WG) {
@@ -54,23 +50,36 @@ fn rms_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     amax = max(amax, abs(v));
   }
   let total = workgroup_sum(ssq, lid);
-  var inv: f32;
   // 0x7f7fffff: the largest finite f32; a sum past it overflowed somewhere.
-  if (total <= bitcast<f32>(0x7f7fffffu)) {
-    inv = inverseSqrt(total / f32(n) + p.eps);
-  } else {
-    // |x| this large makes eps negligible: rms = amax * sqrt(mean((x / amax)^2)).
-    let m = workgroup_max(amax, lid);
-    let s = 1.0 / m;
-    var ssq2 = 0.0;
-    for (var i = lid; i < n; i += WG) {
-      let v = x[base + i] * s;
-      ssq2 += v * v;
-    }
-    let t2 = workgroup_sum(ssq2, lid);
-    inv = s * inverseSqrt(t2 / f32(n));
-  }
+  if (total <= bitcast<f32>(0x7f7fffffu)) { return inverseSqrt(total / f32(n) + p.eps); }
+  // |x| this large makes eps negligible: rms = amax * sqrt(mean((x / amax)^2)).
+  let m = workgroup_max(amax, lid);
+  let s = 1.0 / m;
+  var ssq2 = 0.0;
   for (var i = lid; i < n; i += WG) {
-    y[base + i] = x[base + i] * inv * w[i];
+    let v = x[base + i] * s;
+    ssq2 += v * v;
   }
+  let t2 = workgroup_sum(ssq2, lid);
+  return s * inverseSqrt(t2 / f32(n));
+}
+
+@compute @workgroup_size(WG)
+fn rms_norm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+            @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= p.n_rows) { return; }  // uniform per workgroup
+  let base = row * p.row_size;
+  let inv = row_inverse_rms(base, p.row_size, lid);
+  for (var i = lid; i < p.row_size; i += WG) { y[base + i] = x[base + i] * inv * w[i]; }
+}
+
+@compute @workgroup_size(WG)
+fn rms_norm_res(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x + wid.y * nwg.x;
+  if (row >= p.n_rows) { return; }  // uniform per workgroup
+  let base = row * p.row_size;
+  let inv = row_inverse_rms(base, p.row_size, lid);
+  for (var i = lid; i < p.row_size; i += WG) { y[base + i] = res[base + i] + x[base + i] * inv * w[i]; }
 }

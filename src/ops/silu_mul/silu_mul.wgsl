@@ -1,4 +1,5 @@
 // SwiGLU: out = silu(gate) * up, a thread per output element; GELU: gelu_tanh(gate) * up (GeGLU).
+//! use gate_act
 struct Params {
   n_tokens: u32,
   ff: u32,
@@ -12,7 +13,6 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 
 const WG: u32 = 256u;
-override GELU: bool = false;
 
 @compute @workgroup_size(WG)
 fn silu_mul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -31,15 +31,5 @@ fn silu_mul(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
     gi = row * 2u * p.ff + (c / 16u) * 32u + c % 16u;
     ui = gi + 16u;
   }
-  let g = gate[gi];
-  if (GELU) {
-    // The tanh approximation; its argument clamped where tanh is +-1 in f32 already (an
-    // exp-based tanh overflows to NaN past ~44).
-    let t = tanh(clamp(0.7978845608 * (g + 0.044715 * g * g * g), -10.0, 10.0));
-    out[i] = 0.5 * g * (1.0 + t) * up[ui];
-    return;
-  }
-  // 1 / (1 + e^-g): e^-g overflows to inf for g < -88, giving the right limit 0 (not NaN).
-  let sig = 1.0 / (1.0 + exp(-g));
-  out[i] = g * sig * up[ui];
+  out[i] = gate_act(gate[gi]) * up[ui];
 }
