@@ -37,6 +37,8 @@ cleanup() {
   for name in "${!pids[@]}"; do wait "${pids[$name]}" 2>/dev/null || true; done
   if [ $rc -ne 0 ]; then
     for f in "$tmp"/*.log "$tmp"/*.out; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; }; done
+    # The replicas' state changes (health checks, errors observed on requests) over the whole run.
+    [ -f "$tmp/haproxy.log" ] && { echo "--- replica state changes"; grep -E ' is (UP|DOWN)' "$tmp/haproxy.log" || echo none; }
   fi
   rm -rf "$tmp"
   exit $rc

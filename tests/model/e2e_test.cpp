@@ -402,24 +402,19 @@ std::string e2e_case_name(const ::testing::TestParamInfo<E2eCase>& i) {
 }
 
 // Each case builds and compiles a whole model (seconds on lavapipe): CI's CPU driver runs one of
-// each kind (architecture, a float file, the K and 32-value blocks, the GPU's routes, head sizes,
-// odd groups, split tensors and caches); Wide/ holds the rest (label "heavy", tests/CMakeLists.txt).
+// each kind (architecture, a float file, the K blocks, the GPU's routes, head sizes, q/k norms
+// and biases, odd groups, split tensors and caches, windows); Wide/ holds the rest (label
+// "heavy", tests/CMakeLists.txt).
 INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                          ::testing::Values(E2eCase{Arch::Llama, GgmlType::F32, 2e-3f},
                                            E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f, true, GgmlType::Q6_K},
                                            E2eCase{Arch::Qwen2, GgmlType::Q4_K, 3e-2f},
-                                           E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f},
-                                           // The 32-value blocks with a min or a fifth bit, read natively;
-                                           // Q5_1 also as the (tied) embedding and output head.
-                                           E2eCase{Arch::Llama, GgmlType::Q5_1, 3e-2f, true, GgmlType::Q5_1},
                                            // The GPU's gemv routes (CPU drivers take others): Q4_0 with a
                                            // Q6_K head.
                                            E2eCase{.arch = Arch::Llama, .type = GgmlType::Q4_0, .tol = 3e-2f,
                                                    .embd = GgmlType::Q6_K, .gpu_routes = true},
                                            // Head sizes other than 64: the generic attention paths.
                                            E2eCase{Arch::Qwen3, GgmlType::F16, 4e-3f, false, {}, 96, true},
-                                           // A qwen2 file with q/k/v biases and q/k norms: used, not skipped.
-                                           E2eCase{Arch::Qwen2, GgmlType::Q4_0, 3e-2f, false, {}, 64, false, false, true},
                                            // 7 query heads over one KV head (Qwen2.5-0.5B/7B's ratio) with
                                            // q/k/v biases.
                                            E2eCase{.arch = Arch::Qwen2, .type = GgmlType::Q8_0, .tol = 3e-2f,
@@ -455,6 +450,12 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
 
 INSTANTIATE_TEST_SUITE_P(Wide, ModelEndToEnd,
                          ::testing::Values(E2eCase{Arch::Llama, GgmlType::F16, 2e-3f},
+                                           E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f},
+                                           // The 32-value blocks with a min or a fifth bit, read natively;
+                                           // Q5_1 also as the (tied) embedding and output head.
+                                           E2eCase{Arch::Llama, GgmlType::Q5_1, 3e-2f, true, GgmlType::Q5_1},
+                                           // A qwen2 file with q/k/v biases and q/k norms: used, not skipped.
+                                           E2eCase{Arch::Qwen2, GgmlType::Q4_0, 3e-2f, false, {}, 64, false, false, true},
                                            E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f},
                                            E2eCase{Arch::Llama, GgmlType::Q4_0, 3e-2f},
                                            E2eCase{Arch::Llama, GgmlType::Q8_0, 3e-2f, /*tied=*/true},

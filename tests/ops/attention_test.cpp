@@ -173,7 +173,7 @@ std::vector<OpCase> attention_cases() {
   return cases;
 }
 
-WGRT_OP_SWEEP(Attention, attention_cases, 3);
+WGRT_OP_SWEEP(Attention, attention_cases, 4);
 
 // One graph, kv write + attention, n_tokens 37 -> 1 -> 1 -> 64 -> 1 with pos advancing;
 // every step against the reference over the whole cache history.

@@ -257,7 +257,7 @@ std::vector<OpCase> fused_cases() {
   return cases;
 }
 
-WGRT_OP_SWEEP(LinearQFused, fused_cases, 3);
+WGRT_OP_SWEEP(LinearQFused, fused_cases, 5);
 
 // GeGLU (Gemma's FFN) in the swiglu epilogues: the norm, gate|up and gelu_tanh(gate) * up in one
 // node, on each route the steps take (the gemv, gemv_m or gemv_multi, the gemm and its silu_mul).
