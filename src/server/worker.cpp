@@ -632,7 +632,8 @@ void run_worker(ServerState& st, const WorkerOptions& o, const std::function<voi
       }
     } catch (const std::exception& e) {
       // The step is lost for every slot in it (that a pipelined run did not end already); a lost
-      // device ends them with its error.
+      // device ends them with its error. Adjustments staged for it must not reach the next step.
+      s->adjust_next = false;
       if (const auto* dl = dynamic_cast<const gpu::DeviceLostError*>(&e)) lost(*dl);
       for (size_t i : part_slot)
         if (slots[i].job) drop(i, e);
