@@ -1,14 +1,14 @@
 # `cmake --install build --prefix P` and `cpack -G DEB` (docs/API.md, "Installing"):
 #
 #   P/bin/wgrt                          the CLI and server
-#   P/lib/libwgrt.so(.0, .0.1.0)        the C API (wgrt.h), exporting only wgrt_* entry points
+#   P/lib/libwgrt.so(.0.2, .0.2.0)        the C API (wgrt.h), exporting only wgrt_* entry points
 #   P/lib/wgrt/dawn.node                Dawn, loaded by both from beside themselves
 #   P/include/wgrt/wgrt.h, wgrt.hpp     the C API and its C++ layer
 #   P/lib/cmake/wgrt/                   find_package(wgrt): the imported target wgrt::wgrt
 #   P/lib/pkgconfig/wgrt.pc             pkg-config --cflags --libs wgrt
 #   P/share/wgrt/wgrt-demo-q8_0.gguf    the demo model, run when no model is named
 #   P/share/doc/wgrt/                   licences (wgrt's, Dawn's) and the demo model's notes
-#   P/lib/python3/dist-packages/wgrt/   the Python package (ctypes over P/lib/libwgrt.so.0)
+#   P/lib/python3/dist-packages/wgrt/   the Python package (ctypes over P/lib/libwgrt.so.0.2)
 #
 # The lib/ and share/ places are fixed (not GNUInstallDirs' multiarch lib/<triple>): the
 # programs find Dawn and the demo model one folder up from themselves (support/install_paths.h).
@@ -67,5 +67,5 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1, libfmt9, libpcre2-8-0, libutf8proc2, libvulkan1")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mesa-vulkan-drivers | vulkan-icd")
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # a shlibs file and the ldconfig trigger for libwgrt.so.0
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # a shlibs file and the ldconfig trigger for libwgrt.so.0.2
 include(CPack)

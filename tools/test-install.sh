@@ -22,7 +22,7 @@ run() {
 
 cmake --build "$build" --target wgrt wgrt_shared
 run cmake --install "$build" --prefix "$prefix" --strip >/dev/null
-for f in bin/wgrt lib/libwgrt.so lib/libwgrt.so.0 lib/wgrt/dawn.node include/wgrt/wgrt.h include/wgrt/wgrt.hpp \
+for f in bin/wgrt lib/libwgrt.so lib/libwgrt.so.0.2 lib/wgrt/dawn.node include/wgrt/wgrt.h include/wgrt/wgrt.hpp \
          lib/cmake/wgrt/wgrtConfig.cmake lib/cmake/wgrt/wgrtConfigVersion.cmake lib/cmake/wgrt/wgrtTargets.cmake \
          lib/pkgconfig/wgrt.pc share/wgrt/wgrt-demo-q8_0.gguf share/doc/wgrt/LICENSE \
          lib/python3/dist-packages/wgrt/__init__.py; do

@@ -74,15 +74,34 @@ WGRT_API int32_t wgrt_tokenize(const wgrt_model* model, const char* text, size_t
 WGRT_API int32_t wgrt_detokenize(const wgrt_model* model, const int32_t* tokens, int32_t n_tokens,
                                  int render_special, char* buf, size_t capacity);
 
+/* A token and the value added to its logit before sampling (-100 or less bans it). */
+typedef struct wgrt_logit_bias {
+  int32_t token;
+  float bias;
+} wgrt_logit_bias;
+
+/* Versioned: struct_size is the size of the struct as the caller compiled it, set by
+ * wgrt_sampling_default_params(). A later wgrt appends fields only; it reads the caller's
+ * struct_size bytes and takes the defaults for fields past them. Start from the defaults and
+ * change what you need. Pointers need only live through the call they are passed to. */
 typedef struct wgrt_sampling_params {
+  uint32_t struct_size;   /* sizeof(wgrt_sampling_params) */
   float temperature;      /* 0: greedy */
   uint32_t top_k;         /* 0: all candidates */
   float top_p;            /* 1: off */
   float min_p;            /* 0: off */
-  float repeat_penalty;   /* 1: off */
-  uint32_t repeat_last_n;
+  float repeat_penalty;   /* 1: off; the last repeat_last_n tokens' positive logits divided by it */
+  uint32_t repeat_last_n; /* the tokens the penalties look at (the prompt's included) */
   uint64_t seed;
   int32_t max_tokens;     /* tokens to generate; < 0: until end of text or the context is full */
+  float presence_penalty;  /* 0: off; subtracted from the logit of each token among the last repeat_last_n */
+  float frequency_penalty; /* 0: off; times a token's count among the last repeat_last_n, subtracted */
+  const wgrt_logit_bias* logit_bias; /* n_logit_bias entries, distinct tokens of the vocabulary */
+  size_t n_logit_bias;
+  const char* const* stop; /* n_stop texts: the generation ends before any of them (not emitted) */
+  size_t n_stop;
+  const char* grammar;     /* GBNF text (start rule root) the output is held to; NULL: none */
+  const char* json_schema; /* JSON schema text the output is held to; NULL: none (at most one of the two) */
 } wgrt_sampling_params;
 
 WGRT_API wgrt_sampling_params wgrt_sampling_default_params(void);
@@ -99,6 +118,31 @@ typedef int (*wgrt_token_callback)(const char* text, size_t text_len, int32_t to
 WGRT_API wgrt_status wgrt_generate(wgrt_model* model, const char* prompt,
                                    const wgrt_sampling_params* sampling,
                                    wgrt_token_callback callback, void* user);
+
+/* Why a generation ended. */
+typedef enum wgrt_stop_reason {
+  WGRT_STOP_NONE = 0,        /* no generation has ended on this model yet */
+  WGRT_STOP_EOS = 1,         /* the model's end-of-text token */
+  WGRT_STOP_LENGTH = 2,      /* max_tokens */
+  WGRT_STOP_STRING = 3,      /* one of the stop texts */
+  WGRT_STOP_CONTEXT = 4,     /* the context is full */
+  WGRT_STOP_CALLBACK = 5,    /* the callback returned non-zero */
+  WGRT_STOP_CANCELLED = 6    /* wgrt_cancel */
+} wgrt_stop_reason;
+
+/* Versioned as wgrt_sampling_params: set struct_size = sizeof(wgrt_generate_stats). */
+typedef struct wgrt_generate_stats {
+  uint32_t struct_size;
+  wgrt_stop_reason stop_reason;
+  int32_t n_prompt;          /* prompt tokens evaluated */
+  int32_t n_generated;       /* tokens generated */
+  double prompt_seconds;     /* the prompt's evaluation, to its first token's logits */
+  double generate_seconds;   /* the tokens after it */
+} wgrt_generate_stats;
+
+/* The figures of the model's latest finished generation (wgrt_generate or wgrt_chat, ended in
+ * any way but an error) into *stats. */
+WGRT_API wgrt_status wgrt_last_generate_stats(const wgrt_model* model, wgrt_generate_stats* stats);
 
 /* Asks the model's running generation to stop before its next token; safe from any thread.
  * A cancel while none runs stops the next one at its start. */

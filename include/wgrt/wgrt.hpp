@@ -90,6 +90,13 @@ class Model {
     return finish(wgrt_chat(m_, list.data(), list.size(), &sp, &call, &cb), cb);
   }
   void cancel() { wgrt_cancel(m_); }
+  // The latest finished generation's figures (wgrt_last_generate_stats).
+  wgrt_generate_stats last_stats() const {
+    wgrt_generate_stats st{};
+    st.struct_size = sizeof st;
+    check(wgrt_last_generate_stats(m_, &st));
+    return st;
+  }
 
  private:
   static wgrt_model_params params_for(const std::string& path) {

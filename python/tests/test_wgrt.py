@@ -54,6 +54,34 @@ def test_generate_and_stream_give_the_same_greedy_text(model):
     assert len(model.tokenize(text, add_special=False)) <= 6
 
 
+def test_stop_texts_bias_penalties_and_stats(model):
+    text = model.generate("Once upon a time", temperature=0, max_tokens=10)
+    st = model.last_stats()
+    assert st["stop_reason"] == "length" and st["n_generated"] == 10
+    assert st["n_prompt"] == len(model.tokenize("Once upon a time"))
+    cut = text[len(text) // 2:len(text) // 2 + 3]
+    stopped = model.generate("Once upon a time", temperature=0, max_tokens=10, stop=["never there", cut])
+    assert stopped == text[:text.find(cut)]
+    assert model.last_stats()["stop_reason"] == "stop"
+    # The greedy reply's first token banned: another reply; penalties are taken.
+    first = model.tokenize(text, add_special=False)[0]
+    other = model.generate("Once upon a time", temperature=0, max_tokens=10, logit_bias={first: -100},
+                           presence_penalty=0.5, frequency_penalty=0.5)
+    assert model.tokenize(other, add_special=False)[0] != first
+
+
+def test_json_schema_and_grammar_hold_the_reply(model):
+    import json
+    for rule in (dict(json_schema={"enum": ["yes", "no"]}), dict(grammar='root ::= "\\"" ("yes" | "no") "\\""')):
+        reply = model.generate("Is the sea blue?", temperature=1, seed=5, max_tokens=16, **rule)
+        assert json.loads(reply) in ("yes", "no"), reply
+        assert model.last_stats()["stop_reason"] == "eos"
+    with pytest.raises(wgrt.WgrtError, match="json_schema: not valid JSON"):
+        model.generate("x", json_schema="{nope")
+    with pytest.raises(wgrt.WgrtError, match="appears twice|token"):
+        model.generate("x", logit_bias={10**7: 1.0})
+
+
 def test_closing_a_stream_stops_its_generation(model):
     s = model.stream("And God said", temperature=0, max_tokens=-1)
     first = next(s)

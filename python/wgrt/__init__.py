@@ -8,12 +8,13 @@ compile. docs/API.md ("Python") has the whole of it.
         print(text, end="", flush=True)
 """
 import ctypes
+import json
 import queue
 import threading
 
 from . import _lib
 
-__version__ = "0.1.0"  # the library's wgrt_version(), checked by the tests
+__version__ = "0.2.0"  # the library's wgrt_version(), checked by the tests
 __all__ = ["Model", "WgrtError", "version", "sampling_defaults"]
 
 _loaded = None
@@ -34,10 +35,20 @@ def version():
     return _c().wgrt_version().decode()
 
 
+# The C struct's fields that are not options: its version, and the counts of the lists.
+_NOT_OPTIONS = ("struct_size", "n_logit_bias", "n_stop")
+
+
 def sampling_defaults():
-    """The C API's sampling defaults (wgrt_sampling_default_params) as a dict."""
+    """The C API's sampling defaults (wgrt_sampling_default_params) as a dict: the plain
+    options' values; stop, logit_bias, grammar and json_schema are None (off)."""
     sp = _c().wgrt_sampling_default_params()
-    return {name: getattr(sp, name) for name, _ in _lib.SamplingParams._fields_}
+    out = {}
+    for name, kind in _lib.SamplingParams._fields_:
+        if name in _NOT_OPTIONS:
+            continue
+        out[name] = None if name in ("stop", "logit_bias", "grammar", "json_schema") else getattr(sp, name)
+    return out
 
 
 class WgrtError(Exception):
@@ -64,16 +75,39 @@ def _check(result):
     return result
 
 
-def _sampling(options):
-    sp = _c().wgrt_sampling_default_params()
-    known = [name for name, _ in _lib.SamplingParams._fields_]
-    for key, value in options.items():
-        if key not in known:
-            raise TypeError(f"unknown sampling option {key!r} (options: {', '.join(known)})")
-        if value is None:
-            value = -1 if key == "max_tokens" else value  # None: until end of text
-        setattr(sp, key, value)
-    return sp
+class _Sampling:
+    """wgrt_sampling_params with the memory its pointers reach (alive as long as this is)."""
+
+    def __init__(self, options):
+        sp = _c().wgrt_sampling_default_params()
+        self.keep = []
+        known = [name for name, _ in _lib.SamplingParams._fields_ if name not in _NOT_OPTIONS]
+        for key, value in options.items():
+            if key not in known:
+                raise TypeError(f"unknown sampling option {key!r} (options: {', '.join(known)})")
+            if key == "max_tokens" and value is None:
+                value = -1  # None: until end of text
+            elif key == "stop":
+                texts = [value] if isinstance(value, str) else list(value or [])
+                if not all(isinstance(t, str) for t in texts):
+                    raise TypeError("stop: a str or a list of str")
+                array = (ctypes.c_char_p * len(texts))(*[t.encode() for t in texts])
+                self.keep.append(array)
+                sp.stop, sp.n_stop = array, len(texts)
+                continue
+            elif key == "logit_bias":
+                pairs = [(int(t), float(b)) for t, b in (value or {}).items()]
+                array = (_lib.LogitBias * len(pairs))(*[_lib.LogitBias(t, b) for t, b in pairs])
+                self.keep.append(array)
+                sp.logit_bias, sp.n_logit_bias = array, len(pairs)
+                continue
+            elif key in ("grammar", "json_schema") and value is not None:
+                if key == "json_schema" and not isinstance(value, str):
+                    value = json.dumps(value)  # a dict: its JSON text
+                value = value.encode()
+                self.keep.append(value)
+            setattr(sp, key, value)
+        self.params = sp
 
 
 def _chat_messages(messages):
@@ -171,7 +205,20 @@ class Model:
 
     # Sampling options (keyword arguments), defaults from the C API (sampling_defaults()):
     # temperature (0: greedy), top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed,
-    # max_tokens (None or < 0: until end of text or the context is full).
+    # max_tokens (None or < 0: until end of text or the context is full), presence_penalty,
+    # frequency_penalty, logit_bias ({token id: bias}), stop (a str or a list of str),
+    # grammar (GBNF text), json_schema (a dict or its JSON text).
+
+    def last_stats(self):
+        """The latest finished generation's figures: stop_reason ("eos", "length", "stop",
+        "context", "callback", "cancelled"; None before any), n_prompt, n_generated,
+        prompt_seconds, generate_seconds."""
+        st = _lib.GenerateStats()
+        st.struct_size = ctypes.sizeof(_lib.GenerateStats)
+        _check(_c().wgrt_last_generate_stats(self._handle(), ctypes.byref(st)))
+        out = {name: getattr(st, name) for name, _ in _lib.GenerateStats._fields_ if name != "struct_size"}
+        out["stop_reason"] = _lib.STOP_REASONS.get(st.stop_reason, st.stop_reason)
+        return out
 
     def generate(self, prompt, **sampling):
         """The text generated after `prompt` (a fresh context each call)."""
@@ -195,7 +242,7 @@ class Model:
         return self._stream(start, sampling) if stream else self._collect(start, sampling)
 
     def _collect(self, start, sampling):
-        sp = _sampling(sampling)
+        sp = _Sampling(sampling)
         pieces, raised = [], []
 
         def on_token(text, n, token, user):
@@ -206,14 +253,14 @@ class Model:
                 raised.append(e)
                 return 1
 
-        status = start(_lib.TokenCallback(on_token), ctypes.byref(sp))
+        status = start(_lib.TokenCallback(on_token), ctypes.byref(sp.params))
         if raised:
             raise raised[0]
         _check(status)
         return b"".join(pieces).decode("utf-8", errors="replace")
 
     def _stream(self, start, sampling):
-        sp = _sampling(sampling)  # bad options raise here, at the call, not at the first next()
+        sp = _Sampling(sampling)  # bad options raise here, at the call, not at the first next()
         self._handle()
         return self._stream_run(start, sp)
 
@@ -233,7 +280,7 @@ class Model:
         def work():
             error = None
             try:
-                status = start(callback, ctypes.byref(sp))
+                status = start(callback, ctypes.byref(sp.params))
                 if status < 0:
                     error = _last_error(status)  # this thread's
             except BaseException as e:

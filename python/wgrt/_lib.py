@@ -3,8 +3,9 @@ import ctypes
 import os
 import pathlib
 
-# The file name the library is installed under (its soname, libwgrt.so.MAJOR).
-SONAME = "libwgrt.so.0"
+# The file name the library is installed under (its soname, libwgrt.so.MAJOR.MINOR while the
+# major version is 0).
+SONAME = "libwgrt.so.0.2"
 
 
 def candidates():
@@ -47,10 +48,28 @@ class ModelParams(ctypes.Structure):
                 ("cache_type_k", ctypes.c_char_p), ("cache_type_v", ctypes.c_char_p)]
 
 
+class LogitBias(ctypes.Structure):
+    _fields_ = [("token", ctypes.c_int32), ("bias", ctypes.c_float)]
+
+
 class SamplingParams(ctypes.Structure):
-    _fields_ = [("temperature", ctypes.c_float), ("top_k", ctypes.c_uint32), ("top_p", ctypes.c_float),
-                ("min_p", ctypes.c_float), ("repeat_penalty", ctypes.c_float),
-                ("repeat_last_n", ctypes.c_uint32), ("seed", ctypes.c_uint64), ("max_tokens", ctypes.c_int32)]
+    _fields_ = [("struct_size", ctypes.c_uint32), ("temperature", ctypes.c_float), ("top_k", ctypes.c_uint32),
+                ("top_p", ctypes.c_float), ("min_p", ctypes.c_float), ("repeat_penalty", ctypes.c_float),
+                ("repeat_last_n", ctypes.c_uint32), ("seed", ctypes.c_uint64), ("max_tokens", ctypes.c_int32),
+                ("presence_penalty", ctypes.c_float), ("frequency_penalty", ctypes.c_float),
+                ("logit_bias", ctypes.POINTER(LogitBias)), ("n_logit_bias", ctypes.c_size_t),
+                ("stop", ctypes.POINTER(ctypes.c_char_p)), ("n_stop", ctypes.c_size_t),
+                ("grammar", ctypes.c_char_p), ("json_schema", ctypes.c_char_p)]
+
+
+class GenerateStats(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("stop_reason", ctypes.c_int), ("n_prompt", ctypes.c_int32),
+                ("n_generated", ctypes.c_int32), ("prompt_seconds", ctypes.c_double),
+                ("generate_seconds", ctypes.c_double)]
+
+
+# wgrt_stop_reason's values, as last_stats() names them.
+STOP_REASONS = {0: None, 1: "eos", 2: "length", 3: "stop", 4: "context", 5: "callback", 6: "cancelled"}
 
 
 class ChatMessage(ctypes.Structure):
@@ -85,6 +104,7 @@ def declare(lib):
         "wgrt_generate": (c.c_int, [model_p, c.c_char_p, c.POINTER(SamplingParams), TokenCallback,
                                     c.c_void_p]),
         "wgrt_cancel": (None, [model_p]),
+        "wgrt_last_generate_stats": (c.c_int, [model_p, c.POINTER(GenerateStats)]),
         "wgrt_chat": (c.c_int, [model_p, c.POINTER(ChatMessage), c.c_size_t, c.POINTER(SamplingParams),
                                 TokenCallback, c.c_void_p]),
         "wgrt_model_n_embd": (c.c_int32, [model_p]),

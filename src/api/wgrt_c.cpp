@@ -2,9 +2,13 @@
 // session; every entry point turns exceptions into a status and this thread's last error.
 #include "wgrt/wgrt.h"
 
+#include "api/handle.h"
+
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -21,6 +25,8 @@
 #include "chat/chat_template.h"
 #include "chat/jinja.h"
 #include "gpu/device.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 #include "llm/chat.h"
 #include "llm/embed.h"
 #include "llm/generate.h"
@@ -40,6 +46,7 @@ struct wgrt_model {
   std::optional<llm::Session> session;
   std::mutex running;  // one generation at a time
   std::atomic<bool> cancel{false};
+  wgrt_generate_stats last{.struct_size = sizeof(wgrt_generate_stats), .stop_reason = WGRT_STOP_NONE};
 };
 
 namespace {
@@ -95,22 +102,92 @@ auto guarded(F&& f) noexcept -> decltype(f()) {
   }
 }
 
-llm::SamplerParams sampler_params(const wgrt_sampling_params& p) {
+// The caller's params over the defaults, as far as its struct_size reaches. 0.2's layout, the
+// first versioned one, ends at json_schema: a caller's struct is at least that.
+constexpr size_t kSamplingSizeV02 = offsetof(wgrt_sampling_params, json_schema) + sizeof(const char*);
+constexpr size_t kStatsSizeV02 = offsetof(wgrt_generate_stats, generate_seconds) + sizeof(double);
+wgrt_sampling_params versioned(const wgrt_sampling_params& p) {
+  if (p.struct_size < kSamplingSizeV02 || p.struct_size > sizeof(wgrt_sampling_params))
+    throw std::invalid_argument(fmt::format("wgrt_sampling_params.struct_size is {}, this wgrt reads {} to {} bytes "
+                                            "(hint: start from wgrt_sampling_default_params(); a struct_size past "
+                                            "{} means a header newer than the library)", p.struct_size,
+                                            kSamplingSizeV02, sizeof(wgrt_sampling_params), sizeof(wgrt_sampling_params)));
+  wgrt_sampling_params out = wgrt_sampling_default_params();
+  std::memcpy(&out, &p, p.struct_size);
+  return out;
+}
+
+// The GBNF grammar or JSON schema compiled (null for neither).
+std::shared_ptr<const grammar::Grammar> compile_grammar(const wgrt_sampling_params& p) {
+  if (p.grammar && p.json_schema)
+    throw std::invalid_argument("wgrt_sampling_params: grammar and json_schema are both set (hint: one of them; a "
+                                "schema becomes a grammar)");
+  const char* field = p.grammar ? "grammar" : "json_schema";
+  try {
+    if (p.grammar) return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(p.grammar));
+    if (!p.json_schema) return nullptr;
+    const auto schema = nlohmann::ordered_json::parse(p.json_schema, nullptr, false);
+    if (schema.is_discarded()) throw std::invalid_argument("not valid JSON");
+    return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(grammar::json_schema_to_gbnf(schema)));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("wgrt_sampling_params.{}: {}", field, e.what()));
+  }
+}
+
+// Checked against the model's vocabulary; the stop texts into `stop`.
+llm::SamplerParams sampler_params(const wgrt_sampling_params& given, int32_t n_vocab, std::vector<std::string>& stop) {
+  const wgrt_sampling_params p = versioned(given);
   if (!(p.temperature >= 0) || !(p.top_p > 0 && p.top_p <= 1) || !(p.min_p >= 0 && p.min_p <= 1) ||
-      !(p.repeat_penalty > 0))
+      !(p.repeat_penalty > 0) || !std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty))
     throw std::invalid_argument(fmt::format("wgrt_sampling_params: temperature {} (>= 0), top_p {} (0, 1], min_p {} "
-                                            "[0, 1], repeat_penalty {} (> 0): one is out of range (hint: start from "
+                                            "[0, 1], repeat_penalty {} (> 0), presence_penalty {} and "
+                                            "frequency_penalty {} (finite): one is out of range (hint: start from "
                                             "wgrt_sampling_default_params())",
-                                            p.temperature, p.top_p, p.min_p, p.repeat_penalty));
+                                            p.temperature, p.top_p, p.min_p, p.repeat_penalty, p.presence_penalty,
+                                            p.frequency_penalty));
   llm::SamplerParams s;
   s.temperature = p.temperature;
   s.top_k = p.top_k;
   s.top_p = p.top_p;
   s.min_p = p.min_p;
   s.repeat_penalty = p.repeat_penalty;
+  s.presence_penalty = p.presence_penalty;
+  s.frequency_penalty = p.frequency_penalty;
   s.repeat_last_n = p.repeat_last_n;
   s.seed = p.seed;
+  if (p.n_logit_bias && !p.logit_bias) throw std::invalid_argument("wgrt_sampling_params.logit_bias is NULL with "
+                                                                   "n_logit_bias > 0");
+  for (size_t i = 0; i < p.n_logit_bias; ++i) {
+    const auto [token, bias] = p.logit_bias[i];
+    if (token < 0 || token >= n_vocab || !std::isfinite(bias))
+      throw std::invalid_argument(fmt::format("wgrt_sampling_params.logit_bias[{}]: token {} with bias {} (hint: a "
+                                              "token of the vocabulary of {}, a finite bias; -100 bans it)", i, token,
+                                              bias, n_vocab));
+    for (const auto& [seen, _] : s.logit_bias)
+      if (seen == token)
+        throw std::invalid_argument(fmt::format("wgrt_sampling_params.logit_bias[{}]: token {} appears twice (hint: "
+                                                "add its biases into one entry)", i, token));
+    s.logit_bias.emplace_back(token, bias);
+  }
+  if (p.n_stop && !p.stop) throw std::invalid_argument("wgrt_sampling_params.stop is NULL with n_stop > 0");
+  for (size_t i = 0; i < p.n_stop; ++i) {
+    if (!p.stop[i] || !*p.stop[i])
+      throw std::invalid_argument(fmt::format("wgrt_sampling_params.stop[{}] is {} (hint: each stop is a non-empty "
+                                              "text)", i, p.stop[i] ? "empty" : "NULL"));
+    stop.emplace_back(p.stop[i]);
+  }
+  s.grammar = compile_grammar(p);
   return s;
+}
+
+wgrt_stop_reason stop_reason(const std::string& r) {
+  if (r == "eos") return WGRT_STOP_EOS;
+  if (r == "length") return WGRT_STOP_LENGTH;
+  if (r == "stop string") return WGRT_STOP_STRING;
+  if (r == "context") return WGRT_STOP_CONTEXT;
+  if (r == "callback") return WGRT_STOP_CALLBACK;
+  if (r == "interrupted") return WGRT_STOP_CANCELLED;
+  throw std::logic_error("llm::generate ended for '" + r + "', which wgrt_stop_reason does not name");
 }
 
 struct Stream {
@@ -126,15 +203,19 @@ wgrt_status decode(wgrt_model& m, const std::vector<int32_t>& prompt, const wgrt
     throw std::invalid_argument("the prompt is empty after tokenization (hint: give some text)");
   if (prompt.size() >= s.mg.n_ctx)
     throw std::invalid_argument(fmt::format("the prompt has {} tokens, past the context of {} (hint: a larger "
-                                            "wgrt_model_params.n_ctx or a shorter prompt)", prompt.size(), s.mg.n_ctx));
+                                            "context, wgrt_model_params.n_ctx or wgrt run's --ctx-size, or a "
+                                            "shorter prompt)", prompt.size(), s.mg.n_ctx));
   llm::GenerateOptions o;
-  o.sampling = sampler_params(sp);
+  o.sampling = sampler_params(sp, int32_t(std::min<size_t>(s.tok.vocab.n_vocab(), s.mg.n_vocab)), o.stop);
   o.n_predict = sp.max_tokens;
   o.interrupt = &m.cancel;
   llm::reset(s);
   const llm::GenerateStats st = llm::generate_tokens(s, prompt, o, [&](std::string_view text, int32_t id) {
     return out.cb(std::string(text).c_str(), text.size(), id, out.user) == 0;
   });
+  m.last = wgrt_generate_stats{.struct_size = sizeof(wgrt_generate_stats), .stop_reason = stop_reason(st.stop_reason),
+                               .n_prompt = int32_t(st.n_prompt), .n_generated = int32_t(st.n_generated),
+                               .prompt_seconds = st.prompt_seconds, .generate_seconds = st.generate_seconds};
   return st.stop_reason == "interrupted" ? WGRT_CANCELLED : WGRT_OK;
 }
 
@@ -157,6 +238,20 @@ wgrt_status null_arg(const char* fn, const char* arg) {
 }
 
 }  // namespace
+
+namespace wgrt::api {
+
+wgrt_model* adopt(std::unique_ptr<gpu::Device> dev, llm::Session session, std::string path) {
+  auto m = std::make_unique<wgrt_model>();
+  m->path = std::move(path);
+  m->dev = std::move(dev);
+  m->session.emplace(std::move(session));
+  return m.release();
+}
+
+llm::Session& session_of(wgrt_model* model) { return *model->session; }
+
+}  // namespace wgrt::api
 
 extern "C" {
 
@@ -188,9 +283,12 @@ wgrt_model_params wgrt_model_default_params(void) {
 
 wgrt_sampling_params wgrt_sampling_default_params(void) {
   const llm::SamplerParams d;
-  return wgrt_sampling_params{.temperature = d.temperature, .top_k = d.top_k, .top_p = d.top_p, .min_p = d.min_p,
-                              .repeat_penalty = d.repeat_penalty, .repeat_last_n = d.repeat_last_n,
-                              .seed = d.seed, .max_tokens = 128};
+  return wgrt_sampling_params{.struct_size = sizeof(wgrt_sampling_params), .temperature = d.temperature,
+                              .top_k = d.top_k, .top_p = d.top_p, .min_p = d.min_p,
+                              .repeat_penalty = d.repeat_penalty, .repeat_last_n = d.repeat_last_n, .seed = d.seed,
+                              .max_tokens = 128, .presence_penalty = d.presence_penalty,
+                              .frequency_penalty = d.frequency_penalty, .logit_bias = nullptr, .n_logit_bias = 0,
+                              .stop = nullptr, .n_stop = 0, .grammar = nullptr, .json_schema = nullptr};
 }
 
 wgrt_model* wgrt_model_load(const wgrt_model_params* params) {
@@ -285,6 +383,22 @@ wgrt_status wgrt_generate(wgrt_model* model, const char* prompt, const wgrt_samp
       const std::vector<int32_t> ids = tokenizer::tokenize(model->session->tok, prompt, true, true);
       return decode(*model, ids, *sampling, Stream{callback, user});
     });
+  });
+}
+
+wgrt_status wgrt_last_generate_stats(const wgrt_model* model, wgrt_generate_stats* stats) {
+  return guarded([&]() -> wgrt_status {
+    if (!model) return null_arg("wgrt_last_generate_stats", "model");
+    if (!stats) return null_arg("wgrt_last_generate_stats", "stats");
+    if (stats->struct_size < kStatsSizeV02 || stats->struct_size > sizeof(wgrt_generate_stats))
+      return fail(WGRT_ERR_INVALID_ARGUMENT, fmt::format("wgrt_last_generate_stats: stats->struct_size is {}, this "
+                                                         "wgrt writes {} bytes (hint: set it to "
+                                                         "sizeof(wgrt_generate_stats))", stats->struct_size,
+                                                         sizeof(wgrt_generate_stats)));
+    const uint32_t size = stats->struct_size;
+    std::memcpy(stats, &model->last, size);
+    stats->struct_size = size;
+    return WGRT_OK;
   });
 }
 

@@ -214,28 +214,29 @@ llm::SamplerParams sampler_params(const SamplingFlags& f) {
           .frequency_penalty = f.frequency_penalty, .repeat_last_n = f.repeat_last_n, .seed = seed};
 }
 
-std::shared_ptr<const grammar::Grammar> grammar_from_flags(const std::string& gbnf, const std::string& file,
-                                                           const std::string& schema) {
-  std::string text = gbnf, flag = "--grammar";
+GrammarText grammar_from_flags(const std::string& gbnf, const std::string& file, const std::string& schema) {
+  GrammarText out{.gbnf = gbnf, .json_schema = schema};
+  std::string flag = !file.empty() ? "--grammar-file" : !schema.empty() ? "--json-schema" : "--grammar";
   try {
     if (!file.empty()) {
-      flag = "--grammar-file";
       std::ifstream in(file, std::ios::binary);
       if (!in) throw std::invalid_argument(fmt::format("{}: cannot open (hint: check the path)", file));
       std::ostringstream ss;
       ss << in.rdbuf();
-      text = ss.str();
-    } else if (!schema.empty()) {
-      flag = "--json-schema";
-      const auto parsed = nlohmann::ordered_json::parse(schema, nullptr, false);
+      out.gbnf = ss.str();
+      if (out.gbnf.empty()) throw std::invalid_argument(fmt::format("{}: the file is empty", file));
+    }
+    std::string text = out.gbnf;
+    if (!out.json_schema.empty()) {
+      const auto parsed = nlohmann::ordered_json::parse(out.json_schema, nullptr, false);
       if (parsed.is_discarded()) throw std::invalid_argument("not valid JSON");
       text = grammar::json_schema_to_gbnf(parsed);
     }
-    if (text.empty()) return nullptr;
-    return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
+    if (!text.empty()) grammar::parse_gbnf(text);  // its errors name the flag here
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(fmt::format("{}: {}", flag, e.what()));
   }
+  return out;
 }
 
 }  // namespace wgrt::cli

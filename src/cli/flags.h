@@ -72,9 +72,12 @@ struct SamplingFlags {
 void add_sampling_flags(CLI::App& cmd, SamplingFlags& f);
 // The sampler's parameters; a random seed is drawn here when none was given.
 llm::SamplerParams sampler_params(const SamplingFlags& f);
-// --grammar TEXT, --grammar-file FILE or --json-schema TEXT (at most one non-empty) compiled;
-// null when none is given. Throws std::invalid_argument naming the flag and the error.
-std::shared_ptr<const grammar::Grammar> grammar_from_flags(const std::string& gbnf, const std::string& file,
-                                                           const std::string& schema);
+// --grammar TEXT, --grammar-file FILE or --json-schema TEXT (at most one non-empty): the GBNF
+// text (the file's) or the schema's, checked by compiling it; both empty when none is given.
+// Throws std::invalid_argument naming the flag and the error.
+struct GrammarText {
+  std::string gbnf, json_schema;
+};
+GrammarText grammar_from_flags(const std::string& gbnf, const std::string& file, const std::string& schema);
 
 }  // namespace wgrt::cli

@@ -12,10 +12,12 @@
 #include <memory>
 #include <sstream>
 
+#include "api/handle.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "llm/generate.h"
 #include "llm/profile.h"
+#include "wgrt/wgrt.h"
 
 namespace wgrt::cli {
 namespace {
@@ -37,7 +39,7 @@ struct RunFlags {
   std::string peaks;
 };
 
-// --warmup: the timed generation's own path run untimed first (the prompt's prefill routes,
+// --warmup: the timed generation's own call run untimed first (the prompt's prefill routes,
 // the decode step with its sampler and its pipelined read-back), a few decode steps at a
 // time until the GPU has run for kWarmupSeconds: a GPU at its idle clocks, or a kernel's
 // first use, would otherwise be timed in the first tokens.
@@ -45,16 +47,38 @@ constexpr double kWarmupSeconds = 0.5;
 constexpr int32_t kWarmupTokens = 32;
 constexpr int kWarmupRounds = 8;
 
-void warm_up(llm::Session& s, const llm::GenerateOptions& timed) {
-  llm::GenerateOptions o = timed;
-  o.n_predict = timed.n_predict < 0 ? kWarmupTokens : std::min(timed.n_predict, kWarmupTokens);
-  o.dump_logits.clear();
+void check(wgrt_status st) {
+  if (st < 0) throw std::runtime_error(wgrt_last_error());
+}
+
+wgrt_generate_stats last_stats(wgrt_model* m) {
+  wgrt_generate_stats st{.struct_size = sizeof(wgrt_generate_stats)};
+  check(wgrt_last_generate_stats(m, &st));
+  return st;
+}
+
+void warm_up(wgrt_model* m, const std::string& prompt, wgrt_sampling_params sp) {
+  sp.max_tokens = sp.max_tokens < 0 ? kWarmupTokens : std::min(sp.max_tokens, kWarmupTokens);
+  const wgrt_token_callback ignore = [](const char*, size_t, int32_t, void*) { return 0; };
   double seconds = 0;
   for (int round = 0; round < kWarmupRounds && seconds < kWarmupSeconds; ++round) {
-    llm::GenerateStats st = llm::generate(s, o, [](std::string_view) {});
+    check(wgrt_generate(m, prompt.c_str(), &sp, ignore, nullptr));
+    const wgrt_generate_stats st = last_stats(m);
     seconds += st.prompt_seconds + st.generate_seconds;
-    llm::reset(s);
   }
+}
+
+const char* stop_reason_name(wgrt_stop_reason r) {
+  switch (r) {
+    case WGRT_STOP_EOS: return "eos";
+    case WGRT_STOP_LENGTH: return "length";
+    case WGRT_STOP_STRING: return "stop string";
+    case WGRT_STOP_CONTEXT: return "context";
+    case WGRT_STOP_CALLBACK: return "callback";
+    case WGRT_STOP_CANCELLED: return "interrupted";
+    case WGRT_STOP_NONE: break;
+  }
+  return "nothing";
 }
 
 // Seconds since this process started (the kernel's start time in /proc/self/stat, clock ticks
@@ -99,18 +123,26 @@ std::string read_prompt_file(const std::string& path) {
   return text;
 }
 
-// On the library's internals, not the C API (include/wgrt/wgrt.h): run needs what the C API does
-// not offer (the device and memory lines, load progress, stop strings, grammars, the stats line,
-// --dump-logits, --warmup, --profile); its generation is the same llm::generate the C API runs.
+// The generation runs through the C API (include/wgrt/wgrt.h), as a program linking libwgrt
+// would, on a handle over the session built here: run's graph, device and quantization flags
+// are more than wgrt_model_params carries. What it prints around the generation (the device and
+// memory lines, load progress) and its lab options (--dump-logits, --profile) use the library.
 int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
   if (!f.prompt_file.empty()) f.prompt = read_prompt_file(f.prompt_file);
+  const llm::SamplerParams p = sampler_params(f.sampling);
+  const GrammarText grammar = grammar_from_flags(f.grammar, f.grammar_file, f.json_schema);
   const double t_start = seconds_since_process_start();
-  gpu::Device dev = gpu::create_device(dev_opts);
+  auto dev = std::make_unique<gpu::Device>(gpu::create_device(dev_opts));
   const double t_device = seconds_since_process_start();
   Progress progress;
-  start_progress(progress, dev, f.model.model.empty() ? "the model" : f.model.model);
-  llm::Session s = llm::open_session(dev, f.model.model, build_options(f.model, !f.dump_logits.empty()));
+  start_progress(progress, *dev, f.model.model.empty() ? "the model" : f.model.model);
+  llm::Session session = llm::open_session(*dev, f.model.model, build_options(f.model, !f.dump_logits.empty()));
   end_progress(progress);
+  const gpu::Device& d = *dev;
+  std::unique_ptr<wgrt_model, void (*)(wgrt_model*)> model(api::adopt(std::move(dev), std::move(session),
+                                                                      f.model.model),
+                                                           wgrt_model_free);
+  llm::Session& s = api::session_of(model.get());
   const double t_model = seconds_since_process_start();
   if (llm::is_default_model(s))
     fmt::print(stderr, "wgrt: running the built-in default model. It has RANDOM WEIGHTS: its text is noise, not "
@@ -121,46 +153,64 @@ int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
   // A CPU driver (lavapipe) compiles each kernel at its first dispatch, about half a second
   // each on one thread: the prefill routes of a short prompt would cost far more compiling
   // than they save, so the prompt runs on the decode route, one token per step.
-  if (dev.caps.adapter.type == WGPUAdapterType_CPU && !f.model.batch_size_set &&
-      tokenizer::tokenize(s.tok, f.prompt, true, true).size() <= kCpuTokenwisePrompt)
+  const std::vector<int32_t> prompt_ids = tokenizer::tokenize(s.tok, f.prompt, true, true);
+  if (d.caps.adapter.type == WGPUAdapterType_CPU && !f.model.batch_size_set && prompt_ids.size() <= kCpuTokenwisePrompt)
     s.prompt_step = 1;
-  llm::GenerateOptions o;
-  o.prompt = f.prompt;
-  o.n_predict = f.n_predict;
-  o.stop = f.stop;
-  o.dump_logits = f.dump_logits;
-  o.sampling = sampler_params(f.sampling);
-  o.sampling.grammar = grammar_from_flags(f.grammar, f.grammar_file, f.json_schema);
-  const uint64_t seed = o.sampling.seed;
+  std::vector<const char*> stops;
+  for (const std::string& t : f.stop) stops.push_back(t.c_str());
+  wgrt_sampling_params sp = wgrt_sampling_default_params();
+  sp.temperature = p.temperature;
+  sp.top_k = p.top_k;
+  sp.top_p = p.top_p;
+  sp.min_p = p.min_p;
+  sp.repeat_penalty = p.repeat_penalty;
+  sp.presence_penalty = p.presence_penalty;
+  sp.frequency_penalty = p.frequency_penalty;
+  sp.repeat_last_n = p.repeat_last_n;
+  sp.seed = p.seed;
+  sp.max_tokens = f.n_predict;
+  sp.stop = stops.data();
+  sp.n_stop = stops.size();
+  sp.grammar = grammar.gbnf.empty() ? nullptr : grammar.gbnf.c_str();
+  sp.json_schema = grammar.json_schema.empty() ? nullptr : grammar.json_schema.c_str();
   fmt::print(stderr, "wgrt: {} on {} ({}), {:.1f} MiB of weights, context {}, seed {}\n", s.model.path,
-             dev.caps.adapter.name, gpu::backend_name(dev.caps.adapter.backend), s.mg.weight_bytes / 1048576.0,
-             s.mg.n_ctx, seed);
+             d.caps.adapter.name, gpu::backend_name(d.caps.adapter.backend), s.mg.weight_bytes / 1048576.0,
+             s.mg.n_ctx, p.seed);
   fmt::print(stderr, "wgrt: {}\n", graph::describe_memory(graph::memory_plan(*s.mg.graph)));
   if (graph::skipping_kernels(*s.mg.graph))
     fmt::print(stderr, "wgrt: WGRT_SKIP_NODES leaves dispatches out: the text is wrong (a measuring aid)\n");
-  if (f.warmup) warm_up(s, o);
+  if (!f.dump_logits.empty()) {  // the prompt's rows, from a pass of its own
+    llm::dump_prompt_logits(s, prompt_ids, f.dump_logits);
+    llm::reset(s);
+  }
+  if (f.warmup) warm_up(model.get(), f.prompt, sp);
   if (f.display_prompt) {
     std::fwrite(f.prompt.data(), 1, f.prompt.size(), stdout);
     std::fflush(stdout);
   }
   double t_first = NAN;  // the first generated text on stdout
-  llm::GenerateStats st = llm::generate(s, o, [&](std::string_view text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
+  const wgrt_token_callback print = [](const char* text, size_t len, int32_t, void* user) {
+    if (len == 0) return 0;
+    std::fwrite(text, 1, len, stdout);
     std::fflush(stdout);
-    if (std::isnan(t_first)) t_first = seconds_since_process_start();
-  });
+    if (double& t = *static_cast<double*>(user); std::isnan(t)) t = seconds_since_process_start();
+    return 0;
+  };
+  check(wgrt_generate(model.get(), f.prompt.c_str(), &sp, print, &t_first));
+  const wgrt_generate_stats st = last_stats(model.get());
   std::fputs("\n", stdout);
   fmt::print(stderr, "\nwgrt: prompt {} tokens in {:.3f} s ({:.1f} tok/s); generated {} tokens in {:.3f} s ({:.1f} "
                      "tok/s); stopped by {}\n",
              st.n_prompt, st.prompt_seconds, st.n_prompt / std::max(st.prompt_seconds, 1e-9), st.n_generated,
-             st.generate_seconds, st.n_generated / std::max(st.generate_seconds, 1e-9), st.stop_reason);
+             st.generate_seconds, st.n_generated / std::max(st.generate_seconds, 1e-9),
+             stop_reason_name(st.stop_reason));
   if (!std::isnan(t_first))  // docs/perf/demo-model.md, "Second cold run"
     fmt::print(stderr, "wgrt: first token {:.3f} s after the process started (flags and prompt {:.3f} s, device "
                        "{:.3f} s, model and kernels {:.3f} s, to the first token {:.3f} s)\n",
                t_first, t_start, t_device - t_start, t_model - t_device, t_first - t_model);
   if (f.profile) {  // the prompt's prefill (one chunk) and decode steps after it, per kernel
-    const std::optional<gpu::Peaks> peaks = llm::find_peaks(dev.caps, f.peaks);
-    const uint32_t n = uint32_t(std::min<size_t>(st.n_prompt, s.mg.max_batch));
+    const std::optional<gpu::Peaks> peaks = llm::find_peaks(d.caps, f.peaks);
+    const uint32_t n = uint32_t(std::min<size_t>(size_t(st.n_prompt), s.mg.max_batch));
     llm::reset(s);
     llm::print_profile(stderr, llm::profile_prefill(s, n, 3), peaks);
     s.n_past = n;

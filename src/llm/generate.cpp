@@ -50,21 +50,14 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
   if (prompt.size() > s.mg.n_ctx - s.n_past)
     throw std::invalid_argument(fmt::format("the prompt has {} tokens, past the context of {} (hint: a larger "
                                             "--ctx-size or a shorter prompt)", prompt.size(), s.mg.n_ctx - s.n_past));
-  if (!o.dump_logits.empty() && !s.mg.all_logits)
-    throw std::logic_error("--dump-logits needs a session built with all_logits");
   Sampler sampler = make_sampler(o.sampling);
   constrain(s, sampler);
   for (int32_t id : prompt) accept_token(sampler, id);
 
-  std::ofstream dump;
-  if (!o.dump_logits.empty()) {
-    dump.open(o.dump_logits, std::ios::binary | std::ios::trunc);
-    if (!dump) throw std::runtime_error(fmt::format("{}: cannot open for writing (hint: check the path)", o.dump_logits));
-  }
   // Greedy decoding, and sampling without a repetition penalty (sampled on the GPU from the
   // top-k), keep step t + 1 in flight while step t's token is read (session.h).
-  const bool gpu_sampled = !dump.is_open() && can_sample_on_gpu(s, o.sampling);
-  Readout readout = dump.is_open() ? Readout::All : step_readout(s, o.sampling);
+  const bool gpu_sampled = can_sample_on_gpu(s, o.sampling);
+  Readout readout = step_readout(s, o.sampling);
   if (gpu_sampled) readout = Readout::Argmax;  // the sampled id lands where the argmax does
   const bool pipelined = readout == Readout::Argmax && can_feed(s);
   GpuSample pick{0, o.sampling.temperature, o.sampling.top_p, o.sampling.min_p, o.sampling.top_k};
@@ -76,18 +69,10 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
   // Bias, penalties and grammar: the GPU adjusts the logits and the step reads its top-k; a step
   // the GPU cannot adjust (batch.h can_adjust_on_gpu) reads the whole row for the CPU.
   Sampler* const adjust_rows[] = {&sampler};
-  auto step_read = [&] { return !dump.is_open() && stage_adjust(s, adjust_rows) ? Readout::TopK : readout; };
+  auto step_read = [&] { return stage_adjust(s, adjust_rows) ? Readout::TopK : readout; };
   auto t0 = Clock::now();
-  eval(s, prompt, [&](size_t, size_t) {
-    if (!dump.is_open()) return;
-    std::vector<float> rows = read_logits(s);
-    dump.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(float)));
-  }, step_read(), draw());
+  eval(s, prompt, {}, step_read(), draw());
   st.n_prompt = prompt.size();
-  if (dump.is_open()) {
-    dump.close();
-    if (!dump) throw std::runtime_error(fmt::format("{}: write failed", o.dump_logits));
-  }
   st.stop_reason = "length";
   if (o.n_predict == 0) {
     st.prompt_seconds = since(t0);
@@ -148,6 +133,21 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
     next = pick_next(s, sampler);
   }
   return end(t1);
+}
+
+void dump_prompt_logits(Session& s, std::span<const int32_t> prompt, const std::string& path) {
+  if (!s.mg.all_logits) throw std::logic_error("--dump-logits needs a session built with all_logits");
+  if (prompt.empty() || prompt.size() > s.mg.n_ctx - s.n_past)
+    throw std::invalid_argument(fmt::format("the prompt has {} tokens, the context {} free (hint: a larger --ctx-size "
+                                            "or a shorter prompt)", prompt.size(), s.mg.n_ctx - s.n_past));
+  std::ofstream dump(path, std::ios::binary | std::ios::trunc);
+  if (!dump) throw std::runtime_error(fmt::format("{}: cannot open for writing (hint: check the path)", path));
+  eval(s, prompt, [&](size_t, size_t) {
+    const std::vector<float> rows = read_logits(s);
+    dump.write(reinterpret_cast<const char*>(rows.data()), std::streamsize(rows.size() * sizeof(float)));
+  }, Readout::All);
+  dump.close();
+  if (!dump) throw std::runtime_error(fmt::format("{}: write failed", path));
 }
 
 double PerplexityResult::perplexity() const { return n_scored ? std::exp(nll / double(n_scored)) : NAN; }

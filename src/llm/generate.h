@@ -21,7 +21,6 @@ struct GenerateOptions {
   int32_t n_predict = 128;          // 0: prompt only; < 0: until EOS or the context is full
   SamplerParams sampling;
   std::vector<std::string> stop;    // generation ends before any of these
-  std::string dump_logits;          // file for the prompt's logits (needs all_logits)
   const std::atomic<bool>* interrupt = nullptr;  // set: the next token ends it ("interrupted")
 };
 
@@ -42,6 +41,10 @@ using TokenSink = std::function<bool(std::string_view text, int32_t id)>;
 // generate() on prompt tokens (o.prompt is not read), streaming through `sink`.
 GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const GenerateOptions& o,
                               const TokenSink& sink);
+
+// The prompt's logits, f32 [n_prompt, n_vocab], written to `path` as each chunk is evaluated (a
+// session built with all_logits); the cache then holds the prompt.
+void dump_prompt_logits(Session& s, std::span<const int32_t> prompt, const std::string& path);
 
 // What a decode step must read back for this sampler (the argmax alone when greedy).
 Readout step_readout(const Session& s, const SamplerParams& p);

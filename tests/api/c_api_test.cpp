@@ -254,6 +254,139 @@ TEST_F(CApi, GenerateRejectsBadArguments) {
   EXPECT_TRUE(c.ids.empty());
 }
 
+// Penalties, a logit bias and stop strings give llm::generate's text with the same sampler
+// settings; the stats say how it ended.
+TEST_F(CApi, PenaltiesBiasAndStopsAreTheLibrarys) {
+  const std::string prompt = "Once upon a time";
+  llm::GenerateOptions o;
+  o.prompt = prompt;
+  o.n_predict = 12;
+  o.sampling.temperature = 0;
+  o.sampling.presence_penalty = 0.7f;
+  o.sampling.frequency_penalty = 0.4f;
+  o.sampling.repeat_penalty = 1.3f;
+  std::string plain;
+  llm::reset(session());
+  llm::generate(session(), o, [&](std::string_view t) { plain += t; });
+  ASSERT_GE(plain.size(), 4u);
+  // The greedy text's first token banned, its second one favoured.
+  const std::vector<int32_t> plain_ids = tokenizer::tokenize(session().tok, plain, false, false);
+  o.sampling.logit_bias = {{plain_ids[0], -100.0f}, {plain_ids.size() > 1 ? plain_ids[1] : 7, 3.5f}};
+  std::string want;
+  llm::reset(session());
+  llm::generate(session(), o, [&](std::string_view t) { want += t; });
+  ASSERT_NE(want, plain);
+
+  Greedy g = greedy(12);
+  g.sp.presence_penalty = 0.7f;
+  g.sp.frequency_penalty = 0.4f;
+  g.sp.repeat_penalty = 1.3f;
+  const wgrt_logit_bias bias[] = {{o.sampling.logit_bias[0].first, -100.0f}, {o.sampling.logit_bias[1].first, 3.5f}};
+  g.sp.logit_bias = bias;
+  g.sp.n_logit_bias = 2;
+  Collected got;
+  ASSERT_EQ(wgrt_generate(model_, prompt.c_str(), g, collect, &got), WGRT_OK) << wgrt_last_error();
+  EXPECT_EQ(got.text, want);
+  wgrt_generate_stats st{.struct_size = sizeof(wgrt_generate_stats)};
+  ASSERT_EQ(wgrt_last_generate_stats(model_, &st), WGRT_OK);
+  EXPECT_EQ(st.stop_reason, WGRT_STOP_LENGTH);
+  EXPECT_EQ(st.n_generated, 12);
+  EXPECT_EQ(st.n_prompt, int32_t(tokenizer::tokenize(session().tok, prompt, true, true).size()));
+  EXPECT_GT(st.prompt_seconds + st.generate_seconds, 0.0);
+
+  // A stop text from the middle of that reply: the text ends before it, and the stats say why.
+  const std::string cut = want.substr(want.size() / 2, 3);
+  const size_t at = want.find(cut);
+  const char* stops[] = {"a text that never comes", cut.c_str()};
+  g.sp.stop = stops;
+  g.sp.n_stop = 2;
+  Collected stopped;
+  ASSERT_EQ(wgrt_generate(model_, prompt.c_str(), g, collect, &stopped), WGRT_OK) << wgrt_last_error();
+  EXPECT_EQ(stopped.text, want.substr(0, at));
+  ASSERT_EQ(wgrt_last_generate_stats(model_, &st), WGRT_OK);
+  EXPECT_EQ(st.stop_reason, WGRT_STOP_STRING);
+}
+
+// A JSON schema (and the same as GBNF) holds the reply to its language, ended by the end token.
+TEST_F(CApi, GrammarsHoldTheReply) {
+  for (const bool gbnf : {false, true}) {
+    Greedy g = greedy(16);
+    g.sp.temperature = 1;
+    g.sp.seed = 5;
+    if (gbnf) g.sp.grammar = R"(root ::= "\"" ("yes" | "no") "\"")";
+    else g.sp.json_schema = R"({"enum": ["yes", "no"]})";
+    Collected got;
+    ASSERT_EQ(wgrt_generate(model_, "Is the sea blue?", g, collect, &got), WGRT_OK) << wgrt_last_error();
+    EXPECT_TRUE(got.text == "\"yes\"" || got.text == "\"no\"") << got.text;
+    wgrt_generate_stats st{.struct_size = sizeof(wgrt_generate_stats)};
+    ASSERT_EQ(wgrt_last_generate_stats(model_, &st), WGRT_OK);
+    EXPECT_EQ(st.stop_reason, WGRT_STOP_EOS) << (gbnf ? "grammar" : "json_schema");
+  }
+}
+
+TEST_F(CApi, StatsSayHowItEnded) {
+  Collected by_callback;
+  by_callback.stop_after = 2;
+  ASSERT_EQ(wgrt_generate(model_, "The sea", greedy(20), collect, &by_callback), WGRT_OK);
+  wgrt_generate_stats st{.struct_size = sizeof(wgrt_generate_stats)};
+  ASSERT_EQ(wgrt_last_generate_stats(model_, &st), WGRT_OK);
+  EXPECT_EQ(st.stop_reason, WGRT_STOP_CALLBACK);
+  EXPECT_EQ(st.n_generated, 2);
+  wgrt_cancel(model_);
+  Collected none;
+  EXPECT_EQ(wgrt_generate(model_, "The sea", greedy(3), collect, &none), WGRT_CANCELLED);
+  ASSERT_EQ(wgrt_last_generate_stats(model_, &st), WGRT_OK);
+  EXPECT_EQ(st.stop_reason, WGRT_STOP_CANCELLED);
+}
+
+TEST_F(CApi, SamplingParamsAreChecked) {
+  Collected c;
+  auto refused = [&](const wgrt_sampling_params& sp, const std::string& says) {
+    EXPECT_EQ(wgrt_generate(model_, "a", &sp, collect, &c), WGRT_ERR_INVALID_ARGUMENT) << says;
+    EXPECT_NE(std::string(wgrt_last_error()).find(says), std::string::npos) << wgrt_last_error();
+  };
+  // The version field: older than the first versioned layout, or newer than this library.
+  Greedy g = greedy();
+  g.sp.struct_size = 8;
+  refused(g, "struct_size is 8");
+  g.sp.struct_size = sizeof(wgrt_sampling_params) + 8;
+  refused(g, "newer than the library");
+  g = greedy();
+  const wgrt_logit_bias outside[] = {{1 << 20, 1.0f}};
+  g.sp.logit_bias = outside;
+  g.sp.n_logit_bias = 1;
+  refused(g, "logit_bias[0]: token 1048576");
+  const wgrt_logit_bias twice[] = {{5, 1.0f}, {5, -1.0f}};
+  g.sp.logit_bias = twice;
+  g.sp.n_logit_bias = 2;
+  refused(g, "appears twice");
+  g = greedy();
+  g.sp.n_logit_bias = 1;
+  refused(g, "logit_bias is NULL");
+  g = greedy();
+  const char* stops[] = {"x", nullptr};
+  g.sp.stop = stops;
+  g.sp.n_stop = 2;
+  refused(g, "stop[1] is NULL");
+  g = greedy();
+  g.sp.grammar = "root ::= ";
+  g.sp.json_schema = "{}";
+  refused(g, "both set");
+  g.sp.json_schema = nullptr;
+  g.sp.grammar = "root ::= undefined_rule";
+  refused(g, "wgrt_sampling_params.grammar:");
+  g = greedy();
+  g.sp.json_schema = "{not json";
+  refused(g, "wgrt_sampling_params.json_schema: not valid JSON");
+  g = greedy();
+  g.sp.presence_penalty = NAN;
+  refused(g, "presence_penalty");
+  EXPECT_TRUE(c.ids.empty());
+  wgrt_generate_stats st{.struct_size = 4};
+  EXPECT_EQ(wgrt_last_generate_stats(model_, &st), WGRT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wgrt_last_generate_stats(model_, nullptr), WGRT_ERR_INVALID_ARGUMENT);
+}
+
 TEST_F(CApi, ChatAppliesTheTemplate) {
   chat::ChatTemplateSource src;
   src.text = kTemplate;
@@ -357,6 +490,8 @@ TEST(CApiCpp, ChatWithTheModelsTemplateAndTheCppLayer) {
   int32_t n = 0;
   EXPECT_TRUE(m.generate("hello", greedy(10), [&](std::string_view, int32_t) { return ++n < 2; }));
   EXPECT_EQ(n, 2);
+  EXPECT_EQ(m.last_stats().stop_reason, WGRT_STOP_CALLBACK);
+  EXPECT_EQ(m.last_stats().n_generated, 2);
   // An exception in the callback stops the generation and reaches the caller.
   EXPECT_THROW(m.generate("hello", greedy(10), [](std::string_view, int32_t) -> bool { throw std::domain_error("x"); }),
                std::domain_error);

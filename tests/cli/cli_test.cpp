@@ -175,6 +175,36 @@ TEST(Cli, WarmupLeavesTheRunUnchanged) {
   EXPECT_NE(warm.out.find("generated 6 tokens"), std::string::npos) << warm.out;
 }
 
+// --json-schema and --grammar hold the text (the generation is the C API's, with its grammar),
+// --stop ends it before the stop text; a grammar that does not compile fails before the model
+// loads, naming its flag.
+TEST(Cli, RunHoldsGrammarsAndStops) {
+  // What `run --no-display-prompt` generated: after the memory line, before the speed line.
+  auto generated = [](const std::string& out) {
+    const size_t m = out.find("wgrt: memory"), b = out.find('\n', m) + 1, e = out.find("\nwgrt: prompt");
+    return m == std::string::npos || e == std::string::npos ? "(not found) " + out : out.substr(b, e - b);
+  };
+  for (const std::string rule : {"-j '{\"enum\": [\"yes\", \"no\"]}'", "--grammar 'root ::= \"yes\" | \"no\"'"}) {
+    Result r = wgrt("run -p 'Is the sea blue?' --no-display-prompt -n 16 --seed 2 " + rule);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const std::string reply = generated(r.out), want = rule[1] == 'j' ? "\"" : "";
+    EXPECT_TRUE(reply == want + "yes" + want || reply == want + "no" + want) << rule << "\n" << r.out;
+    EXPECT_NE(r.out.find("stopped by eos"), std::string::npos) << r.out;
+  }
+  const Result plain = wgrt("run -p 'Once upon a time' -n 12 --temp 0 --no-display-prompt");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  const std::string text = generated(plain.out);
+  ASSERT_GE(text.size(), 8u) << plain.out;
+  const std::string cut = text.substr(text.size() / 2, 3);
+  const Result stopped = wgrt("run -p 'Once upon a time' -n 12 --temp 0 --no-display-prompt --stop '" + cut + "'");
+  EXPECT_EQ(generated(stopped.out), text.substr(0, text.find(cut))) << stopped.out;
+  EXPECT_NE(stopped.out.find("stopped by stop string"), std::string::npos) << stopped.out;
+  const Result bad = wgrt("run -p x -n 2 --grammar 'root ::= nowhere'");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("--grammar: grammar line 1"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("wgrt: memory"), std::string::npos) << "the model loaded first:\n" << bad.out;
+}
+
 TEST(Cli, DefaultModelSaysRandomWeights) {
   Result r = wgrt("run -m builtin:random -n 4 --seed 3");
   ASSERT_EQ(r.code, 0) << r.out;
