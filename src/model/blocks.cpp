@@ -177,8 +177,7 @@ Hidden linear_residual(BuildContext& b, uint32_t l, const char* what, uint32_t n
 
 Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t l, const Hidden& x) {
   const ModelConfig& c = b.c;
-  const bool gemma = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
-  const ops::GateAct act_fn = gemma ? ops::GateAct::GeluTanh : ops::GateAct::Silu;
+  const ops::GateAct act_fn = c.gelu_gate ? ops::GateAct::GeluTanh : ops::GateAct::Silu;
   graph::TensorId norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
   if (p.fused_gate_up) {
     const std::optional<LinearWeight> w =

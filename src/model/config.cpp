@@ -166,6 +166,7 @@ void gemma_from_gguf(const GgufFile& f, ModelConfig& c) {
   auto key = [&](const char* k) { return a + "." + k; };
   const bool g2 = c.arch == Arch::Gemma2;
   c.embd_scale = std::sqrt(float(c.dim));
+  c.gelu_gate = true;
   c.tied_embeddings = true;  // llama.cpp's gemma2 reads token_embd for the output whatever the file holds
   if (!g2) c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   c.sliding_window = gguf_u32(f, key("attention.sliding_window"), g2 ? 4096 : 0);
@@ -352,6 +353,7 @@ void gemma_from_hf(const nlohmann::json& j, ModelConfig& c, const std::string& p
   if (!act.empty() && act != "gelu_pytorch_tanh" && act != "gelu_tanh")
     throw ModelError(fmt::format("{}: hidden_activation '{}' is not supported (hint: Gemma's feed-forward gate is "
                                  "gelu_pytorch_tanh)", path, act));
+  c.gelu_gate = true;
   c.head_dim = hf_uint(j, "head_dim", path, 256);
   c.tied_embeddings = hf_bool(j, "tie_word_embeddings", true, path);
   c.norm_offset = 1;

@@ -55,6 +55,7 @@ struct ModelConfig {
   std::vector<bool> local_layers;
   float rope_theta_local = 0;  // local layers' RoPE base, without rope_freq_factors (0: as global layers)
   float embd_scale = 0;        // the embeddings times this (Gemma: sqrt(dim)); 0: none
+  bool gelu_gate = false;      // the gated FFN's activation is GELU (tanh; Gemma's GeGLU), not SiLU
   // Added to every RMS norm weight at load: Hugging Face Gemma checkpoints store w of x * (1 + w);
   // llama.cpp's converter adds the 1 to the GGUF's weights already (0 there).
   float norm_offset = 0;

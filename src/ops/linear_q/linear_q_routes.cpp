@@ -43,7 +43,8 @@ void gemv_constants(const LinearQBuild& b, const LinearQPart& wp, std::string_vi
                                               caps.limits.maxComputeInvocationsPerWorkgroup));
     extra.push_back({"GV_SETS", double(b.out_sets)});
   }
-  if (d.swiglu && d.act == GateAct::GeluTanh) extra.push_back({"GELU", 1.0});  // gate_act.wgsl
+  if (d.swiglu)
+    for (const gpu::OverrideConstant& c : gate_act_constants(d.act)) extra.push_back(c);
   if (xq && d.xq_norm) extra.push_back({"XQ_NORM", 1.0});
   if (xq && reads_xq(b, wp)) extra.push_back({"XQ_IN", 1.0});
   extra.push_back({"GV_TK", double(lanes)});
@@ -319,9 +320,7 @@ void build_matrix_routes(LinearQBuild& b, const RouteRanges& rr, ActQuant& aq) {
       r.steps.push_back({LinearQStep::SmallM, i});
     }
     if (d.swiglu) {
-      std::vector<gpu::OverrideConstant> act;
-      if (d.act == GateAct::GeluTanh) act.push_back({"GELU", 1.0});
-      r.ks.push_back({gpu::make_key("silu_mul", "silu_mul", std::move(act)),
+      r.ks.push_back({gpu::make_key("silu_mul", "silu_mul", gate_act_constants(d.act)),
                       {Binding::of(0, ymat), Binding::of(1, ymat), Binding::of(2, b.y), Binding::params(3)}});
       r.steps.push_back({LinearQStep::SiluMul, 0});
     }

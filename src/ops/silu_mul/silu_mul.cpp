@@ -40,6 +40,11 @@ void plan_silu_mul(const SiluMulPlanCtx& c, graph::Plan& plan) {
   plan.grids[0] = grid_1d(ceil_div(c.out.numel(), kWorkgroup), c.max_groups_per_dim);
 }
 
+std::vector<gpu::OverrideConstant> gate_act_constants(GateAct act) {
+  if (act == GateAct::GeluTanh) return {{"GELU", 1.0}};
+  return {};
+}
+
 graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d) {
   const graph::Tensor& gate = graph::tensor_info(g, d.gate);
   if (gate.dtype != graph::DType::F32 || (d.up && graph::tensor_info(g, *d.up).dtype != graph::DType::F32))
@@ -51,9 +56,7 @@ graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d) {
   bool fused = !d.up;
   graph::TensorId up = d.up.value_or(d.gate);  // fused: the same buffer, read at an offset
 
-  std::vector<gpu::OverrideConstant> consts;
-  if (d.act == GateAct::GeluTanh) consts.push_back({"GELU", 1.0});
-  graph::KernelSpec k{gpu::make_key("silu_mul", "silu_mul", std::move(consts)),
+  graph::KernelSpec k{gpu::make_key("silu_mul", "silu_mul", gate_act_constants(d.act)),
                       {graph::Binding::of(0, d.gate), graph::Binding::of(1, up),
                        graph::Binding::of(2, out), graph::Binding::params(3)}};
   std::vector<graph::TensorId> inputs = {d.gate};

@@ -23,6 +23,10 @@ struct SiluMulDesc {
 
 graph::TensorId add_silu_mul(graph::Graph& g, const SiluMulDesc& d);
 
+// gate_act.wgsl's override constants for `act` (none for SiLU, its default), for every kernel
+// that applies the gate: silu_mul and linear_q's fused swiglu entries.
+std::vector<gpu::OverrideConstant> gate_act_constants(GateAct act);
+
 struct SiluMulParams {
   uint32_t n_tokens;
   uint32_t ff;
