@@ -16,6 +16,14 @@ std::string_view kernel_source(std::string_view name) {
 
 namespace {
 
+// `file`'s shared constants as WGSL declarations.
+std::string constants_of(std::string_view file) {
+  std::string out;
+  for (const KernelConstant& c : kernel_constants())
+    if (c.file == file) out += fmt::format("const {}: u32 = {}u;  // from C++ (ops/kernel_constants.cpp)\n", c.name, c.value);
+  return out;
+}
+
 // Appends the parts `source` names on lines `//! use NAME` (each part's own parts first), each
 // once, to `out`.
 void append_parts(std::string_view kernel, std::string_view source,
@@ -31,7 +39,7 @@ void append_parts(std::string_view kernel, std::string_view source,
     if (!seen.insert(part).second) continue;
     const std::string_view text = kernel_source(part);
     append_parts(kernel, text, seen, out);
-    out += fmt::format("// ---- {}.wgsl (a part used by {}.wgsl) ----\n{}\n", part, kernel, text);
+    out += fmt::format("// ---- {}.wgsl (a part used by {}.wgsl) ----\n{}{}\n", part, kernel, constants_of(part), text);
   }
 }
 
@@ -57,6 +65,7 @@ std::string kernel_module_source(std::string_view name) {
   std::set<std::string_view, std::less<>> seen;
   std::string module;
   append_parts(name, source, seen, module);
+  module += constants_of(name);
   module += source;
   return hoist_directives(module);
 }

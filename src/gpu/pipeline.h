@@ -24,9 +24,19 @@ struct EmbeddedKernel {
   const char* source;
 };
 std::span<const EmbeddedKernel> embedded_kernels();
+// Constants a kernel file shares with C++: C++ owns the values (ops/kernel_constants.cpp defines
+// the table), and every module holding the file gets `const NAME: u32 = V;` ahead of it. The
+// file uses the name and never declares it (tests/ops/kernel_constants_test.cpp).
+struct KernelConstant {
+  std::string_view file;  // the .wgsl file's stem
+  std::string_view name;
+  uint32_t value;
+};
+std::span<const KernelConstant> kernel_constants();
 // Throws GpuError naming the kernel when no such file was embedded.
 std::string_view kernel_source(std::string_view name);
-// What a pipeline compiles: the kernel's source after the shared parts it names. A line
+// What a pipeline compiles: the kernel's source after the shared parts it names, each file after
+// its kernel_constants(). A line
 // `//! use NAME` puts NAME.wgsl (a part: functions, constants and workgroup variables; or a
 // whole kernel that another extends) ahead of the kernel, once, after the parts NAME names
 // itself, so two kernel families can share code without copying it. Directives (`enable f16;`,

@@ -26,7 +26,6 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(AttentionParams, n_token
                                   {"kv_off", offsetof(AttentionParams, kv_off)},
                                   {"window", offsetof(AttentionParams, window)},
                                   {"softcap", offsetof(AttentionParams, softcap)}};
-constexpr uint32_t kMaxGroup = 8;  // attention.wgsl MAX_GROUP
 // decode_sg's register budget per lane (attention_decode_sg.wgsl DLD, DACC, DSC): K (and V) words loaded
 // per turn, vec4 accumulators, scores per turn; and its largest workgroup.
 constexpr uint32_t kSgLoads = 4, kSgAcc = 8, kSgScores = 16, kSgMaxThreads = 128;
@@ -160,7 +159,7 @@ const char* prefill_entry(const AttentionVariants& v) {
 AttentionVariants attention_variants(const WGPULimits& limits, const std::string& name, uint32_t head_dim,
                                      uint32_t group, bool f16, uint32_t sg_lanes, DecodeKernel want,
                                      PrefillKernel want_prefill, bool xq_out) {
-  constexpr uint32_t wg = 256, reduce_wg = 128, max_kpl = 8;  // attention.wgsl WG, RWG, MAX_KPL
+  constexpr uint32_t wg = kAttnWorkgroup, reduce_wg = kAttnReduceWorkgroup, max_kpl = kAttnMaxKeysPerLane;
   const uint32_t row_words = head_dim / (f16 ? 8 : 4), d4 = head_dim / 4;
   // xo, the outputs the self-merging kernels and decode_reduce stage (XO values; 1 without xq_out).
   auto xo_bytes = [&](uint32_t heads) { return wg_var_bytes(uint64_t(xq_out ? heads * head_dim : 1) * 4); };
@@ -221,7 +220,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
     for (uint32_t hpw : heads_per_workgroup(group)) {
       decode.push_back({DecodeKernel::split, {}, {}, hpw});
       footprint.push_back({wg_var_bytes(uint64_t(hpw) * d4 * 16) + wg_var_bytes(uint64_t(hpw) * wg * 4) +
-                               wg_var_bytes(uint64_t(hpw) * split_block * 4) + 2 * wg_var_bytes(kMaxGroup * 4) +
+                               wg_var_bytes(uint64_t(hpw) * split_block * 4) + 2 * wg_var_bytes(kAttnMaxGroup * 4) +
                                wg_var_bytes(uint64_t(wg) * (f16 ? 2 : 1) * 16),
                            wg});
     }
@@ -442,7 +441,7 @@ graph::TensorId add_attention(graph::Graph& g, const AttentionDesc& d) {
   if (head_dim % 8 != 0 || head_dim < kMinHeadDim || head_dim > kMaxHeadDim)
     throw std::invalid_argument(fmt::format("{}: head_dim {} (supported: multiples of 8 from {} to {})", d.name,
                                             head_dim, kMinHeadDim, kMaxHeadDim));
-  if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kMaxGroup)
+  if (d.n_heads % n_kv != 0 || d.n_heads / n_kv > kAttnMaxGroup)
     throw std::invalid_argument(fmt::format(
         "{}: {} query heads over {} KV heads (supported GQA ratios: 1 to 8)", d.name, d.n_heads, n_kv));
   uint32_t max_chunks = d.decode_max_chunks ? d.decode_max_chunks

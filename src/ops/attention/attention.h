@@ -113,8 +113,13 @@ struct AttentionDesc {
   bool xq_out = false;
 };
 
-constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB: keys per decode block
-constexpr uint32_t kMaxDecodeChunks = 256;  // attention.wgsl MAX_CHUNKS
+// Written into the kernels as WGSL constants (ops/kernel_constants.cpp): attention.wgsl's WG
+// (threads of most entry points), RWG (decode_reduce's), MAX_GROUP (query heads per KV head),
+// MAX_CHUNKS (decode chunks per head) and MAX_KPL (keys per P*V lane and block: the planner keeps
+// KB / (WG / row words) at most that).
+constexpr uint32_t kAttnWorkgroup = 256, kAttnReduceWorkgroup = 128, kAttnMaxGroup = 8, kMaxDecodeChunks = 256,
+                   kAttnMaxKeysPerLane = 8;
+constexpr uint32_t kAttnKeyBlock = 64;      // attention.wgsl KB (an override, 64 by default): keys per decode block
 // Default split: up to kDecodeWorkgroups workgroups over all KV heads, whole 64-key blocks each.
 // Measured on the H200 (132 SMs, 3 decode_vec workgroups resident per SM): 33-43 chunks per KV
 // head of a Llama model (264-344 workgroups, one wave) beat 17-22 (too few to fill the GPU) and
@@ -125,10 +130,10 @@ constexpr uint32_t kDecodeWorkgroups = 384;
 // 64, 256 keys: 6.7 against 7.4 µs; head dim 128, 128 keys: 7.2 against 9.0), 8 turns lost
 // (head dim 128, 256 keys: 11.8 against 9.7; docs/perf/2026-12-04.md, "What each node costs").
 constexpr uint32_t kVecOneChunkTurns = 4;
-constexpr uint32_t kVecKeysPerTurn = 4;  // attention_decode_vec.wgsl VKEYS: keys per key group and turn
+constexpr uint32_t kVecKeysPerTurn = 4;  // attention_decode_vec.wgsl VKEYS: keys per key group and turn (k0..k3)
 constexpr uint32_t kMinHeadDim = 16, kMaxHeadDim = 256;  // a multiple of 8 between
-constexpr uint32_t kPrefillRtKeys = 16;   // attention_prefill_rt.wgsl RK: keys per f32 tile
-constexpr uint32_t kPrefillRthKeys = 32;  // attention_prefill_rth.wgsl RHK: keys per f16 tile (the same bytes)
+constexpr uint32_t kPrefillRtKeys = 16;   // attention_prefill_rt.wgsl RK: keys per f32 tile, 2 per key lane
+constexpr uint32_t kPrefillRthKeys = 32;  // attention_prefill_rth.wgsl RHK: keys per f16 tile (the same bytes), 4 per lane
 
 // The tile sizes of one node's kernels (override constants of attention.wgsl), and what they
 // ask of the device.

@@ -47,8 +47,6 @@ override V_Q8: bool = false;
 // Subgroup lanes (sg_xor) of decode_sg, decode_vec and decode_reduce; decode_sg and decode_vec need
 // 4 or more, decode_reduce takes 1 (workgroup memory alone).
 override SG: u32 = 1u;
-const WG: u32 = 256u;
-const MAX_GROUP: u32 = 8u;
 const NEG: f32 = -3.4e38;
 
 // The sliding window (Params::window, 0: none): a query whose last visible key row is `limit`
@@ -275,8 +273,6 @@ fn xo_put(col0: u32, n: u32, t: u32, threads: u32) {
 // group; fewer heads per workgroup fit a smaller workgroup memory (attention.cpp sizes it).
 override HPW: u32 = 1u;  // query heads per workgroup (decode_heads), <= GROUP
 override KB: u32 = 64u;  // keys per block: 64, or 32 where a row has more than 32 words
-const MAX_CHUNKS: u32 = 256u;
-const MAX_KPL: u32 = 8u;  // keys per P*V lane and block (attention.cpp keeps KB / (WG / R) <= 8)
 
 var<workgroup> dq: array<vec4<f32>, HPW * HEAD_DIM / 4u>;  // [HPW][HEAD_DIM / 4], scaled
 var<workgroup> dpart: array<f32, HPW * WG>;  // [HPW][KB][LANES] partial dots, then reduce scratch
@@ -436,7 +432,6 @@ fn decode_split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
 // out together (the first turn's before the reductions), and the groups' sums meet in workgroup
 // memory. The partials are read through a read-only binding of their vec4s (split4: the same
 // scratch that the decode kernels write).
-const RWG: u32 = 128u;
 @group(0) @binding(8) var<storage, read> split4: array<vec4<f32>>;
 var<workgroup> rw: array<f32, MAX_CHUNKS>;  // per chunk: exp(m_c - M) / L
 var<workgroup> rr: array<f32, RWG>;

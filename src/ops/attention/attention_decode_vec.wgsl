@@ -15,7 +15,6 @@
 // merges them: by shuffles inside a subgroup, then once through workgroup memory.
 override VKL: u32 = 16u;   // lanes per key group: a power of two >= row_words(), <= SG
 override VWG: u32 = 128u;  // threads, a multiple of SG
-const VKEYS: u32 = 4u;     // keys per group and turn (k0..k3, v0..v3 below; attention.h kVecKeysPerTurn)
 
 // Lane state: q (scaled) and the V sums of element e of this lane's word, heads as components.
 var<private> vq0: vec4<f32>;

@@ -21,7 +21,6 @@ override RTW: u32 = 128u;  // threads, a multiple of 8 and of the subgroup: RTW 
 override RTF: u32 = 2u;    // K (and V) tile words per thread: ceil(RK * row_words() / RTW), 1..4;
                            // 0: more, copied straight into workgroup memory after the barrier
 
-const RK: u32 = 16u;  // keys per tile, 2 per key lane
 const RKL: u32 = 8u;  // key lanes of a row group
 
 var<workgroup> rq: array<vec4<f32>, (RTW / 2u) * (HEAD_DIM / 4u)>;  // [HEAD_DIM / 4][RB], scaled

@@ -9,7 +9,6 @@
 // components of a vec4 (rhq[d][row / 4]); V key-major (rhv[key][d / 4]). Otherwise as prefill_rt:
 // the rows' max by shuffles across the 8 key lanes, the weights of lane sc ^ x's keys taken by
 // shuffles for P x V, two barriers per tile.
-const RHK: u32 = 32u;  // keys per tile, 4 per key lane
 
 var<workgroup> rhq: array<vec4<f32>, (RTW / 8u) * HEAD_DIM>;  // [HEAD_DIM][RB / 4], scaled
 var<workgroup> rhk: array<vec2<u32>, RHK * (HEAD_DIM / 4u)>;  // [HEAD_DIM / 4][RHK]: 4 halves of a key

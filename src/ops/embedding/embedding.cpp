@@ -17,7 +17,6 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(EmbeddingParams, n_token
                                   {"first", offsetof(EmbeddingParams, first)},
                                   {"_pad0", offsetof(EmbeddingParams, _pad0)},
                                   {"_pad1", offsetof(EmbeddingParams, _pad1)}};
-constexpr uint32_t kWg = 256;  // embedding.wgsl WG
 
 const char* type_name(EmbeddingType t) {
   switch (t) {
@@ -97,7 +96,7 @@ void plan_embedding(const EmbeddingPlanCtx& c, graph::Plan& plan) {
   uint32_t row0 = 0;
   for (size_t i = 0; i < c.rows.size(); ++i) {
     plan.params[i].set(EmbeddingParams{c.n_tokens, c.dim, c.rows[i], c.gs, row0, i == 0 ? 1u : 0u, 0, 0});
-    plan.grids[i] = grid_1d(ceil_div(uint64_t(c.n_tokens) * c.dim, kWg), c.max_groups_per_dim);
+    plan.grids[i] = grid_1d(ceil_div(uint64_t(c.n_tokens) * c.dim, kEmbeddingWorkgroup), c.max_groups_per_dim);
     row0 += c.rows[i];
   }
 }
@@ -184,7 +183,7 @@ graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d) {
     table_bytes += graph::tensor_info(g, parts[i].table).bytes;
   }
 
-  require_fits(graph::device_caps(g).limits, d.name + ": embedding", {0, kWg});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": embedding", {0, kEmbeddingWorkgroup});  // no workgroup data
   graph::TensorId out = graph::add_tensor(g, d.name, graph::DType::F32, {ids.max_shape[0], dim});
   using graph::Binding;
   const char* entry = entry_point(d.type);

@@ -45,6 +45,7 @@ struct EmbeddingDesc {
 };
 
 graph::TensorId add_embedding(graph::Graph& g, const EmbeddingDesc& d);
+constexpr uint32_t kEmbeddingWorkgroup = 256;  // embedding.wgsl WG (ops/kernel_constants.cpp writes it)
 inline constexpr graph::RouteId kEmbeddingHost{1}, kEmbeddingFed{2};
 
 struct EmbeddingParams {

@@ -22,7 +22,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-const WG: u32 = 256u;
 
 fn half_at(i: u32) -> f32 {
   let h = unpack2x16float(tw[i >> 1u]);

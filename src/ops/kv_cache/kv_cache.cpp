@@ -16,7 +16,6 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(KvCacheParams, n_tokens)
                                   {"head_off", offsetof(KvCacheParams, head_off)},
                                   {"row_heads", offsetof(KvCacheParams, row_heads)},
                                   {"units", offsetof(KvCacheParams, units)}};
-constexpr uint32_t kWorkgroup = 256;  // kv_cache.wgsl WG
 }  // namespace
 
 const ParamLayout kKvCacheLayout{"kv_cache", sizeof(KvCacheParams), kFields};
@@ -91,7 +90,7 @@ void plan_kv_write(const KvWritePlanCtx& c, graph::Plan& plan) {
     plan.params[i].set(KvCacheParams{c.n_tokens, heads, c.head_dim, c.pos_sym, c.n_ctx, head_off,
                                      row_heads, c.units});
     uint64_t words = uint64_t(c.n_tokens) * heads * c.units;
-    plan.grids[i] = grid_1d(ceil_div(words, kWorkgroup), c.max_groups_per_dim);
+    plan.grids[i] = grid_1d(ceil_div(words, kKvCacheWorkgroup), c.max_groups_per_dim);
     head_off += heads;
   }
 }
@@ -143,7 +142,7 @@ graph::NodeId add_kv_write(graph::Graph& g, const KvCacheDesc& d) {
     throw std::invalid_argument(fmt::format("{}: an f16 cache needs an even head_dim", d.name));
   const uint32_t units = std::max(kv_write_units(kt, head_dim), kv_write_units(vt, head_dim));
 
-  require_fits(graph::device_caps(g).limits, d.name + ": kv_write", {0, kWorkgroup});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": kv_write", {0, kKvCacheWorkgroup});  // no workgroup data
   const bool rows = d.rows.has_value();
   if (rows) check_kv_rows(g, d.name, *d.rows, k.max_shape[0]);
   const uint32_t max_tokens = k.max_shape[0];

@@ -59,6 +59,7 @@ struct KvCacheDesc {
   std::optional<KvRows> rows;  // per-token positions and regions instead of pos
 };
 
+constexpr uint32_t kKvCacheWorkgroup = 256;  // kv_cache.wgsl WG (ops/kernel_constants.cpp writes it)
 constexpr uint32_t kQ8Block = 32;  // values per q8_0 block
 // u32 words of one q8_0 row's f16 block scales.
 constexpr uint32_t q8_scale_words(uint32_t head_dim) { return (head_dim / kQ8Block + 1) / 2; }

@@ -30,7 +30,6 @@ override TABLE: bool = false;  // rows from kv_rows (else pos + token)
 @group(0) @binding(5) var<storage, read> kv_rows: array<u32>;  // [n_tokens][p_i, b_i]; TABLE only
 @group(0) @binding(6) var<uniform> symbols: Symbols;
 
-const WG: u32 = 256u;
 
 // One q8_0 block of 32 values from x[src ..]: 8 words of 4 int8 quants and the scale d.
 struct Q8Block {

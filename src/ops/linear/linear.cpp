@@ -15,8 +15,6 @@ constexpr ParamField kFields[] = {{"m", offsetof(LinearParams, m)},
                                   {"ld", offsetof(LinearParams, ld)},
                                   {"_pad0", offsetof(LinearParams, _pad0)},
                                   {"_pad1", offsetof(LinearParams, _pad1)}};
-constexpr uint32_t kGemvRows = 4;  // linear.wgsl ROWS
-constexpr uint32_t kTile = 64;     // linear.wgsl TILE
 }  // namespace
 
 const ParamLayout kLinearLayout{"linear", sizeof(LinearParams), kFields};
@@ -36,9 +34,9 @@ void plan_linear(const LinearPlanCtx& c, graph::Plan& plan) {
     const uint32_t n = c.rows[i];
     plan.params[i].set(LinearParams{c.m, n, c.k, c.has_bias ? 1u : 0u, y_off, ld, 0, 0});
     if (c.gemv)
-      plan.grids[i] = grid_1d(ceil_div(n, kGemvRows), c.max_groups_per_dim);
+      plan.grids[i] = grid_1d(ceil_div(n, kLinearGemvRows), c.max_groups_per_dim);
     else
-      plan.grids[i] = {uint32_t(ceil_div(n, kTile)), uint32_t(ceil_div(c.m, kTile)), 1};
+      plan.grids[i] = {uint32_t(ceil_div(n, kLinearTile)), uint32_t(ceil_div(c.m, kLinearTile)), 1};
     y_off += n;
   }
 }

@@ -40,6 +40,9 @@ struct LinearInferCtx {
 graph::Shape infer_linear(const LinearInferCtx& c);
 
 // Route ids (graph/routes.h): gemv [1, 1], tiled [2, max] on x's rows.
+// linear.wgsl ROWS (rows per gemv workgroup) and TILE (the tiled route's square), written into
+// it by ops/kernel_constants.cpp.
+constexpr uint32_t kLinearGemvRows = 4, kLinearTile = 64;
 inline constexpr graph::RouteId kLinearGemv{1}, kLinearTiled{2};
 struct LinearPlanCtx {
   uint32_t m, k;

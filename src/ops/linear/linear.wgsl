@@ -30,7 +30,6 @@ fn w_at(i: u32) -> f32 {
 
 // GEMV (m = 1): a workgroup per ROWS outputs, its threads split K and reduce in memory.
 const GEMV_WG: u32 = 256u;
-const ROWS: u32 = 4u;
 var<workgroup> partial: array<f32, GEMV_WG>;
 
 @compute @workgroup_size(GEMV_WG)
@@ -69,7 +68,6 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 
 // Tiled GEMM: 64x64 outputs per workgroup, 4x4 per thread, K in steps of 16.
-const TILE: u32 = 64u;
 const BK: u32 = 16u;
 var<workgroup> xs: array<f32, 1024>;  // [TILE m][BK]
 var<workgroup> ws: array<f32, 1024>;  // [TILE n][BK]

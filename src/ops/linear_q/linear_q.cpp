@@ -22,7 +22,6 @@ constexpr ParamField kFields[] = {
     {"eps", offsetof(LinearQParams, eps)},   {"y_off", offsetof(LinearQParams, y_off)},
     {"ld", offsetof(LinearQParams, ld)},     {"pos_sym", offsetof(LinearQParams, pos_sym)},
     {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"kslice", offsetof(LinearQParams, kslice)}};
-constexpr uint32_t kSiluWg = 256;  // silu_mul.wgsl WG
 }  // namespace
 
 const ParamLayout kLinearQLayout{"linear_q", sizeof(LinearQParams), kFields};
@@ -118,7 +117,7 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
         break;
       case LinearQStep::SiluMul:
         plan.params[j].set(SiluMulParams{m, c.n / 2, kSiluBlocked, 0});
-        plan.grids[j] = grid_1d(ceil_div(uint64_t(m) * (c.n / 2), kSiluWg), maxg);
+        plan.grids[j] = grid_1d(ceil_div(uint64_t(m) * (c.n / 2), kSiluMulWorkgroup), maxg);
         break;
       case LinearQStep::RopeQkv:
         plan_rope_qkv(c.name, *c.rope, c.rope_caches, m, live.pos, maxg, plan.params[j], plan.grids[j]);

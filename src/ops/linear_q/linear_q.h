@@ -228,8 +228,8 @@ std::vector<uint32_t> interleave_swiglu_rows(std::span<const uint32_t> gate, std
                                              uint32_t ff, uint32_t row_words);
 
 // Kernel tiles (GV_ROWS: linear_q_gemv.wgsl; BM, BN: linear_q_matrix.wgsl).
-constexpr uint32_t kLinearQGemvRows = 16;  // rows per gemv workgroup (GV_ROWS)
-constexpr uint32_t kLinearQGemmBM = 64, kLinearQGemmBN = 128;
+constexpr uint32_t kLinearQGemvRows = 16;  // rows per gemv workgroup at 4 sets (GV_ROWS: gemv_argmax's partials)
+constexpr uint32_t kLinearQGemmBM = 64, kLinearQGemmBN = 128;  // linear_q_matrix.wgsl BM, BN
 // Split K: weights of at most gemm_split_max_n() rows (4096, or WGRT_GEMM_SPLIT_N=0..65536; 0
 // turns it off) split K where their tiles number fewer than kLinearQSplitTarget workgroups
 // (about two per SM on a 132-SM GPU; WGRT_GEMM_SPLIT_WGS overrides): at most
@@ -251,7 +251,9 @@ constexpr uint32_t kLinearQSmallRows = 8;  // rows of the weight per small_m wor
 // f16 rounding of x and of the decoded weights.
 constexpr bool kLinearQMmaByDefault = true;
 constexpr uint32_t kLinearQMmaLanes = 32;
-constexpr uint32_t kLinearQMmaMaxBM = 128, kLinearQMmaLd = 72;  // linear_q_mma.wgsl MMA_MAX_BM, MMA_LD
+// linear_q_mma.wgsl MMA_MAX_BM (rows of its x tile) and MMA_LD (the tiles' row stride in f16
+// values), with MMA_SG = kLinearQMmaLanes (ops/kernel_constants.cpp writes them into it).
+constexpr uint32_t kLinearQMmaMaxBM = 128, kLinearQMmaLd = 72;
 constexpr uint32_t kLinearQMmaWorkgroupBytes =
     2 * (kLinearQMmaMaxBM + kLinearQGemmBN) * kLinearQMmaLd + 4 * (256 / kLinearQMmaLanes) * 16 * 16;
 bool gemm_takes_mma(const gpu::DeviceCaps& caps);

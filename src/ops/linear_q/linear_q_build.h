@@ -28,7 +28,8 @@ struct KernelFormat {
 };
 const KernelFormat& kernel_format(QuantFormat f);
 
-// linear_q_matrix.wgsl's tiles: WG threads, RPT rows per thread, SK lanes along K (small_m).
+// linear_q_matrix.wgsl's tiles: WG threads, RPT rows per thread, SK lanes along K (small_m);
+// ops/kernel_constants.cpp writes them into it.
 constexpr uint32_t kWg = 256;
 constexpr uint32_t kRpt = 4;
 constexpr uint32_t kSmallK = 32;

@@ -25,7 +25,6 @@ override GV_TK: u32 = 32u;
 // Row sets per workgroup: 4, or 8 for gemv_swiglu_xq's node (16 outputs: one xq block).
 override GV_SETS: u32 = 4u;
 override GV_WG: u32 = GV_SETS * GV_TK;
-const GV_ROWS: u32 = 16u;  // weight rows per workgroup at 4 sets (gemv_argmax's partials)
 
 @group(0) @binding(9) var<storage, read> res: array<f32>;      // [M, N] residual (RES)
 @group(0) @binding(10) var<storage, read> nw4: array<vec4<f32>>;  // [K] norm weight (NORM)

@@ -4,10 +4,7 @@
 // ---- small M (2..7 rows) ----------------------------------------------------------------
 // 256 threads: 32 along K times 8 row sets of RPT rows; one weight word per row per step,
 // applied to every live row of x (f32 activations; q6k has no small_m: its gemm serves).
-const WG: u32 = 256u;
-const RPT: u32 = 4u;
 const MMAX: u32 = 7u;
-const SK: u32 = 32u;
 // The lanes along K are summed by subgroup shuffles, then (where a subgroup is narrower than
 // SK) the SK / SG partials of each lane group through red_s, RCH accumulators at a time:
 // red_s is [RCH][WG / SG] words (7 KiB without subgroups, one word with SG >= SK), so the
@@ -191,8 +188,6 @@ fn quantize_act(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 // [z * kslice, (z + 1) * kslice) and writes its raw sums to y as [slices][M][N];
 // gemm_combine adds the slices and finishes the outputs.
 override SPLIT: bool = false;
-const BM: u32 = 64u;
-const BN: u32 = 128u;
 var<workgroup> as_: array<vec4<u32>, 128>;  // [8 words][BM / 4]
 var<workgroup> bs_: array<vec4<u32>, 256>;  // [8 words][BN / 4], signed int8 quadruples
 var<workgroup> sx: array<vec4<f32>, 16>;    // [BM / 4]

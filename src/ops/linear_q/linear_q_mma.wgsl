@@ -18,9 +18,6 @@ diagnostic(off, chromium.subgroup_matrix_uniformity);
 
 override MMA_BM: u32 = 64u;  // rows of y per workgroup: 64 or 128 (linear_q.cpp gemm_mma_bm)
 const MMA_BK: u32 = 64u;     // K values per step: two halves of 32
-const MMA_LD: u32 = 72u;     // the tiles' row stride, in f16 values
-const MMA_MAX_BM: u32 = 128u;
-const MMA_SG: u32 = 32u;     // lanes per subgroup: the route needs a subgroup size of 32
 const MMA_T: u32 = 16u;      // the matrices' M = N = K
 var<workgroup> mma_a: array<f16, MMA_MAX_BM * MMA_LD>;  // x tile [MMA_BM][64], row-major
 var<workgroup> mma_b: array<f16, BN * MMA_LD>;          // weight tile [BN][64]: K x N, column-major

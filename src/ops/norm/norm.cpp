@@ -45,7 +45,7 @@ graph::TensorId add_rms_norm(graph::Graph& g, const RmsNormDesc& d) {
                                             graph::to_string(w.max_shape), row));
   if (!(d.eps >= 0.f))
     throw std::invalid_argument(fmt::format("{}: eps must be >= 0, got {}", d.name, d.eps));
-  constexpr uint32_t wg = 256;  // rms_norm.wgsl WG, its reduction array and total
+  constexpr uint32_t wg = kRmsNormWorkgroup;  // its reduction array and total
   require_fits(graph::device_caps(g).limits, d.name + ": rms_norm", {wg_var_bytes(wg * 4) + wg_var_bytes(4), wg});
   if (d.residual) {
     const graph::Tensor& r = graph::tensor_info(g, *d.residual);

@@ -29,6 +29,7 @@ struct RmsNormDesc {
   std::optional<graph::SymbolId> enable;
 };
 // Route ids with an enable symbol; without one the node has graph::kMainRoute alone.
+constexpr uint32_t kRmsNormWorkgroup = 256;  // rms_norm.wgsl WG (ops/kernel_constants.cpp writes it)
 inline constexpr graph::RouteId kRmsNormOff{2}, kRmsNormOn{3};
 
 // Returns the output tensor (shape of x).

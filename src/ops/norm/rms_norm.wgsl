@@ -13,7 +13,6 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 @group(0) @binding(4) var<storage, read> res: array<f32>;  // rms_norm_res: shaped as x
 
-const WG: u32 = 256u;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red_total: f32;
 

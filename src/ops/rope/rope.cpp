@@ -17,7 +17,6 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(RopeParams, n_tokens)},
                                   {"neox", offsetof(RopeParams, neox)},
                                   {"n_kv_heads", offsetof(RopeParams, n_kv_heads)},
                                   {"n_ctx", offsetof(RopeParams, n_ctx)}};
-constexpr uint32_t kWorkgroup = 256;  // rope.wgsl WG
 }  // namespace
 
 const ParamLayout kRopeLayout{"rope", sizeof(RopeParams), kFields};
@@ -98,7 +97,7 @@ void plan_rope(const RopePlanCtx& c, graph::Plan& plan) {
   p.neox = c.layout == RopeLayout::Neox ? 1u : 0u;
   plan.params[0].set(p);
   uint64_t pairs = uint64_t(p.n_tokens) * p.n_heads * (p.head_dim / 2);  // a thread per pair
-  plan.grids[0] = grid_1d(ceil_div(pairs, kWorkgroup), c.max_groups_per_dim);
+  plan.grids[0] = grid_1d(ceil_div(pairs, kRopeWorkgroup), c.max_groups_per_dim);
 }
 
 graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
@@ -117,7 +116,7 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
   if (d.pos.v >= graph::symbol_count(g))
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", d.name, d.pos.v));
   infer_rope({x.max_shape, d.head_dim});
-  require_fits(graph::device_caps(g).limits, d.name + ": rope", {0, kWorkgroup});  // no workgroup data
+  require_fits(graph::device_caps(g).limits, d.name + ": rope", {0, kRopeWorkgroup});  // no workgroup data
   const bool rows = d.rows.has_value();
   const graph::Shape x_max = x.max_shape;  // copied: add_tensor below may add tensors
   if (rows) check_kv_rows(g, d.name, *d.rows, x_max[0]);
@@ -183,7 +182,7 @@ RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, con
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", name, r.pos.v));
   if (r.rows) check_kv_rows(g, name, *r.rows, max_tokens);
   // rope_qkv has no workgroup data; rope_qkv_q8 stages four values a thread.
-  require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {q8 ? wg_var_bytes(4 * kWorkgroup * 4) : 0, kWorkgroup});
+  require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {q8 ? wg_var_bytes(4 * kRopeWorkgroup * 4) : 0, kRopeWorkgroup});
   return {kc.max_shape[1], n_rot, kc.dtype == graph::DType::F16, q8};
 }
 
@@ -215,8 +214,8 @@ void plan_rope_qkv(const std::string& name, const RopeQkv& r, const RopeQkvCache
                         r.layout == RopeLayout::Neox ? 1u : 0u, r.n_kv_heads, c.n_ctx});
   const uint64_t heads = uint64_t(n) * (r.n_heads + 2 * r.n_kv_heads);
   // rope_qkv_q8: whole heads a workgroup (rope.wgsl q8_heads_per_group).
-  grid = c.q8 ? grid_1d(ceil_div(heads, kWorkgroup / (r.head_dim / 4)), max_groups_per_dim)
-              : grid_1d(ceil_div(heads * (r.head_dim / 4), kWorkgroup), max_groups_per_dim);
+  grid = c.q8 ? grid_1d(ceil_div(heads, kRopeWorkgroup / (r.head_dim / 4)), max_groups_per_dim)
+              : grid_1d(ceil_div(heads * (r.head_dim / 4), kRopeWorkgroup), max_groups_per_dim);
 }
 
 uint64_t rope_qkv_bytes(const RopeQkv& r, const RopeQkvCaches& c, uint64_t n) {

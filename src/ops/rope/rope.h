@@ -96,7 +96,8 @@ struct RopeQkvCaches {
   bool f16 = false;
   bool q8 = false;
 };
-constexpr uint32_t kRopeQ8MaxHeadDim = 1024;  // rope.wgsl q8_stage: WG * 4 values
+constexpr uint32_t kRopeWorkgroup = 256;  // rope.wgsl WG (ops/kernel_constants.cpp writes it)
+constexpr uint32_t kRopeQ8MaxHeadDim = 4 * kRopeWorkgroup;  // rope.wgsl q8_stage: 4 values a thread
 RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width,
                              uint32_t max_tokens);
 graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q);

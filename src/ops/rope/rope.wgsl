@@ -28,7 +28,6 @@ struct Params {
 override F16: bool = false;  // rope_qkv: the caches hold f16 pairs (rope_qkv_q8: q8_0 blocks)
 override TABLE: bool = false;  // positions (and rope_qkv's cache rows) from kv_rows
 
-const WG: u32 = 256u;
 
 // The rotation of pair j of the row at `position` applied to (x0, x1).
 fn rotate(x0: f32, x1: f32, position: u32, j: u32) -> vec2<f32> {
@@ -172,7 +171,7 @@ fn rope_qkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg:
 // thread stages its four rotated values in q8_stage, then the first threads of each k or v head
 // quantize two blocks of 32 each (d = amax / 127, q = round(x / d), ties away from zero) and
 // write their quants and the blocks' scale word.
-var<workgroup> q8_stage: array<f32, 1024>;  // WG * 4: every value the workgroup's heads hold
+var<workgroup> q8_stage: array<f32, 4u * WG>;  // every value the workgroup's heads hold
 
 fn q8_heads_per_group() -> u32 { return WG / (p.head_dim / 4u); }
 

@@ -9,7 +9,6 @@
 namespace wgrt::ops {
 
 namespace {
-constexpr uint32_t kWg = 256;  // logit_adjust.wgsl WG
 constexpr ParamField kFields[] = {{"n_rows", offsetof(LogitAdjustParams, n_rows)},
                                   {"n_vocab", offsetof(LogitAdjustParams, n_vocab)},
                                   {"max_entries", offsetof(LogitAdjustParams, max_entries)},
@@ -62,7 +61,7 @@ LogitAdjust add_logit_adjust(graph::Graph& g, const LogitAdjustDesc& d) {
       .plan =
           [words](const graph::PlanArgs& pa, graph::Plan& p) {
             const LogitAdjustParams lp{pa.in[0][0], pa.in[0][1], kLogitAdjustMaxEntries, words, 0xff800000u, 0, 0, 0};
-            const uint32_t blocks = uint32_t(ceil_div(lp.n_vocab, kWg));
+            const uint32_t blocks = uint32_t(ceil_div(lp.n_vocab, kLogitAdjustWorkgroup));
             if (lp.n_rows > pa.caps->limits.maxComputeWorkgroupsPerDimension ||
                 blocks > pa.caps->limits.maxComputeWorkgroupsPerDimension)
               throw std::invalid_argument(fmt::format("logit_adjust: {} rows of {} logits pass the grid limit",

@@ -30,6 +30,7 @@ namespace wgrt::ops {
 
 // Entries per row: the distinct tokens of the penalty window and of the bias together. A
 // sampler needing more takes the CPU path (llm/batch.h can_adjust_on_gpu says so).
+constexpr uint32_t kLogitAdjustWorkgroup = 256;  // logit_adjust.wgsl WG (ops/kernel_constants.cpp writes it)
 constexpr uint32_t kLogitAdjustMaxEntries = 1024;
 
 struct LogitAdjustRow {

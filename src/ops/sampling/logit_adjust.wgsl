@@ -35,7 +35,6 @@ struct Entry {
 @group(0) @binding(3) var<storage, read> allow: array<u32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-const WG: u32 = 256u;
 
 // Grid (1, n_rows): a workgroup per row, a thread per entry (tokens are distinct: no races).
 @compute @workgroup_size(WG)

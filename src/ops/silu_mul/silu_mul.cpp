@@ -11,7 +11,6 @@ constexpr ParamField kFields[] = {{"n_tokens", offsetof(SiluMulParams, n_tokens)
                                   {"ff", offsetof(SiluMulParams, ff)},
                                   {"fused", offsetof(SiluMulParams, fused)},
                                   {"_pad0", offsetof(SiluMulParams, _pad0)}};
-constexpr uint32_t kWorkgroup = 256;  // silu_mul.wgsl WG
 }  // namespace
 
 const ParamLayout kSiluMulLayout{"silu_mul", sizeof(SiluMulParams), kFields};
@@ -37,7 +36,7 @@ void plan_silu_mul(const SiluMulPlanCtx& c, graph::Plan& plan) {
   p.ff = c.out[1];
   p.fused = c.fused;
   plan.params[0].set(p);
-  plan.grids[0] = grid_1d(ceil_div(c.out.numel(), kWorkgroup), c.max_groups_per_dim);
+  plan.grids[0] = grid_1d(ceil_div(c.out.numel(), kSiluMulWorkgroup), c.max_groups_per_dim);
 }
 
 std::vector<gpu::OverrideConstant> gate_act_constants(GateAct act) {

@@ -52,6 +52,7 @@ void plan_silu_mul(const SiluMulPlanCtx& c, graph::Plan& plan);
 
 // The `fused` value for a [n_tokens, 2 * ff] row whose gate and up columns alternate in blocks
 // of 16 (the fused gate|up weight of linear_q's swiglu epilogue).
+constexpr uint32_t kSiluMulWorkgroup = 256;  // silu_mul.wgsl WG (ops/kernel_constants.cpp writes it)
 constexpr uint32_t kSiluBlocked = 2;
 
 }  // namespace wgrt::ops

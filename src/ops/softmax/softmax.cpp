@@ -31,7 +31,7 @@ graph::TensorId add_softmax(graph::Graph& g, const SoftmaxDesc& d) {
   if (x.dtype != graph::DType::F32)
     throw std::invalid_argument(fmt::format("{}: softmax takes f32", d.name));
   const uint32_t max_rows = x.max_shape[0];  // copied: add_tensor may add tensors
-  constexpr uint32_t wg = 256;  // softmax.wgsl WG, and its reduction array
+  constexpr uint32_t wg = kSoftmaxWorkgroup;  // and its reduction array
   require_fits(graph::device_caps(g).limits, d.name + ": softmax", {wg_var_bytes(wg * 4), wg});
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, infer_softmax({x.max_shape}));
   graph::KernelSpec k{gpu::make_key("softmax", "main"),

@@ -7,6 +7,8 @@
 
 namespace wgrt::ops {
 
+constexpr uint32_t kSoftmaxWorkgroup = 256;  // softmax.wgsl WG (ops/kernel_constants.cpp writes it)
+
 struct SoftmaxDesc {
   std::string name;  // node and output name
   graph::TensorId x;  // [rows, n] f32

@@ -10,7 +10,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-const WG: u32 = 256u;
 var<workgroup> red: array<f32, WG>;
 
 fn reduce_max(lid: u32, v: f32) -> f32 {
