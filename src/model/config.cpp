@@ -200,10 +200,18 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   else if (a == "phi3") c.arch = Arch::Phi3;
   else if (a == "gemma2") c.arch = Arch::Gemma2;
   else if (a == "gemma3") c.arch = Arch::Gemma3;
+  else if (a == "qwen3moe" || a == "qwen2moe" || a == "mixtral")
+    throw ModelError(fmt::format("{}: general.architecture '{}' is a mixture-of-experts model, which wgrt does not "
+                                 "run yet (hint: a dense model of the family, such as qwen3)", f.path, a));
   else
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported (hint: wgrt runs llama, "
                                  "mistral, qwen2, qwen3, phi3, gemma2 and gemma3 models)", f.path, a));
   auto key = [&](const char* k) { return a + "." + k; };
+  // Mixtral's GGUF files say llama with experts: refused by name, not by a missing ffn tensor.
+  if (const uint32_t experts = gguf_u32(f, key("expert_count"), 0); experts > 0)
+    throw ModelError(fmt::format("{}: metadata key '{}' is {}: a mixture-of-experts model, which wgrt does not run "
+                                 "yet (hint: a dense model, such as Mistral 7B for Mixtral)", f.path,
+                                 key("expert_count"), experts));
   c.dim = gguf_u32(f, key("embedding_length"));
   c.n_layers = gguf_u32(f, key("block_count"));
   c.ff = gguf_u32(f, key("feed_forward_length"));
@@ -427,6 +435,9 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   else if (a == "Phi3ForCausalLM") c.arch = Arch::Phi3;
   else if (a == "Gemma2ForCausalLM") c.arch = Arch::Gemma2;
   else if (a == "Gemma3ForCausalLM") c.arch = Arch::Gemma3;
+  else if (a == "MixtralForCausalLM" || a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM")
+    throw ModelError(fmt::format("{}: architectures '{}' is a mixture-of-experts model, which wgrt does not run yet "
+                                 "(hint: a dense model of the family)", path, a));
   else if (a == "Gemma3ForConditionalGeneration")
     throw ModelError(fmt::format("{}: Gemma3ForConditionalGeneration (text and vision) is not supported (hint: wgrt "
                                  "runs Gemma 3's text model from a Gemma3ForCausalLM checkpoint such as gemma-3-1b, or "

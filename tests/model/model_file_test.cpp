@@ -68,6 +68,15 @@ TEST(ModelFile, UnknownArchitectureAndMissingKeys) {
   gguf_set_string(w, "general.architecture", "gptj");
   std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "gptj.gguf"); });
   EXPECT_NE(e.find("'gptj' is not supported"), std::string::npos) << e;
+  // Mixture-of-experts files are named as such: Qwen3-MoE's architecture, Mixtral's llama with experts.
+  gguf_set_string(w, "general.architecture", "qwen3moe");
+  e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "moe.gguf"); });
+  EXPECT_NE(e.find("'qwen3moe' is a mixture-of-experts model"), std::string::npos) << e;
+  w = make_random_model(RandomModelSpec{});
+  gguf_set_u32(w, "llama.expert_count", 8);
+  e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "mixtral.gguf"); });
+  EXPECT_NE(e.find("'llama.expert_count' is 8: a mixture-of-experts model"), std::string::npos) << e;
+  EXPECT_NE(e.find("hint"), std::string::npos) << e;
 
   w = make_random_model(RandomModelSpec{});
   std::erase_if(w.kv, [](auto& kv) { return kv.first == "llama.block_count"; });
@@ -347,6 +356,9 @@ TEST(ModelFile, HuggingFaceConfigRangesChecked) {
     EXPECT_NE(e.find(fmt::format("\"{}\" = 4294967336 is past 32 bits", key)), std::string::npos) << key << ": " << e;
   }
   auto cfg = llama_config();
+  cfg["architectures"] = {"Qwen3MoeForCausalLM"};
+  EXPECT_NE(e_of(cfg).find("'Qwen3MoeForCausalLM' is a mixture-of-experts model"), std::string::npos) << e_of(cfg);
+  cfg = llama_config();
   cfg["architectures"] = {"MistralForCausalLM"};
   cfg["sliding_window"] = (uint64_t(1) << 32) + 4096;
   EXPECT_NE(e_of(cfg).find("\"sliding_window\" = 4294971392 is past 32 bits"), std::string::npos) << e_of(cfg);
