@@ -74,7 +74,7 @@ WGRT_API int32_t wgrt_tokenize(const wgrt_model* model, const char* text, size_t
 WGRT_API int32_t wgrt_detokenize(const wgrt_model* model, const int32_t* tokens, int32_t n_tokens,
                                  int render_special, char* buf, size_t capacity);
 
-/* A token and the value added to its logit before sampling (-100 or less bans it). */
+/* A token and the value added to its logit before sampling (finite; -100 keeps it out in practice). */
 typedef struct wgrt_logit_bias {
   int32_t token;
   float bias;

@@ -4,6 +4,7 @@
 // line that starts with '/' is refused as an unknown command, not sent to the model ('//' sends
 // a line that starts with '/'). Works from a pipe too. A conversation that outgrows the context
 // drops its oldest turns, and a reply that fills it shifts it (llm/chat.h); a notice says so.
+#include <algorithm>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -77,7 +78,7 @@ int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
   if (llm::is_default_model(s))
     fmt::print(stderr, "wgrt: the built-in default model has RANDOM WEIGHTS: its replies are noise.\n");
   llm::ChatOptions o;
-  o.sampling = sampler_params(f.sampling);
+  o.sampling = sampler_params(f.sampling, int32_t(std::min<size_t>(s.tok.vocab.n_vocab(), s.mg.n_vocab)));
   o.n_predict = f.n_predict;
   o.stop = f.stop;
   if (f.has_system) o.system = f.system;

@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <regex>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -205,13 +208,46 @@ void add_sampling_flags(CLI::App& cmd, SamplingFlags& f) {
       ->check(integer_in(0, 1 << 20));
   cmd.add_option("--seed", f.seed, "sampling seed (-1: random)")
       ->check(integer_in(-1, std::numeric_limits<int64_t>::max()));
+  cmd.add_option("-l,--logit-bias", f.logit_bias,
+                 "TOKEN_ID(+/-)BIAS added to a token's logit, e.g. 15043+1 or 15043-inf (never drawn); repeatable")
+      ->default_str("");
 }
 
-llm::SamplerParams sampler_params(const SamplingFlags& f) {
+namespace {
+
+// One --logit-bias value, "15043+1.5" or "2-inf"; its token checked against the vocabulary.
+std::pair<int32_t, float> parse_logit_bias(const std::string& v, int32_t n_vocab) {
+  static const std::regex form(R"(^([0-9]+)([+-])(inf|[0-9]*\.?[0-9]+([eE][+-]?[0-9]+)?)$)");
+  std::smatch m;
+  if (!std::regex_match(v, m, form))
+    throw std::invalid_argument(fmt::format("--logit-bias '{}' is not TOKEN_ID(+/-)BIAS (hint: 15043+1, 15043-0.5 or "
+                                            "15043-inf; `wgrt tokenize --json TEXT` gives token ids)", v));
+  const int64_t token = m[1].str().size() > 9 ? int64_t(n_vocab) : std::stoll(m[1].str());
+  if (token >= n_vocab)
+    throw std::invalid_argument(fmt::format("--logit-bias '{}': token {} is outside the model's vocabulary of {}", v,
+                                            m[1].str(), n_vocab));
+  const bool minus = m[2] == "-";
+  const float bias = m[3] == "inf" ? (minus ? kBanBias : -kBanBias) : (minus ? -1.f : 1.f) * std::stof(m[3].str());
+  if (!std::isfinite(bias))
+    throw std::invalid_argument(fmt::format("--logit-bias '{}': the bias is past a float (hint: inf, or a smaller "
+                                            "number)", v));
+  return {int32_t(token), bias};
+}
+
+}  // namespace
+
+llm::SamplerParams sampler_params(const SamplingFlags& f, int32_t n_vocab) {
   uint64_t seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
-  return {.temperature = f.temp, .top_k = f.top_k, .top_p = f.top_p, .min_p = f.min_p,
-          .repeat_penalty = f.repeat_penalty, .presence_penalty = f.presence_penalty,
-          .frequency_penalty = f.frequency_penalty, .repeat_last_n = f.repeat_last_n, .seed = seed};
+  llm::SamplerParams p{.temperature = f.temp, .top_k = f.top_k, .top_p = f.top_p, .min_p = f.min_p,
+                       .repeat_penalty = f.repeat_penalty, .presence_penalty = f.presence_penalty,
+                       .frequency_penalty = f.frequency_penalty, .repeat_last_n = f.repeat_last_n, .seed = seed};
+  for (const std::string& v : f.logit_bias) {
+    const auto [token, bias] = parse_logit_bias(v, n_vocab);
+    auto same = std::find_if(p.logit_bias.begin(), p.logit_bias.end(), [&](const auto& b) { return b.first == token; });
+    if (same != p.logit_bias.end()) same->second = std::max(kBanBias, same->second + bias);  // repeated: they add
+    else p.logit_bias.emplace_back(token, bias);
+  }
+  return p;
 }
 
 GrammarText grammar_from_flags(const std::string& gbnf, const std::string& file, const std::string& schema) {

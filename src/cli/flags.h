@@ -67,11 +67,16 @@ struct SamplingFlags {
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
   uint32_t repeat_last_n = 64;
   int64_t seed = -1;  // -1: random
+  std::vector<std::string> logit_bias;  // -l TOKEN_ID(+/-)BIAS, as llama.cpp spells it
 };
 
 void add_sampling_flags(CLI::App& cmd, SamplingFlags& f);
-// The sampler's parameters; a random seed is drawn here when none was given.
-llm::SamplerParams sampler_params(const SamplingFlags& f);
+// The sampler's parameters; a random seed is drawn here when none was given. `n_vocab` checks
+// the --logit-bias tokens (a bias of -inf becomes kBanBias).
+llm::SamplerParams sampler_params(const SamplingFlags& f, int32_t n_vocab);
+// What --logit-bias TOKEN-inf adds: finite (the samplers take finite biases), and far below any
+// logit, so the token is never drawn.
+inline constexpr float kBanBias = -1e30f;
 // --grammar TEXT, --grammar-file FILE or --json-schema TEXT (at most one non-empty): the GBNF
 // text (the file's) or the schema's, checked by compiling it; both empty when none is given.
 // Throws std::invalid_argument naming the flag and the error.

@@ -1,4 +1,5 @@
 // `wgrt run`: generate text; `wgrt perplexity`: score a text file.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <time.h>
@@ -30,6 +31,7 @@ struct RunFlags {
   std::string prompt = "Once upon a time";
   std::string prompt_file;  // -f: the prompt from FILE, "-" for stdin
   bool display_prompt = true;
+  bool ignore_eos = false;
   int32_t n_predict = 128;
   std::vector<std::string> stop;
   std::string dump_logits;
@@ -129,7 +131,6 @@ std::string read_prompt_file(const std::string& path) {
 // memory lines, load progress) and its lab options (--dump-logits, --profile) use the library.
 int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
   if (!f.prompt_file.empty()) f.prompt = read_prompt_file(f.prompt_file);
-  const llm::SamplerParams p = sampler_params(f.sampling);
   const GrammarText grammar = grammar_from_flags(f.grammar, f.grammar_file, f.json_schema);
   const double t_start = seconds_since_process_start();
   auto dev = std::make_unique<gpu::Device>(gpu::create_device(dev_opts));
@@ -154,6 +155,15 @@ int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
   // each on one thread: the prefill routes of a short prompt would cost far more compiling
   // than they save, so the prompt runs on the decode route, one token per step.
   const std::vector<int32_t> prompt_ids = tokenizer::tokenize(s.tok, f.prompt, true, true);
+  const int32_t n_vocab = int32_t(std::min<size_t>(s.tok.vocab.n_vocab(), s.mg.n_vocab));
+  llm::SamplerParams p = sampler_params(f.sampling, n_vocab);
+  if (f.ignore_eos) {  // every end token (end of text, of a turn) kept out, whatever -l gave it
+    std::erase_if(p.logit_bias, [&](const auto& b) { return llm::is_end_token(s, b.first); });
+    for (int32_t id = 0; id < n_vocab; ++id)
+      if (llm::is_end_token(s, id)) p.logit_bias.emplace_back(id, kBanBias);
+  }
+  std::vector<wgrt_logit_bias> bias;
+  for (const auto& [token, value] : p.logit_bias) bias.push_back({token, value});
   if (d.caps.adapter.type == WGPUAdapterType_CPU && !f.model.batch_size_set && prompt_ids.size() <= kCpuTokenwisePrompt)
     s.prompt_step = 1;
   std::vector<const char*> stops;
@@ -169,6 +179,8 @@ int run_generate(const gpu::DeviceOptions& dev_opts, RunFlags f) {
   sp.repeat_last_n = p.repeat_last_n;
   sp.seed = p.seed;
   sp.max_tokens = f.n_predict;
+  sp.logit_bias = bias.data();
+  sp.n_logit_bias = bias.size();
   sp.stop = stops.data();
   sp.n_stop = stops.size();
   sp.grammar = grammar.gbnf.empty() ? nullptr : grammar.gbnf.c_str();
@@ -262,6 +274,8 @@ Run add_run(CLI::App& app, gpu::DeviceOptions& dev_opts) {
   cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate (0: prompt only, -1: until EOS)")
       ->check(integer_in(-1, 1 << 20));
   add_sampling_flags(*cmd, f->sampling);
+  cmd->add_flag("--ignore-eos", f->ignore_eos, "never stop at an end token: keep generating to -n (as --logit-bias "
+                                               "EOS-inf for every end token)");
   auto* g = cmd->add_option("--grammar", f->grammar, "hold the output to this GBNF grammar (start rule root)");
   auto* gf = cmd->add_option("--grammar-file", f->grammar_file, "hold the output to the GBNF grammar in FILE")
                  ->excludes(g);

@@ -205,6 +205,43 @@ TEST(Cli, RunHoldsGrammarsAndStops) {
   EXPECT_EQ(bad.out.find("wgrt: memory"), std::string::npos) << "the model loaded first:\n" << bad.out;
 }
 
+// llama.cpp's -l/--logit-bias and --ignore-eos on the random fixture (byte tokens: a byte's id
+// is its value; the end token is 257): the end token forced ends the run at its first token,
+// --ignore-eos overrides that and runs to -n, and -inf keeps the greedy first letter out.
+TEST(Cli, LogitBiasAndIgnoreEos) {
+  const std::string base = "run -m " + fixture_path() + " -p 'Hello' --no-display-prompt -n 12 --temp 0";
+  const Result forced = wgrt(base + " -l 257+100");
+  ASSERT_EQ(forced.code, 0) << forced.out;
+  EXPECT_NE(forced.out.find("generated 0 tokens"), std::string::npos) << forced.out;
+  EXPECT_NE(forced.out.find("stopped by eos"), std::string::npos) << forced.out;
+  const Result ignored = wgrt(base + " -l 257+100 --ignore-eos");
+  ASSERT_EQ(ignored.code, 0) << ignored.out;
+  EXPECT_NE(ignored.out.find("generated 12 tokens"), std::string::npos) << ignored.out;
+  EXPECT_NE(ignored.out.find("stopped by length"), std::string::npos) << ignored.out;
+
+  auto generated = [](const std::string& out) {
+    const size_t m = out.find("wgrt: memory"), b = out.find('\n', m) + 1, e = out.find("\nwgrt: prompt");
+    return m == std::string::npos || e == std::string::npos ? "(not found) " + out : out.substr(b, e - b);
+  };
+  // Letters only (the random model's bytes are mostly not UTF-8), so the first byte names its token.
+  const std::string letters = base + " --ignore-eos --grammar 'root ::= [a-z]+'";
+  const std::string plain = generated(wgrt(letters).out);
+  ASSERT_FALSE(plain.empty());
+  const int first = static_cast<unsigned char>(plain[0]);
+  ASSERT_TRUE(first >= 'a' && first <= 'z') << plain;
+  const std::string banned = generated(wgrt(letters + " --logit-bias " + std::to_string(first) + "-inf").out);
+  ASSERT_FALSE(banned.empty());
+  EXPECT_NE(static_cast<unsigned char>(banned[0]), first) << plain << " | " << banned;
+
+  for (const auto& [flag, says] : {std::pair<std::string, std::string>{"-l abc", "is not TOKEN_ID(+/-)BIAS"},
+                                   {"-l 999+1", "token 999 is outside the model's vocabulary of 258"},
+                                   {"-l 5*2", "is not TOKEN_ID(+/-)BIAS"}}) {
+    const Result bad = wgrt(base + " " + flag);
+    EXPECT_EQ(bad.code, 1) << flag << ": " << bad.out;
+    EXPECT_NE(bad.out.find(says), std::string::npos) << flag << ": " << bad.out;
+  }
+}
+
 TEST(Cli, DefaultModelSaysRandomWeights) {
   Result r = wgrt("run -m builtin:random -n 4 --seed 3");
   ASSERT_EQ(r.code, 0) << r.out;
