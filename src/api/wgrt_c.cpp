@@ -161,7 +161,7 @@ llm::SamplerParams sampler_params(const wgrt_sampling_params& given, int32_t n_v
     const auto [token, bias] = p.logit_bias[i];
     if (token < 0 || token >= n_vocab || !std::isfinite(bias))
       throw std::invalid_argument(fmt::format("wgrt_sampling_params.logit_bias[{}]: token {} with bias {} (hint: a "
-                                              "token of the vocabulary of {}, a finite bias; -100 bans it)", i, token,
+                                              "token of the vocabulary of {}, a finite bias; -100 keeps it out in practice)", i, token,
                                               bias, n_vocab));
     for (const auto& [seen, _] : s.logit_bias)
       if (seen == token)
