@@ -21,7 +21,9 @@ constexpr ParamField kFields[] = {
     {"has_bias", offsetof(LinearQParams, has_bias)}, {"x_row", offsetof(LinearQParams, x_row)},
     {"eps", offsetof(LinearQParams, eps)},   {"y_off", offsetof(LinearQParams, y_off)},
     {"ld", offsetof(LinearQParams, ld)},     {"pos_sym", offsetof(LinearQParams, pos_sym)},
-    {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"kslice", offsetof(LinearQParams, kslice)}};
+    {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"kslice", offsetof(LinearQParams, kslice)},
+    {"ex_n", offsetof(LinearQParams, ex_n)}, {"ex_xdiv", offsetof(LinearQParams, ex_xdiv)},
+    {"_pad0", offsetof(LinearQParams, _pad0)}, {"_pad1", offsetof(LinearQParams, _pad1)}};
 }  // namespace
 
 const ParamLayout kLinearQLayout{"linear_q", sizeof(LinearQParams), kFields};
@@ -56,7 +58,7 @@ void plan_linear_q(const LinearQPlanCtx& c, const LinearQLive& live, std::span<c
   if (c.rope) check_rope_positions(c.name, *c.rope, c.rope_caches, m, live.pos);
   auto part_params = [&](const LinearQPartPlan& pp) {
     return LinearQParams{out_m, pp.n, c.k, c.gs, c.has_bias ? 1u : 0u, c.last_row ? m - 1 : 0u, c.eps,
-                         pp.y_off, c.n, c.rope ? rope_qkv_symbol(*c.rope).v : 0u, c.rope_caches.n_ctx, c.k};
+                         pp.y_off, c.n, c.rope ? rope_qkv_symbol(*c.rope).v : 0u, c.rope_caches.n_ctx, c.k, 0u, 1u};
   };
   auto gemm_params = [&](const LinearQPartPlan& pp) {  // a split weight's slices of K
     LinearQParams params = part_params(pp);
@@ -153,18 +155,8 @@ void write_quant_weight(graph::Graph& g, const QuantTensors& t, const QuantWeigh
 graph::TensorId linear_q_xq(const graph::Graph& g, const std::string& name) {
   return graph::find_tensor(g, name + ".xq_ahead");
 }
-namespace {
-
-void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
-               const std::string& name) {
-  const graph::Tensor& x = graph::tensor_info(g, t);
-  if (x.dtype != graph::DType::F32 || x.max_shape != want)
-    throw std::invalid_argument(fmt::format("{}: {} must be f32 {}, not {} {}", name, what, graph::to_string(want),
-                                            graph::dtype_name(x.dtype), graph::to_string(x.max_shape)));
-}
-
 // A weight's rows (N), after checking its words and scales against K.
-uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, const std::string& name) {
+uint32_t linear_q_detail::check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, const std::string& name) {
   const graph::Tensor& q = graph::tensor_info(g, wp.q);
   const graph::Tensor& s = graph::tensor_info(g, wp.scales);
   const char* fmt_name = quant_format_name(wp.format);
@@ -182,6 +174,16 @@ uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, co
                                             graph::dtype_name(scales_dtype(wp.format)), graph::to_string(want_s),
                                             graph::dtype_name(s.dtype), graph::to_string(s.max_shape)));
   return n;
+}
+
+namespace {
+
+void check_f32(const graph::Graph& g, graph::TensorId t, const graph::Shape& want, const std::string& what,
+               const std::string& name) {
+  const graph::Tensor& x = graph::tensor_info(g, t);
+  if (x.dtype != graph::DType::F32 || x.max_shape != want)
+    throw std::invalid_argument(fmt::format("{}: {} must be f32 {}, not {} {}", name, what, graph::to_string(want),
+                                            graph::dtype_name(x.dtype), graph::to_string(x.max_shape)));
 }
 
 // The weights (checked against K, their rows continuing y's columns) and their shared

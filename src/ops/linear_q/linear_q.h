@@ -112,6 +112,28 @@ struct LinearQDesc {
 
 graph::TensorId add_linear_q(graph::Graph& g, const LinearQDesc& d);
 
+// A mixture-of-experts FFN's weight (ffn_{gate,up,down}_exps): E experts' blocks of n_expert rows
+// in one weight [E * n_expert, K], GGUF's layout. For each live (token, slot) pair j (ids' live
+// rows) y[j] = x[j / x_div] . (the rows of expert ids[j]): gate|up reads the token's row (x_div =
+// the slots per token), down the pair's own (x_div = 1). Only the chosen experts' rows are read:
+// a gemv workgroup per (16 of the expert's rows, pair), int8 x where the gemv takes it
+// (gemv_takes_int8). swiglu: each expert's (gate, up) rows interleaved in blocks of 16
+// (interleave_swiglu_rows over the flat rows keeps each expert's block), y [pairs, n_expert / 2].
+struct LinearQExpertsDesc {
+  std::string name;
+  QuantFormat format = QuantFormat::Q4gsw;
+  uint32_t gs = 32;
+  graph::TensorId x;          // [tokens, K] (x_div = slots) or [pairs, K] (x_div = 1) f32
+  graph::TensorId ids;        // u32 [pairs]: each pair's expert; its live rows are the pairs
+  graph::TensorId q, scales;  // the weight's words and scales, [E * n_expert] rows
+  uint32_t n_expert = 0;      // rows per expert
+  uint32_t x_div = 1;
+  bool swiglu = false;
+  GateAct act = GateAct::Silu;
+  int gemv_int8 = -1;  // as LinearQDesc's
+};
+graph::TensorId add_linear_q_experts(graph::Graph& g, const LinearQExpertsDesc& d);
+
 // u32 words of an xq row of k values (xq_row.wgsl's layout): int8 values twice (natural and q4
 // order), a (scale, sum) pair per 16 values and a sum of squares per 16.
 constexpr uint32_t linear_q_xq_words(uint32_t k) { return k / 4 + k / 4 + k / 8 + k / 16; }
@@ -149,8 +171,11 @@ struct LinearQParams {
   uint32_t pos_sym;  // gemv_rope: the symbol block's index of pos (the first token's position)
   uint32_t n_ctx;  // gemv_rope: positions per cache head
   uint32_t kslice;  // gemm: K values per workgroup z (split K), k where it is not split
+  uint32_t ex_n;     // gemv_experts: rows per expert (n: all experts' rows)
+  uint32_t ex_xdiv;  // gemv_experts: (token, slot) pairs per row of x
+  uint32_t _pad0, _pad1;
 };
-static_assert(sizeof(LinearQParams) == 48);
+static_assert(sizeof(LinearQParams) == 64);
 extern const ParamLayout kLinearQLayout;
 
 struct LinearQInferCtx {
@@ -159,10 +184,10 @@ struct LinearQInferCtx {
 };
 graph::Shape infer_linear_q(const LinearQInferCtx& c);
 
-// Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m, gemv_multi, gemv_last (the header's
+// Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m, gemv_multi, gemv_last, experts (the header's
 // table says on which rows).
 inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4},
-    kLinearQGemvMulti{5}, kLinearQGemvLast{6};
+    kLinearQGemvMulti{5}, kLinearQGemvLast{6}, kLinearQExperts{7};
 // The rows of x the gemv routes serve (G): kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to
 // measure); the first row count gemv_m takes (F) for a node of n weight rows on this device:
 // kLinearQGemvMFrom or none (linear_q.cpp says where), or WGRT_GEMV_M_FROM=2..17 (17: never);

@@ -34,6 +34,9 @@ constexpr uint32_t kWg = 256;
 constexpr uint32_t kRpt = 4;
 constexpr uint32_t kSmallK = 32;
 
+// A weight's rows (N), after checking its words and scales against K (errors name `name`).
+uint32_t check_part(const graph::Graph& g, const LinearQPart& wp, uint32_t k, const std::string& name);
+
 // The device choices the builders take (linear_q_choices.cpp).
 uint32_t node_gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8, uint32_t forced);
 bool gemv_multi_on(const gpu::DeviceCaps& caps, int gemv_int8, uint32_t gemv_x);
@@ -96,6 +99,9 @@ graph::TensorId add_scratch(LinearQBuild& b, Scratch kind, const char* suffix, g
 void add_route(LinearQBuild& b, graph::RouteId id, const char* name, int64_t lo, int64_t hi, RouteKernels r);
 
 void build_gemv_routes(LinearQBuild& b, const RouteRanges& r);
+// The pipeline of gemv entry point `entry` (one row of x per workgroup, no fusion) for weight wp:
+// the gemv_experts kernels (linear_q_experts.cpp).
+gpu::PipelineKey gemv_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry);
 // gemv_m and the matrix routes share the normalized x and its int8 copies (created once).
 struct ActQuant {
   graph::TensorId xin;  // x, or its rms_norm

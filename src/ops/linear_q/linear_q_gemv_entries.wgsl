@@ -212,3 +212,43 @@ fn rope_out(a: vec4<f32>, n0: u32, m: u32) {
   let kv = c - ROPE_Q;
   rope_store(kv < ROPE_KV, kv % ROPE_KV, v, pos);
 }
+// ---- gemv_experts: a mixture-of-experts FFN's weights, the chosen experts' rows only ----
+// The weight holds E experts' blocks of p.ex_n rows each (p.n = E * ex_n, the GGUF layout of
+// ffn_{gate,up,down}_exps). Output row j is a (token, slot) pair: x's row j / p.ex_xdiv (the
+// token, for gate|up; the pair's own row, for down) times expert ex_ids[j]'s block. A workgroup
+// per (tile of the expert's rows, pair), GV_XR 1: pairs read different experts.
+@group(0) @binding(16) var<storage, read> ex_ids: array<u32>;  // [pairs] each pair's expert
+
+// Rows `local` of expert e (clamped to its block).
+fn ex_rows(local: vec4<u32>, e: u32) -> vec4<u32> { return min(local, vec4<u32>(p.ex_n - 1u)) + e * p.ex_n; }
+
+@compute @workgroup_size(GV_WG)
+fn gemv_experts(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let j = gv_m0(wid, nwg);
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let e = ex_ids[j];
+  let acc = gv_run(ex_rows(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u), e), j / p.ex_xdiv, 0u, lid);
+  if (lid % GV_TK == 0u && j < p.m) {
+    for (var r = 0u; r < 4u; r++) {
+      if (n0 + r < p.ex_n) { y[j * p.ex_n + n0 + r] = acc.a0[r]; }
+    }
+  }
+}
+
+// gemv_experts over each expert's (gate, up) rows interleaved in blocks of 16: y [pairs, ex_n / 2].
+@compute @workgroup_size(GV_WG)
+fn gemv_experts_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+  let j = gv_m0(wid, nwg);
+  let j0 = gv_set(wid, nwg, lid) * 2u;
+  let g0 = swiglu_gate_row(j0);
+  let g1 = swiglu_gate_row(j0 + 1u);
+  let e = ex_ids[j];
+  let a = gv_run(ex_rows(vec4<u32>(g0, g0 + 16u, g1, g1 + 16u), e), j / p.ex_xdiv, 0u, lid).a0;
+  let half = p.ex_n / 2u;
+  if (lid % GV_TK == 0u && j < p.m) {
+    if (j0 < half) { y[j * half + j0] = gate_act(a.x) * a.y; }
+    if (j0 + 1u < half) { y[j * half + j0 + 1u] = gate_act(a.z) * a.w; }
+  }
+}

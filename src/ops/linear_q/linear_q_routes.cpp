@@ -181,6 +181,10 @@ void add_gemm(LinearQBuild& b, const ActQuant& aq, uint32_t i, graph::TensorId y
 
 }  // namespace
 
+gpu::PipelineKey gemv_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry) {
+  return kernel_key(b, wp, entry);
+}
+
 graph::TensorId add_scratch(LinearQBuild& b, Scratch kind, const char* suffix, graph::DType t, graph::Shape shape) {
   graph::TensorId id = graph::add_tensor(b.g, b.d.name + suffix, t, shape);
   b.outputs.push_back(id);

@@ -1,0 +1,150 @@
+// linear_q's mixture-of-experts node (linear_q.h add_linear_q_experts) against the CPU
+// reference: each (token, slot) pair's row of x times its expert's block of the weight
+// (ref::linear on the dequantized rows), plain (down: a row of x per pair) and with the SwiGLU
+// epilogue over the expert's interleaved (gate, up) rows (gate|up: a row of x per token), f32
+// and int8 activations, the live pairs changing step to step on one graph. Tolerances as
+// linear_q_fused_test.cpp's gemv: 1e-5 * sum_k |x w|, plus the int8 activation rounding bound
+// (groups of 32) where the gemv takes int8 x; SwiGLU carries them through silu(g) * u.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "ops/linear_q/linear_q.h"
+#include "ops/quant/quant.h"
+#include "reference/linear_q_ref.h"
+#include "reference/reference.h"
+#include "reference/silu_mul_ref.h"
+#include "support/device.h"
+#include "support/op_harness.h"
+#include "support/quant_weights.h"
+#include "support/random.h"
+
+namespace wgrt::test {
+namespace {
+
+using namespace graph;
+using ops::QuantFormat;
+
+struct ExpertsCase {
+  QuantFormat format;
+  uint32_t gs, k;
+  uint32_t n_experts, n_expert;  // experts, and rows per expert
+  uint32_t slots;                // pairs per token
+  bool swiglu;                   // gate|up (x a row per token) or down (x a row per pair)
+  int gemv_int8;
+  std::vector<uint32_t> tokens;  // live tokens per step
+};
+
+// Rows [r0, r0 + n) of w [*, k].
+std::vector<float> rows_of(const std::vector<float>& w, uint32_t k, uint32_t r0, uint32_t n) {
+  return {w.begin() + ptrdiff_t(r0) * k, w.begin() + ptrdiff_t(r0 + n) * k};
+}
+
+// An expert's gate (or up) rows: gate j at (j / 16) * 32 + j % 16 of its block, up 16 rows on.
+std::vector<float> expert_half(const std::vector<float>& block, uint32_t k, uint32_t n, bool up) {
+  std::vector<float> out;
+  for (uint32_t j = 0; j < n / 2; ++j) {
+    const uint32_t row = (j / 16) * 32 + j % 16 + (up ? 16 : 0);
+    out.insert(out.end(), block.begin() + ptrdiff_t(row) * k, block.begin() + ptrdiff_t(row + 1) * k);
+  }
+  return out;
+}
+
+void run_experts(const ExpertsCase& c) {
+  const uint32_t max_tokens = *std::max_element(c.tokens.begin(), c.tokens.end());
+  const uint32_t max_pairs = max_tokens * c.slots;
+  const uint32_t x_div = c.swiglu ? c.slots : 1;
+  const uint32_t n_out = c.swiglu ? c.n_expert / 2 : c.n_expert;
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {max_pairs / x_div, c.k}, .dynamic_dims = 1});
+  TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {max_pairs}, .dynamic_dims = 1});
+  ops::QuantTensors wt = ops::add_quant_weight(g, "w", c.format, c.n_experts * c.n_expert, c.k, c.gs);
+  TensorId y = ops::add_linear_q_experts(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x, .ids = ids,
+                                             .q = wt.q, .scales = wt.scales, .n_expert = c.n_expert, .x_div = x_div,
+                                             .swiglu = c.swiglu, .gemv_int8 = c.gemv_int8});
+  mark_output(g, y);
+  build(g);
+  auto [w, wd] = random_quant_weight(c.format, c.n_experts * c.n_expert, c.k, c.gs, 17 + c.n_expert);
+  ops::write_quant_weight(g, wt, w);
+  const bool int8 = ops::gemv_takes_int8(device().caps, c.gemv_int8);
+
+  uint32_t step = 0;
+  for (uint32_t tokens : c.tokens) {
+    SCOPED_TRACE(fmt::format("step {}: {} tokens", step, tokens));
+    const uint32_t pairs = tokens * c.slots, x_rows = pairs / x_div;
+    auto xv = random_floats(size_t(x_rows) * c.k, 400 + step, -2.f, 2.f);
+    std::vector<uint32_t> iv(pairs);
+    for (uint32_t j = 0; j < pairs; ++j) iv[j] = (j * 7 + step * 3 + j / c.slots) % c.n_experts;
+    ++step;
+    std::vector<ShapeInput> shapes = {{x, {x_rows, c.k}}, {ids, {pairs}}};
+    std::vector<StepInput> inputs = {{x, xv.data(), xv.size() * 4}, {ids, iv.data(), iv.size() * 4}};
+    auto got = run_step(g, shapes, {}, inputs, y);
+    ASSERT_EQ(live_shape(g, y), (Shape{pairs, n_out}));
+
+    std::vector<float> want, bound;
+    for (uint32_t j = 0; j < pairs; ++j) {
+      const std::vector<float> xr = rows_of(xv, c.k, j / x_div, 1);
+      const std::vector<float> block = rows_of(wd, c.k, iv[j] * c.n_expert, c.n_expert);
+      auto bounds = [&](const std::vector<float>& wr, uint32_t n) {
+        std::vector<float> b = ref::abs_dot(xr, wr, 1, n, c.k);
+        std::vector<float> act = int8 ? ref::int8_act_error_bound(xr, wr, 1, n, c.k, 32) : std::vector<float>(n);
+        for (size_t i = 0; i < b.size(); ++i) b[i] = 1e-5f * (b[i] + 1.f) + act[i] * 1.01f;
+        return b;
+      };
+      if (!c.swiglu) {
+        const std::vector<float> o = ref::linear(xr, block, {}, 1, c.n_expert, c.k), b = bounds(block, c.n_expert);
+        want.insert(want.end(), o.begin(), o.end());
+        bound.insert(bound.end(), b.begin(), b.end());
+        continue;
+      }
+      const std::vector<float> wg = expert_half(block, c.k, c.n_expert, false),
+                               wu = expert_half(block, c.k, c.n_expert, true);
+      const std::vector<float> gate = ref::linear(xr, wg, {}, 1, n_out, c.k), up = ref::linear(xr, wu, {}, 1, n_out, c.k);
+      const std::vector<float> eg = bounds(wg, n_out), eu = bounds(wu, n_out);
+      const std::vector<float> o = ref::silu_mul(gate, up), ones(n_out, 1.f), act = ref::silu_mul(gate, ones);
+      want.insert(want.end(), o.begin(), o.end());
+      for (uint32_t i = 0; i < n_out; ++i)
+        bound.push_back(float(ref::kSiluSlopeMax * eg[i] * (std::fabs(up[i]) + eu[i]) + std::fabs(act[i]) * eu[i]) +
+                        1e-6f);
+    }
+    EXPECT_TRUE(within(got, want, bound));
+  }
+}
+
+std::vector<OpCase> experts_cases() {
+  std::vector<OpCase> cases;
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8, QuantFormat::Q4K, QuantFormat::Q6K, QuantFormat::Q5K,
+                        QuantFormat::Q50, QuantFormat::IQ4XS, QuantFormat::Q3K})
+    for (bool swiglu : {false, true})
+      for (int int8 : {0, 1}) {
+        const uint32_t gs = ops::has_block_d(f) ? 256 : 32;
+        // 96 rows an expert: a tile of 16 past the last whole 32 (swiglu: 48 outputs).
+        ExpertsCase c{f, gs, 512, 5, swiglu ? 96u : 80u, 3, swiglu, int8, {1, 4, 2, 1}};
+        cases.push_back({fmt::format("{}_{}{}", ops::quant_format_name(f), swiglu ? "gate_up" : "down",
+                                     int8 ? "_xi8" : ""),
+                         [c] { run_experts(c); }});
+      }
+  return cases;
+}
+
+WGRT_OP_SWEEP(LinearQExperts, experts_cases, 4);
+
+// Shapes the node cannot run are refused when it is added, naming what is wrong.
+TEST(LinearQExpertsBuild, RefusesWhatItCannotRun) {
+  Graph g(device());
+  TensorId x = add_input(g, {.name = "x", .max_shape = {4, 64}, .dynamic_dims = 1});
+  TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {8}, .dynamic_dims = 1});
+  ops::QuantTensors wt = ops::add_quant_weight(g, "w", QuantFormat::Q8, 3 * 48, 64, 32);
+  auto add = [&](uint32_t n_expert, uint32_t x_div, bool swiglu) {
+    return ops::add_linear_q_experts(g, {.name = fmt::format("y{}_{}_{}", n_expert, x_div, swiglu),
+                                         .format = QuantFormat::Q8, .x = x, .ids = ids, .q = wt.q,
+                                         .scales = wt.scales, .n_expert = n_expert, .x_div = x_div, .swiglu = swiglu});
+  };
+  EXPECT_THROW(add(40, 2, false), std::invalid_argument);  // 144 rows are not whole experts of 40
+  EXPECT_THROW(add(48, 1, false), std::invalid_argument);  // 8 pairs need 8 rows of x
+  EXPECT_THROW(add(48, 2, true), std::invalid_argument);   // 48 is not a multiple of 32
+  EXPECT_NO_THROW(add(48, 2, false));
+}
+
+}  // namespace
+}  // namespace wgrt::test
