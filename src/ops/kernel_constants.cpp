@@ -8,6 +8,7 @@
 #include "ops/linear/linear.h"
 #include "ops/linear_q/linear_q.h"
 #include "ops/linear_q/linear_q_build.h"
+#include "ops/moe/moe.h"
 #include "ops/norm/norm.h"
 #include "ops/rope/rope.h"
 #include "ops/sampling/logit_adjust.h"
@@ -41,6 +42,9 @@ std::span<const KernelConstant> kernel_constants() {
       {"linear_q_mma", "MMA_LD", kLinearQMmaLd},
       {"linear_q_mma", "MMA_SG", kLinearQMmaLanes},
       {"logit_adjust", "WG", kLogitAdjustWorkgroup},
+      {"moe", "MOE_WG", kMoeWorkgroup},
+      {"moe", "MOE_MAX_E", kMoeMaxExperts},
+      {"moe", "MOE_MAX_K", kMoeMaxUsed},
       {"rms_norm", "WG", kRmsNormWorkgroup},
       {"rope", "WG", kRopeWorkgroup},
       {"silu_mul", "WG", kSiluMulWorkgroup},

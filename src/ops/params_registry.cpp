@@ -4,6 +4,7 @@
 #include "ops/elementwise/elementwise.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
+#include "ops/moe/moe.h"
 #include "ops/softmax/softmax.h"
 #include "ops/norm/norm.h"
 #include "ops/rope/rope.h"
@@ -31,6 +32,7 @@ std::span<const ParamLayout> param_layouts() {
       kLinearQLayout,
       kEmbeddingLayout,
       kSliceLayout,
+      kMoeLayout,
   };
   return layouts;
 }
