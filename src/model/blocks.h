@@ -87,6 +87,13 @@ Hidden linear_residual(BuildContext& b, uint32_t layer, const char* what, uint32
 // (quantized ahead for down where p.act_xq).
 Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t layer, const Hidden& x);
 
+// A mixture-of-experts FFN and its residual: h = ffn_norm(x); the router's logits h W_rᵀ
+// (ffn_gate_inp) pick each token's n_experts_used experts and their weights on the GPU
+// (ops/moe/moe.h moe_route); each (token, expert) pair runs act(h Wgₑᵀ) ⊙ h Wuₑᵀ and its down
+// projection on that expert's rows only (linear_q.h add_linear_q_experts: one node for gate|up
+// where their formats match); moe_combine adds Σ wₑ yₑ to x.
+Hidden ffn_moe(BuildContext& b, uint32_t layer, const Hidden& x);
+
 // Final norm, the last position's row (unless all_logits; with several sequences the rows of
 // out_rows), output projection (soft-capped where ModelConfig::final_softcap says) and GPU
 // sampling reductions; fills the graph outputs of `mg`.
@@ -97,6 +104,7 @@ Hidden build_llama(BuildContext& b);
 Hidden build_mistral(BuildContext& b);
 Hidden build_qwen2(BuildContext& b);
 Hidden build_qwen3(BuildContext& b);
+Hidden build_qwen3moe(BuildContext& b);
 Hidden build_phi3(BuildContext& b);
 Hidden build_gemma(BuildContext& b);  // gemma2 and gemma3
 // The llama layer stack with the attention variant (qwen2's biases, qwen3's q/k norms).

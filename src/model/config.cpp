@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include "model/ggml_types.h"
+#include "ops/moe/moe.h"
 
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@ const char* arch_name(Arch a) {
     case Arch::Mistral: return "mistral";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Qwen3Moe: return "qwen3moe";
     case Arch::Phi3: return "phi3";
     case Arch::Gemma2: return "gemma2";
     case Arch::Gemma3: return "gemma3";
@@ -70,6 +72,12 @@ void validate_config(const ModelConfig& c, const std::string& where) {
     bad(fmt::format("a size is zero (vocab {}, dim {}, layers {}, heads {}, kv heads {}, head_dim {}, ff {})",
                     c.n_vocab, c.dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.ff));
   if (c.n_heads % c.n_kv_heads) bad(fmt::format("{} heads is not a multiple of {} kv heads", c.n_heads, c.n_kv_heads));
+  if (c.n_experts > 0 && (c.n_experts > ops::kMoeMaxExperts || c.n_experts_used == 0 ||
+                          c.n_experts_used > std::min(c.n_experts, ops::kMoeMaxUsed) || c.expert_ff == 0 ||
+                          c.expert_ff % 16 != 0))
+    bad(fmt::format("{} of {} experts per token, each {} wide (wgrt runs 1 to {} of at most {} experts, each a "
+                    "multiple of 16 wide)", c.n_experts_used, c.n_experts, c.expert_ff,
+                    std::min(c.n_experts, ops::kMoeMaxUsed), ops::kMoeMaxExperts));
   if (c.head_dim % 2) bad(fmt::format("head_dim {} is odd", c.head_dim));
   if (c.head_dim > kMaxHeadDim) bad(fmt::format("head_dim {} is past {}", c.head_dim, kMaxHeadDim));
   if (!c.rope_freq_factors.empty() && c.rope_freq_factors.size() != c.head_dim / 2)
@@ -188,6 +196,28 @@ void gemma_from_gguf(const GgufFile& f, ModelConfig& c) {
     c.rope_freq_factors.assign(c.head_dim / 2, positive_float(factor, "metadata key 'rope.scaling.factor'", f.path));
 }
 
+// Mixture of experts as llama.cpp reads it: `<arch>.expert_count` experts (Mixtral's files: a
+// llama with experts), `expert_used_count` chosen per token, each `expert_feed_forward_length`
+// wide (qwen3moe; llama's experts are feed_forward_length wide), their softmax weights
+// renormalized over the chosen ones unless `expert_weights_norm` says false.
+void experts_from_gguf(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  auto key = [&](const char* k) { return a + "." + k; };
+  c.n_experts = gguf_u32(f, key("expert_count"), 0);
+  if (c.n_experts == 0) {
+    if (c.arch == Arch::Qwen3Moe)
+      throw ModelError(fmt::format("{}: a qwen3moe file without '{}' (hint: the file is corrupt)", f.path,
+                                   key("expert_count")));
+    return;
+  }
+  if (c.arch != Arch::Llama && c.arch != Arch::Qwen3Moe)
+    throw ModelError(fmt::format("{}: metadata key '{}' is {}: wgrt runs experts in llama (Mixtral) and qwen3moe "
+                                 "files, not {} (hint: a dense {} model)", f.path, key("expert_count"), c.n_experts,
+                                 a, a));
+  c.n_experts_used = gguf_u32(f, key("expert_used_count"));
+  c.expert_ff = c.arch == Arch::Qwen3Moe ? gguf_u32(f, key("expert_feed_forward_length")) : c.ff;
+  if (f.find(key("expert_weights_norm"))) c.expert_norm = f.get_bool(key("expert_weights_norm"));
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& f) {
@@ -197,24 +227,21 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   else if (a == "mistral") c.arch = Arch::Mistral;
   else if (a == "qwen2") c.arch = Arch::Qwen2;
   else if (a == "qwen3") c.arch = Arch::Qwen3;
+  else if (a == "qwen3moe") c.arch = Arch::Qwen3Moe;
   else if (a == "phi3") c.arch = Arch::Phi3;
   else if (a == "gemma2") c.arch = Arch::Gemma2;
   else if (a == "gemma3") c.arch = Arch::Gemma3;
-  else if (a == "qwen3moe" || a == "qwen2moe" || a == "mixtral")
-    throw ModelError(fmt::format("{}: general.architecture '{}' is a mixture-of-experts model, which wgrt does not "
-                                 "run yet (hint: a dense model of the family, such as qwen3)", f.path, a));
+  else if (a == "qwen2moe")
+    throw ModelError(fmt::format("{}: general.architecture '{}' is a mixture-of-experts model with shared experts, "
+                                 "which wgrt does not run yet (hint: qwen3moe and Mixtral files run)", f.path, a));
   else
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported (hint: wgrt runs llama, "
-                                 "mistral, qwen2, qwen3, phi3, gemma2 and gemma3 models)", f.path, a));
+                                 "mistral, qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3 models)", f.path, a));
   auto key = [&](const char* k) { return a + "." + k; };
-  // Mixtral's GGUF files say llama with experts: refused by name, not by a missing ffn tensor.
-  if (const uint32_t experts = gguf_u32(f, key("expert_count"), 0); experts > 0)
-    throw ModelError(fmt::format("{}: metadata key '{}' is {}: a mixture-of-experts model, which wgrt does not run "
-                                 "yet (hint: a dense model, such as Mistral 7B for Mixtral)", f.path,
-                                 key("expert_count"), experts));
   c.dim = gguf_u32(f, key("embedding_length"));
   c.n_layers = gguf_u32(f, key("block_count"));
   c.ff = gguf_u32(f, key("feed_forward_length"));
+  experts_from_gguf(f, a, c);
   c.n_heads = gguf_u32(f, key("attention.head_count"));
   c.n_kv_heads = gguf_u32(f, key("attention.head_count_kv"), c.n_heads);
   c.n_ctx_train = gguf_u32(f, key("context_length"), 4096);
@@ -229,8 +256,8 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     c.n_vocab = derived_u32(f, f.get_array("tokenizer.ggml.tokens").size(), "the length of 'tokenizer.ggml.tokens'");
   c.sliding_window = gguf_u32(f, key("attention.sliding_window"), 0);
   // GGUF stores llama/mistral q and k permuted for interleaved pairs; qwen and phi3 keep HF's halves.
-  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Phi3 || c.arch == Arch::Gemma2 ||
-                c.arch == Arch::Gemma3;
+  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe || c.arch == Arch::Phi3 ||
+                c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
   if (const uint32_t n_rot = gguf_u32(f, key("rope.dimension_count"), c.head_dim); n_rot != c.head_dim)
     throw ModelError(fmt::format("{}: metadata key '{}' = {} turns part of each head of {} (hint: wgrt turns whole "
                                  "heads; partial rotary models such as Phi-4-mini are not supported)", f.path,

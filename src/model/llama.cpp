@@ -1,6 +1,7 @@
 // Llama 1/2/3/3.1/3.2: pre-norm decoder, grouped-query attention with RoPE (llama3
 // frequency scaling through the rope table), SwiGLU feed-forward, optional tied embeddings,
-// q/k/v biases and q/k norms where the file has them (HF attention_bias).
+// q/k/v biases and q/k norms where the file has them (HF attention_bias). Mixtral: the same
+// layer with a mixture of experts for the feed-forward (ModelConfig::n_experts, ffn_moe).
 #include "model/blocks.h"
 
 namespace wgrt::model {
@@ -16,6 +17,10 @@ Hidden llama_layers(BuildContext& b, const AttentionVariant& attention) {
     const graph::TensorId q = attention_qkv(b, p, l, x, attention, caches);  // q; K, V into the caches
     const Hidden a = attend(b, p, l, q, caches);                             // softmax(q Kᵀ / √d) V
     x = linear_residual(b, l, "attn_output", c.dim, q_dim, a, x.x, p.attn_output_xq_norm, "attn_residual");
+    if (c.n_experts) {
+      x = ffn_moe(b, l, x);                                                  // x + Σ wₑ FFNₑ(h), top-k experts
+      continue;
+    }
     const Hidden f = ffn_swiglu(b, p, l, x);                                 // SiLU(h Wgᵀ) ⊙ h Wuᵀ
     x = linear_residual(b, l, "ffn_down", c.dim, c.ff, f, x.x, p.down_xq_norm, "ffn_residual");
   }

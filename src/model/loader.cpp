@@ -418,6 +418,42 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
   return lw;
 }
 
+std::optional<ExpertsWeight> load_experts(graph::Graph& g, Loader& l, const std::vector<std::string>& names, uint32_t n,
+                                          uint32_t k, uint32_t n_experts) {
+  ExpertsWeight ew;
+  std::vector<const WeightView*> parts;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const WeightView& w = get_weight(*l.model, names[i], {k, n, n_experts});
+    ops::QuantFormat f{};
+    uint32_t gs = 0;
+    if (choose_kind(w, l.opts, k, f, gs) != LinearWeight::Kind::Quant) {
+      if (k % 32 != 0)
+        throw ModelError(fmt::format("{}: the experts' kernels read quantized rows, and K = {} is not a multiple of "
+                                     "32 for q8 (hint: a file with quantized experts)", names[i], k));
+      f = ops::QuantFormat::Q8, gs = 32;
+    }
+    if (i > 0 && (f != ew.format || gs != ew.gs)) return std::nullopt;  // gate and up of two formats
+    ew.format = f, ew.gs = gs;
+    parts.push_back(&w);
+  }
+  for (const std::string& name : names) take(l, name, {k, n, n_experts});
+  const uint64_t rows = uint64_t(n) * n_experts * names.size();
+  LinearWeight lw{.kind = LinearWeight::Kind::Quant, .n = uint32_t(rows), .k = k, .format = ew.format, .gs = ew.gs};
+  if (rows > std::numeric_limits<uint32_t>::max() || rows_bytes(lw, lw.n) > tensor_budget(g, l.opts))
+    throw ModelError(fmt::format("{}: the experts' weight of {} rows takes {} bytes, past one storage binding of {} "
+                                 "(hint: a more compact weight type, or an adapter with a larger "
+                                 "maxStorageBufferBindingSize)", names[0], rows, rows_bytes(lw, uint32_t(rows)),
+                                 tensor_budget(g, l.opts)));
+  // Each part's experts back to back are rows of one [n_experts * n, k] matrix; (gate, up)
+  // blocks of 16 rows over those keep each expert's rows together (n is a multiple of 16).
+  const std::vector<uint32_t> part_rows(names.size(), n * n_experts);
+  const FuseLayout layout = names.size() == 2 ? FuseLayout::SwiGlu : FuseLayout::Rows;
+  ew.q = add_fused(g, l, names.size() == 2 ? names[0] + "+fused" : names[0], parts, part_rows, layout,
+                   std::vector<std::vector<uint32_t>>(names.size()), lw);
+  ew.n_expert = n * uint32_t(names.size());
+  return ew;
+}
+
 std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim) {
   std::vector<uint32_t> order(size_t(n_heads) * head_dim);
   const uint32_t half = head_dim / 2;

@@ -92,6 +92,21 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
                                               const std::vector<std::string>& bias_names = {},
                                               const std::vector<std::vector<uint32_t>>& row_orders = {});
 
+// A mixture-of-experts weight: GGUF dims {k, n, n_experts}, the experts' [n, k] matrices one after
+// another, as one quantized matrix [n_experts * n, k] (linear_q.h add_linear_q_experts). Two
+// names (gate, up) fuse into each expert's (gate, up) blocks of 16 rows where both have one
+// format (else nullopt: the caller loads them one by one). Weights the file does not hold in
+// blocks a kernel reads (F32, F16, BF16) are quantized to q8 (groups of 32) at load, the
+// experts' kernels reading quantized rows only; LoadOptions::quantize applies as for any weight.
+struct ExpertsWeight {
+  ops::QuantFormat format = ops::QuantFormat::Q8;
+  uint32_t gs = 32;
+  ops::QuantTensors q;
+  uint32_t n_expert = 0;  // rows per expert (gate|up fused: 2 * n)
+};
+std::optional<ExpertsWeight> load_experts(graph::Graph& g, Loader& l, const std::vector<std::string>& names, uint32_t n,
+                                          uint32_t k, uint32_t n_experts);
+
 // Whether load_linear_fused makes one fused weight of `names` (without reading or marking them).
 bool linear_fuses(const graph::Graph& g, const Loader& l, const std::vector<std::string>& names,
                   const std::vector<uint32_t>& rows, uint32_t k, FuseLayout layout);

@@ -91,6 +91,7 @@ ForwardPlan plan_forward(const graph::Graph& g, const Loader& loader, const Mode
   // Down's sum goes quantized ahead to the next layer's fused q|k|v, or to the fused head.
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     LayerPlan& p = plan.layers[l];
+    if (c.n_experts) continue;  // the layer ends in moe_combine, which writes no xq
     if (l + 1 < c.n_layers) {
       if (plan.layers[l + 1].fused_qkv &&
           reads_xq(g, loader, o, {wname(l + 1, "attn_q.weight"), wname(l + 1, "attn_k.weight"),

@@ -142,6 +142,11 @@ uint32_t add_metadata(GgufWriter& w, const RandomModelSpec& s) {
     gguf_set_string(w, a + ".rope.scaling.type", "linear");
     gguf_set_f32(w, a + ".rope.scaling.factor", s.rope_linear_factor);
   }
+  if (s.n_experts) {
+    gguf_set_u32(w, a + ".expert_count", s.n_experts);
+    gguf_set_u32(w, a + ".expert_used_count", s.n_experts_used);
+    if (s.arch == Arch::Qwen3Moe) gguf_set_u32(w, a + ".expert_feed_forward_length", s.expert_ff);
+  }
   if (!s.rope_factors_long.empty()) {
     gguf_set_u32(w, a + ".rope.dimension_count", s.head_dim);
     gguf_set_u32(w, a + ".rope.scaling.original_context_length", s.n_ctx_orig);
@@ -181,13 +186,21 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
       t.push_back({p + "attn_v.bias", GgmlType::F32, {KV}, Init::Bias});
     }
     const bool gemma = s.arch == Arch::Gemma2 || s.arch == Arch::Gemma3;
-    if (s.arch == Arch::Qwen3 || s.arch == Arch::Gemma3 || s.qk_norm) {
+    if (s.arch == Arch::Qwen3 || s.arch == Arch::Qwen3Moe || s.arch == Arch::Gemma3 || s.qk_norm) {
       t.push_back({p + "attn_q_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
       t.push_back({p + "attn_k_norm.weight", GgmlType::F32, {s.head_dim}, Init::Norm});
     }
     t.push_back({p + "attn_output.weight", s.matrix_type, {Q, D}, Init::Matrix});
     if (gemma) t.push_back({p + "post_attention_norm.weight", GgmlType::F32, {D}, Init::Norm});
     t.push_back({p + "ffn_norm.weight", GgmlType::F32, {D}, Init::Norm});
+    if (s.n_experts) {  // the router stays F32, as llama.cpp's quantizer leaves it
+      const uint64_t E = s.n_experts, F = s.expert_ff;
+      t.push_back({p + "ffn_gate_inp.weight", GgmlType::F32, {D, E}, Init::Matrix});
+      t.push_back({p + "ffn_gate_exps.weight", s.matrix_type, {D, F, E}, Init::Matrix});
+      t.push_back({p + "ffn_up_exps.weight", s.matrix_type, {D, F, E}, Init::Matrix});
+      t.push_back({p + "ffn_down_exps.weight", s.matrix_type, {F, D, E}, Init::Matrix});
+      continue;
+    }
     if (fused) {
       t.push_back({p + "ffn_up.weight", s.matrix_type, {D, 2 * uint64_t(s.ff)}, Init::Matrix});
     } else {
@@ -203,6 +216,13 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
   if (!s.tied_embeddings && s.arch != Arch::Gemma2)
     t.push_back({"output.weight", s.embd_type, {D, n_vocab}, Init::Matrix});
   return t;
+}
+
+// Rows of dims[0] values: a 3-D tensor (experts) is its matrices' rows one after another.
+uint64_t tensor_rows(const PlannedTensor& t) {
+  uint64_t rows = 1;
+  for (size_t i = 1; i < t.dims.size(); ++i) rows *= t.dims[i];
+  return rows;
 }
 
 // A counter-based generator (splitmix64): each row of each tensor has its own stream, so rows
@@ -238,7 +258,7 @@ void fill_tensor(const PlannedTensor& t, size_t index, const RandomModelSpec& s,
     std::memcpy(out.data(), q.data(), q.size());
     return;
   }
-  const uint64_t cols = t.dims[0], rows = t.dims.size() > 1 ? t.dims[1] : 1, row_bytes = out.size() / rows;
+  const uint64_t cols = t.dims[0], rows = tensor_rows(t), row_bytes = out.size() / rows;
   const uint64_t chunk = std::max<uint64_t>(1, (uint64_t(1) << 20) / cols);  // rows per work item: ~1M values
   std::atomic<uint64_t> next{0};
   auto work = [&] {
@@ -327,8 +347,17 @@ RandomModelSpec preset_model_spec(const std::string& name) {
     s.sliding_window = 4096, s.attn_softcap = 50.f, s.final_softcap = 30.f;
     return s;
   }
+  if (name == "qwen3-30b-a3b") {
+    // Qwen3-30B-A3B's shape: 128 experts of 768 rows, 8 a token, in each of 48 layers.
+    s.arch = Arch::Qwen3Moe;
+    s.dim = 2048, s.n_layers = 48, s.n_heads = 32, s.n_kv_heads = 4, s.head_dim = 128, s.ff = 6144;
+    s.n_experts = 128, s.n_experts_used = 8, s.expert_ff = 768;
+    s.n_vocab = 151936, s.rope_theta = 1000000.f, s.n_ctx_train = 40960;
+    return s;
+  }
   throw std::invalid_argument(fmt::format("no model preset '{}' (hint: tiny, llama-3.2-1b, llama-3.1-8b, "
-                                          "qwen2.5-0.5b, phi-3-mini-128k, gemma-3-1b, gemma-2-2b)", name));
+                                          "qwen2.5-0.5b, phi-3-mini-128k, gemma-3-1b, gemma-2-2b, qwen3-30b-a3b)",
+                                          name));
 }
 
 GgufWriter make_random_model(const RandomModelSpec& s) {
@@ -336,7 +365,7 @@ GgufWriter make_random_model(const RandomModelSpec& s) {
   const uint32_t n_vocab = add_metadata(w, s);
   Rng rng{std::mt19937(s.seed)};
   for (const PlannedTensor& t : plan_tensors(s, n_vocab)) {
-    const uint64_t cols = t.dims[0], rows = t.dims.size() > 1 ? t.dims[1] : 1;
+    const uint64_t cols = t.dims[0], rows = tensor_rows(t);
     std::vector<float> v = t.init == Init::Matrix ? rng.matrix(rows, cols)
                            : t.init == Init::Norm ? rng.norm(cols)
                            : t.init == Init::Bias ? rng.bias(cols)

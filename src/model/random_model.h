@@ -16,6 +16,10 @@ struct RandomModelSpec {
                             // gemma2/3: the post-norms (and gemma3's q/k norms), gemma2 tied
   uint32_t dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 64, ff = 128;
   uint32_t n_ctx_train = 2048;
+  // Mixture of experts (qwen3moe, or llama as Mixtral's files): every layer's FFN is n_experts
+  // experts of expert_ff rows (ffn_gate_inp F32 [dim, E], ffn_{gate,up,down}_exps of matrix_type),
+  // n_experts_used per token. 0: a dense FFN of ff rows.
+  uint32_t n_experts = 0, n_experts_used = 0, expert_ff = 0;
   float rope_theta = 10000.f;
   std::vector<float> rope_freq_factors;  // written as rope_freqs.weight when non-empty
   // LongRoPE (rope_factors_short/long.weight and their metadata) when non-empty.
@@ -43,7 +47,7 @@ struct RandomModelSpec {
 };
 
 // Shapes of well-known models with random weights, for benchmarks: "tiny", "llama-3.2-1b",
-// "llama-3.1-8b", "qwen2.5-0.5b", "phi-3-mini-128k", "gemma-3-1b", "gemma-2-2b". Throws
+// "llama-3.1-8b", "qwen2.5-0.5b", "phi-3-mini-128k", "gemma-3-1b", "gemma-2-2b", "qwen3-30b-a3b". Throws
 // std::invalid_argument for other names.
 RandomModelSpec preset_model_spec(const std::string& name);
 

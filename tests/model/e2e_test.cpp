@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 
@@ -28,6 +30,9 @@ struct Fixture {
 };
 
 constexpr uint32_t kCtx = 64;  // the sessions' context
+// The least lead of a chosen expert's router logit over the others' that the MoE fixtures have:
+// past the router's rounding on either side (f32 activations: about 1e-5 of a logit).
+constexpr float kRouterMargin = 1e-3f;
 
 ref::TransformerConfig reference_config(const ModelConfig& c) {
   ref::TransformerConfig r;
@@ -53,6 +58,10 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
   r.rope_theta_local = c.rope_theta_local;
   r.sliding_window = c.sliding_window;
   r.local_layers = c.local_layers;
+  r.n_experts = c.n_experts;
+  r.n_experts_used = c.n_experts_used;
+  r.expert_ff = c.expert_ff;
+  r.expert_norm = c.expert_norm;
   return r;
 }
 
@@ -71,6 +80,10 @@ struct E2eCase {
   uint64_t max_cache_bytes = 0;   // BuildOptions: KV caches past it split by heads (0: the device's limit)
   bool gpu_routes = false;  // the gemvs' int8 x and x quantized ahead forced, as a GPU takes them
   uint32_t window = 0;      // every layer's sliding window (mistral, phi3)
+  // A mixture of experts (qwen3moe: 256 wide; llama: ff wide). Its cases take f32 x in every gemv
+  // (LinearQDesc::gemv_int8 0; the prompt's 11 rows stay on the gemv routes): rounding then moves
+  // a router logit by far less than kRouterMargin, so the GPU chooses the reference's experts.
+  uint32_t n_experts = 0, n_experts_used = 0;
 };
 
 Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
@@ -92,6 +105,8 @@ Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
   spec.qkv_bias = c.qkv_bias;     // q/k/v biases (HF attention_bias) on any architecture
   spec.qk_norm = c.qk_norm;       // q/k norms likewise
   spec.sliding_window = c.window;  // on every layer: no layer pattern
+  spec.n_experts = c.n_experts, spec.n_experts_used = c.n_experts_used;
+  spec.expert_ff = c.arch == Arch::Qwen3Moe ? 256 : spec.ff;  // llama's experts are ff wide (Mixtral)
   if (c.arch == Arch::Llama) spec.rope_freq_factors.assign(c.head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
   if (c.arch == Arch::Phi3) {
     // LongRoPE: the long set (1 .. 4 across the pairs) is chosen past 32 positions of context
@@ -118,7 +133,18 @@ Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
       spec.rope_linear_factor = 8.f;
     }
   }
-  Fixture f{open_gguf_bytes(gguf_serialize(make_random_model(spec)), "fixture.gguf"), {}, {}};
+  GgufWriter file = make_random_model(spec);
+  // Routers 4x wider than a matrix's draw: the chosen experts lead the rest by more than rounding
+  // (checked against the reference's margins, kRouterMargin).
+  for (GgufWriter::Tensor& t : file.tensors)
+    if (t.name.ends_with("ffn_gate_inp.weight"))
+      for (size_t i = 0; i < t.data.size(); i += 4) {
+        float v;
+        std::memcpy(&v, &t.data[i], 4);
+        v *= 4;
+        std::memcpy(&t.data[i], &v, 4);
+      }
+  Fixture f{open_gguf_bytes(gguf_serialize(file), "fixture.gguf"), {}, {}};
   f.ref_config = reference_config(f.file.config);
   for (const auto& [name, w] : f.file.weights) f.ref_weights[name] = weight_to_f32(w);
   return f;
@@ -137,6 +163,7 @@ llm::Session session(Fixture& f, uint32_t max_batch, bool all_logits, const E2eC
   o.load.max_tensor_bytes = c.max_tensor_bytes;
   o.max_cache_bytes = c.max_cache_bytes;
   if (c.gpu_routes) o.gemv_int8 = 1, o.quantize_ahead = 1;
+  if (c.n_experts) o.gemv_int8 = 0;
   s.mg = build_model(*s.dev, s.model, o);
   return s;
 }
@@ -179,7 +206,11 @@ TEST_P(ModelEndToEnd, MatchesReference) {
   Fixture f = make_fixture(c, vocab);
   const size_t V = f.ref_config.n_vocab;
   ASSERT_EQ(V, 32000u);
-  std::vector<float> want = ref::transformer_forward(f.ref_config, f.ref_weights, prompt);
+  std::vector<float> margins;
+  std::vector<float> want = ref::transformer_forward(f.ref_config, f.ref_weights, prompt, nullptr, &margins);
+  // Experts: where the reference's router nearly ties, rounding may choose another expert and
+  // the logits part by far more than the tolerance; the fixture has none (else pick another seed).
+  ASSERT_GT(*std::min_element(margins.begin(), margins.end()), kRouterMargin) << "a near tie in the fixture's router";
   ref::TransformerConfig rc = f.ref_config;
   ref::Weights rw = f.ref_weights;
   llm::Session one = session(f, 64, true, c);
@@ -249,7 +280,8 @@ TEST_P(ModelEndToEnd, MatchesReference) {
     seq.push_back(next);
     llm::eval(gen, std::span<const int32_t>(&seq.back(), 1));
   }
-  std::vector<float> ref_all = ref::transformer_forward(rc, rw, seq);
+  std::vector<float> ref_all = ref::transformer_forward(rc, rw, seq, nullptr, &margins);
+  ASSERT_GT(*std::min_element(margins.begin(), margins.end()), kRouterMargin) << "a near tie in the router, greedy run";
   int checked = 0;
   for (size_t p = prompt.size() - 1; p + 1 < seq.size(); ++p) {
     float gap = 0;
@@ -398,7 +430,8 @@ std::string e2e_case_name(const ::testing::TestParamInfo<E2eCase>& i) {
          (i.param.qk_norm ? "_qk_norm" : "") +
          (i.param.n_heads != 4 ? "_gqa" + std::to_string(i.param.n_heads / i.param.n_kv_heads) : "") +
          (i.param.max_tensor_bytes ? "_split" : "") + (i.param.max_cache_bytes ? "_cache_split" : "") +
-         (i.param.gpu_routes ? "_gpu_routes" : "") + (i.param.window ? "_window" + std::to_string(i.param.window) : "");
+         (i.param.gpu_routes ? "_gpu_routes" : "") + (i.param.window ? "_window" + std::to_string(i.param.window) : "") +
+         (i.param.n_experts ? fmt::format("_experts{}of{}", i.param.n_experts_used, i.param.n_experts) : "");
 }
 
 // Each case builds and compiles a whole model (seconds on lavapipe): CI's CPU driver runs one of
@@ -445,11 +478,19 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                                    .tied = true, .f16_kv = true},
                                            // mistral: a window of 4 keys on every layer.
                                            E2eCase{.arch = Arch::Mistral, .type = GgmlType::F32, .tol = 2e-3f,
-                                                   .window = 4}),
+                                                   .window = 4},
+                                           // Mixtures of experts (model/blocks.h ffn_moe): qwen3moe's 3 of 8
+                                           // experts renormalized, a llama with 2 of 4 (Mixtral's files).
+                                           E2eCase{.arch = Arch::Qwen3Moe, .type = GgmlType::Q8_0, .tol = 3e-2f,
+                                                   .n_experts = 8, .n_experts_used = 3},
+                                           E2eCase{.arch = Arch::Llama, .type = GgmlType::Q4_K, .tol = 3e-2f,
+                                                   .n_experts = 4, .n_experts_used = 2}),
                          e2e_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Wide, ModelEndToEnd,
                          ::testing::Values(E2eCase{Arch::Llama, GgmlType::F16, 2e-3f},
+                                           E2eCase{.arch = Arch::Qwen3Moe, .type = GgmlType::Q6_K, .tol = 3e-2f,
+                                                   .n_experts = 16, .n_experts_used = 4},
                                            E2eCase{Arch::Qwen3, GgmlType::Q6_K, 3e-2f},
                                            // The 32-value blocks with a min or a fifth bit, read natively;
                                            // Q5_1 also as the (tied) embedding and output head.

@@ -68,15 +68,26 @@ TEST(ModelFile, UnknownArchitectureAndMissingKeys) {
   gguf_set_string(w, "general.architecture", "gptj");
   std::string e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "gptj.gguf"); });
   EXPECT_NE(e.find("'gptj' is not supported"), std::string::npos) << e;
-  // Mixture-of-experts files are named as such: Qwen3-MoE's architecture, Mixtral's llama with experts.
-  gguf_set_string(w, "general.architecture", "qwen3moe");
+  // Mixture-of-experts files: qwen2moe (shared experts) refused by name; a llama with experts
+  // (Mixtral's files) needs its expert keys, and bad counts are named.
+  gguf_set_string(w, "general.architecture", "qwen2moe");
   e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "moe.gguf"); });
-  EXPECT_NE(e.find("'qwen3moe' is a mixture-of-experts model"), std::string::npos) << e;
+  EXPECT_NE(e.find("'qwen2moe' is a mixture-of-experts model with shared experts"), std::string::npos) << e;
   w = make_random_model(RandomModelSpec{});
   gguf_set_u32(w, "llama.expert_count", 8);
   e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "mixtral.gguf"); });
-  EXPECT_NE(e.find("'llama.expert_count' is 8: a mixture-of-experts model"), std::string::npos) << e;
+  EXPECT_NE(e.find("'llama.expert_used_count'"), std::string::npos) << e;
   EXPECT_NE(e.find("hint"), std::string::npos) << e;
+  gguf_set_u32(w, "llama.expert_used_count", 9);
+  e = error_of([&] { open_gguf_bytes(gguf_serialize(w), "mixtral.gguf"); });
+  EXPECT_NE(e.find("9 of 8 experts per token"), std::string::npos) << e;
+  RandomModelSpec moe;
+  moe.arch = Arch::Qwen3Moe, moe.n_experts = 4, moe.n_experts_used = 2, moe.expert_ff = 64;
+  const ModelFile m = open_gguf_bytes(gguf_serialize(make_random_model(moe)), "qwen3moe.gguf");
+  EXPECT_EQ(m.config.n_experts, 4u);
+  EXPECT_EQ(m.config.n_experts_used, 2u);
+  EXPECT_EQ(m.config.expert_ff, 64u);
+  EXPECT_TRUE(m.config.expert_norm && m.config.qk_norm && m.config.rope_neox);
 
   w = make_random_model(RandomModelSpec{});
   std::erase_if(w.kv, [](auto& kv) { return kv.first == "llama.block_count"; });

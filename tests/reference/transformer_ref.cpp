@@ -1,6 +1,8 @@
 #include "reference/transformer_ref.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 
 namespace wgrt::ref {
@@ -54,11 +56,52 @@ void rope(float* head, uint32_t head_dim, uint32_t pos, const TransformerConfig&
   }
 }
 
+// The mixture-of-experts FFN of one normed row h (TransformerConfig's experts).
+std::vector<float> moe_ffn(const TransformerConfig& c, const Weights& w, const std::string& p,
+                           const std::vector<float>& h, float& margin) {
+  const size_t D = c.dim, F = c.expert_ff, E = c.n_experts;
+  const std::vector<float> logits = matvec(get(w, p + "ffn_gate_inp.weight"), h.data(), E, D, nullptr);
+  std::vector<size_t> order(E);
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
+  if (c.n_experts_used < E)
+    margin = std::min(margin, logits[order[c.n_experts_used - 1]] - logits[order[c.n_experts_used]]);
+  const double top = logits[order[0]];
+  double total = 0;
+  for (size_t i = 0; i < (c.expert_norm ? c.n_experts_used : E); ++i)
+    total += std::exp(logits[c.expert_norm ? order[i] : i] - top);
+  const std::vector<float>& wg = get(w, p + "ffn_gate_exps.weight");
+  const std::vector<float>& wu = get(w, p + "ffn_up_exps.weight");
+  const std::vector<float>& wd = get(w, p + "ffn_down_exps.weight");
+  std::vector<double> y(D);
+  for (size_t s = 0; s < c.n_experts_used; ++s) {
+    const size_t e = order[s];
+    const double weight = std::exp(logits[e] - top) / total;
+    std::vector<float> act(F);
+    for (size_t r = 0; r < F; ++r) {
+      double g = 0, u = 0;
+      for (size_t i = 0; i < D; ++i) {
+        g += double(wg[(e * F + r) * D + i]) * h[i];
+        u += double(wu[(e * F + r) * D + i]) * h[i];
+      }
+      act[r] = float(g / (1.0 + std::exp(-g)) * u);
+    }
+    for (size_t o = 0; o < D; ++o) {
+      double acc = 0;
+      for (size_t r = 0; r < F; ++r) acc += double(wd[(e * D + o) * F + r]) * act[r];
+      y[o] += weight * acc;
+    }
+  }
+  return {y.begin(), y.end()};
+}
+
 }  // namespace
 
 std::vector<float> transformer_forward(const TransformerConfig& c, const Weights& w,
-                                       const std::vector<int32_t>& tokens, std::vector<float>* hidden) {
+                                       const std::vector<int32_t>& tokens, std::vector<float>* hidden,
+                                       std::vector<float>* router_margin) {
   const size_t T = tokens.size(), D = c.dim, hd = c.head_dim;
+  std::vector<float> margins(T, INFINITY);
   const size_t q_dim = size_t(c.n_heads) * hd, kv_dim = size_t(c.n_kv_heads) * hd;
   const std::vector<float>& embd = get(w, "token_embd.weight");
   std::vector<float> x(T * D);
@@ -119,6 +162,11 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
       for (size_t i = 0; i < D; ++i) x[t * D + i] += o[i];
       std::vector<float> h(x.begin() + long(t * D), x.begin() + long((t + 1) * D));
       rms_norm(h.data(), get(w, p + "ffn_norm.weight").data(), D, c.norm_eps);
+      if (c.n_experts) {
+        const std::vector<float> y = moe_ffn(c, w, p, h, margins[t]);
+        for (size_t i = 0; i < D; ++i) x[t * D + i] += y[i];
+        continue;
+      }
       auto gate = matvec(get(w, p + "ffn_gate.weight"), h.data(), c.ff, D, nullptr);
       auto up = matvec(get(w, p + "ffn_up.weight"), h.data(), c.ff, D, nullptr);
       for (size_t i = 0; i < c.ff; ++i) {
@@ -143,6 +191,7 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
       for (float& v : lt) v = float(c.final_softcap * std::tanh(double(v) / c.final_softcap));
     std::copy(lt.begin(), lt.end(), logits.begin() + long(t * c.n_vocab));
   }
+  if (router_margin) *router_margin = margins;
   return logits;
 }
 

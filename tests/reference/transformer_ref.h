@@ -27,6 +27,13 @@ struct TransformerConfig {
   float embd_scale = 0, attn_scale = 0, attn_softcap = 0, final_softcap = 0, rope_theta_local = 0;
   uint32_t sliding_window = 0;  // every layer's when local_layers is empty (mistral, phi3)
   std::vector<bool> local_layers;
+  // Mixture of experts (qwen3moe, Mixtral): the FFN is the n_experts_used experts with the
+  // largest router logits (ffn_gate_inp [E, dim]; ties to the lower expert), each a SwiGLU of
+  // expert_ff rows, summed by their softmax weights (over all E, or over the chosen ones where
+  // expert_norm). ffn_gate_exps / ffn_up_exps [E * expert_ff, dim], ffn_down_exps [E * dim,
+  // expert_ff]: expert e's rows from e times its row count.
+  uint32_t n_experts = 0, n_experts_used = 0, expert_ff = 0;
+  bool expert_norm = true;
 };
 
 // Weights by GGUF-style name, f32, row-major [out, in] for matrices:
@@ -38,8 +45,12 @@ struct TransformerConfig {
 using Weights = std::map<std::string, std::vector<float>>;
 
 // Logits [tokens.size(), n_vocab] for a whole sequence from position 0; `hidden`, when given,
-// gets the final normed hidden states [tokens.size(), dim] (output_norm's output) appended.
+// gets the final normed hidden states [tokens.size(), dim] (output_norm's output) appended;
+// `router_margin`, when given (experts), each token's smallest lead of its last chosen expert's
+// router logit over the best one left out, across the layers: where rounding could choose
+// otherwise.
 std::vector<float> transformer_forward(const TransformerConfig& c, const Weights& w,
-                                       const std::vector<int32_t>& tokens, std::vector<float>* hidden = nullptr);
+                                       const std::vector<int32_t>& tokens, std::vector<float>* hidden = nullptr,
+                                       std::vector<float>* router_margin = nullptr);
 
 }  // namespace wgrt::ref
