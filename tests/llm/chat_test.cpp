@@ -2,8 +2,9 @@
 // per byte, so prompt sizes follow from the text): the second turn prefills only its new
 // tokens, and its reply is the one a fresh session gives after prefilling the whole
 // conversation at once. ChatLoop checks the cache record token by token against a reference
-// computed from scratch, for the pipelined greedy and GPU-sampled decodes and a penalized one,
-// across an interrupted reply and one that shifts the context.
+// computed from scratch, for the pipelined greedy and GPU-sampled decodes and penalized ones,
+// adjusted on the GPU or sampled on the CPU, across an interrupted reply and one that shifts
+// the context.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -316,6 +317,17 @@ TEST(ChatLoop, PenalizedTurnsKeepTheCacheExact) {
   p.temperature = 0;
   p.repeat_penalty = 1.3f;
   p.repeat_last_n = 32;
+  expect_turns_match_reference(p);
+}
+
+// Sampled from the whole row with a penalty (top_k 0: the GPU can neither sample nor adjust),
+// the logits adjusted and sampled on the CPU, the draws in order across the turns.
+TEST(ChatLoop, PenalizedSampledOnTheCpuKeepsTheCacheExact) {
+  llm::SamplerParams p;
+  p.temperature = 0.7f;
+  p.top_k = 0;
+  p.frequency_penalty = 0.5f;
+  p.seed = 11;
   expect_turns_match_reference(p);
 }
 
