@@ -55,8 +55,8 @@ struct ChatFlags {
 
 // On the library's internals, not the C API's wgrt_chat (include/wgrt/wgrt.h): that renders a
 // whole conversation from scratch each call, where chat keeps its KV cache across turns, shifts
-// the context, applies stop strings and prints per-turn stats; the turn's emit step is the
-// one the C API runs (llm/emit.h).
+// the context, applies stop strings and prints per-turn stats; the turn's token loop is the
+// one the C API runs (llm::generate_tokens).
 int run_chat(const gpu::DeviceOptions& dev_opts, const ChatFlags& f) {
   // The template first: a model without one fails before the GPU work.
   chat::ChatTemplateSource src;

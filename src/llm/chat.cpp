@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <stdexcept>
 
 #include "llm/context_shift.h"
@@ -11,9 +10,6 @@
 namespace wgrt::llm {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void start_messages(Chat& c) {
   c.messages = nlohmann::ordered_json::array();
@@ -153,44 +149,34 @@ TurnStats chat_turn(Chat& c, const std::string& user_text, const std::function<v
   c.cached.resize(keep);
   st.n_reused = keep;
 
-  auto t0 = Clock::now();
+  // The turn runs generate_tokens's loop on the fresh tokens, with the chat's sampler (its
+  // history spans the turns) and its record of the cache.
   std::span<const int32_t> fresh(prompt.data() + keep, prompt.size() - keep);
-  eval(s, fresh, {}, step_readout(s, c.sampler.params));
-  c.cached.insert(c.cached.end(), fresh.begin(), fresh.end());
-  for (int32_t id : fresh) accept_token(c.sampler, id);
   st.n_prefilled = fresh.size();
-  int32_t next = pick_next(s, c.sampler);
-  st.prefill_seconds = since(t0);
-
-  Emit em = emit_begin(s.tok, c.opts.stop, c.opts.n_predict, interrupt);
+  GenerateOptions g{.n_predict = c.opts.n_predict, .stop = c.opts.stop, .interrupt = interrupt,
+                    .sampler = &c.sampler, .kv_tokens = &c.cached};
   // Without n_predict a reply runs until an end token or the full context, so no shift.
-  auto make_room = [&] {
-    const size_t discarded = c.opts.n_predict >= 0 ? shift_context(c, n_keep) : 0;
-    st.shifted_tokens += discarded;
-    return discarded > 0;
-  };
+  if (c.opts.n_predict >= 0)
+    g.make_room = [&] {
+      const size_t discarded = shift_context(c, n_keep);
+      st.shifted_tokens += discarded;
+      return discarded > 0;
+    };
   std::vector<int32_t> reply_ids;
   std::string shown;
-  auto t1 = Clock::now();
-  while (true) {
-    const Emitted out = emit_token(em, s.tok, next, /*full=*/s.n_past >= s.mg.n_ctx, make_room);
-    if (out.counted) reply_ids.push_back(next);
-    shown += out.text;
-    if (!out.text.empty()) on_text(out.text);
-    if (out.end) break;
-    eval(s, std::span<const int32_t>(&next, 1), {}, step_readout(s, c.sampler.params));
-    c.cached.push_back(next);
-    next = pick_next(s, c.sampler);
-  }
-  std::string tail = emit_end(em);
-  shown += tail;
-  if (!tail.empty()) on_text(tail);
-  st.generate_seconds = since(t1);
-  st.n_generated = em.n_generated;
-  st.stop_reason = em.stop_reason;
+  const GenerateStats gs = generate_tokens(s, fresh, g, [&](std::string_view text, int32_t id) {
+    if (id >= 0) reply_ids.push_back(id);
+    shown += text;
+    if (!text.empty()) on_text(text);
+    return true;
+  });
+  st.prefill_seconds = gs.prompt_seconds;
+  st.generate_seconds = gs.generate_seconds;
+  st.n_generated = gs.n_generated;
+  st.stop_reason = gs.stop_reason;
 
   // The history keeps the reply's exact bytes (what the cache holds), cut at a stop string.
-  st.reply = em.filter.stopped ? shown : tokenizer::detokenize(s.tok, reply_ids);
+  st.reply = gs.stop_reason == "stop string" ? shown : tokenizer::detokenize(s.tok, reply_ids);
   c.messages.push_back({{"role", "assistant"}, {"content", st.reply}});
   return st;
 }

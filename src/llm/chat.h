@@ -1,6 +1,8 @@
 // A multi-turn conversation on one Session: each turn renders the whole conversation with
 // the chat template, tokenizes it, keeps the KV cache for the tokens it shares with what the
-// cache already holds (Session::n_past) and prefills only the rest, then samples the reply.
+// cache already holds (Session::n_past) and prefills only the rest, then samples the reply
+// with llm::generate_tokens's loop (llm/generate.h: the decode pipelined, sampling and logit
+// adjustment on the GPU where the sampler allows), as wgrt run and the C API do.
 //
 // Context shift, twice over. Before a turn: when the conversation and room for the reply
 // (llm/context_shift.h's reply_room) pass the context, its oldest turns leave it, whole; the
@@ -36,7 +38,7 @@ std::vector<int32_t> tokenize_chat(const tokenizer::Tokenizer& tok, std::string_
 
 struct ChatOptions {
   SamplerParams sampling;
-  int32_t n_predict = -1;           // tokens per reply; < 0: until EOS or the context is full
+  int32_t n_predict = -1;           // tokens per reply; 0: none; < 0: until EOS or the context is full
   std::vector<std::string> stop;    // a reply ends before any of these
   std::optional<std::string> system;
   std::optional<bool> enable_thinking;

@@ -1,7 +1,7 @@
-// The token-emit step that every generation loop shares (llm::generate, the chat turn, the C
-// API, wgrt serve's worker): each token the sampler picked is checked against the end tokens,
-// detokenized incrementally, held back while it may start a stop string, counted against the
-// budget and the context. The loops around it differ only in how they step the model
+// The token-emit step that every generation loop shares (llm::generate_tokens, which runs
+// wgrt run, the chat turn and the C API; wgrt serve's worker): each token the sampler picked
+// is checked against the end tokens, detokenized incrementally, held back while it may start a
+// stop string, counted against the budget and the context. The loops around it differ only in how they step the model
 // (pipelined or not, one sequence or a batch) and where the text goes.
 #pragma once
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "graph/check.h"
 #include "llm/batch.h"
 #include "llm/constrain.h"
 
@@ -50,17 +51,27 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
   if (prompt.size() > s.mg.n_ctx - s.n_past)
     throw std::invalid_argument(fmt::format("the prompt has {} tokens, past the context of {} (hint: a larger "
                                             "--ctx-size or a shorter prompt)", prompt.size(), s.mg.n_ctx - s.n_past));
-  Sampler sampler = make_sampler(o.sampling);
-  constrain(s, sampler);
+  std::vector<int32_t>* const kv = o.kv_tokens;
+  WGRT_CHECK(!kv || kv->size() == s.n_past, "kv_tokens holds {} tokens, the cache {}", kv ? kv->size() : 0, s.n_past);
+  auto evaluated = [&](std::span<const int32_t> ids) {
+    if (kv) kv->insert(kv->end(), ids.begin(), ids.end());
+  };
+  Sampler own;
+  if (!o.sampler) {
+    own = make_sampler(o.sampling);
+    constrain(s, own);
+  }
+  Sampler& sampler = o.sampler ? *o.sampler : own;
+  const SamplerParams& sp = sampler.params;
   for (int32_t id : prompt) accept_token(sampler, id);
 
   // Greedy decoding, and sampling without a repetition penalty (sampled on the GPU from the
   // top-k), keep step t + 1 in flight while step t's token is read (session.h).
-  const bool gpu_sampled = can_sample_on_gpu(s, o.sampling);
-  Readout readout = step_readout(s, o.sampling);
+  const bool gpu_sampled = can_sample_on_gpu(s, sp);
+  Readout readout = step_readout(s, sp);
   if (gpu_sampled) readout = Readout::Argmax;  // the sampled id lands where the argmax does
   const bool pipelined = readout == Readout::Argmax && can_feed(s);
-  GpuSample pick{0, o.sampling.temperature, o.sampling.top_p, o.sampling.min_p, o.sampling.top_k};
+  GpuSample pick{0, sp.temperature, sp.top_p, sp.min_p, sp.top_k};
   auto draw = [&]() -> const GpuSample* {
     if (!gpu_sampled) return nullptr;
     pick.draw = next_draw(sampler);
@@ -72,6 +83,7 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
   auto step_read = [&] { return stage_adjust(s, adjust_rows) ? Readout::TopK : readout; };
   auto t0 = Clock::now();
   eval(s, prompt, {}, step_read(), draw());
+  evaluated(prompt);
   st.n_prompt = prompt.size();
   st.stop_reason = "length";
   if (o.n_predict == 0) {
@@ -80,9 +92,10 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
   }
   Emit em = emit_begin(s.tok, o.stop, o.n_predict > 0 ? o.n_predict : -1, o.interrupt);
   bool cut = false;  // the sink ended it
-  // Emits `id`; false when the generation ends with it.
+  // Emits `id`; false when the generation ends with it. `full`: the context has no room for
+  // the step that would feed `id` (o.make_room may make some).
   auto emit = [&](int32_t id, bool full) {
-    const Emitted out = emit_token(em, s.tok, id, full);
+    const Emitted out = emit_token(em, s.tok, id, full, o.make_room);
     if (out.counted && !sink(out.text, id)) {
       cut = true;
       return false;
@@ -95,6 +108,7 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
     if (!cut)
       if (std::string tail = emit_end(em); !tail.empty()) sink(tail, -1);
     st.generate_seconds = since(t1);
+    WGRT_CHECK(!kv || kv->size() == s.n_past, "kv_tokens holds {} tokens, the cache {}", kv->size(), s.n_past);
     return st;
   };
   // Another token after the next one may still be wanted.
@@ -118,7 +132,14 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
         if (ahead) s.n_past -= 1;  // the step in flight consumed a token nobody keeps
         break;
       }
-      step = *ahead;
+      if (ahead) {
+        step = *ahead;  // it consumed `id`
+      } else {
+        // make_room made some: `id` goes in from the host, the steps after it are fed again.
+        eval(s, std::span<const int32_t>(&id, 1), {}, step_read(), draw());
+        step = s.last;
+      }
+      evaluated(std::span<const int32_t>(&id, 1));
       submit_ahead();
       id = read_argmax(s, step);
     }
@@ -130,6 +151,7 @@ GenerateStats generate_tokens(Session& s, std::span<const int32_t> prompt, const
   auto t1 = Clock::now();
   while (emit(next, /*full=*/s.n_past >= s.mg.n_ctx)) {
     eval(s, std::span<const int32_t>(&next, 1), {}, step_read());
+    evaluated(std::span<const int32_t>(&next, 1));
     next = pick_next(s, sampler);
   }
   return end(t1);

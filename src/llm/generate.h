@@ -22,6 +22,22 @@ struct GenerateOptions {
   SamplerParams sampling;
   std::vector<std::string> stop;    // generation ends before any of these
   const std::atomic<bool>* interrupt = nullptr;  // set: the next token ends it ("interrupted")
+
+  // A conversation that goes on over one cache (llm/chat.h's turn), the prompt continuing the
+  // s.n_past tokens the cache holds. All three may stay empty.
+  // The caller's sampler instead of one made from `sampling` (not read then): its token history
+  // (the penalties') carries over, and a grammar must be attached already (constrain). The
+  // prompt's tokens are accepted into it as into a fresh one.
+  Sampler* sampler = nullptr;
+  // The tokens at KV positions 0..s.n_past-1, kept so: each token evaluated is appended (the
+  // prompt's, then each decoded one, fed on the GPU or not), one a step in flight consumed and
+  // nobody keeps is not. Must hold s.n_past tokens on entry; holds them on return and whenever
+  // make_room runs.
+  std::vector<int32_t>* kv_tokens = nullptr;
+  // Called when the next token has no room (s.n_past == n_ctx): may free positions (a context
+  // shift, which rewrites s.n_past and kv_tokens and may evaluate); true: it did, the
+  // generation goes on; false: it ends ("context"). The decode resumes pipelined after it.
+  std::function<bool()> make_room;
 };
 
 struct GenerateStats {

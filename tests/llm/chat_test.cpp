@@ -1,13 +1,18 @@
 // The chat turn loop on a tiny random-weight model with a byte-level vocabulary (one token
 // per byte, so prompt sizes follow from the text): the second turn prefills only its new
 // tokens, and its reply is the one a fresh session gives after prefilling the whole
-// conversation at once.
+// conversation at once. ChatLoop checks the cache record token by token against a reference
+// computed from scratch, for the pipelined greedy and GPU-sampled decodes and penalized ones,
+// adjusted on the GPU or sampled on the CPU, across an interrupted reply and one that shifts
+// the context.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "llm/chat.h"
+#include "llm/generate.h"
 #include "model/gguf.h"
 #include "model/gguf_writer.h"
 #include "model/random_model.h"
@@ -175,6 +180,155 @@ TEST(Chat, AReplyThatFillsTheContextShiftsItAndGoesOn) {
   EXPECT_TRUE(std::equal(system.begin(), system.end(), c.cached.begin())) << "the system prompt stays";
   EXPECT_EQ(s.n_past, c.cached.size());
   EXPECT_LE(s.n_past, 256u);
+}
+
+// A chat turn computed from scratch, as the reference for what chat_turn's cache must hold
+// and what it must reply: the whole prompt evaluated at once, then one unpipelined step per
+// picked token (sampled on the GPU with the same draws where the sampler samples there, else
+// picked from the whole row on the CPU, penalties applied there), and at each context shift
+// the kept tokens evaluated again from an empty cache. The sampler accepts the prompt's tokens
+// from n_reused on, as the chat accepts only those it prefills. The token at `interrupt_at`
+// (counting from 0) ends the reply as an end token does: picked, neither counted nor evaluated.
+struct ReferenceTurn {
+  std::vector<int32_t> cached;  // the tokens at KV positions 0..n_past-1 after the reply
+  std::vector<int32_t> reply;   // the counted ids
+  size_t shifted = 0;
+};
+
+ReferenceTurn reference_turn(llm::Session& s, llm::Sampler& sampler, const std::vector<int32_t>& prompt,
+                             size_t n_reused, int32_t n_predict, size_t n_keep, size_t n_ctx,
+                             int32_t interrupt_at = -1) {
+  for (size_t i = n_reused; i < prompt.size(); ++i) llm::accept_token(sampler, prompt[i]);
+  const bool on_gpu = llm::can_sample_on_gpu(s, sampler.params);
+  const llm::SamplerParams& p = sampler.params;
+  auto step = [&](std::span<const int32_t> tokens, bool picked_after) {
+    llm::GpuSample g{0, p.temperature, p.top_p, p.min_p, p.top_k};
+    if (!on_gpu) return llm::eval(s, tokens, {}, llm::Readout::All);
+    if (!picked_after) return llm::eval(s, tokens, {}, llm::Readout::Argmax);
+    g.draw = llm::next_draw(sampler);
+    llm::eval(s, tokens, {}, llm::Readout::Argmax, &g);
+  };
+  auto pick = [&] {
+    if (!on_gpu) return llm::pick_next(s, sampler);
+    const int32_t id = llm::read_argmax(s);
+    llm::accept_token(sampler, id);
+    return id;
+  };
+  ReferenceTurn r;
+  r.cached = prompt;
+  llm::reset(s);
+  step(r.cached, true);
+  for (int32_t i = 0; i < n_predict; ++i) {
+    const int32_t id = pick();
+    if (llm::is_end_token(s, id) || i == interrupt_at) {
+      // The pipelined decode had a step ahead in flight when this token was read (the budget
+      // let another through, the context had room), and its sample had drawn already.
+      if (on_gpu && i + 1 < n_predict && r.cached.size() < n_ctx) llm::next_draw(sampler);
+      break;
+    }
+    r.reply.push_back(id);
+    if (i + 1 == n_predict) break;
+    if (r.cached.size() == n_ctx) {  // the shift: the older half after the system prompt leaves
+      const size_t discard = (n_ctx - n_keep) / 2;
+      r.cached.erase(r.cached.begin() + ptrdiff_t(n_keep), r.cached.begin() + ptrdiff_t(n_keep + discard));
+      r.shifted += discard;
+      llm::reset(s);
+      step(r.cached, false);
+    }
+    step(std::span<const int32_t>(&id, 1), true);
+    r.cached.push_back(id);
+  }
+  return r;
+}
+
+// Three turns (two short, one whose reply fills the context and shifts it) checked against
+// reference_turn: after each, the chat's record of the cache is what the cache must hold (no
+// token lost or counted twice by the pipelined decode, the step ahead it drops, or the shift),
+// the cache position matches it, and the reply is the reference's.
+void expect_turns_match_reference(const llm::SamplerParams& sampling) {
+  constexpr uint32_t kCtx = 320;
+  model::BuildOptions bo;
+  bo.n_ctx = kCtx;
+  llm::Session s = llm::open_session(test::device(), model_path(), bo);
+  ASSERT_TRUE(llm::can_feed(s)) << "no GPU-fed route: the decode would not pipeline";
+  llm::Session ref = llm::open_session(test::device(), model_path(), bo);
+  llm::ChatOptions o;
+  o.sampling = sampling;
+  o.system = "Be brief.";
+  llm::Chat c = llm::start_chat(s, chat::find_chat_template(model_path()), o);
+  llm::Sampler ref_sampler = llm::make_sampler(sampling);
+  const size_t n_keep =
+      tokenizer::tokenize(s.tok, "<|begin_of_text|>" + turn("system", "Be brief."), false, true).size();
+  struct Turn {
+    const char* text;
+    int32_t n_predict;
+    bool interrupted;  // interrupted after its first text: the step ahead is dropped
+    bool shifts;       // the reply fills the context (after the oldest turns left to make room for it)
+  };
+  const Turn turns[] = {
+      {"Hello", 6, false, false}, {"How are you?", 12, true, false}, {"Tell me more.", 180, false, true}};
+  for (const Turn& t : turns) {
+    SCOPED_TRACE(t.text);
+    c.opts.n_predict = t.n_predict;
+    const size_t before = c.cached.size();
+    std::atomic<bool> interrupt{false};
+    auto shown = [&](std::string_view) { interrupt = t.interrupted; };
+    const llm::TurnStats st = llm::chat_turn(c, t.text, shown, &interrupt);
+    ASSERT_EQ(st.stop_reason, t.interrupted ? "interrupted" : "length")
+        << "the fixture's model ended a reply early (pick other turns)";
+    nlohmann::ordered_json asked = c.messages;
+    asked.erase(asked.size() - 1);  // the reply just added
+    const std::vector<int32_t> prompt = llm::chat_prompt_tokens(c, asked);
+    ASSERT_EQ(st.n_prompt, prompt.size());
+    if (!t.shifts) {
+      EXPECT_EQ(st.n_reused, before) << "the turn does not continue what the cache holds";
+    }
+    const ReferenceTurn want = reference_turn(ref, ref_sampler, prompt, st.n_reused, t.n_predict, n_keep, kCtx,
+                                              t.interrupted ? int32_t(st.n_generated) : -1);
+    EXPECT_EQ(c.cached, want.cached);
+    EXPECT_EQ(s.n_past, c.cached.size());
+    EXPECT_EQ(st.reply, tokenizer::detokenize(s.tok, want.reply));
+    EXPECT_EQ(st.n_generated, want.reply.size());
+    EXPECT_EQ(st.shifted_tokens, want.shifted);
+    EXPECT_EQ(want.shifted > 0, t.shifts);
+  }
+}
+
+// Greedy: the pipelined decode (a fed step in flight while the previous token is read).
+TEST(ChatLoop, GreedyTurnsKeepTheCacheExact) {
+  llm::SamplerParams p;
+  p.temperature = 0;
+  expect_turns_match_reference(p);
+}
+
+// Sampled on the GPU with a seed: pipelined too, the draws in order across the turns.
+TEST(ChatLoop, SampledTurnsKeepTheCacheExact) {
+  llm::SamplerParams p;
+  p.temperature = 0.9f;
+  p.top_k = 20;
+  p.seed = 7;
+  expect_turns_match_reference(p);
+}
+
+// A repeat penalty over a history that spans the turns: the logits adjusted on the GPU (the
+// reference adjusts them on the CPU), one step at a time.
+TEST(ChatLoop, PenalizedTurnsKeepTheCacheExact) {
+  llm::SamplerParams p;
+  p.temperature = 0;
+  p.repeat_penalty = 1.3f;
+  p.repeat_last_n = 32;
+  expect_turns_match_reference(p);
+}
+
+// Sampled from the whole row with a penalty (top_k 0: the GPU can neither sample nor adjust),
+// the logits adjusted and sampled on the CPU, the draws in order across the turns.
+TEST(ChatLoop, PenalizedSampledOnTheCpuKeepsTheCacheExact) {
+  llm::SamplerParams p;
+  p.temperature = 0.7f;
+  p.top_k = 0;
+  p.frequency_penalty = 0.5f;
+  p.seed = 11;
+  expect_turns_match_reference(p);
 }
 
 }  // namespace
