@@ -83,8 +83,13 @@ struct ScratchDir {
 // soft-capping (attention 5, final 10: caps that bend these scores). Gemma 2 is tied (llama.cpp
 // reads its output from token_embd), so it has no peaked variant (the fixture's output rows are
 // its own); the random one's greedy check takes near ties as llama.cpp scores them.
-enum class Source { Random, Peaked, Ragged, Phi3, Phi3Peaked, Gemma3, Gemma3Peaked, Gemma2 };
-bool peaked(Source s) { return s == Source::Peaked || s == Source::Phi3Peaked || s == Source::Gemma3Peaked; }
+// Qwen3MoePeaked: Peaked's attention and embeddings as a qwen3moe file, each FFN 2 of 4 experts
+// of 256 rows (routers drawn 4x wide, so the chosen experts lead the rest by more than the two
+// runtimes' rounding on most tokens).
+enum class Source { Random, Peaked, Ragged, Phi3, Phi3Peaked, Gemma3, Gemma3Peaked, Gemma2, Qwen3MoePeaked };
+bool peaked(Source s) {
+  return s == Source::Peaked || s == Source::Phi3Peaked || s == Source::Gemma3Peaked || s == Source::Qwen3MoePeaked;
+}
 bool phi3(Source s) { return s == Source::Phi3 || s == Source::Phi3Peaked; }
 bool gemma3(Source s) { return s == Source::Gemma3 || s == Source::Gemma3Peaked; }
 const char* source_tag(Source s) {
@@ -97,6 +102,7 @@ const char* source_tag(Source s) {
     case Source::Gemma3: return "gemma3-";
     case Source::Gemma3Peaked: return "gemma3-peaked-";
     case Source::Gemma2: return "gemma2-";
+    case Source::Qwen3MoePeaked: return "qwen3moe-peaked-";
   }
   return "?";
 }
@@ -186,7 +192,19 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
         spec.final_softcap = 10.f;
       }
     }
+    if (src == Source::Qwen3MoePeaked) {
+      spec.arch = Arch::Qwen3Moe;
+      spec.n_experts = 4, spec.n_experts_used = 2, spec.expert_ff = 256;
+    }
     GgufWriter w = make_random_model(spec);
+    for (GgufWriter::Tensor& t : w.tensors)  // F32 routers, 4x wide
+      if (t.name.ends_with("ffn_gate_inp.weight"))
+        for (size_t i = 0; i + 4 <= t.data.size(); i += 4) {
+          float v;
+          std::memcpy(&v, &t.data[i], 4);
+          v *= 4;
+          std::memcpy(&t.data[i], &v, 4);
+        }
     if (peaked(src)) make_peaked(w, gemma3(src) ? kPeakedEmbdNorm / std::sqrt(float(spec.dim)) : kPeakedEmbdNorm);
     source = dir + "/" + tag + "source-f16.gguf";
     gguf_write_file(w, source);
@@ -496,7 +514,8 @@ INSTANTIATE_TEST_SUITE_P(, LlamaCppEndToEnd,
                                            E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Peaked},
                                            E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Phi3Peaked},
                                            E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Gemma3Peaked},
-                                           E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Gemma2}),
+                                           E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Gemma2},
+                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Qwen3MoePeaked}),
                          e2e_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Wide, LlamaCppEndToEnd,
@@ -510,7 +529,9 @@ INSTANTIATE_TEST_SUITE_P(Wide, LlamaCppEndToEnd,
                                            E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Gemma3},
                                            E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Gemma3},
                                            E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Gemma3Peaked},
-                                           E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Gemma2}),
+                                           E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Gemma2},
+                                           E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Qwen3MoePeaked},
+                                           E2eCase{lc::Ftype::Q6_K, 1.5e-2f, Source::Qwen3MoePeaked}),
                          e2e_case_name);
 
 }  // namespace
