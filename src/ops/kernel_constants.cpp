@@ -44,7 +44,6 @@ std::span<const KernelConstant> kernel_constants() {
       {"logit_adjust", "WG", kLogitAdjustWorkgroup},
       {"moe", "MOE_WG", kMoeWorkgroup},
       {"moe", "MOE_MAX_E", kMoeMaxExperts},
-      {"moe", "MOE_MAX_K", kMoeMaxUsed},
       {"rms_norm", "WG", kRmsNormWorkgroup},
       {"rope", "WG", kRopeWorkgroup},
       {"silu_mul", "WG", kSiluMulWorkgroup},

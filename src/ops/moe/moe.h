@@ -39,8 +39,9 @@ struct MoeParams {
 static_assert(sizeof(MoeParams) == 32);
 extern const ParamLayout kMoeLayout;
 
-// moe.wgsl's MOE_WG, MOE_MAX_E and MOE_MAX_K (ops/kernel_constants.cpp writes them): the experts
-// and the experts used per token a router can have.
+// moe.wgsl's MOE_WG and MOE_MAX_E (ops/kernel_constants.cpp writes them, MOE_MAX_E a multiple of
+// MOE_WG): the experts a router can have; and the most it may choose per token.
 constexpr uint32_t kMoeWorkgroup = 64, kMoeMaxExperts = 512, kMoeMaxUsed = 32;
+static_assert(kMoeMaxExperts % kMoeWorkgroup == 0);
 
 }  // namespace wgrt::ops

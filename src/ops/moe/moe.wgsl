@@ -20,12 +20,9 @@ struct Params {
 @group(0) @binding(6) var<storage, read> res: array<f32>;        // moe_combine: [m, n]
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;  // moe_combine: [m, n]
 
-var<workgroup> mr_l: array<f32, MOE_MAX_E>;
-var<workgroup> mr_taken: array<u32, MOE_MAX_E>;
-var<workgroup> mr_red: array<vec2<u32>, MOE_WG>;  // (order key, expert)
-var<workgroup> mr_sel: array<u32, MOE_MAX_K>;
-
-const MR_NONE: u32 = 0xffffffffu;
+var<workgroup> mr_key_of: array<u32, MOE_MAX_E>;  // each expert's order key
+var<workgroup> mr_exp: array<f32, MOE_MAX_E>;      // exp(logit - top) of the chosen (by rank), or of all
+var<workgroup> mr_top: f32;
 
 // Unsigned order = float order, NaN as -inf (sampling's argmax key).
 fn mr_key(v: f32) -> u32 {
@@ -35,52 +32,47 @@ fn mr_key(v: f32) -> u32 {
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
 }
 
-// Whether candidate a beats b: a larger logit, the lower expert on ties.
-fn mr_better(a: vec2<u32>, b: vec2<u32>) -> bool {
-  return a.y != MR_NONE && (b.y == MR_NONE || a.x > b.x || (a.x == b.x && a.y < b.y));
-}
-
-// A workgroup per token: k rounds of a workgroup argmax over the experts not yet taken, then
-// the chosen experts' softmax weights (over all experts, or over the chosen ones with norm).
+// A workgroup per token. Each expert's rank is the count of experts ahead of it (a larger
+// logit, or an equal one at a lower index): ranks are distinct, and the experts of rank < k are
+// the token's, in slot order. Then their softmax weights, over all experts or (norm) over the
+// chosen ones. Three barriers whatever k is.
 @compute @workgroup_size(MOE_WG)
 fn moe_route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
   let t = wid.x + wid.y * nwg.x;
   if (t >= p.m) { return; }  // the whole workgroup: barriers stay uniform
+  for (var i = lid; i < p.e; i += MOE_WG) { mr_key_of[i] = mr_key(logits[t * p.e + i]); }
+  workgroupBarrier();
+  var rank: array<u32, MOE_MAX_E / MOE_WG>;
   for (var i = lid; i < p.e; i += MOE_WG) {
-    mr_l[i] = logits[t * p.e + i];
-    mr_taken[i] = 0u;
+    let key = mr_key_of[i];
+    var r = 0u;
+    for (var j = 0u; j < p.e; j++) {
+      let kj = mr_key_of[j];
+      r += select(0u, 1u, kj > key || (kj == key && j < i));
+    }
+    rank[i / MOE_WG] = r;
+    if (r == 0u) { mr_top = logits[t * p.e + i]; }
   }
   workgroupBarrier();
-  for (var s = 0u; s < p.k; s++) {
-    var best = vec2<u32>(0u, MR_NONE);
-    for (var i = lid; i < p.e; i += MOE_WG) {
-      let c = vec2<u32>(mr_key(mr_l[i]), i);
-      if (mr_taken[i] == 0u && mr_better(c, best)) { best = c; }
+  let top = mr_top;
+  for (var i = lid; i < p.e; i += MOE_WG) {
+    let r = rank[i / MOE_WG];
+    let v = exp(logits[t * p.e + i] - top);  // the largest logit's is 1: no overflow
+    if (p.norm != 0u) {
+      if (r < p.k) { mr_exp[r] = v; }
+    } else {
+      mr_exp[i] = v;
     }
-    mr_red[lid] = best;
-    workgroupBarrier();
-    for (var w = MOE_WG / 2u; w > 0u; w /= 2u) {
-      if (lid < w && mr_better(mr_red[lid + w], mr_red[lid])) { mr_red[lid] = mr_red[lid + w]; }
-      workgroupBarrier();
-    }
-    if (lid == 0u) {
-      mr_sel[s] = mr_red[0].y;
-      mr_taken[mr_red[0].y] = 1u;
-    }
-    workgroupBarrier();
   }
-  if (lid != 0u) { return; }
-  let top = mr_l[mr_sel[0]];  // the largest logit: every exp below is at most 1
-  var total = 0.0;
-  if (p.norm != 0u) {
-    for (var s = 0u; s < p.k; s++) { total += exp(mr_l[mr_sel[s]] - top); }
-  } else {
-    for (var i = 0u; i < p.e; i++) { total += exp(mr_l[i] - top); }
-  }
-  for (var s = 0u; s < p.k; s++) {
-    ids[t * p.k + s] = mr_sel[s];
-    wts[t * p.k + s] = exp(mr_l[mr_sel[s]] - top) / total;
+  workgroupBarrier();
+  for (var i = lid; i < p.e; i += MOE_WG) {
+    let r = rank[i / MOE_WG];
+    if (r >= p.k) { continue; }
+    var total = 0.0;
+    for (var j = 0u; j < select(p.e, p.k, p.norm != 0u); j++) { total += mr_exp[j]; }
+    ids[t * p.k + r] = i;
+    wts[t * p.k + r] = exp(logits[t * p.e + i] - top) / total;
   }
 }
 
