@@ -10,9 +10,14 @@
 #include <cmath>
 #include <vector>
 
+#include <filesystem>
+#include <unistd.h>
+
 #include "llm/batch.h"
 #include "llm/generate.h"
 #include "llm/session.h"
+#include "model/gguf_writer.h"
+#include "model/random_model.h"
 #include "support/device.h"
 
 namespace wgrt::llm {
@@ -20,9 +25,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-model::BuildOptions options(uint32_t n_seqs) {
+model::BuildOptions options(uint32_t n_seqs, uint32_t n_ctx = 48) {
   model::BuildOptions o;
-  o.n_ctx = 48;
+  o.n_ctx = n_ctx;
   // Steps of at most 8 rows take the gemv with f32 activations (gemv_int8 0) alone and batched,
   // so rows compare closely; the int8 gemm's rounding (past 8 rows) would differ with the
   // chunking. Steps of 5..8 tokens of 4 sequences still take attention's prefill route.
@@ -64,8 +69,30 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   EXPECT_LE(worst, 2e-3f * std::max(scale, 1.0f)) << what;
 }
 
-TEST(Batch, InterleavedSequencesGiveTheTokensTheyGetAlone) {
-  Session one = open_session(test::device(), demo_model_path(), options(1));
+// A small qwen3moe model (2 of 6 experts a token; byte-level vocabulary), written once per process.
+const std::string& moe_model_path() {
+  static const std::string path = [] {
+    model::RandomModelSpec spec;
+    spec.arch = model::Arch::Qwen3Moe;
+    spec.dim = 128, spec.ff = 256, spec.n_experts = 6, spec.n_experts_used = 2, spec.expert_ff = 128;
+    spec.matrix_type = model::GgmlType::Q8_0;
+    const std::string p = ::testing::TempDir() + fmt::format("wgrt-batch-moe-{}.gguf", getpid());
+    model::gguf_write_file(model::make_random_model(spec), p);
+    return p;
+  }();
+  return path;
+}
+
+// The demo model, and a mixture of experts (each row routed to its own experts in the step).
+class BatchModels : public ::testing::TestWithParam<const char*> {
+ protected:
+  bool moe() const { return std::string(GetParam()) == "moe"; }
+  std::string path() const { return moe() ? moe_model_path() : demo_model_path(); }
+  uint32_t n_ctx() const { return moe() ? 128 : 48; }  // its vocabulary spells the prompts byte by byte
+};
+
+TEST_P(BatchModels, InterleavedSequencesGiveTheTokensTheyGetAlone) {
+  Session one = open_session(test::device(), path(), options(1, n_ctx()));
   std::vector<std::vector<int32_t>> prompts;
   for (const char* text : {"The old man", "Once upon a time there was a little girl who",
                            "It was a cold morning in the village, and the miller's daughter went down to the river"})
@@ -78,7 +105,7 @@ TEST(Batch, InterleavedSequencesGiveTheTokensTheyGetAlone) {
   for (const auto& p : prompts) want.push_back(alone(one, p, n_gen));
   one = Session{};
 
-  Session s = open_session(test::device(), demo_model_path(), options(4));
+  Session s = open_session(test::device(), path(), options(4, n_ctx()));
   ASSERT_EQ(n_seqs(s), 4u);
   // As `wgrt serve` steps its slots: decode tokens first, then prompt chunks within the batch.
   std::vector<Picks> got(prompts.size());
@@ -136,6 +163,9 @@ TEST(Batch, InterleavedSequencesGiveTheTokensTheyGetAlone) {
   EXPECT_EQ(seq_pos(s, 3), 0u) << "an idle sequence keeps its place";
   EXPECT_THROW(read_argmax_row(s, s.last_rows), std::out_of_range);
 }
+
+INSTANTIATE_TEST_SUITE_P(, BatchModels, ::testing::Values("demo", "moe"),
+                         [](const auto& i) { return std::string(i.param); });
 
 // Pipelined greedy decode (submit_fed_seqs), stepped as `wgrt serve` steps its slots: a step of
 // decode tokens alone is followed by steps that embed the previous step's argmax rows on the GPU,
