@@ -134,9 +134,15 @@ graph::TensorId attention_qkv(BuildContext& b, const LayerPlan& p, uint32_t l, c
       load_linear_fused(b.g, b.loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"), wname(l, "attn_v.weight")},
                         {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows, biases, orders);
   if (!w) throw std::logic_error(fmt::format("layer {}: the plan fuses q|k|v but the weights do not", l));
-  const ops::RopeQkv rope{.freqs = layer_rope_freqs(b, l), .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
-                          .head_dim = c.head_dim, .layout = ops::RopeLayout::Normal,
-                          .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
+  ops::RopeQkv rope{.freqs = layer_rope_freqs(b, l), .pos = b.pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads,
+                    .head_dim = c.head_dim, .layout = ops::RopeLayout::Normal,
+                    .k_cache = caches.k, .v_cache = caches.v, .rows = b.rows};
+  if (v.qk_norm) {  // each head's norm weight in the rows' order (neox pairs made adjacent)
+    const std::vector<uint32_t> order = c.rope_neox ? neox_pairs_adjacent(1, c.head_dim) : std::vector<uint32_t>{};
+    rope.q_norm = load_vector(b.g, b.loader, wname(l, "attn_q_norm.weight"), c.head_dim, c.norm_offset, order);
+    rope.k_norm = load_vector(b.g, b.loader, wname(l, "attn_k_norm.weight"), c.head_dim, c.norm_offset, order);
+    rope.norm_eps = c.norm_eps;
+  }
   return ops::add_linear_q(b.g, {.name = tname("attn_qkv_rope", l), .format = w->format, .gs = w->gs, .x = x.x,
                                  .q = w->q.q, .scales = w->q.scales, .bias = w->bias,
                                  .norm = layer_vector(b, wname(l, "attn_norm.weight"), c.dim), .eps = c.norm_eps,

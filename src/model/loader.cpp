@@ -465,13 +465,17 @@ std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim) {
   return order;
 }
 
-graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, float add) {
+graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, float add,
+                            const std::vector<uint32_t>& order) {
   const WeightView& w = take(l, name, {n});
-  graph::TensorId t = graph::add_weight(g, {.name = name, .dtype = graph::DType::F32, .shape = {n}});
+  if (!order.empty() && order.size() != n)
+    throw std::logic_error(fmt::format("{}: an order of {} for {} values", name, order.size(), n));
+  graph::TensorId t = graph::add_weight(g, {.name = order.empty() ? name : name + ".reordered", .dtype = graph::DType::F32,
+                                            .shape = {n}});
   l.gpu_bytes += uint64_t(n) * 4;
   const WeightView* wp = &w;
-  l.writes.push_back([wp, t, add](graph::Graph& gg) {
-    std::vector<float> f = weight_to_f32(*wp);
+  l.writes.push_back([wp, t, add, order](graph::Graph& gg) {
+    std::vector<float> f = reorder_rows(weight_to_f32(*wp), order, 1);
     if (add != 0)
       for (float& v : f) v += add;
     graph::write_tensor(gg, t, f.data(), f.size() * 4);

@@ -123,8 +123,10 @@ std::vector<uint32_t> neox_pairs_adjacent(uint32_t n_heads, uint32_t head_dim);
 std::optional<ops::QuantFormat> linear_quant_format(const Loader& l, const std::string& name, uint32_t k);
 
 // A vector [n] as f32 (norm weights, biases).
-// `add` is added to every value (ModelConfig::norm_offset for norm weights).
-graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, float add = 0);
+// `add` is added to every value (ModelConfig::norm_offset for norm weights); `order`, where not
+// empty, is the file index each value takes (neox_pairs_adjacent for a head's q/k norm weight).
+graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name, uint32_t n, float add = 0,
+                            const std::vector<uint32_t>& order = {});
 
 // y = x · wᵀ (+ bias) with the kernel family the weight's form needs.
 graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name,

@@ -7,6 +7,7 @@
 #include "ops/attention/attention.h"
 #include "ops/common.h"
 #include "ops/linear_q/linear_q.h"
+#include "ops/rope/rope.h"
 
 namespace wgrt::model {
 
@@ -74,7 +75,9 @@ ForwardPlan plan_forward(const graph::Graph& g, const Loader& loader, const Mode
   plan.layers.resize(c.n_layers);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     LayerPlan& p = plan.layers[l];
-    p.fused_qkv = !attention.qk_norm && c.head_dim % 4 == 0 && caches_whole && one_cache_dtype &&
+    // q/k norms: rope_qkv normalizes each head after the projection (whole heads a workgroup).
+    p.fused_qkv = (!attention.qk_norm || ops::rope_qkv_norms(c.head_dim)) && c.head_dim % 4 == 0 && caches_whole &&
+                  one_cache_dtype &&
                   linear_fuses(g, loader, {wname(l, "attn_q.weight"), wname(l, "attn_k.weight"),
                                            wname(l, "attn_v.weight")},
                                {q_dim, kv_dim, kv_dim}, c.dim, FuseLayout::Rows);

@@ -384,6 +384,28 @@ TEST(ModelDecode, NeoxModelsTurnRopeInTheGemv) {
   }
 }
 
+// q/k norms (qwen3, gemma3) no longer split the q|k|v projection: one node projects q|k|v and
+// rope_qkv normalizes each head, turns it and writes the caches (ModelEndToEnd's qwen3 and gemma3
+// cases check the logits); heads whose quarter does not divide rope_qkv's workgroup stay unfused.
+TEST(ModelDecode, QkNormModelsFuseTheirProjection) {
+  if (!std::filesystem::exists(kVocab)) GTEST_SKIP() << "vocab test data absent: run tools/setup-test-data.sh";
+  GgufFile vocab = open_gguf(kVocab);
+  for (uint32_t hd : {64u, 96u}) {
+    const E2eCase c{.arch = Arch::Qwen3, .type = GgmlType::Q8_0, .tol = 3e-2f, .head_dim = hd};
+    Fixture f = make_fixture(c, vocab);
+    llm::Session s = session(f, 8, false, c);
+    graph::Graph& g = *s.mg.graph;
+    bool fused = false, normed = false;
+    for (uint32_t n = 0; n < graph::node_count(g); ++n) {
+      const std::string& name = graph::node_info(g, graph::NodeId{n}).name;
+      fused = fused || name == "attn_qkv_rope.0";
+      normed = normed || name == "attn_q_norm.0";
+    }
+    EXPECT_EQ(fused, hd == 64) << "head_dim " << hd;
+    EXPECT_EQ(normed, hd == 96) << "head_dim " << hd;
+  }
+}
+
 // A tensor no builder reads is an error naming it (the run would silently lack it), and a
 // warning with allow_unused.
 TEST(ModelTensors, UnreadTensorIsAnErrorNamingIt) {

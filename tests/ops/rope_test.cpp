@@ -9,6 +9,7 @@
 
 #include "ops/attention_q8_support.h"
 #include "ops/rope/rope.h"
+#include "reference/norm_ref.h"
 #include "reference/quant_ref.h"
 #include "reference/rope_ref.h"
 #include "support/device.h"
@@ -230,11 +231,12 @@ struct QkvCase {
   bool neox, f16;
   bool rows = false;  // RopeQkv::rows: four sequences in regions of 24 rows
   bool q8 = false;    // q8_0 caches (f16 unused)
+  bool norm = false;  // RopeQkv::q_norm / k_norm: each q and k head RMS-normalized before it turns
 };
 
 std::string qkv_case_name(const QkvCase& c) {
-  return fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv, c.head_dim, c.n_rot,
-                     c.q8 ? "q8_0" : c.f16 ? "f16" : "f32");
+  return fmt::format("{}_h{}_kv{}_hd{}_rot{}_{}{}", c.neox ? "neox" : "normal", c.n_heads, c.n_kv, c.head_dim, c.n_rot,
+                     c.q8 ? "q8_0" : c.f16 ? "f16" : "f32", c.norm ? "_qk_norm" : "");
 }
 
 void run_rope_qkv(const QkvCase& c) {
@@ -257,14 +259,23 @@ void run_rope_qkv(const QkvCase& c) {
   const DType cd = c.q8 ? DType::Q8_0 : c.f16 ? DType::F16 : DType::F32;
   TensorId kc = add_weight(g, {.name = "k_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
   TensorId vc = add_weight(g, {.name = "v_cache", .dtype = cd, .shape = {c.n_kv, n_ctx, hd}, .role = TensorRole::State});
-  TensorId y = ops::add_rope_qkv(g, {.name = "q", .qkv = x,
-                                     .rope = {.freqs = freqs, .pos = pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv,
-                                              .head_dim = hd, .n_rot = c.n_rot,
-                                              .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
-                                              .k_cache = kc, .v_cache = vc, .rows = kv_rows}});
+  ops::RopeQkv spec{.freqs = freqs, .pos = pos, .n_heads = c.n_heads, .n_kv_heads = c.n_kv, .head_dim = hd,
+                    .n_rot = c.n_rot, .layout = c.neox ? ops::RopeLayout::Neox : ops::RopeLayout::Normal,
+                    .k_cache = kc, .v_cache = vc, .rows = kv_rows};
+  if (c.norm) {
+    spec.q_norm = add_weight(g, {.name = "q_norm", .shape = {hd}});
+    spec.k_norm = add_weight(g, {.name = "k_norm", .shape = {hd}});
+    spec.norm_eps = 1e-6f;
+  }
+  TensorId y = ops::add_rope_qkv(g, {.name = "q", .qkv = x, .rope = spec});
   for (TensorId t : {y, kc, vc}) mark_output(g, t);
   build(g);
   write_tensor<uint32_t>(g, freqs, ops::rope_freq_table(f));
+  const std::vector<float> qn = random_floats(hd, 7, 0.5f, 1.5f), kn = random_floats(hd, 8, 0.5f, 1.5f);
+  if (c.norm) {
+    write_tensor<float>(g, *spec.q_norm, qn);
+    write_tensor<float>(g, *spec.k_norm, kn);
+  }
 
   auto cache_value = [&](const std::vector<uint32_t>& words, size_t i) {
     return c.f16 && !c.q8 ? ref::half_to_float(uint16_t(words[i / 2] >> (16 * (i % 2)))) : std::bit_cast<float>(words[i]);
@@ -307,6 +318,10 @@ void run_rope_qkv(const QkvCase& c) {
       kv.insert(kv.end(), row + c.n_heads * hd, row + (c.n_heads + c.n_kv) * hd);
       vv.insert(vv.end(), row + (c.n_heads + c.n_kv) * hd, row + width);
     }
+    if (c.norm) {  // each head over its head_dim values, as stored
+      qv = ref::rms_norm(qv, qn, hd, 1e-6f);
+      kv = ref::rms_norm(kv, kn, hd, 1e-6f);
+    }
     EXPECT_TRUE(all_close(read_output<float>(g, y), ref::rope_at(qv, r.pos, ref_of(rc)), kAtol, kRtol));
     std::vector<float> kw = ref::rope_at(kv, r.pos, ref_of(kcase));
     std::vector<uint32_t> kgot = read_output<uint32_t>(g, kc), vgot = read_output<uint32_t>(g, vc);
@@ -347,7 +362,12 @@ std::vector<OpCase> rope_qkv_cases() {
                             // 10 heads, 16 threads idle) and 128; normal and neox pairs.
                             {4, 2, 64, 64, false, false, false, true}, {4, 2, 64, 64, true, false, false, true},
                             {2, 1, 96, 96, false, false, false, true}, {6, 2, 128, 96, true, false, false, true},
-                            {8, 1, 256, 256, true, false, false, true}};
+                            {8, 1, 256, 256, true, false, false, true},
+                            // q and k heads RMS-normalized first (Qwen3, Gemma 3): heads of 64, 128 (partial
+                            // rotary too) and 256, f32 / f16 / q8_0 caches.
+                            {4, 2, 64, 64, false, true, false, false, true}, {3, 1, 128, 128, true, false, false, false, true},
+                            {6, 2, 128, 96, true, true, false, false, true}, {8, 1, 256, 256, true, false, false, false, true},
+                            {4, 2, 64, 64, true, false, false, true, true}};
   for (const QkvCase& c : shapes) cases.push_back({qkv_case_name(c), [c] { run_rope_qkv(c); }});
   return cases;
 }
@@ -358,7 +378,7 @@ std::vector<OpCase> rope_qkv_rows_cases() {
   std::vector<OpCase> cases;
   const QkvCase shapes[] = {{4, 2, 64, 64, false, true, true}, {4, 2, 64, 64, true, false, true},
                             {4, 1, 40, 40, false, false, true}, {6, 2, 128, 96, true, true, true},
-                            {4, 2, 64, 64, true, false, true, true}};
+                            {4, 2, 64, 64, true, false, true, true}, {4, 2, 64, 64, true, false, true, false, true}};
   for (const QkvCase& c : shapes)
     cases.push_back({qkv_case_name(c),
                      [c] { run_rope_qkv(c); }});

@@ -290,6 +290,7 @@ void add_linear_q_node(LinearQBuild& b) {
   for (const auto& t : {d.bias, d.norm, d.residual})
     if (t) inputs.push_back(*t);
   if (d.rope) inputs.push_back(d.rope->freqs);
+  if (d.rope && d.rope->q_norm) inputs.insert(inputs.end(), {*d.rope->q_norm, *d.rope->k_norm});
   if (d.rope && d.rope->rows) inputs.push_back(d.rope->rows->table);  // the last input (infer checks its rows)
   const LinearQPlanCtx base{.n = b.n, .k = b.k, .gs = b.act_gs, .has_bias = d.bias.has_value(),
                             .norm = d.norm.has_value(), .eps = d.eps,

@@ -179,6 +179,7 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 // (to measure).
 bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<const LinearQPartPlan> parts) {
   if (r.rows) return false;  // a step of several sequences: rope_qkv reads the table
+  if (r.q_norm) return false;  // q/k norms span a head's row sets: rope_qkv normalizes
   if (r.layout != RopeLayout::Normal || caps.limits.maxStorageBuffersPerShaderStage < 9) return false;
   for (const LinearQPartPlan& pp : parts)
     if (pp.n % 4 != 0) return false;

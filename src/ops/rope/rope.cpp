@@ -155,6 +155,8 @@ graph::TensorId add_rope(graph::Graph& g, const RopeDesc& d) {
   return y;
 }
 
+bool rope_qkv_norms(uint32_t head_dim) { return head_dim % 4 == 0 && kRopeWorkgroup % (head_dim / 4) == 0; }
+
 RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, const RopeQkv& r, uint32_t width,
                              uint32_t max_tokens) {
   const graph::Tensor& kc = graph::tensor_info(g, r.k_cache);
@@ -181,18 +183,32 @@ RopeQkvCaches check_rope_qkv(const graph::Graph& g, const std::string& name, con
   if (r.pos.v >= graph::symbol_count(g))
     throw std::invalid_argument(fmt::format("{}: unknown pos symbol id {}", name, r.pos.v));
   if (r.rows) check_kv_rows(g, name, *r.rows, max_tokens);
-  // rope_qkv has no workgroup data; rope_qkv_q8 stages four values a thread.
-  require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {q8 ? wg_var_bytes(4 * kRopeWorkgroup * 4) : 0, kRopeWorkgroup});
+  if (r.q_norm.has_value() != r.k_norm.has_value() || (r.q_norm && !rope_qkv_norms(hd)))
+    throw std::invalid_argument(fmt::format("{}: rope_qkv normalizes q and k together, heads of a size whose quarter "
+                                            "divides {} (head_dim {})", name, kRopeWorkgroup, hd));
+  for (const auto& w : {r.q_norm, r.k_norm}) {
+    if (!w) continue;
+    const graph::Tensor& t = graph::tensor_info(g, *w);
+    if (t.dtype != graph::DType::F32 || t.max_shape != graph::Shape{hd})
+      throw std::invalid_argument(fmt::format("{}: the q and k norm weights must be f32 [{}]", name, hd));
+  }
+  // rope_qkv_q8 stages four values a thread; the norms a sum a thread.
+  const uint64_t wg_bytes = (q8 ? wg_var_bytes(4 * kRopeWorkgroup * 4) : 0) + (r.q_norm ? wg_var_bytes(kRopeWorkgroup * 4) : 0);
+  require_fits(graph::device_caps(g).limits, name + ": rope_qkv", {wg_bytes, kRopeWorkgroup});
   return {kc.max_shape[1], n_rot, kc.dtype == graph::DType::F16, q8};
 }
 
 graph::KernelSpec rope_qkv_kernel(const RopeQkv& r, const RopeQkvCaches& c, graph::TensorId qkv, graph::TensorId q) {
   std::vector<gpu::OverrideConstant> consts = {{"F16", c.f16 ? 1.0 : 0.0}};
   if (r.rows) consts.push_back({"TABLE", 1.0});
-  return {gpu::make_key("rope", c.q8 ? "rope_qkv_q8" : "rope_qkv", std::move(consts)),
-          {graph::Binding::of(0, qkv), graph::Binding::of(1, r.freqs), graph::Binding::of(2, q),
-           graph::Binding::params(3), graph::Binding::of(4, r.k_cache), graph::Binding::of(5, r.v_cache),
-           graph::Binding::of(6, kv_rows_binding(r.rows, r.freqs)), graph::Binding::symbol_block(7)}};
+  if (r.q_norm) consts.insert(consts.end(), {{"QK_NORM", 1.0}, {"QK_EPS", double(r.norm_eps)}});
+  std::vector<graph::Binding> bs = {graph::Binding::of(0, qkv), graph::Binding::of(1, r.freqs), graph::Binding::of(2, q),
+                                    graph::Binding::params(3), graph::Binding::of(4, r.k_cache),
+                                    graph::Binding::of(5, r.v_cache), graph::Binding::of(6, kv_rows_binding(r.rows, r.freqs)),
+                                    graph::Binding::symbol_block(7),
+                                    // Without norms the kernels still declare them: qkv stands in (read-only, unread).
+                                    graph::Binding::of(8, r.q_norm.value_or(qkv)), graph::Binding::of(9, r.k_norm.value_or(qkv))};
+  return {gpu::make_key("rope", c.q8 ? "rope_qkv_q8" : "rope_qkv", std::move(consts)), std::move(bs)};
 }
 
 void check_rope_positions(const std::string& name, const RopeQkv& r, const RopeQkvCaches& c, uint32_t n,
@@ -236,7 +252,8 @@ graph::TensorId add_rope_qkv(graph::Graph& g, const RopeQkvDesc& d) {
   graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {max_tokens, r.n_heads * r.head_dim});
   const std::string name = d.name;
   std::vector<graph::TensorId> inputs = {d.qkv, r.freqs};
-  if (r.rows) inputs.push_back(r.rows->table);
+  if (r.rows) inputs.push_back(r.rows->table);  // in[2]: infer checks its rows
+  if (r.q_norm) inputs.insert(inputs.end(), {*r.q_norm, *r.k_norm});
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = "rope_qkv",

@@ -77,7 +77,14 @@ struct RopeQkv {
   RopeLayout layout = RopeLayout::Normal;
   graph::TensorId k_cache, v_cache;
   std::optional<KvRows> rows;  // per-token positions and cache regions instead of pos + row
+  // Qwen3, Gemma 3: each q and k head RMS-normalized over head_dim (eps norm_eps) and times these
+  // f32 [head_dim] weights (in qkv's element order) before it turns; head_dim / 4 must divide
+  // kRopeWorkgroup (a workgroup holds whole heads). Both or neither.
+  std::optional<graph::TensorId> q_norm, k_norm;
+  float norm_eps = 1e-6f;
 };
+// Whether rope_qkv normalizes q and k heads of this size (RopeQkv::q_norm).
+bool rope_qkv_norms(uint32_t head_dim);
 struct RopeQkvDesc {
   std::string name;  // node and output (rotated q) name, e.g. "attn_q_rope.3"
   graph::TensorId qkv;

@@ -99,47 +99,52 @@ struct QkvQuad {
   head: u32,  // the q head, or the KV head
   row: u32,   // the cache row (k and v)
   token: u32,
+  u: u32,     // the thread's quad within its head
   e0: u32,
   e1: u32,
   a: vec2<f32>,
   b: vec2<f32>,
 }
 
-fn qkv_quad(t: u32) -> QkvQuad {
+// The thread's four elements as stored, before any norm or rotation: normal pairs at 4u..4u + 3;
+// neox pairs (2u, 2u + h) and (2u + 1, 2u + 1 + h) (h = n_rot / 2) of q and k within the
+// rotated dims.
+fn qkv_load(t: u32) -> QkvQuad {
   var o: QkvQuad;
   let quads = p.head_dim / 4u;
   let u = t % quads;
+  o.u = u;
   let heads = p.n_heads + 2u * p.n_kv_heads;
   let head = (t / quads) % heads;  // q heads, then k, then v
   o.token = t / (quads * heads);
-  var position = symbol(p.pos_sym) + o.token;
-  o.row = position;  // the cache row k and v go to
-  if (TABLE) {
-    position = kv_pos(o.token);
-    o.row = kv_dst(o.token, p.n_ctx);
-  }
-  let base = (o.token * heads + head) * p.head_dim;
-  let half_rot = p.n_rot / 2u;
+  o.row = symbol(p.pos_sym) + o.token;  // the cache row k and v go to
+  if (TABLE) { o.row = kv_dst(o.token, p.n_ctx); }
   o.kind = select(select(2u, 1u, head < p.n_heads + p.n_kv_heads), 0u, head < p.n_heads);
   o.head = select(select(head - p.n_heads - p.n_kv_heads, head - p.n_heads, o.kind == 1u), head, o.kind == 0u);
-  // The two (first, second) element pairs this thread owns, as stored (before rotation).
-  o.e0 = 4u * u;       // pair A = (e0, e0 + 1) after the write
-  o.e1 = 4u * u + 2u;  // pair B
+  let neox = p.neox != 0u && o.kind != 2u && 2u * u < p.n_rot / 2u;
+  o.e0 = select(4u * u, 2u * u, neox);
+  o.e1 = select(4u * u + 2u, p.n_rot / 2u + 2u * u, neox);
+  let base = (o.token * heads + head) * p.head_dim;
   o.a = vec2<f32>(x[base + o.e0], x[base + o.e0 + 1u]);
   o.b = vec2<f32>(x[base + o.e1], x[base + o.e1 + 1u]);
-  if (o.kind != 2u) {
-    if (p.neox != 0u && 2u * u < half_rot) {
-      // Rotation pairs (2u, 2u + h) and (2u + 1, 2u + 1 + h), h = n_rot / 2.
-      o.e0 = 2u * u;
-      o.e1 = half_rot + 2u * u;
-      let r0 = rotate(x[base + o.e0], x[base + o.e1], position, 2u * u);
-      let r1 = rotate(x[base + o.e0 + 1u], x[base + o.e1 + 1u], position, 2u * u + 1u);
-      o.a = vec2<f32>(r0.x, r1.x);
-      o.b = vec2<f32>(r0.y, r1.y);
-    } else if (p.neox == 0u && 2u * u < half_rot) {
-      o.a = rotate(o.a.x, o.a.y, position, 2u * u);
-      o.b = rotate(o.b.x, o.b.y, position, 2u * u + 1u);
-    }
+  return o;
+}
+
+// q and k's pairs turned at the token's position (rows past n_rot, and v, as they are).
+fn qkv_turn(o_in: QkvQuad) -> QkvQuad {
+  var o = o_in;
+  let u2 = 2u * o.u;  // the first pair's index
+  if (o.kind == 2u || u2 >= p.n_rot / 2u) { return o; }
+  var position = symbol(p.pos_sym) + o.token;
+  if (TABLE) { position = kv_pos(o.token); }
+  if (p.neox != 0u) {
+    let r0 = rotate(o.a.x, o.b.x, position, u2);
+    let r1 = rotate(o.a.y, o.b.y, position, u2 + 1u);
+    o.a = vec2<f32>(r0.x, r1.x);
+    o.b = vec2<f32>(r0.y, r1.y);
+  } else {
+    o.a = rotate(o.a.x, o.a.y, position, u2);
+    o.b = rotate(o.b.x, o.b.y, position, u2 + 1u);
   }
   return o;
 }
@@ -152,12 +157,46 @@ fn q_store(o: QkvQuad) {
   y[at + o.e1 + 1u] = o.b.y;
 }
 
+// QK_NORM (Qwen3, Gemma 3): each q and k head is RMS-normalized over head_dim by q_norm or k_norm
+// (element-wise weights, in the qkv's element order) before it turns. A workgroup holds whole
+// heads (rope.cpp checks head_dim / 4 divides WG): each thread's share of the head's sum of
+// squares meets the others' in qk_ss.
+override QK_NORM: bool = false;
+override QK_EPS: f32 = 1e-6;
+@group(0) @binding(8) var<storage, read> q_norm: array<f32>;  // [head_dim]
+@group(0) @binding(9) var<storage, read> k_norm: array<f32>;
+var<workgroup> qk_ss: array<f32, WG>;
+
+fn qk_normed(o_in: QkvQuad, lid: u32) -> QkvQuad {
+  var o = o_in;
+  let quads = p.head_dim / 4u;
+  var ss = 0.0;
+  for (var i = lid - lid % quads; i < lid - lid % quads + quads; i++) { ss += qk_ss[i]; }
+  if (o.kind == 2u) { return o; }
+  let r = inverseSqrt(ss / f32(p.head_dim) + QK_EPS);
+  if (o.kind == 0u) {
+    o.a *= r * vec2<f32>(q_norm[o.e0], q_norm[o.e0 + 1u]);
+    o.b *= r * vec2<f32>(q_norm[o.e1], q_norm[o.e1 + 1u]);
+  } else {
+    o.a *= r * vec2<f32>(k_norm[o.e0], k_norm[o.e0 + 1u]);
+    o.b *= r * vec2<f32>(k_norm[o.e1], k_norm[o.e1 + 1u]);
+  }
+  return o;
+}
+
 @compute @workgroup_size(WG)
 fn rope_qkv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
             @builtin(local_invocation_index) lid: u32) {
   let t = (wid.x + wid.y * nwg.x) * WG + lid;
-  if (t >= p.n_tokens * (p.n_heads + 2u * p.n_kv_heads) * (p.head_dim / 4u)) { return; }
-  let o = qkv_quad(t);
+  let live = t < p.n_tokens * (p.n_heads + 2u * p.n_kv_heads) * (p.head_dim / 4u);
+  var o = qkv_load(min(t, p.n_tokens * (p.n_heads + 2u * p.n_kv_heads) * (p.head_dim / 4u) - 1u));
+  if (QK_NORM) {  // every thread reaches the barrier
+    qk_ss[lid] = dot(o.a, o.a) + dot(o.b, o.b);
+    workgroupBarrier();
+    o = qk_normed(o, lid);
+  }
+  if (!live) { return; }
+  o = qkv_turn(o);
   if (o.kind == 0u) {
     q_store(o);
     return;
@@ -211,10 +250,16 @@ fn rope_qkv_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
   let quads = p.head_dim / 4u;
   let per = q8_heads_per_group() * quads;  // the workgroup's threads that hold a head's values
   let t = (wid.x + wid.y * nwg.x) * per + lid;
-  let live = lid < per && t < p.n_tokens * (p.n_heads + 2u * p.n_kv_heads) * quads;
-  var o: QkvQuad;
+  let total = p.n_tokens * (p.n_heads + 2u * p.n_kv_heads) * quads;
+  let live = lid < per && t < total;
+  var o = qkv_load(min(t, total - 1u));
+  if (QK_NORM) {  // every thread reaches the barrier; the heads lie in the first `per` threads
+    qk_ss[lid] = dot(o.a, o.a) + dot(o.b, o.b);
+    workgroupBarrier();
+    o = qk_normed(o, lid);
+  }
   if (live) {
-    o = qkv_quad(t);
+    o = qkv_turn(o);
     if (o.kind == 0u) {
       q_store(o);
     } else {
