@@ -436,10 +436,12 @@ std::optional<ExpertsWeight> load_experts(graph::Graph& g, Loader& l, const std:
     ew.format = f, ew.gs = gs;
     parts.push_back(&w);
   }
-  for (const std::string& name : names) take(l, name, {k, n, n_experts});
   const uint64_t rows = uint64_t(n) * n_experts * names.size();
   LinearWeight lw{.kind = LinearWeight::Kind::Quant, .n = uint32_t(rows), .k = k, .format = ew.format, .gs = ew.gs};
-  if (rows > std::numeric_limits<uint32_t>::max() || rows_bytes(lw, lw.n) > tensor_budget(g, l.opts))
+  const bool fits = rows <= std::numeric_limits<uint32_t>::max() && rows_bytes(lw, lw.n) <= tensor_budget(g, l.opts);
+  if (!fits && names.size() == 2) return std::nullopt;  // gate|up past one binding: each may fit alone
+  for (const std::string& name : names) take(l, name, {k, n, n_experts});
+  if (!fits)
     throw ModelError(fmt::format("{}: the experts' weight of {} rows takes {} bytes, past one storage binding of {} "
                                  "(hint: a more compact weight type, or an adapter with a larger "
                                  "maxStorageBufferBindingSize)", names[0], rows, rows_bytes(lw, uint32_t(rows)),

@@ -95,7 +95,7 @@ std::optional<LinearWeight> load_linear_fused(graph::Graph& g, Loader& l, const 
 // A mixture-of-experts weight: GGUF dims {k, n, n_experts}, the experts' [n, k] matrices one after
 // another, as one quantized matrix [n_experts * n, k] (linear_q.h add_linear_q_experts). Two
 // names (gate, up) fuse into each expert's (gate, up) blocks of 16 rows where both have one
-// format (else nullopt: the caller loads them one by one). Weights the file does not hold in
+// format and the pair fits one binding (else nullopt: the caller loads them one by one). Weights the file does not hold in
 // blocks a kernel reads (F32, F16, BF16) are quantized to q8 (groups of 32) at load, the
 // experts' kernels reading quantized rows only; LoadOptions::quantize applies as for any weight.
 struct ExpertsWeight {
