@@ -107,6 +107,7 @@ struct PlannedTensor {
   std::vector<uint64_t> dims;  // GGUF order
   Init init;
   std::vector<float> given = {};  // Init::Given's values
+  float scale = 1;                  // the drawn values times this
 };
 
 // The metadata of the model `s` describes; returns the vocabulary size.
@@ -195,7 +196,7 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
     t.push_back({p + "ffn_norm.weight", GgmlType::F32, {D}, Init::Norm});
     if (s.n_experts) {  // the router stays F32, as llama.cpp's quantizer leaves it
       const uint64_t E = s.n_experts, F = s.expert_ff;
-      t.push_back({p + "ffn_gate_inp.weight", GgmlType::F32, {D, E}, Init::Matrix});
+      t.push_back({p + "ffn_gate_inp.weight", GgmlType::F32, {D, E}, Init::Matrix, {}, s.router_scale});
       t.push_back({p + "ffn_gate_exps.weight", s.matrix_type, {D, F, E}, Init::Matrix});
       t.push_back({p + "ffn_up_exps.weight", s.matrix_type, {D, F, E}, Init::Matrix});
       t.push_back({p + "ffn_down_exps.weight", s.matrix_type, {F, D, E}, Init::Matrix});
@@ -269,6 +270,7 @@ void fill_tensor(const PlannedTensor& t, size_t index, const RandomModelSpec& s,
       for (uint64_t r = 0; r < n; ++r) {
         RowRng rng(s.seed, index, r0 + r);
         fill_row(v.data() + r * cols, cols, t.init, rng);
+        for (uint64_t c = 0; c < cols; ++c) v[r * cols + c] *= t.scale;
       }
       std::vector<uint8_t> q = quantize(t.type, v);
       std::memcpy(out.data() + r0 * row_bytes, q.data(), q.size());
@@ -370,6 +372,8 @@ GgufWriter make_random_model(const RandomModelSpec& s) {
                            : t.init == Init::Norm ? rng.norm(cols)
                            : t.init == Init::Bias ? rng.bias(cols)
                                                   : t.given;
+    if (t.scale != 1)
+      for (float& x : v) x *= t.scale;
     gguf_add_tensor(w, t.name, t.type, t.dims, quantize(t.type, v));
   }
   return w;

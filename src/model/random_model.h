@@ -20,6 +20,9 @@ struct RandomModelSpec {
   // experts of expert_ff rows (ffn_gate_inp F32 [dim, E], ffn_{gate,up,down}_exps of matrix_type),
   // n_experts_used per token. 0: a dense FFN of ff rows.
   uint32_t n_experts = 0, n_experts_used = 0, expert_ff = 0;
+  // The routers drawn this many times wider than a matrix: tests keep each token's chosen experts
+  // clear of the rest by more than rounding.
+  float router_scale = 1;
   float rope_theta = 10000.f;
   std::vector<float> rope_freq_factors;  // written as rope_freqs.weight when non-empty
   // LongRoPE (rope_factors_short/long.weight and their metadata) when non-empty.

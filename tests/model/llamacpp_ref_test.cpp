@@ -196,15 +196,8 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
       spec.arch = Arch::Qwen3Moe;
       spec.n_experts = 4, spec.n_experts_used = 2, spec.expert_ff = 256;
     }
+    spec.router_scale = 4;  // F32 routers, 4x wide
     GgufWriter w = make_random_model(spec);
-    for (GgufWriter::Tensor& t : w.tensors)  // F32 routers, 4x wide
-      if (t.name.ends_with("ffn_gate_inp.weight"))
-        for (size_t i = 0; i + 4 <= t.data.size(); i += 4) {
-          float v;
-          std::memcpy(&v, &t.data[i], 4);
-          v *= 4;
-          std::memcpy(&t.data[i], &v, 4);
-        }
     if (peaked(src)) make_peaked(w, gemma3(src) ? kPeakedEmbdNorm / std::sqrt(float(spec.dim)) : kPeakedEmbdNorm);
     source = dir + "/" + tag + "source-f16.gguf";
     gguf_write_file(w, source);
