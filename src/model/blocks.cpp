@@ -212,34 +212,38 @@ namespace {
 // The experts' outputs of weight `what` (ffn_down_exps, ...) for every (token, slot) pair: x's row
 // j / x_div times the rows of expert ids[j].
 graph::TensorId experts_proj(BuildContext& b, const ExpertsWeight& w, graph::TensorId x, graph::TensorId ids,
-                             uint32_t x_div, bool swiglu, const std::string& out) {
+                             uint32_t x_div, bool swiglu, const std::string& out,
+                             std::optional<graph::TensorId> norm = std::nullopt) {
   return ops::add_linear_q_experts(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = x, .ids = ids, .q = w.q.q,
                                          .scales = w.q.scales, .n_expert = w.n_expert, .x_div = x_div,
-                                         .swiglu = swiglu, .act = ops::GateAct::Silu, .gemv_int8 = b.o.gemv_int8});
+                                         .swiglu = swiglu, .act = ops::GateAct::Silu, .gemv_int8 = b.o.gemv_int8,
+                                         .norm = norm, .eps = b.c.norm_eps});
 }
 
 }  // namespace
 
+// The FFN's norm runs inside the router and the gate|up kernels (each normalizes the rows of x it
+// reads), so no kernel writes the normalized rows.
 Hidden ffn_moe(BuildContext& b, uint32_t l, const Hidden& x) {
   const ModelConfig& c = b.c;
   const uint32_t k = c.n_experts_used, ff = c.expert_ff;
   graph::TensorId norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
-  graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_norm", l), .x = x.x, .weight = norm, .eps = c.norm_eps});
   const LinearWeight router = load_linear(b.g, b.loader, wname(l, "ffn_gate_inp.weight"), c.n_experts, c.dim);
-  graph::TensorId logits = apply_linear(b.g, router, h, tname("ffn_router", l), b.o.gemv_int8);
+  graph::TensorId logits = apply_linear(b.g, router, x.x, tname("ffn_router", l), b.o.gemv_int8,
+                                          LinearNorm{norm, c.norm_eps});
   const ops::MoeRoute route =
       ops::add_moe_route(b.g, {.name = tname("ffn_route", l), .logits = logits, .n_used = k, .norm = c.expert_norm});
-  // gate|up: a row of h per token (k pairs each), SiLU(gate) * up in the kernel's epilogue.
+  // gate|up: a row of x per token (k pairs each), SiLU(gate) * up in the kernel's epilogue.
   const std::string gate = wname(l, "ffn_gate_exps.weight"), up = wname(l, "ffn_up_exps.weight");
   graph::TensorId act;
   if (std::optional<ExpertsWeight> gu = load_experts(b.g, b.loader, {gate, up}, ff, c.dim, c.n_experts)) {
-    act = experts_proj(b, *gu, h, route.ids, k, true, tname("ffn_act", l));
+    act = experts_proj(b, *gu, x.x, route.ids, k, true, tname("ffn_act", l), norm);
   } else {
     const ExpertsWeight wg = *load_experts(b.g, b.loader, {gate}, ff, c.dim, c.n_experts);
     const ExpertsWeight wu = *load_experts(b.g, b.loader, {up}, ff, c.dim, c.n_experts);
     act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l),
-                                  .gate = experts_proj(b, wg, h, route.ids, k, false, tname("ffn_gate", l)),
-                                  .up = experts_proj(b, wu, h, route.ids, k, false, tname("ffn_up", l))});
+                                  .gate = experts_proj(b, wg, x.x, route.ids, k, false, tname("ffn_gate", l), norm),
+                                  .up = experts_proj(b, wu, x.x, route.ids, k, false, tname("ffn_up", l), norm)});
   }
   const ExpertsWeight wd = *load_experts(b.g, b.loader, {wname(l, "ffn_down_exps.weight")}, c.dim, ff, c.n_experts);
   graph::TensorId down = experts_proj(b, wd, act, route.ids, 1, false, tname("ffn_down", l));

@@ -486,11 +486,15 @@ graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name,
 }
 
 graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name,
-                             int gemv_int8) {
+                             int gemv_int8, std::optional<LinearNorm> norm) {
+  const std::optional<graph::TensorId> nw = norm ? std::optional(norm->weight) : std::nullopt;
+  const float eps = norm ? norm->eps : 1e-5f;
   if (w.kind == LinearWeight::Kind::Quant)
     return ops::add_linear_q(g, {.name = out_name, .format = w.format, .gs = w.gs, .x = x, .q = w.q.q,
-                                 .scales = w.q.scales, .bias = w.bias, .more = w.more, .gemv_int8 = gemv_int8});
-  return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .more = w.w_more, .bias = w.bias});
+                                 .scales = w.q.scales, .bias = w.bias, .norm = nw, .eps = eps, .more = w.more,
+                                 .gemv_int8 = gemv_int8});
+  return ops::add_linear(g, {.name = out_name, .x = x, .w = w.w, .more = w.w_more, .bias = w.bias, .norm = nw,
+                             .eps = eps});
 }
 
 EmbeddingWeight load_embedding(graph::Graph& g, Loader& l, const std::string& name, uint32_t n_vocab, uint32_t dim) {

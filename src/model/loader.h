@@ -129,8 +129,13 @@ graph::TensorId load_vector(graph::Graph& g, Loader& l, const std::string& name,
                             const std::vector<uint32_t>& order = {});
 
 // y = x · wᵀ (+ bias) with the kernel family the weight's form needs.
+// norm: x RMS-normalized first with that weight and eps, inside the node.
+struct LinearNorm {
+  graph::TensorId weight;
+  float eps = 1e-5f;
+};
 graph::TensorId apply_linear(graph::Graph& g, const LinearWeight& w, graph::TensorId x, const std::string& out_name,
-                             int gemv_int8 = -1);
+                             int gemv_int8 = -1, std::optional<LinearNorm> norm = std::nullopt);
 
 // The token embedding table [n_vocab, dim] and its lookup for `ids`.
 struct EmbeddingWeight {

@@ -12,6 +12,7 @@
 #include "ops/linear_q/linear_q.h"
 #include "ops/quant/quant.h"
 #include "reference/linear_q_ref.h"
+#include "reference/norm_ref.h"
 #include "reference/reference.h"
 #include "reference/silu_mul_ref.h"
 #include "support/device.h"
@@ -33,6 +34,7 @@ struct ExpertsCase {
   bool swiglu;                   // gate|up (x a row per token) or down (x a row per pair)
   int gemv_int8;
   std::vector<uint32_t> tokens;  // live tokens per step
+  bool norm = false;             // x RMS-normalized inside the node (the FFN's norm)
 };
 
 // Rows [r0, r0 + n) of w [*, k].
@@ -59,13 +61,21 @@ void run_experts(const ExpertsCase& c) {
   TensorId x = add_input(g, {.name = "x", .max_shape = {max_pairs / x_div, c.k}, .dynamic_dims = 1});
   TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {max_pairs}, .dynamic_dims = 1});
   ops::QuantTensors wt = ops::add_quant_weight(g, "w", c.format, c.n_experts * c.n_expert, c.k, c.gs);
+  std::optional<TensorId> nw;
+  if (c.norm) nw = add_weight(g, {.name = "nw", .shape = {c.k}});
+  constexpr float kEps = 1e-5f;
   TensorId y = ops::add_linear_q_experts(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x, .ids = ids,
                                              .q = wt.q, .scales = wt.scales, .n_expert = c.n_expert, .x_div = x_div,
-                                             .swiglu = c.swiglu, .gemv_int8 = c.gemv_int8});
+                                             .swiglu = c.swiglu, .gemv_int8 = c.gemv_int8, .norm = nw, .eps = kEps});
   mark_output(g, y);
   build(g);
   auto [w, wd] = random_quant_weight(c.format, c.n_experts * c.n_expert, c.k, c.gs, 17 + c.n_expert);
   ops::write_quant_weight(g, wt, w);
+  std::vector<float> nwv;
+  if (nw) {
+    nwv = random_floats(c.k, 23, 0.5f, 1.5f);
+    write_tensor<float>(g, *nw, nwv);
+  }
   const bool int8 = ops::gemv_takes_int8(device().caps, c.gemv_int8);
 
   uint32_t step = 0;
@@ -80,6 +90,7 @@ void run_experts(const ExpertsCase& c) {
     std::vector<StepInput> inputs = {{x, xv.data(), xv.size() * 4}, {ids, iv.data(), iv.size() * 4}};
     auto got = run_step(g, shapes, {}, inputs, y);
     ASSERT_EQ(live_shape(g, y), (Shape{pairs, n_out}));
+    if (c.norm) xv = ref::rms_norm(xv, nwv, c.k, kEps);  // what the node's rows of x become
 
     std::vector<float> want, bound;
     for (uint32_t j = 0; j < pairs; ++j) {
@@ -121,6 +132,16 @@ std::vector<OpCase> experts_cases() {
         // 96 rows an expert: a tile of 16 past the last whole 32 (swiglu: 48 outputs).
         ExpertsCase c{f, gs, 512, 5, swiglu ? 96u : 80u, 3, swiglu, int8, {1, 4, 2, 1}};
         cases.push_back({fmt::format("{}_{}{}", ops::quant_format_name(f), swiglu ? "gate_up" : "down",
+                                     int8 ? "_xi8" : ""),
+                         [c] { run_experts(c); }});
+      }
+  // The FFN's norm inside the node: gate|up reads a row per token, down a row per pair.
+  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q8})
+    for (bool swiglu : {false, true})
+      for (int int8 : {0, 1}) {
+        const uint32_t gs = ops::has_block_d(f) ? 256 : 32;
+        ExpertsCase c{f, gs, 512, 5, swiglu ? 96u : 80u, 3, swiglu, int8, {1, 4, 2, 1}, true};
+        cases.push_back({fmt::format("{}_{}{}_norm", ops::quant_format_name(f), swiglu ? "gate_up" : "down",
                                      int8 ? "_xi8" : ""),
                          [c] { run_experts(c); }});
       }

@@ -24,6 +24,7 @@
 #include "ops/linear_q/linear_q.h"
 #include "ops/quant/quant.h"
 #include "reference/linear_q_ref.h"
+#include "reference/norm_ref.h"
 #include "reference/quant_ref.h"
 #include "reference/reference.h"
 #include "support/device.h"
@@ -234,20 +235,26 @@ TEST(LinearQSplit, KSlices) {
 
 // f16 weights on the f32 linear's routes: exact products of f16-rounded weights, so the f32
 // tolerance applies. Split cases: the weight's rows as several tensors (a matrix past the
-// storage binding limit, as the loader splits it), f16 and f32, a kernel per part.
+// storage binding limit, as the loader splits it), f16 and f32, a kernel per part. The gemv reads
+// vec4 words where K allows (K 96, 448, 64, 4104: several rounds of its loads) and scalars
+// elsewhere (K 2, 6). Norm cases: x RMS-normalized inside the node (in the vec4 gemv, else an
+// rms_norm kernel first) against rms_norm then linear.
 std::vector<OpCase> linear_f16_cases() {
   std::vector<OpCase> cases;
   struct Case {
     uint32_t k, n;
     bool bias, f16;
     std::vector<uint32_t> split;  // rows per tensor; empty: one
+    bool norm = false;
   };
   for (const Case& c : {Case{96, 131, true, true, {}}, {448, 37, false, true, {}}, {2, 7, true, true, {}},
-                        Case{96, 131, true, true, {48, 48, 35}}, {64, 37, false, false, {16, 21}}}) {
-    cases.push_back({fmt::format("{}_k{}_n{}{}{}", c.f16 ? "f16" : "f32", c.k, c.n, c.bias ? "_bias" : "",
-                                 c.split.empty() ? "" : fmt::format("_split{}", c.split.size())),
+                        Case{96, 131, true, true, {48, 48, 35}}, {64, 37, false, false, {16, 21}},
+                        Case{4104, 9, true, false, {}, true}, {4104, 6, false, true, {}, true},
+                        Case{6, 5, false, false, {}, true}, {64, 37, false, false, {16, 21}, true}}) {
+    cases.push_back({fmt::format("{}_k{}_n{}{}{}{}", c.f16 ? "f16" : "f32", c.k, c.n, c.bias ? "_bias" : "",
+                                 c.split.empty() ? "" : fmt::format("_split{}", c.split.size()), c.norm ? "_norm" : ""),
                      [c] {
-                       const auto [k, n, bias, f16, split0] = c;
+                       const auto [k, n, bias, f16, split0, norm] = c;
                        const std::vector<uint32_t> split = split0.empty() ? std::vector<uint32_t>{n} : split0;
                        Graph g(device());
                        const uint32_t max_m = 37;
@@ -256,11 +263,13 @@ std::vector<OpCase> linear_f16_cases() {
                        for (uint32_t r : split)
                          parts.push_back(add_weight(g, {.name = fmt::format("w{}", parts.size()),
                                                         .dtype = f16 ? DType::F16 : DType::F32, .shape = {r, k}}));
-                       std::optional<TensorId> b;
+                       std::optional<TensorId> b, nw;
                        if (bias) b = add_weight(g, {.name = "b", .shape = {n}});
+                       if (norm) nw = add_weight(g, {.name = "nw", .shape = {k}});
+                       constexpr float kEps = 1e-5f;
                        TensorId y = ops::add_linear(g, {.name = "y", .x = x, .w = parts[0],
                                                         .more = std::vector<TensorId>(parts.begin() + 1, parts.end()),
-                                                        .bias = b});
+                                                        .bias = b, .norm = nw, .eps = kEps});
                        NodeId node = find_node(g, "y");
                        mark_output(g, y);
                        build(g);
@@ -280,13 +289,25 @@ std::vector<OpCase> linear_f16_cases() {
                          bv = random_floats(n, 6);
                          write_tensor<float>(g, *b, bv);
                        }
+                       std::vector<float> nwv;
+                       if (norm) {
+                         nwv = random_floats(k, 7, 0.5f, 1.5f);
+                         write_tensor<float>(g, *nw, nwv);
+                       }
                        for (uint32_t m : {max_m, 1u, 5u, 1u}) {
                          auto xv = random_floats(size_t(m) * k, m, -3.f, 3.f);
                          ShapeInput s{x, {m, k}};
                          StepInput in{x, xv.data(), xv.size() * 4};
                          auto got = run_step(g, {&s, 1}, {}, {&in, 1}, y);
                          EXPECT_EQ(active_route(g, node), m == 1 ? ops::kLinearGemv : ops::kLinearTiled);
-                         EXPECT_TRUE(all_close(got, ref::linear(xv, wr, bv, m, n, k), 1e-4f, 1e-5f)) << "M " << m;
+                         const std::vector<float> xn = norm ? ref::rms_norm(xv, nwv, k, kEps) : xv;
+                         // f32 sums in another order: 1e-4 + 1e-5 |y| + 2 ulps of sum_k |x w| (K 4104).
+                         const std::vector<float> want = ref::linear(xn, wr, bv, m, n, k),
+                                                  mags = ref::abs_dot(xn, wr, m, n, k);
+                         std::vector<float> bound(want.size());
+                         for (size_t i = 0; i < want.size(); ++i)
+                           bound[i] = 1e-4f + 1e-5f * std::fabs(want[i]) + 2.4e-7f * mags[i];
+                         EXPECT_TRUE(within(got, want, bound)) << "M " << m;
                        }
                      }});
   }

@@ -21,6 +21,10 @@ struct LinearDesc {
   graph::TensorId w;  // [N0, K] f32 or f16
   std::vector<graph::TensorId> more;  // further rows of the weight, [N_i, K] of w's dtype: y = x [w | more...]^T
   std::optional<graph::TensorId> bias;  // [N] f32, N the rows of all parts
+  // RMS-normalize x first with this weight [K] (a mixture-of-experts router reading the FFN's
+  // input): inside the gemv where K is whole vec4 words, else an rms_norm kernel before it.
+  std::optional<graph::TensorId> norm;
+  float eps = 1e-5f;
 };
 
 graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d);
@@ -28,7 +32,8 @@ graph::TensorId add_linear(graph::Graph& g, const LinearDesc& d);
 struct LinearParams {
   uint32_t m, n, k, has_bias;  // n: this part's rows
   uint32_t y_off, ld;          // the part's first column of y, y's row length
-  uint32_t _pad0, _pad1;
+  float eps;                   // gemv_vec4 NORM
+  uint32_t _pad1;
 };
 static_assert(sizeof(LinearParams) == 32);
 extern const ParamLayout kLinearLayout;
@@ -39,7 +44,8 @@ struct LinearInferCtx {
 };
 graph::Shape infer_linear(const LinearInferCtx& c);
 
-// Route ids (graph/routes.h): gemv [1, 1], tiled [2, max] on x's rows.
+// Route ids (graph/routes.h): gemv [1, 1], tiled [2, max] on x's rows. The gemv reads vec4
+// words (gemv_vec4) where K is a multiple of 4 (f16: 8).
 // linear.wgsl ROWS (rows per gemv workgroup) and TILE (the tiled route's square), written into
 // it by ops/kernel_constants.cpp.
 constexpr uint32_t kLinearGemvRows = 4, kLinearTile = 64;
@@ -50,8 +56,10 @@ struct LinearPlanCtx {
   bool has_bias;
   bool gemv;  // the active route
   uint32_t max_groups_per_dim;
+  float eps = 0;
+  bool norm_kernel = false;  // an rms_norm kernel comes first (params[0], grids[0])
 };
-// A kernel per part: params[i] and grids[i].
+// A kernel per part: params[i] and grids[i] (after the rms_norm's, where norm_kernel).
 void plan_linear(const LinearPlanCtx& c, graph::Plan& plan);
 
 }  // namespace wgrt::ops

@@ -2,6 +2,7 @@
 // The weight is bound as u32 words: f32 bit patterns, or (override F16) [N, K] in f16 pairs
 // (K even, so rows are whole words; element i is half i % 2 of word i / 2).
 override F16: bool = false;
+override NORM: bool = false;  // gemv_vec4 RMS-normalizes x (eps from the params)
 
 struct Params {
   m: u32,
@@ -10,7 +11,7 @@ struct Params {
   has_bias: u32,
   y_off: u32,     // the weight's first column of y (and of bias): a weight split by rows
   ld: u32,        // y's row length
-  _pad0: u32,
+  eps: f32,       // NORM
   _pad1: u32,
 }
 
@@ -19,6 +20,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> nw4: array<vec4<f32>>;  // gemv_vec4, NORM: [K] the norm weight
+@group(0) @binding(6) var<storage, read> x4: array<vec4<f32>>;   // gemv_vec4: x as vec4s
+@group(0) @binding(7) var<storage, read> w4: array<vec4<u32>>;   // gemv_vec4: w as vec4 words
 
 fn w_at(i: u32) -> f32 {
   if (F16) {
@@ -28,18 +32,38 @@ fn w_at(i: u32) -> f32 {
   return bitcast<f32>(w[i]);
 }
 
-// GEMV (m = 1): a workgroup per ROWS outputs, its threads split K and reduce in memory.
+// GEMV (m = 1): a workgroup per ROWS outputs, 64 threads a row; they split K and reduce in
+// memory. gemv_vec4 (K a multiple of a vec4 word's values: 4 f32, 8 f16): each thread issues
+// GV_UNROLL vec4 loads of its row before it sums any, coalesced across the 64, so a row of 2,048
+// values is one round of memory latency instead of 32. NORM: x is RMS-normalized with weight
+// nw4; the threads sum x^2 beside the dot and the row's sum is scaled once, so the norm costs no
+// dispatch of its own.
 const GEMV_WG: u32 = 256u;
-var<workgroup> partial: array<f32, GEMV_WG>;
+const GV_UNROLL: u32 = 8u;
+var<workgroup> partial: array<vec2<f32>, GEMV_WG>;
+
+// Sums each row's 64 partials (dot, sum of x^2) and writes the row's output.
+fn gemv_finish(acc: vec2<f32>, n: u32, lid: u32, norm: bool) {
+  let t = lid % 64u;
+  partial[lid] = acc;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s >>= 1u) {
+    if (t < s) { partial[lid] += partial[lid + s]; }
+    workgroupBarrier();
+  }
+  if (t == 0u && n < p.n) {
+    var v = partial[lid].x;
+    if (norm) { v *= inverseSqrt(partial[lid].y / f32(p.k) + p.eps); }
+    if (p.has_bias != 0u) { v += bias[p.y_off + n]; }
+    y[p.y_off + n] = v;
+  }
+}
 
 @compute @workgroup_size(GEMV_WG)
 fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let base = (wid.x + wid.y * nwg.x) * ROWS;
-  // Each group of 64 threads owns one output row.
-  let r = lid / 64u;
+  let n = (wid.x + wid.y * nwg.x) * ROWS + lid / 64u;
   let t = lid % 64u;
-  let n = base + r;
   var acc = 0.0;
   if (n < p.n) {
     let row = n * p.k;
@@ -49,22 +73,52 @@ fn gemv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         acc = fma(x[2u * j], wv.x, fma(x[2u * j + 1u], wv.y, acc));
       }
     } else {
-      for (var k = t; k < p.k; k += 64u) {
-        acc += x[k] * bitcast<f32>(w[row + k]);
+      for (var k = t; k < p.k; k += 64u) { acc += x[k] * bitcast<f32>(w[row + k]); }
+    }
+  }
+  gemv_finish(vec2<f32>(acc, 0.0), n, lid, false);
+}
+
+// (x . w, x . x) over vec4 word j of a row (x times nw under NORM in the dot).
+fn word_dot(wv: vec4<u32>, j: u32) -> vec2<f32> {
+  if (F16) {
+    let xa = x4[2u * j];
+    let xb = x4[2u * j + 1u];
+    var na = xa;
+    var nb = xb;
+    if (NORM) {
+      na *= nw4[2u * j];
+      nb *= nw4[2u * j + 1u];
+    }
+    let wa = vec4<f32>(unpack2x16float(wv.x), unpack2x16float(wv.y));
+    let wb = vec4<f32>(unpack2x16float(wv.z), unpack2x16float(wv.w));
+    return vec2<f32>(dot(na, wa) + dot(nb, wb), dot(xa, xa) + dot(xb, xb));
+  }
+  let xa = x4[j];
+  var na = xa;
+  if (NORM) { na *= nw4[j]; }
+  return vec2<f32>(dot(na, bitcast<vec4<f32>>(wv)), dot(xa, xa));
+}
+
+@compute @workgroup_size(GEMV_WG)
+fn gemv_vec4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) lid: u32) {
+  let n = (wid.x + wid.y * nwg.x) * ROWS + lid / 64u;
+  let t = lid % 64u;
+  var acc = vec2<f32>(0.0);
+  if (n < p.n) {
+    let kw = p.k / select(4u, 8u, F16);
+    let row = n * kw;
+    for (var c = 0u; c < kw; c += 64u * GV_UNROLL) {
+      var wv: array<vec4<u32>, GV_UNROLL>;
+      for (var i = 0u; i < GV_UNROLL; i++) { wv[i] = w4[row + min(c + t + 64u * i, kw - 1u)]; }
+      for (var i = 0u; i < GV_UNROLL; i++) {
+        let j = c + t + 64u * i;
+        if (j < kw) { acc += word_dot(wv[i], j); }
       }
     }
   }
-  partial[lid] = acc;
-  workgroupBarrier();
-  for (var s = 32u; s > 0u; s >>= 1u) {
-    if (t < s) { partial[lid] += partial[lid + s]; }
-    workgroupBarrier();
-  }
-  if (t == 0u && n < p.n) {
-    var v = partial[lid];
-    if (p.has_bias != 0u) { v += bias[p.y_off + n]; }
-    y[p.y_off + n] = v;
-  }
+  gemv_finish(acc, n, lid, NORM);
 }
 
 // Tiled GEMM: 64x64 outputs per workgroup, 4x4 per thread, K in steps of 16.

@@ -131,6 +131,9 @@ struct LinearQExpertsDesc {
   bool swiglu = false;
   GateAct act = GateAct::Silu;
   int gemv_int8 = -1;  // as LinearQDesc's
+  // x RMS-normalized with this weight [K] inside the gemv (x_div > 1: the FFN's input rows).
+  std::optional<graph::TensorId> norm;
+  float eps = 1e-5f;
 };
 graph::TensorId add_linear_q_experts(graph::Graph& g, const LinearQExpertsDesc& d);
 

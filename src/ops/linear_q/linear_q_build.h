@@ -101,7 +101,7 @@ void add_route(LinearQBuild& b, graph::RouteId id, const char* name, int64_t lo,
 void build_gemv_routes(LinearQBuild& b, const RouteRanges& r);
 // The pipeline of gemv entry point `entry` (one row of x per workgroup, no fusion) for weight wp:
 // the gemv_experts kernels (linear_q_experts.cpp).
-gpu::PipelineKey gemv_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry);
+gpu::PipelineKey gemv_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry, bool norm = false);
 // gemv_m and the matrix routes share the normalized x and its int8 copies (created once).
 struct ActQuant {
   graph::TensorId xin;  // x, or its rms_norm

@@ -29,6 +29,8 @@ void check_experts(const graph::Graph& g, const LinearQExpertsDesc& d, uint32_t 
   if (d.swiglu && d.n_expert % 32 != 0)
     throw std::invalid_argument(fmt::format("{}: an expert's (gate, up) rows come in blocks of 16 pairs (n_expert = "
                                             "{} is not a multiple of 32)", d.name, d.n_expert));
+  if (d.norm && graph::tensor_info(g, *d.norm).max_shape != graph::Shape{x.max_shape[1]})
+    throw std::invalid_argument(fmt::format("{}: the norm weight must have shape [{}]", d.name, x.max_shape[1]));
   if (d.act != GateAct::Silu && !d.swiglu)
     throw std::invalid_argument(fmt::format("{}: a gate activation needs swiglu", d.name));
 }
@@ -50,9 +52,9 @@ graph::TensorId add_linear_q_experts(graph::Graph& g, const LinearQExpertsDesc& 
   const graph::TensorId y = graph::add_tensor(g, d.name, graph::DType::F32, {max_pairs, n_out});
   const char* entry = d.swiglu ? "gemv_experts_swiglu" : "gemv_experts";
   using graph::Binding;
-  graph::KernelSpec kernel{gemv_key(b, wp, entry),
-                           {Binding::of(0, d.x), Binding::of(1, d.q), Binding::of(2, d.scales), Binding::of(4, y), Binding::params(5), Binding::of(10, d.x),
-                            Binding::of(16, d.ids)}};
+  graph::KernelSpec kernel{gemv_key(b, wp, entry, d.norm.has_value()),
+                           {Binding::of(0, d.x), Binding::of(1, d.q), Binding::of(2, d.scales), Binding::of(4, y),
+                            Binding::params(5), Binding::of(10, d.norm.value_or(d.x)), Binding::of(16, d.ids)}};
   graph::RouteSet routes{graph::RouteKey::of_dim(d.ids, 0), {}};
   routes.routes.push_back({kLinearQExperts, "experts", 1, max_pairs, {std::move(kernel)}});
 
@@ -61,7 +63,8 @@ graph::TensorId add_linear_q_experts(graph::Graph& g, const LinearQExpertsDesc& 
   graph::add_node(g, graph::Node{
       .name = d.name,
       .op = std::string("linear_") + quant_format_name(d.format) + "_experts",
-      .inputs = {d.x, d.ids, d.q, d.scales},
+      .inputs = d.norm ? std::vector<graph::TensorId>{d.x, d.ids, d.q, d.scales, *d.norm}
+                       : std::vector<graph::TensorId>{d.x, d.ids, d.q, d.scales},
       .outputs = {y},
       .dynamic = true,
       .routes = std::move(routes),
@@ -74,11 +77,12 @@ graph::TensorId add_linear_q_experts(graph::Graph& g, const LinearQExpertsDesc& 
             a.out[0] = graph::Shape{pairs, n_out};
           },
       .plan =
-          [n, k, gs, n_expert = d.n_expert, x_div = d.x_div](const graph::PlanArgs& a, graph::Plan& p) {
+          [n, k, gs, n_expert = d.n_expert, x_div = d.x_div, eps = d.eps](const graph::PlanArgs& a,
+                                                                              graph::Plan& p) {
             if (!a.route_is(kLinearQExperts)) return;
             const uint32_t pairs = a.in[1][0];
             p.params[0].set(LinearQParams{.m = pairs, .n = n, .k = k, .gs = gs, .has_bias = 0, .x_row = 0,
-                                          .eps = 0, .y_off = 0, .ld = n_expert, .pos_sym = 0, .n_ctx = 0,
+                                          .eps = eps, .y_off = 0, .ld = n_expert, .pos_sym = 0, .n_ctx = 0,
                                           .kslice = k, .ex_n = n_expert, .ex_xdiv = x_div});
             const uint64_t tiles = ceil_div(n_expert, kLinearQGemvRows);  // 16 rows (swiglu: 8 outputs) a workgroup
             p.grids[0] = grid_1d(tiles * pairs, a.caps->limits.maxComputeWorkgroupsPerDimension);

@@ -181,8 +181,8 @@ void add_gemm(LinearQBuild& b, const ActQuant& aq, uint32_t i, graph::TensorId y
 
 }  // namespace
 
-gpu::PipelineKey gemv_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry) {
-  return kernel_key(b, wp, entry);
+gpu::PipelineKey gemv_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry, bool norm) {
+  return kernel_key(b, wp, entry, {.norm = norm});
 }
 
 graph::TensorId add_scratch(LinearQBuild& b, Scratch kind, const char* suffix, graph::DType t, graph::Shape shape) {

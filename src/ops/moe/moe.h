@@ -41,7 +41,7 @@ extern const ParamLayout kMoeLayout;
 
 // moe.wgsl's MOE_WG and MOE_MAX_E (ops/kernel_constants.cpp writes them, MOE_MAX_E a multiple of
 // MOE_WG): the experts a router can have; and the most it may choose per token.
-constexpr uint32_t kMoeWorkgroup = 64, kMoeMaxExperts = 512, kMoeMaxUsed = 32;
+constexpr uint32_t kMoeWorkgroup = 128, kMoeMaxExperts = 512, kMoeMaxUsed = 32;
 static_assert(kMoeMaxExperts % kMoeWorkgroup == 0);
 
 }  // namespace wgrt::ops

@@ -20,11 +20,13 @@ struct Params {
 @group(0) @binding(6) var<storage, read> res: array<f32>;        // moe_combine: [m, n]
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;  // moe_combine: [m, n]
 
-var<workgroup> mr_key_of: array<u32, MOE_MAX_E>;  // each expert's order key
-var<workgroup> mr_exp: array<f32, MOE_MAX_E>;      // exp(logit - top) of the chosen (by rank), or of all
+const MR_PER: u32 = MOE_MAX_E / MOE_WG;  // experts a thread holds: i = lid + MOE_WG * s
+var<workgroup> mr_key4: array<vec4<u32>, MOE_MAX_E / 4u>;  // each expert's order key, 4 a word
+var<workgroup> mr_exp4: array<vec4<f32>, MOE_MAX_E / 4u>;  // exp(logit - top): by rank (norm), or by expert
 var<workgroup> mr_top: f32;
 
-// Unsigned order = float order, NaN as -inf (sampling's argmax key).
+// Unsigned order = float order, NaN as -inf (sampling's argmax key). Every key is > 0, so the
+// key 0 pads a last word past E and never ranks ahead of an expert.
 fn mr_key(v: f32) -> u32 {
   var b = bitcast<u32>(v);
   if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xff800000u; }
@@ -32,47 +34,67 @@ fn mr_key(v: f32) -> u32 {
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
 }
 
-// A workgroup per token. Each expert's rank is the count of experts ahead of it (a larger
-// logit, or an equal one at a lower index): ranks are distinct, and the experts of rank < k are
-// the token's, in slot order. Then their softmax weights, over all experts or (norm) over the
-// chosen ones. Three barriers whatever k is.
+// A workgroup per token; each thread holds its experts' logits in registers. An expert's rank is
+// the count of experts ahead of it (a larger logit, or an equal one at a lower index), counted
+// over the keys four at a time: ranks are distinct, and the experts of rank < k are the token's,
+// in slot order. Then their softmax weights, over all experts or (norm) over the chosen ones.
+// Three barriers whatever k is.
 @compute @workgroup_size(MOE_WG)
 fn moe_route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
              @builtin(local_invocation_index) lid: u32) {
   let t = wid.x + wid.y * nwg.x;
   if (t >= p.m) { return; }  // the whole workgroup: barriers stay uniform
-  for (var i = lid; i < p.e; i += MOE_WG) { mr_key_of[i] = mr_key(logits[t * p.e + i]); }
-  workgroupBarrier();
-  var rank: array<u32, MOE_MAX_E / MOE_WG>;
-  for (var i = lid; i < p.e; i += MOE_WG) {
-    let key = mr_key_of[i];
-    var r = 0u;
-    for (var j = 0u; j < p.e; j++) {
-      let kj = mr_key_of[j];
-      r += select(0u, 1u, kj > key || (kj == key && j < i));
+  let words = (p.e + 3u) / 4u;
+  var lg: array<f32, MR_PER>;
+  var key: array<u32, MR_PER>;
+  for (var s = 0u; s < MR_PER; s++) {
+    let i = lid + MOE_WG * s;
+    key[s] = 0u;
+    if (i < p.e) {
+      lg[s] = logits[t * p.e + i];
+      key[s] = mr_key(lg[s]);
     }
-    rank[i / MOE_WG] = r;
-    if (r == 0u) { mr_top = logits[t * p.e + i]; }
+    if (i < words * 4u) { mr_key4[i / 4u][i % 4u] = key[s]; }
+  }
+  workgroupBarrier();
+  var rank: array<u32, MR_PER>;
+  for (var s = 0u; s < MR_PER; s++) { rank[s] = 0u; }
+  for (var j = 0u; j < words; j++) {
+    let kv = mr_key4[j];
+    let jv = vec4<u32>(4u * j) + vec4<u32>(0u, 1u, 2u, 3u);
+    for (var s = 0u; s < MR_PER; s++) {
+      let i = lid + MOE_WG * s;
+      let kk = vec4<u32>(key[s]);
+      let ahead = (kv > kk) | ((kv == kk) & (jv < vec4<u32>(i)));
+      rank[s] += dot(select(vec4<u32>(0u), vec4<u32>(1u), ahead), vec4<u32>(1u));
+    }
+  }
+  for (var s = 0u; s < MR_PER; s++) {
+    if (lid + MOE_WG * s < p.e && rank[s] == 0u) { mr_top = lg[s]; }
   }
   workgroupBarrier();
   let top = mr_top;
-  for (var i = lid; i < p.e; i += MOE_WG) {
-    let r = rank[i / MOE_WG];
-    let v = exp(logits[t * p.e + i] - top);  // the largest logit's is 1: no overflow
-    if (p.norm != 0u) {
-      if (r < p.k) { mr_exp[r] = v; }
-    } else {
-      mr_exp[i] = v;
-    }
+  var ex: array<f32, MR_PER>;
+  for (var s = 0u; s < MR_PER; s++) {
+    let i = lid + MOE_WG * s;
+    ex[s] = exp(lg[s] - top);  // the largest logit's is 1: no overflow
+    let at = select(i, rank[s], p.norm != 0u);
+    if (i < p.e && at < select(words * 4u, p.k, p.norm != 0u)) { mr_exp4[at / 4u][at % 4u] = ex[s]; }
+    if (i >= p.e && i < words * 4u && p.norm == 0u) { mr_exp4[i / 4u][i % 4u] = 0.0; }
   }
   workgroupBarrier();
-  for (var i = lid; i < p.e; i += MOE_WG) {
-    let r = rank[i / MOE_WG];
-    if (r >= p.k) { continue; }
-    var total = 0.0;
-    for (var j = 0u; j < select(p.e, p.k, p.norm != 0u); j++) { total += mr_exp[j]; }
-    ids[t * p.k + r] = i;
-    wts[t * p.k + r] = exp(logits[t * p.e + i] - top) / total;
+  for (var s = 0u; s < MR_PER; s++) {
+    let i = lid + MOE_WG * s;
+    if (i >= p.e || rank[s] >= p.k) { continue; }
+    var total = vec4<f32>(0.0);
+    let n = select(words, (p.k + 3u) / 4u, p.norm != 0u);
+    for (var j = 0u; j < n; j++) {
+      var v = mr_exp4[j];
+      if (p.norm != 0u) { v = select(vec4<f32>(0.0), v, vec4<u32>(4u * j) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.k)); }
+      total += v;
+    }
+    ids[t * p.k + rank[s]] = i;
+    wts[t * p.k + rank[s]] = ex[s] / (total.x + total.y + total.z + total.w);
   }
 }
 
