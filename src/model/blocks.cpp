@@ -209,15 +209,20 @@ Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t l, const Hidden&
 
 namespace {
 
-// The experts' outputs of weight `what` (ffn_down_exps, ...) for every (token, slot) pair: x's row
+// The experts' node of weight w (ffn_down_exps, ...): for every (token, slot) pair, x's row
 // j / x_div times the rows of expert ids[j].
+ops::LinearQExpertsDesc experts_desc(BuildContext& b, const ExpertsWeight& w, graph::TensorId x, graph::TensorId ids,
+                                     uint32_t x_div, bool swiglu, const std::string& out,
+                                     std::optional<graph::TensorId> norm) {
+  return {.name = out, .format = w.format, .gs = w.gs, .x = x, .ids = ids, .q = w.q.q, .scales = w.q.scales,
+          .n_expert = w.n_expert, .x_div = x_div, .swiglu = swiglu, .act = ops::GateAct::Silu,
+          .gemv_int8 = b.o.gemv_int8, .norm = norm, .eps = b.c.norm_eps};
+}
+
 graph::TensorId experts_proj(BuildContext& b, const ExpertsWeight& w, graph::TensorId x, graph::TensorId ids,
                              uint32_t x_div, bool swiglu, const std::string& out,
                              std::optional<graph::TensorId> norm = std::nullopt) {
-  return ops::add_linear_q_experts(b.g, {.name = out, .format = w.format, .gs = w.gs, .x = x, .ids = ids, .q = w.q.q,
-                                         .scales = w.q.scales, .n_expert = w.n_expert, .x_div = x_div,
-                                         .swiglu = swiglu, .act = ops::GateAct::Silu, .gemv_int8 = b.o.gemv_int8,
-                                         .norm = norm, .eps = b.c.norm_eps});
+  return ops::add_linear_q_experts(b.g, experts_desc(b, w, x, ids, x_div, swiglu, out, norm));
 }
 
 }  // namespace
@@ -230,15 +235,21 @@ Hidden ffn_moe(BuildContext& b, uint32_t l, const Hidden& x) {
   graph::TensorId norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
   const LinearWeight router = load_linear(b.g, b.loader, wname(l, "ffn_gate_inp.weight"), c.n_experts, c.dim);
   graph::TensorId logits = apply_linear(b.g, router, x.x, tname("ffn_router", l), b.o.gemv_int8,
-                                          LinearNorm{norm, c.norm_eps});
-  const ops::MoeRoute route =
-      ops::add_moe_route(b.g, {.name = tname("ffn_route", l), .logits = logits, .n_used = k, .norm = c.expert_norm});
-  // gate|up: a row of x per token (k pairs each), SiLU(gate) * up in the kernel's epilogue.
+                                        LinearNorm{norm, c.norm_eps});
+  const ops::MoeRouteDesc route_desc{.name = tname("ffn_route", l), .logits = logits, .n_used = k,
+                                     .norm = c.expert_norm};
+  // gate|up: a row of x per token (k pairs each), SiLU(gate) * up in the kernel's epilogue, the
+  // token's experts chosen in the same node (ops::add_linear_q_experts_routed).
   const std::string gate = wname(l, "ffn_gate_exps.weight"), up = wname(l, "ffn_up_exps.weight");
   graph::TensorId act;
+  ops::MoeRoute route;
   if (std::optional<ExpertsWeight> gu = load_experts(b.g, b.loader, {gate, up}, ff, c.dim, c.n_experts)) {
-    act = experts_proj(b, *gu, x.x, route.ids, k, true, tname("ffn_act", l), norm);
+    const ops::ExpertsRouted r = ops::add_linear_q_experts_routed(
+        b.g, experts_desc(b, *gu, x.x, {}, k, true, tname("ffn_act", l), norm), route_desc);
+    act = r.y;
+    route = {r.ids, r.weights};
   } else {
+    route = ops::add_moe_route(b.g, route_desc);
     const ExpertsWeight wg = *load_experts(b.g, b.loader, {gate}, ff, c.dim, c.n_experts);
     const ExpertsWeight wu = *load_experts(b.g, b.loader, {up}, ff, c.dim, c.n_experts);
     act = ops::add_silu_mul(b.g, {.name = tname("ffn_act", l),

@@ -33,6 +33,7 @@ std::span<const KernelConstant> kernel_constants() {
       {"linear", "ROWS", kLinearGemvRows},
       {"linear", "TILE", kLinearTile},
       {"linear_q_gemv_entries", "GV_ROWS", kLinearQGemvRows},
+      {"linear_q_gemv_entries", "EX_MAX_E", kMoeMaxExperts},
       {"linear_q_matrix", "WG", linear_q_detail::kWg},
       {"linear_q_matrix", "RPT", linear_q_detail::kRpt},
       {"linear_q_matrix", "SK", linear_q_detail::kSmallK},

@@ -10,8 +10,10 @@
 #include <cmath>
 
 #include "ops/linear_q/linear_q.h"
+#include "ops/moe/moe.h"
 #include "ops/quant/quant.h"
 #include "reference/linear_q_ref.h"
+#include "reference/moe_ref.h"
 #include "reference/norm_ref.h"
 #include "reference/reference.h"
 #include "reference/silu_mul_ref.h"
@@ -35,6 +37,9 @@ struct ExpertsCase {
   int gemv_int8;
   std::vector<uint32_t> tokens;  // live tokens per step
   bool norm = false;             // x RMS-normalized inside the node (the FFN's norm)
+  // gate|up choosing each token's experts itself from router logits [tokens, n_experts]
+  // (add_linear_q_experts_routed), weights normalized over the chosen (route_norm) or all.
+  bool routed = false, route_norm = true;
 };
 
 // Rows [r0, r0 + n) of w [*, k].
@@ -60,14 +65,26 @@ void run_experts(const ExpertsCase& c) {
   Graph g(device());
   TensorId x = add_input(g, {.name = "x", .max_shape = {max_pairs / x_div, c.k}, .dynamic_dims = 1});
   TensorId ids = add_input(g, {.name = "ids", .dtype = DType::U32, .max_shape = {max_pairs}, .dynamic_dims = 1});
+  TensorId logits = add_input(g, {.name = "logits", .max_shape = {max_tokens, c.n_experts}, .dynamic_dims = 1});
   ops::QuantTensors wt = ops::add_quant_weight(g, "w", c.format, c.n_experts * c.n_expert, c.k, c.gs);
   std::optional<TensorId> nw;
   if (c.norm) nw = add_weight(g, {.name = "nw", .shape = {c.k}});
   constexpr float kEps = 1e-5f;
-  TensorId y = ops::add_linear_q_experts(g, {.name = "y", .format = c.format, .gs = c.gs, .x = x, .ids = ids,
-                                             .q = wt.q, .scales = wt.scales, .n_expert = c.n_expert, .x_div = x_div,
-                                             .swiglu = c.swiglu, .gemv_int8 = c.gemv_int8, .norm = nw, .eps = kEps});
+  const ops::LinearQExpertsDesc desc{.name = "y", .format = c.format, .gs = c.gs, .x = x, .ids = ids, .q = wt.q,
+                                     .scales = wt.scales, .n_expert = c.n_expert, .x_div = x_div,
+                                     .swiglu = c.swiglu, .gemv_int8 = c.gemv_int8, .norm = nw, .eps = kEps};
+  ops::ExpertsRouted r{};
+  if (c.routed)
+    r = ops::add_linear_q_experts_routed(g, desc, {.name = "route", .logits = logits, .n_used = c.slots,
+                                                   .norm = c.route_norm});
+  else
+    r.y = ops::add_linear_q_experts(g, desc);
+  const TensorId y = r.y;
   mark_output(g, y);
+  if (c.routed) {
+    mark_output(g, r.ids);
+    mark_output(g, r.weights);
+  }
   build(g);
   auto [w, wd] = random_quant_weight(c.format, c.n_experts * c.n_expert, c.k, c.gs, 17 + c.n_expert);
   ops::write_quant_weight(g, wt, w);
@@ -85,11 +102,25 @@ void run_experts(const ExpertsCase& c) {
     auto xv = random_floats(size_t(x_rows) * c.k, 400 + step, -2.f, 2.f);
     std::vector<uint32_t> iv(pairs);
     for (uint32_t j = 0; j < pairs; ++j) iv[j] = (j * 7 + step * 3 + j / c.slots) % c.n_experts;
+    const std::vector<float> lv = random_floats(size_t(tokens) * c.n_experts, 900 + step, -3.f, 3.f);
+    const ref::MoeChoice choice = ref::moe_route(lv, tokens, c.n_experts, c.slots, c.route_norm);
+    if (c.routed) iv = choice.ids;
     ++step;
-    std::vector<ShapeInput> shapes = {{x, {x_rows, c.k}}, {ids, {pairs}}};
-    std::vector<StepInput> inputs = {{x, xv.data(), xv.size() * 4}, {ids, iv.data(), iv.size() * 4}};
+    std::vector<ShapeInput> shapes = {{x, {x_rows, c.k}}, {ids, {pairs}}, {logits, {tokens, c.n_experts}}};
+    std::vector<StepInput> inputs = {{x, xv.data(), xv.size() * 4}, {ids, iv.data(), iv.size() * 4},
+                                     {logits, lv.data(), lv.size() * 4}};
     auto got = run_step(g, shapes, {}, inputs, y);
     ASSERT_EQ(live_shape(g, y), (Shape{pairs, n_out}));
+    if (c.routed) {
+      // Few tokens route in the gate|up kernel where the device's workgroup memory holds it.
+      const bool in_kernel = tokens <= ops::kExpertsRoutedMaxTokens &&
+                             device().caps.limits.maxComputeWorkgroupStorageSize >= 24576;
+      EXPECT_EQ(active_route(g, find_node(g, "y")), in_kernel ? ops::kLinearQExpertsRouted : ops::kLinearQExperts);
+      EXPECT_EQ(read_output<uint32_t>(g, r.ids), choice.ids);
+      std::vector<float> wb(choice.weights.size());
+      for (size_t i = 0; i < wb.size(); ++i) wb[i] = 1e-6f + 4e-6f * c.n_experts * choice.weights[i];
+      EXPECT_TRUE(within(read_output<float>(g, r.weights), choice.weights, wb));
+    }
     if (c.norm) xv = ref::rms_norm(xv, nwv, c.k, kEps);  // what the node's rows of x become
 
     std::vector<float> want, bound;
@@ -133,6 +164,17 @@ std::vector<OpCase> experts_cases() {
         ExpertsCase c{f, gs, 512, 5, swiglu ? 96u : 80u, 3, swiglu, int8, {1, 4, 2, 1}};
         cases.push_back({fmt::format("{}_{}{}", ops::quant_format_name(f), swiglu ? "gate_up" : "down",
                                      int8 ? "_xi8" : ""),
+                         [c] { run_experts(c); }});
+      }
+  // The router's choice inside gate|up: few tokens in the kernel, more through moe_route first
+  // (6 tokens past kExpertsRoutedMaxTokens); 12 experts (a last word of keys half padding).
+  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q8})
+    for (int int8 : {0, 1})
+      for (bool route_norm : {true, false}) {
+        const uint32_t gs = ops::has_block_d(f) ? 256 : 32;
+        ExpertsCase c{f, gs, 512, 12, 64, 3, true, int8, {1, 4, 6, 2, 1}, f == QuantFormat::Q4K, true, route_norm};
+        cases.push_back({fmt::format("{}_gate_up_routed{}{}", ops::quant_format_name(f), int8 ? "_xi8" : "",
+                                     route_norm ? "" : "_softmax_all"),
                          [c] { run_experts(c); }});
       }
   // The FFN's norm inside the node: gate|up reads a row per token, down a row per pair.

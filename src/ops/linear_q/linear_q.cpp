@@ -23,7 +23,7 @@ constexpr ParamField kFields[] = {
     {"ld", offsetof(LinearQParams, ld)},     {"pos_sym", offsetof(LinearQParams, pos_sym)},
     {"n_ctx", offsetof(LinearQParams, n_ctx)}, {"kslice", offsetof(LinearQParams, kslice)},
     {"ex_n", offsetof(LinearQParams, ex_n)}, {"ex_xdiv", offsetof(LinearQParams, ex_xdiv)},
-    {"_pad0", offsetof(LinearQParams, _pad0)}, {"_pad1", offsetof(LinearQParams, _pad1)}};
+    {"ex_e", offsetof(LinearQParams, ex_e)}, {"ex_norm", offsetof(LinearQParams, ex_norm)}};
 }  // namespace
 
 const ParamLayout kLinearQLayout{"linear_q", sizeof(LinearQParams), kFields};

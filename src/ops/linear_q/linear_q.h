@@ -136,6 +136,18 @@ struct LinearQExpertsDesc {
   float eps = 1e-5f;
 };
 graph::TensorId add_linear_q_experts(graph::Graph& g, const LinearQExpertsDesc& d);
+// gate|up (swiglu, x a row per token, x_div = the slots) with moe_route's choice made in the
+// node (d.ids unset): for steps of at most kExpertsRoutedMaxTokens tokens each workgroup ranks
+// its token's logits itself (linear_q_gemv_entries.wgsl gemv_experts_swiglu_route: no dispatch of
+// its own), for longer ones a moe_route kernel runs first. Either way the node writes the
+// pairs' experts and weights as moe_route does (route.name + ".ids" / ".weights"), for down and
+// moe_combine; where the device's workgroup memory cannot hold the ranking, moe_route always.
+struct MoeRouteDesc;
+struct ExpertsRouted {
+  graph::TensorId y, ids, weights;
+};
+inline constexpr uint32_t kExpertsRoutedMaxTokens = 4;
+ExpertsRouted add_linear_q_experts_routed(graph::Graph& g, const LinearQExpertsDesc& d, const MoeRouteDesc& route);
 
 // u32 words of an xq row of k values (xq_row.wgsl's layout): int8 values twice (natural and q4
 // order), a (scale, sum) pair per 16 values and a sum of squares per 16.
@@ -176,7 +188,8 @@ struct LinearQParams {
   uint32_t kslice;  // gemm: K values per workgroup z (split K), k where it is not split
   uint32_t ex_n;     // gemv_experts: rows per expert (n: all experts' rows)
   uint32_t ex_xdiv;  // gemv_experts: (token, slot) pairs per row of x
-  uint32_t _pad0, _pad1;
+  uint32_t ex_e;     // gemv_experts_swiglu_route: the router's experts
+  uint32_t ex_norm;  // gemv_experts_swiglu_route: moe_route's norm
 };
 static_assert(sizeof(LinearQParams) == 64);
 extern const ParamLayout kLinearQLayout;
@@ -190,7 +203,7 @@ graph::Shape infer_linear_q(const LinearQInferCtx& c);
 // Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m, gemv_multi, gemv_last, experts (the header's
 // table says on which rows).
 inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4},
-    kLinearQGemvMulti{5}, kLinearQGemvLast{6}, kLinearQExperts{7};
+    kLinearQGemvMulti{5}, kLinearQGemvLast{6}, kLinearQExperts{7}, kLinearQExpertsRouted{8};
 // The rows of x the gemv routes serve (G): kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to
 // measure); the first row count gemv_m takes (F) for a node of n weight rows on this device:
 // kLinearQGemvMFrom or none (linear_q.cpp says where), or WGRT_GEMV_M_FROM=2..17 (17: never);

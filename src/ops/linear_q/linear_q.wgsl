@@ -26,8 +26,8 @@ struct Params {
   kslice: u32,  // gemm: the K values per workgroup z (split K; k where it is not split)
   ex_n: u32,    // gemv_experts: rows per expert (n is all experts' rows)
   ex_xdiv: u32,  // gemv_experts: pairs per row of x (the slots per token; 1: a row of x per pair)
-  _pad0: u32,
-  _pad1: u32,
+  ex_e: u32,     // gemv_experts_swiglu_route: the router's experts
+  ex_norm: u32,  // gemv_experts_swiglu_route: 1 the chosen weights sum to 1 (moe_route's norm)
 }
 
 override BITS: u32 = 4u;  // 2: q2k, 3: q3k, 4: q4gsw / q4k / q4_1, 5: q5k / q5_0 / q5_1, 6: q6k, 8: q8

@@ -252,3 +252,90 @@ fn gemv_experts_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
     if (j0 + 1u < half) { y[j * half + j0 + 1u] = gate_act(a.z) * a.w; }
   }
 }
+
+// ---- gemv_experts_swiglu_route: moe_route's choice inside gate|up, for steps of few tokens ----
+// Each workgroup ranks its token's router logits as moe_route does (an expert's rank: the experts
+// with a larger logit, or an equal one at a lower index) and takes the expert of its slot's
+// rank; the pair's first tile also writes the pair's expert and weight for down and moe_combine.
+// x_div is the slots: pair j is token j / p.ex_xdiv, slot j % p.ex_xdiv.
+@group(0) @binding(17) var<storage, read> rt_logits: array<f32>;     // [tokens, p.ex_e]
+@group(0) @binding(18) var<storage, read_write> rt_ids: array<u32>;  // [pairs]
+@group(0) @binding(19) var<storage, read_write> rt_wts: array<f32>;  // [pairs]
+var<workgroup> rt_key4: array<vec4<u32>, EX_MAX_E / 4u>;  // each expert's order key, 4 a word; then exps
+var<workgroup> rt_rank: array<u32, EX_MAX_E>;
+var<workgroup> rt_pick: u32;
+var<workgroup> rt_top: f32;
+
+// Unsigned order = float order, NaN as -inf (moe.wgsl's mr_key). Every key is > 0, so the key 0
+// pads a last word past E and never ranks ahead of an expert.
+fn rt_key(v: f32) -> u32 {
+  var b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xff800000u; }
+  if (b == 0x80000000u) { b = 0u; }
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+// The expert of slot `slot` of token t; with `first` (uniform: the pair's first tile) also the
+// pair's expert into rt_ids[j] and its weight into rt_wts[j]: softmax over all experts, or
+// (ex_norm) over the chosen ones, as moe_route's.
+fn rt_route(t: u32, slot: u32, j: u32, first: bool, lid: u32) -> u32 {
+  let e = p.ex_e;
+  let k = p.ex_xdiv;
+  let words = (e + 3u) / 4u;
+  for (var i = lid; i < words * 4u; i += GV_WG) {
+    rt_key4[i / 4u][i % 4u] = select(0u, rt_key(rt_logits[t * e + min(i, e - 1u)]), i < e);
+  }
+  workgroupBarrier();
+  for (var i = lid; i < e; i += GV_WG) {
+    let key = vec4<u32>(rt_key4[i / 4u][i % 4u]);
+    var rank = 0u;
+    for (var w = 0u; w < words; w++) {
+      let kv = rt_key4[w];
+      let jv = vec4<u32>(4u * w) + vec4<u32>(0u, 1u, 2u, 3u);
+      rank += dot(select(vec4<u32>(0u), vec4<u32>(1u), (kv > key) | ((kv == key) & (jv < vec4<u32>(i)))),
+                  vec4<u32>(1u));
+    }
+    rt_rank[i] = rank;
+    if (rank == slot) { rt_pick = i; }
+    if (rank == 0u) { rt_top = rt_logits[t * e + i]; }
+  }
+  workgroupBarrier();
+  let pick = rt_pick;
+  if (first) {
+    // The keys are read no more: their words hold exp(logit - top) by rank (ex_norm, the chosen
+    // ones) or by expert.
+    let top = rt_top;
+    for (var i = lid; i < e; i += GV_WG) {
+      let rank = rt_rank[i];
+      let at = select(i, rank, p.ex_norm != 0u);
+      if (p.ex_norm == 0u || rank < k) {
+        rt_key4[at / 4u][at % 4u] = bitcast<u32>(exp(rt_logits[t * e + i] - top));  // the top's is 1
+      }
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+      var total = 0.0;
+      for (var i = 0u; i < select(e, k, p.ex_norm != 0u); i++) { total += bitcast<f32>(rt_key4[i / 4u][i % 4u]); }
+      rt_ids[j] = pick;
+      rt_wts[j] = exp(rt_logits[t * e + pick] - top) / total;
+    }
+  }
+  return pick;
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv_experts_swiglu_route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                             @builtin(local_invocation_index) lid: u32) {
+  let j = gv_m0(wid, nwg);
+  let j0 = gv_set(wid, nwg, lid) * 2u;
+  let g0 = swiglu_gate_row(j0);
+  let g1 = swiglu_gate_row(j0 + 1u);
+  let jr = min(j, p.m - 1u);  // the whole workgroup routes (barriers stay uniform)
+  let e = rt_route(jr / p.ex_xdiv, jr % p.ex_xdiv, jr, gv_wg(wid, nwg) / gv_groups() == 0u && j < p.m, lid);
+  let a = gv_run(ex_rows(vec4<u32>(g0, g0 + 16u, g1, g1 + 16u), e), j / p.ex_xdiv, 0u, lid).a0;
+  let half = p.ex_n / 2u;
+  if (lid % GV_TK == 0u && j < p.m) {
+    if (j0 < half) { y[j * half + j0] = gate_act(a.x) * a.y; }
+    if (j0 + 1u < half) { y[j * half + j0 + 1u] = gate_act(a.z) * a.w; }
+  }
+}
