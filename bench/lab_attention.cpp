@@ -1,7 +1,8 @@
 // wgrt_lab_attention: SDPA over the KV cache at llama-3-8B-like head counts (32 query heads,
-// 8 KV heads), head dim 64/128, f32 and f16 caches, contexts 128..8192.
+// 8 KV heads; --kv-heads 4: Qwen3-30B-A3B's), head dim 64/128, f32 and f16 caches, contexts
+// 128..8192.
 //
-//   wgrt_lab_attention [--peaks bench/peaks-h200.json] [--repeats 10] [--inner 4]
+//   wgrt_lab_attention [--peaks bench/peaks-h200.json] [--repeats 10] [--inner 4] [--kv-heads 8,4]
 //                      [--contexts 128,1024,4096,8192] [--head-dims 64,128] [--caches f32,f16]
 //                      [--routes decode,prefill] [--decode-kernels best,vec,sg,split]
 //                      [--max-chunks 0,32,64] [--xq off,on]
@@ -47,6 +48,7 @@ struct Options {
   std::vector<uint32_t> max_chunks = {0};
   std::vector<uint32_t> contexts = {128, 1024, 4096, 8192};
   std::vector<uint32_t> head_dims = {64, 128};
+  std::vector<uint32_t> kv_heads = {8};
   std::vector<std::string> caches = {"f32", "f16"};
   std::vector<std::string> routes = {"decode", "prefill"};
   std::vector<std::string> kernels = {"best"};
@@ -54,7 +56,7 @@ struct Options {
   gpu::DeviceOptions device;
 };
 
-constexpr uint32_t kHeads = 32, kKvHeads = 8;
+constexpr uint32_t kHeads = 32;
 
 std::vector<uint32_t> random_words(size_t n, uint32_t seed, bool f16) {
   std::mt19937 rng(seed);
@@ -84,8 +86,8 @@ float cache_at(const std::vector<uint32_t>& w, size_t i, bool f16) {
 // CPU: within 1e-4 of the output's scale.
 std::string check_head(const std::vector<float>& got, const std::vector<float>& qv, const std::vector<uint32_t>& kc,
                        const std::vector<uint32_t>& vc, bool f16, uint32_t hd, uint32_t ctx, uint32_t pos, uint32_t t,
-                       uint32_t h) {
-  const uint32_t kvh = h / (kHeads / kKvHeads), keys = pos + t + 1;
+                       uint32_t h, uint32_t n_kv) {
+  const uint32_t kvh = h / (kHeads / n_kv), keys = pos + t + 1;
   const float* qr = &qv[(size_t(t) * kHeads + h) * hd];
   std::vector<double> score(keys);
   double mx = -1e300;
@@ -140,16 +142,16 @@ struct Lab {
   lab::Timer timer;
   Options opts;
   lab::Peaks peaks;
-  lab::Table table{{"route", "kernel", "cache", "head dim", "ctx", "tokens", "chunks", "layers", "µs / call",
+  lab::Table table{{"route", "kernel", "cache", "head dim", "kv heads", "ctx", "tokens", "chunks", "layers", "µs / call",
                     "GB/s (KV)", "% of read peak", "GFLOP/s", "% of FMA peak", "check"},
                    {}};
 
-  void run(bool decode, bool f16, uint32_t hd, uint32_t ctx, ops::DecodeKernel want, uint32_t max_chunks,
-           bool xq) {
+  void run(bool decode, bool f16, uint32_t hd, uint32_t n_kv, uint32_t ctx, ops::DecodeKernel want,
+           uint32_t max_chunks, bool xq) {
     const uint32_t n_tokens = decode ? 1 : std::min<uint32_t>(512, ctx);
     const uint32_t pos = ctx - n_tokens;
     const double elem = f16 ? 2 : 4;
-    const double kv_bytes = 2.0 * kKvHeads * ctx * hd * elem;
+    const double kv_bytes = 2.0 * n_kv * ctx * hd * elem;
     uint32_t layers = decode ? uint32_t(std::clamp(256e6 / kv_bytes, 1.0, 64.0)) : 1;
     Graph g(dev);
     SymbolId ps = add_symbol(g, {.name = "pos", .lo = 0, .hi = ctx - 1});
@@ -158,8 +160,8 @@ struct Lab {
     TensorId out0{};
     for (uint32_t l = 0; l < layers; ++l) {
       DType dt = f16 ? DType::F16 : DType::F32;
-      TensorId kc = ops::add_kv_cache(g, fmt::format("k.{}", l), dt, kKvHeads, ctx, hd);
-      TensorId vc = ops::add_kv_cache(g, fmt::format("v.{}", l), dt, kKvHeads, ctx, hd);
+      TensorId kc = ops::add_kv_cache(g, fmt::format("k.{}", l), dt, n_kv, ctx, hd);
+      TensorId vc = ops::add_kv_cache(g, fmt::format("v.{}", l), dt, n_kv, ctx, hd);
       caches.push_back(kc);
       caches.push_back(vc);
       TensorId o = ops::add_attention(g, {.name = fmt::format("attn.{}", l), .q = q, .k_cache = kc, .v_cache = vc,
@@ -185,8 +187,8 @@ struct Lab {
     update(g, {}, {&si, 1});
     execute(g);
     const std::vector<float> got = read_output<float>(g, out0);
-    std::string check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, 0);
-    if (check == "ok") check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, kHeads - 1);
+    std::string check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, 0, n_kv);
+    if (check == "ok") check = check_head(got, qv, k0, v0, f16, hd, ctx, pos, n_tokens - 1, kHeads - 1, n_kv);
     if (check == "ok" && xq) check = check_xq(read_output<uint32_t>(g, ops::attention_xq(g, "attn.0")), got);
     int inner = decode ? 1 : opts.inner;
     lab::Timing t = lab::measure(timer, "attention", opts.time, [&](WGPUComputePassEncoder pass) {
@@ -199,12 +201,12 @@ struct Lab {
     double flops = 4.0 * hd * kHeads * keys;
     double gbps = kv_bytes / per_call / 1e9;
     double gflops = flops / per_call / 1e9;
-    const ops::AttentionVariants var = ops::attention_variants(dev.caps.limits, "attn", hd, kHeads / kKvHeads, f16,
+    const ops::AttentionVariants var = ops::attention_variants(dev.caps.limits, "attn", hd, kHeads / n_kv, f16,
                                                                gpu::subgroup_lanes(dev.caps), want);
     const std::string kernel = decode ? std::string(ops::decode_kernel_name(var.decode_kernel)) + (xq ? " + xq" : "")
                                       : fmt::format("{} ({} rows)", ops::prefill_entry(var), var.prefill_rows);
     table.rows.push_back({decode ? "decode" : "prefill", kernel,
-                          f16 ? "f16" : "f32", fmt::format("{}", hd),
+                          f16 ? "f16" : "f32", fmt::format("{}", hd), fmt::format("{}", n_kv),
                           fmt::format("{}", ctx), fmt::format("{}", n_tokens), chunks,
                           fmt::format("{}", layers), fmt::format("{:.2f}", per_call * 1e6),
                           decode ? fmt::format("{:.0f}", gbps) : "-",
@@ -237,6 +239,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')->check(CLI::IsMember({"off", "on"}));
   app.add_option("--contexts", opts.contexts, "comma list of contexts")->delimiter(',')->check(CLI::Range(1u, 1u << 20));
   app.add_option("--head-dims", opts.head_dims, "comma list of head dims (multiples of 8, 16..256)")->delimiter(',');
+  app.add_option("--kv-heads", opts.kv_heads, "comma list of KV head counts (divisors of 32, GQA up to 8)")
+      ->delimiter(',')->check(CLI::IsMember({1u, 2u, 4u, 8u, 16u, 32u}));
   lab::add_device_flags(app, opts.device);
   CLI11_PARSE(app, argc, argv);
   try {
@@ -247,13 +251,14 @@ int main(int argc, char** argv) {
     for (const std::string& route : opts.routes)
       for (const std::string& cache : opts.caches)
         for (uint32_t hd : opts.head_dims)
-          for (uint32_t ctx : opts.contexts) {
-            const bool decode = route == "decode";
-            for (const std::string& k : decode ? opts.kernels : std::vector<std::string>{"best"})
-              for (uint32_t mc : decode ? opts.max_chunks : std::vector<uint32_t>{0})
-                for (const std::string& xq : decode ? opts.xq : std::vector<std::string>{"off"})
-                  lab.run(decode, cache == "f16", hd, ctx, kernel_of(k), mc, xq == "on");
-          }
+          for (uint32_t n_kv : opts.kv_heads)
+            for (uint32_t ctx : opts.contexts) {
+              const bool decode = route == "decode";
+              for (const std::string& k : decode ? opts.kernels : std::vector<std::string>{"best"})
+                for (uint32_t mc : decode ? opts.max_chunks : std::vector<uint32_t>{0})
+                  for (const std::string& xq : decode ? opts.xq : std::vector<std::string>{"off"})
+                    lab.run(decode, cache == "f16", hd, n_kv, ctx, kernel_of(k), mc, xq == "on");
+            }
     lab::print_table(lab.table);
     for (const auto& row : lab.table.rows)
       if (row.back() != "ok") return 1;  // a row whose results did not check out
