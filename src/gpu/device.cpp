@@ -496,7 +496,16 @@ Device create_device(const DeviceOptions& opts) {
   desc.requiredFeatureCount = wanted.size();
   desc.requiredFeatures = wanted.data();
   // No required limits: Dawn grants WebGPU's defaults.
-  desc.requiredLimits = want_default_limits(opts) ? nullptr : &limits;
+  WGPULimits asked = limits;
+  if (opts.workgroup_storage) {
+    if (want_default_limits(opts) || opts.workgroup_storage < 16384 ||
+        opts.workgroup_storage > limits.maxComputeWorkgroupStorageSize)
+      throw GpuError(fmt::format("workgroup storage of {} bytes asked; the adapter grants 16384 to {} (and not with "
+                                 "WebGPU's default limits)", opts.workgroup_storage,
+                                 limits.maxComputeWorkgroupStorageSize));
+    asked.maxComputeWorkgroupStorageSize = opts.workgroup_storage;
+  }
+  desc.requiredLimits = want_default_limits(opts) ? nullptr : &asked;
   desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   desc.deviceLostCallbackInfo.callback = on_device_lost;
   desc.deviceLostCallbackInfo.userdata1 = dev.errors.get();

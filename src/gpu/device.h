@@ -42,6 +42,9 @@ struct DeviceOptions {
   // workgroup, 128 MiB storage bindings, ...) instead of the adapter's maximum, to run as on
   // the smallest conforming adapter. Env WGRT_LIMITS=default turns it on too.
   bool default_limits = false;
+  // Nonzero: request exactly this maxComputeWorkgroupStorageSize (from WebGPU's 16 KiB up to the
+  // adapter's), the rest as above: tests check C++'s count of a kernel's workgroup memory.
+  uint32_t workgroup_storage = 0;
   // Dawn's compiled shaders and pipeline cache on disk (gpu/disk_cache.h): "" for env
   // WGRT_CACHE_DIR, else $XDG_CACHE_HOME/wgrt or ~/.cache/wgrt; "off" for none.
   std::string cache_dir;

@@ -130,7 +130,8 @@ struct LinearQExpertsDesc {
   uint32_t x_div = 1;
   bool swiglu = false;
   GateAct act = GateAct::Silu;
-  int gemv_int8 = -1;  // as LinearQDesc's
+  uint32_t gemv_lanes = 0;  // as LinearQDesc's
+  int gemv_int8 = -1;       // as LinearQDesc's
   // x RMS-normalized with this weight [K] inside the gemv (x_div > 1: the FFN's input rows).
   std::optional<graph::TensorId> norm;
   float eps = 1e-5f;

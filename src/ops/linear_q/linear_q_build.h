@@ -43,6 +43,8 @@ bool gemv_multi_on(const gpu::DeviceCaps& caps, int gemv_int8, uint32_t gemv_x);
 uint32_t split_scratch_rows(uint32_t max_m, uint32_t n, uint32_t k, uint32_t gs);
 uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, const std::string& name, uint32_t xr);
 uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr);
+// gemv_experts_swiglu_route's: the gemv's (xr 1) and the route's ranking (linear_q_experts.cpp).
+uint64_t experts_routed_workgroup_bytes(uint32_t lanes);
 bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<const LinearQPartPlan> parts);
 
 // The node's scratch tensors (outputs past y), by what their live shape follows.

@@ -164,8 +164,9 @@ uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, co
   return lanes;
 }
 
-// Workgroup memory of the gemv kernels (linear_q_gemv.wgsl's gv_x, gv_red and gv_sum) at `lanes`
-// lanes per row set and xr rows of x per workgroup.
+// Workgroup memory of the gemv kernels (linear_q_gemv.wgsl's gv_x, gv_red and gv_sum, and
+// iq4_grid.wgsl's tables, which every format's kernel holds) at `lanes` lanes per row set and xr
+// rows of x per workgroup (tests/ops/workgroup_memory_test.cpp holds it to what Dawn counts).
 uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
   const uint64_t threads = 4ull * lanes;  // GV_WG = GV_SETS * GV_TK
   constexpr uint64_t iq4_tables = 16 * 4 + 256 * 4;  // iq4_grid.wgsl's iq4_f and iq4_pair

@@ -38,13 +38,16 @@ void check_experts(const graph::Graph& g, const LinearQExpertsDesc& d, uint32_t 
 
 }  // namespace
 
+uint64_t linear_q_detail::experts_routed_workgroup_bytes(uint32_t lanes) {
+  return gemv_workgroup_bytes(lanes, 1) + 2 * uint64_t(kMoeMaxExperts) * 4 + 2 * 16;  // rt_key4, rt_rank; rt_pick, rt_top
+}
+
 namespace {
 
-// Whether the routed gate|up kernel fits the device: the gemv's workgroup memory plus the route's
-// (a key and a rank per expert, linear_q_gemv_entries.wgsl rt_key4 and rt_rank).
+// Whether the routed gate|up kernel fits the device's workgroup memory.
 bool routed_fits(const LinearQBuild& b) {
-  const uint32_t lanes = gemv_lanes(b.caps, b.n, 0, b.d.name, 1);
-  return gemv_workgroup_bytes(lanes, 1) + 8ull * kMoeMaxExperts + 16 <= b.caps.limits.maxComputeWorkgroupStorageSize;
+  return experts_routed_workgroup_bytes(gemv_lanes(b.caps, b.n, b.d.gemv_lanes, b.d.name, 1)) <=
+         b.caps.limits.maxComputeWorkgroupStorageSize;
 }
 
 // The node of add_linear_q_experts, or with `route` of add_linear_q_experts_routed: ids and
@@ -77,7 +80,8 @@ ExpertsRouted experts_node(graph::Graph& g, const LinearQExpertsDesc& d, const M
   const uint32_t n_out = d.swiglu ? d.n_expert / 2 : d.n_expert;
   // The gemv's kernel choices, as for a node of one expert's rows.
   const LinearQDesc as_gemv{.name = d.name, .format = d.format, .gs = d.gs, .x = d.x, .q = d.q, .scales = d.scales,
-                            .swiglu = d.swiglu, .act = d.act, .gemv_int8 = d.gemv_int8};
+                            .swiglu = d.swiglu, .act = d.act, .gemv_lanes = d.gemv_lanes,
+                            .gemv_int8 = d.gemv_int8};
   LinearQBuild b{.g = g, .d = as_gemv, .caps = graph::device_caps(g), .max_m = max_pairs, .k = k, .n = d.n_expert};
   out.y = graph::add_tensor(g, d.name, graph::DType::F32, {max_pairs, n_out});
   const char* entry = d.swiglu ? "gemv_experts_swiglu" : "gemv_experts";

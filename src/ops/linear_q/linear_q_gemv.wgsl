@@ -103,7 +103,7 @@ const GV_XSTRIDE: u32 = 9u;  // vec4 slots per staged chunk (8 for q4, 4 for q8,
 // of x are staged side by side (3 * GV_TK slots each, gv_stage_i8) and every lane's unpacked
 // weight chunk serves them all (gv_rows_multi).
 override GV_XR: u32 = 1u;
-// [GV_TK chunks][GV_XSTRIDE], twice over for 4 rows of x (linear_q.cpp gemv_workgroup_bytes mirrors it)
+// [GV_TK chunks][GV_XSTRIDE], twice over for 4 rows of x (linear_q_choices.cpp gemv_workgroup_bytes mirrors it)
 var<workgroup> gv_x: array<vec4<f32>, GV_TK * GV_XSTRIDE * ((GV_XR + 2u) / 3u)>;
 var<private> gv_ss: vec4<f32>;
 

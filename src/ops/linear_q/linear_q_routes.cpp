@@ -208,7 +208,7 @@ RouteRanges route_ranges(LinearQBuild& b) {
   r.has_last = d.last_row && d.xq_in && r.gemv_hi >= 2;
   b.one_row_gemv = r.has_multi || r.has_last || r.gemv_hi <= 1;
   // Rows of x per workgroup: gemv_x_rows(), halved while the kernel's workgroup memory passes the
-  // device's limit (4 rows at 64 lanes need 23,552 bytes; WebGPU's default limit is 16,384).
+  // device's limit (4 rows at 64 lanes need 24,640 bytes; WebGPU's default limit is 16,384).
   uint32_t multi_x = r.has_multi ? gemv_x_rows(d.gemv_x) : 1;
   while (multi_x > 1 && gemv_workgroup_bytes(gemv_lanes(b.caps, b.n, d.gemv_lanes, d.name, multi_x), multi_x) >
                             b.caps.limits.maxComputeWorkgroupStorageSize)
