@@ -469,10 +469,12 @@ int run_bench(const gpu::DeviceOptions& dev_opts, const BenchFlags& f) {
               [&](const Result& r) { out.row(make_row(info, f, bo.n_ctx, r), r); });
     if (f.profile) {
       const std::optional<gpu::Peaks> peaks = llm::find_peaks(dev.caps, f.peaks);
+      // Every count --parallel names, 1 too where the graph holds more: one sequence through the
+      // batched graph is what one client of `wgrt serve` gets.
       for (uint32_t n : f.parallel)
-        if (n > 1)
-          for (uint32_t d : f.depth)
-            if (d + kProfileSteps + 1 <= bo.n_ctx) llm::print_profile(stderr, llm::profile_batched(sb, n, d, kProfileSteps), peaks);
+        for (uint32_t d : f.depth)
+          if (bo.n_seqs > 1 && d + kProfileSteps + 1 <= bo.n_ctx)
+            llm::print_profile(stderr, llm::profile_batched(sb, n, d, kProfileSteps), peaks);
     }
   }
   out.finish();
