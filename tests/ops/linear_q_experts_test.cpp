@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "ops/linear_q/linear_q.h"
+#include "ops/linear_q/linear_q_build.h"
 #include "ops/moe/moe.h"
 #include "ops/quant/quant.h"
 #include "reference/linear_q_ref.h"
@@ -113,8 +114,10 @@ void run_experts(const ExpertsCase& c) {
     ASSERT_EQ(live_shape(g, y), (Shape{pairs, n_out}));
     if (c.routed) {
       // Few tokens route in the gate|up kernel where the device's workgroup memory holds it.
+      const uint32_t lanes = ops::linear_q_detail::gemv_lanes(device().caps, c.n_expert, 0, "y", 1);
       const bool in_kernel = tokens <= ops::kExpertsRoutedMaxTokens &&
-                             device().caps.limits.maxComputeWorkgroupStorageSize >= 24576;
+                             ops::linear_q_detail::experts_routed_workgroup_bytes(lanes) <=
+                                 device().caps.limits.maxComputeWorkgroupStorageSize;
       EXPECT_EQ(active_route(g, find_node(g, "y")), in_kernel ? ops::kLinearQExpertsRouted : ops::kLinearQExperts);
       EXPECT_EQ(read_output<uint32_t>(g, r.ids), choice.ids);
       std::vector<float> wb(choice.weights.size());
