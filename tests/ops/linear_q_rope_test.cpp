@@ -5,7 +5,8 @@
 // ref::rope on the q and the k heads, v copied.
 //
 // With RopeQkv::rows (a step of several sequences) the same on every route with the rows'
-// positions and regions (the rotation is then rope_qkv's on every route, the gemv's included).
+// positions and regions (on the gemv routes the gemv's epilogue gemv_rope_rows reads them from
+// the table where the device binds its 10 storage buffers, elsewhere rope_qkv).
 //
 // Tolerances, per output: the unfused projection's (linear_q_fused_test.cpp: 1e-5 * sum_k
 // |xn w|, plus the int8 activation rounding bound where the route takes int8 x) of both
@@ -187,10 +188,10 @@ void run_rope_linear(const RopeLinCase& c) {
     const Route& route = active_route_info(g, node);
     ASSERT_EQ(route.id, ops::linear_q_route(device().caps, n, m, c.gemv_int8, c.gemv_x,
                                             c.gemv_x ? ops::kLinearQGemvMaxRows + 1 : 0));
-    const bool fused = route.kernels[0].pipeline.entry == "gemv_rope";
+    const bool fused = route.kernels[0].pipeline.entry == (c.rows ? "gemv_rope_rows" : "gemv_rope");
     const bool gemv = route.id == ops::kLinearQGemv || route.id == ops::kLinearQGemvMulti;
-    EXPECT_EQ(fused, gemv && !c.neox && !c.rows &&
-                         device().caps.limits.maxStorageBuffersPerShaderStage >= 9);
+    EXPECT_EQ(fused, gemv && !c.neox &&
+                         device().caps.limits.maxStorageBuffersPerShaderStage >= (c.rows ? 10u : 9u));
 
     // The reference: q|k|v of the normalized rows, its bounds, then the rotations.
     const std::vector<float> xn = ref::rms_norm(xv, nv, k, 1e-5);

@@ -52,8 +52,8 @@
 //             k and v go rotated into the caches at pos + row. In the gemv's epilogue
 //             (gemv_rope: normal layout, devices with 9 storage buffers per stage), elsewhere
 //             rope_qkv after the matrix kernels (q|k|v in the node's scratch). With RopeQkv::rows
-//             (a step of several sequences) every route, the gemv's included, runs rope_qkv
-//             after its matrix kernels: the table is read there, gemv_rope stays as it is
+//             (a step of several sequences) the positions and cache rows come from the table:
+//             in the gemv's epilogue gemv_rope_rows (10 storage buffers), else in rope_qkv
 // The GEMM's result differs from f32 math by the activation rounding: at most
 // absmax(x in group) / 254 per activation (tests/ops/linear_q_test.cpp bounds it exactly).
 #pragma once

@@ -3,6 +3,7 @@
 //! use rope_turn
 //! use xq_row
 //! use graph_symbols
+//! use kv_rows
 //! use linear_q_kquant_rows
 //! use linear_q_matrix
 //! use linear_q_gemv_m

@@ -175,13 +175,14 @@ uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr) {
 
 // Whether the gemv turns q and k itself (gemv_rope): each lane's 4 columns must be two pairs of
 // one head (the normal layout, weights of whole 4-row groups) and the device must bind its 9
-// storage buffers (WebGPU's default limit is 8: rope_qkv follows the gemv there). It saves a
-// dispatch per layer and the q|k|v round trip through memory. WGRT_GEMV_ROPE=0 turns it off
-// (to measure).
+// storage buffers (10 with rows: gemv_rope_rows reads the positions' table; WebGPU's default
+// limit is 8: rope_qkv follows the gemv there). It saves a dispatch per layer and the q|k|v
+// round trip through memory, for one sequence and for a batched step alike. WGRT_GEMV_ROPE=0
+// turns it off (to measure).
 bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<const LinearQPartPlan> parts) {
-  if (r.rows) return false;  // a step of several sequences: rope_qkv reads the table
   if (r.q_norm) return false;  // q/k norms span a head's row sets: rope_qkv normalizes
-  if (r.layout != RopeLayout::Normal || caps.limits.maxStorageBuffersPerShaderStage < 9) return false;
+  if (r.layout != RopeLayout::Normal || caps.limits.maxStorageBuffersPerShaderStage < (r.rows ? 10u : 9u))
+    return false;
   for (const LinearQPartPlan& pp : parts)
     if (pp.n % 4 != 0) return false;
   return kGemvRope.get() != "0";

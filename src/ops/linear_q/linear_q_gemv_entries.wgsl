@@ -168,9 +168,9 @@ fn rope_pair(v: vec2<f32>, e: u32, pos: u32) -> vec2<f32> {
   return rope_turn(v.x, v.y, pos, rope_freqs[e], rope_freqs[e + 1u]);  // pair e / 2's (hi, lo)
 }
 
-// Columns col..col + 3 of k (or v) into the cache row of their head at `pos`.
-fn rope_store(to_k: bool, col: u32, v: vec4<f32>, pos: u32) {
-  let at = ((col / ROPE_HD) * p.n_ctx + pos) * ROPE_HD + col % ROPE_HD;  // element index
+// Columns col..col + 3 of k (or v) into cache row `row` of their head.
+fn rope_store(to_k: bool, col: u32, v: vec4<f32>, row: u32) {
+  let at = ((col / ROPE_HD) * p.n_ctx + row) * ROPE_HD + col % ROPE_HD;  // element index
   var w = bitcast<vec4<u32>>(v);
   var words = 4u;
   var o = at;
@@ -192,14 +192,30 @@ fn gemv_rope(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
   let acc = gv_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), m0, 0u, lid);
   if (lid % GV_TK != 0u || n0 >= p.n) { return; }
   for (var q = 0u; q < GV_XR; q++) {
-    if (m0 + q < p.m) { rope_out(gv_pick(acc, q), n0, m0 + q); }
+    let pos = symbol(p.pos_sym) + m0 + q;
+    if (m0 + q < p.m) { rope_out(gv_pick(acc, q), n0, m0 + q, pos, pos); }
   }
 }
 
-// Weight rows n0..n0 + 3 of x's row m (the token at pos + m): turned, to y or the caches.
-fn rope_out(a: vec4<f32>, n0: u32, m: u32) {
+// gemv_rope for a step of several sequences: row m turns at p_m of KvRows::table and its k, v
+// land at cache row b_m + p_m (kv_rows.wgsl).
+@group(0) @binding(20) var<storage, read> kv_rows: array<u32>;  // [rows][p_i, b_i]
+
+@compute @workgroup_size(GV_WG)
+fn gemv_rope_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+  let n0 = gv_set(wid, nwg, lid) * 4u;
+  let m0 = gv_m0(wid, nwg);
+  let acc = gv_run(gv_clamp(vec4<u32>(n0, n0 + 1u, n0 + 2u, n0 + 3u)), m0, 0u, lid);
+  if (lid % GV_TK != 0u || n0 >= p.n) { return; }
+  for (var q = 0u; q < GV_XR; q++) {
+    if (m0 + q < p.m) { rope_out(gv_pick(acc, q), n0, m0 + q, kv_pos(m0 + q), kv_dst(m0 + q, p.n_ctx)); }
+  }
+}
+
+// Weight rows n0..n0 + 3 of x's row m, turned at `pos`: q to y, k and v to cache row `row`.
+fn rope_out(a: vec4<f32>, n0: u32, m: u32, pos: u32, row: u32) {
   let c = p.y_off + n0;  // the q|k|v column of row n0 (weights have whole heads: n0 + 3 < p.n)
-  let pos = symbol(p.pos_sym) + m;
   var v = vec4<f32>(finish(a.x, n0), finish(a.y, n0 + 1u), finish(a.z, n0 + 2u), finish(a.w, n0 + 3u));
   if (c < ROPE_Q + ROPE_KV) {
     let e = c % ROPE_HD;
@@ -210,7 +226,7 @@ fn rope_out(a: vec4<f32>, n0: u32, m: u32) {
     return;
   }
   let kv = c - ROPE_Q;
-  rope_store(kv < ROPE_KV, kv % ROPE_KV, v, pos);
+  rope_store(kv < ROPE_KV, kv % ROPE_KV, v, row);
 }
 // ---- gemv_experts: a mixture-of-experts FFN's weights, the chosen experts' rows only ----
 // The weight holds E experts' blocks of p.ex_n rows each (p.n = E * ex_n, the GGUF layout of

@@ -48,7 +48,7 @@ void gemv_constants(const LinearQBuild& b, const LinearQPart& wp, std::string_vi
   if (xq && d.xq_norm) extra.push_back({"XQ_NORM", 1.0});
   if (xq && reads_xq(b, wp)) extra.push_back({"XQ_IN", 1.0});
   extra.push_back({"GV_TK", double(lanes)});
-  if (entry == "gemv_rope")
+  if (entry.starts_with("gemv_rope"))
     extra.insert(extra.end(), {{"ROPE_HD", double(d.rope->head_dim)},
                                {"ROPE_NROT", double(b.rope_caches->n_rot)},
                                {"ROPE_Q", double(d.rope->n_heads * d.rope->head_dim)},
@@ -105,16 +105,17 @@ graph::KernelSpec gemv_kernel(const LinearQBuild& b, uint32_t i, graph::TensorId
   const LinearQPart& wp = b.parts[i];
   const char* entry = d.swiglu      ? (xq && b.xq_out ? "gemv_swiglu_xq" : "gemv_swiglu")
                       : d.argmax_out ? "gemv_argmax"
-                      : turn_rope    ? "gemv_rope"
+                      : turn_rope    ? (d.rope->rows ? "gemv_rope_rows" : "gemv_rope")
                       : xq && b.xq_out ? "gemv_xq"
                                        : "gemv";
   const graph::TensorId xin = xq && reads_xq(b, wp) ? *d.xq_in : xv;
   const graph::TensorId nwv = xq && d.xq_norm ? *d.xq_norm : b.nw;
   std::vector<Binding> bs = {Binding::of(0, xin), Binding::of(1, wp.q), Binding::of(2, wp.scales),
                              Binding::of(3, b.bias), Binding::of(4, yv), Binding::params(5), Binding::of(10, nwv)};
-  if (turn_rope)
+  if (turn_rope)  // positions: the symbol block's pos, or the rows' table
     bs.insert(bs.end(), {Binding::of(12, d.rope->freqs), Binding::of(13, d.rope->k_cache),
-                         Binding::of(14, d.rope->v_cache), Binding::symbol_block(15)});
+                         Binding::of(14, d.rope->v_cache),
+                         d.rope->rows ? Binding::of(20, d.rope->rows->table) : Binding::symbol_block(15)});
   else if (!d.swiglu)
     bs.push_back(Binding::of(9, b.res));  // gemv_swiglu and gemv_rope add no residual
   if (partial) bs.push_back(Binding::of(11, *partial));
