@@ -4,6 +4,7 @@
 //! use xq_row
 //! use graph_symbols
 //! use kv_rows
+//! use moe_key
 //! use linear_q_kquant_rows
 //! use linear_q_matrix
 //! use linear_q_gemv_m

@@ -253,20 +253,24 @@ fn gemv_experts(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 // gemv_experts over each expert's (gate, up) rows interleaved in blocks of 16: y [pairs, ex_n / 2].
-@compute @workgroup_size(GV_WG)
-fn gemv_experts_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                       @builtin(local_invocation_index) lid: u32) {
-  let j = gv_m0(wid, nwg);
+// Pair j's rows of expert e (the pair's, from ex_ids or its route), SiLU(gate) * up out.
+fn ex_swiglu(wid: vec3<u32>, nwg: vec3<u32>, lid: u32, j: u32, e: u32) {
   let j0 = gv_set(wid, nwg, lid) * 2u;
   let g0 = swiglu_gate_row(j0);
   let g1 = swiglu_gate_row(j0 + 1u);
-  let e = ex_ids[j];
   let a = gv_run(ex_rows(vec4<u32>(g0, g0 + 16u, g1, g1 + 16u), e), j / p.ex_xdiv, 0u, lid).a0;
   let half = p.ex_n / 2u;
   if (lid % GV_TK == 0u && j < p.m) {
     if (j0 < half) { y[j * half + j0] = gate_act(a.x) * a.y; }
     if (j0 + 1u < half) { y[j * half + j0 + 1u] = gate_act(a.z) * a.w; }
   }
+}
+
+@compute @workgroup_size(GV_WG)
+fn gemv_experts_swiglu(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+  let j = gv_m0(wid, nwg);
+  ex_swiglu(wid, nwg, lid, j, ex_ids[j]);
 }
 
 // ---- gemv_experts_swiglu_route: moe_route's choice inside gate|up, for steps of few tokens ----
@@ -282,15 +286,6 @@ var<workgroup> rt_rank: array<u32, EX_MAX_E>;
 var<workgroup> rt_pick: u32;
 var<workgroup> rt_top: f32;
 
-// Unsigned order = float order, NaN as -inf (moe.wgsl's mr_key). Every key is > 0, so the key 0
-// pads a last word past E and never ranks ahead of an expert.
-fn rt_key(v: f32) -> u32 {
-  var b = bitcast<u32>(v);
-  if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xff800000u; }
-  if (b == 0x80000000u) { b = 0u; }
-  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-}
-
 // The expert of slot `slot` of token t; with `first` (uniform: the pair's first tile) also the
 // pair's expert into rt_ids[j] and its weight into rt_wts[j]: softmax over all experts, or
 // (ex_norm) over the chosen ones, as moe_route's.
@@ -299,7 +294,7 @@ fn rt_route(t: u32, slot: u32, j: u32, first: bool, lid: u32) -> u32 {
   let k = p.ex_xdiv;
   let words = (e + 3u) / 4u;
   for (var i = lid; i < words * 4u; i += GV_WG) {
-    rt_key4[i / 4u][i % 4u] = select(0u, rt_key(rt_logits[t * e + min(i, e - 1u)]), i < e);
+    rt_key4[i / 4u][i % 4u] = select(0u, moe_key(rt_logits[t * e + min(i, e - 1u)]), i < e);
   }
   workgroupBarrier();
   for (var i = lid; i < e; i += GV_WG) {
@@ -343,15 +338,7 @@ fn rt_route(t: u32, slot: u32, j: u32, first: bool, lid: u32) -> u32 {
 fn gemv_experts_swiglu_route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
                              @builtin(local_invocation_index) lid: u32) {
   let j = gv_m0(wid, nwg);
-  let j0 = gv_set(wid, nwg, lid) * 2u;
-  let g0 = swiglu_gate_row(j0);
-  let g1 = swiglu_gate_row(j0 + 1u);
   let jr = min(j, p.m - 1u);  // the whole workgroup routes (barriers stay uniform)
   let e = rt_route(jr / p.ex_xdiv, jr % p.ex_xdiv, jr, gv_wg(wid, nwg) / gv_groups() == 0u && j < p.m, lid);
-  let a = gv_run(ex_rows(vec4<u32>(g0, g0 + 16u, g1, g1 + 16u), e), j / p.ex_xdiv, 0u, lid).a0;
-  let half = p.ex_n / 2u;
-  if (lid % GV_TK == 0u && j < p.m) {
-    if (j0 < half) { y[j * half + j0] = gate_act(a.x) * a.y; }
-    if (j0 + 1u < half) { y[j * half + j0 + 1u] = gate_act(a.z) * a.w; }
-  }
+  ex_swiglu(wid, nwg, lid, j, e);
 }

@@ -1,5 +1,6 @@
 // Mixture-of-experts routing and combining (moe.h): moe_route picks each token's experts from
 // the router's logits, moe_combine sums the experts' outputs by their weights onto the residual.
+//! use moe_key
 struct Params {
   m: u32,     // tokens
   e: u32,     // experts
@@ -25,15 +26,6 @@ var<workgroup> mr_key4: array<vec4<u32>, MOE_MAX_E / 4u>;  // each expert's orde
 var<workgroup> mr_exp4: array<vec4<f32>, MOE_MAX_E / 4u>;  // exp(logit - top): by rank (norm), or by expert
 var<workgroup> mr_top: f32;
 
-// Unsigned order = float order, NaN as -inf (sampling's argmax key). Every key is > 0, so the
-// key 0 pads a last word past E and never ranks ahead of an expert.
-fn mr_key(v: f32) -> u32 {
-  var b = bitcast<u32>(v);
-  if ((b & 0x7fffffffu) > 0x7f800000u) { b = 0xff800000u; }
-  if (b == 0x80000000u) { b = 0u; }
-  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-}
-
 // A workgroup per token; each thread holds its experts' logits in registers. An expert's rank is
 // the count of experts ahead of it (a larger logit, or an equal one at a lower index), counted
 // over the keys four at a time: ranks are distinct, and the experts of rank < k are the token's,
@@ -52,7 +44,7 @@ fn moe_route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
     key[s] = 0u;
     if (i < p.e) {
       lg[s] = logits[t * p.e + i];
-      key[s] = mr_key(lg[s]);
+      key[s] = moe_key(lg[s]);
     }
     if (i < words * 4u) { mr_key4[i / 4u][i % 4u] = key[s]; }
   }
