@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "ops/norm/norm.h"
-
 #include <stdexcept>
+
+#include "ops/norm/norm.h"
 
 namespace wgrt::ops {
 

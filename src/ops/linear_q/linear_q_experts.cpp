@@ -65,9 +65,7 @@ ExpertsRouted experts_node(graph::Graph& g, const LinearQExpertsDesc& d, const M
       throw std::invalid_argument(fmt::format("{}: the routed experts' node is gate|up (swiglu) with a row of x and "
                                               "of logits per token and x_div = the {} slots", d.name, route->n_used));
     e = l.max_shape[1];
-    if (e > kMoeMaxExperts || route->n_used == 0 || route->n_used > std::min(e, kMoeMaxUsed))
-      throw std::invalid_argument(fmt::format("{}: {} of {} experts per token (hint: 1 to {} used of at most {})",
-                                              d.name, route->n_used, e, std::min(e, kMoeMaxUsed), kMoeMaxExperts));
+    check_moe_route(d.name, e, route->n_used);
     const uint32_t pairs = x.max_shape[0] * route->n_used;
     out.ids = graph::add_tensor(g, route->name + ".ids", graph::DType::U32, {pairs});
     out.weights = graph::add_tensor(g, route->name + ".weights", graph::DType::F32, {pairs});

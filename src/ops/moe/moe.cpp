@@ -24,12 +24,16 @@ const graph::Tensor& f32_rank(const graph::Graph& g, graph::TensorId t, uint32_t
 
 const ParamLayout kMoeLayout{"moe", sizeof(MoeParams), kFields};
 
+void check_moe_route(const std::string& name, uint32_t e, uint32_t n_used) {
+  if (e > kMoeMaxExperts || n_used == 0 || n_used > std::min(e, kMoeMaxUsed))
+    throw std::invalid_argument(fmt::format("{}: {} of {} experts per token (hint: 1 to {} used of at most {})", name,
+                                            n_used, e, std::min(e, kMoeMaxUsed), kMoeMaxExperts));
+}
+
 MoeRoute add_moe_route(graph::Graph& g, const MoeRouteDesc& d) {
   const graph::Tensor& l = f32_rank(g, d.logits, 2, "the router's logits", d.name);
   const uint32_t max_m = l.max_shape[0], e = l.max_shape[1];
-  if (e > kMoeMaxExperts || d.n_used == 0 || d.n_used > std::min(e, kMoeMaxUsed))
-    throw std::invalid_argument(fmt::format("{}: {} of {} experts per token (hint: 1 to {} used of at most {})",
-                                            d.name, d.n_used, e, std::min(e, kMoeMaxUsed), kMoeMaxExperts));
+  check_moe_route(d.name, e, d.n_used);
   MoeRoute r;
   r.ids = graph::add_tensor(g, d.name + ".ids", graph::DType::U32, {max_m * d.n_used});
   r.weights = graph::add_tensor(g, d.name + ".weights", graph::DType::F32, {max_m * d.n_used});

@@ -22,6 +22,9 @@ struct MoeRoute {
   graph::TensorId ids, weights;
 };
 MoeRoute add_moe_route(graph::Graph& g, const MoeRouteDesc& d);
+// Throws std::invalid_argument naming `name` unless k = n_used of e experts can be routed (also
+// by linear_q.h add_linear_q_experts_routed).
+void check_moe_route(const std::string& name, uint32_t e, uint32_t n_used);
 
 struct MoeCombineDesc {
   std::string name;          // node and output name
