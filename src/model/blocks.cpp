@@ -294,16 +294,15 @@ void output_head(BuildContext& b, const Hidden& hidden, ModelGraph& mg) {
                                         .last_row = true, .argmax_out = mg.argmax, .more = out.more,
                                         .gemv_int8 = b.o.gemv_int8, .xq_in = hidden.xq});
   } else if (b.out_rows) {
-    // One row per sequence that wants logits; their argmax lands in next_token, row r where a
-    // fed step's token r reads it (greedy batched decode, pipelined).
+    // One row per sequence that wants logits, output_norm inside the projection; their argmax
+    // lands in next_token, row r where a fed step's token r reads it (greedy batched decode,
+    // pipelined).
     x = ops::add_gather_rows(b.g, {.name = "out_hidden", .x = x, .rows = *b.out_rows});
-    x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
-    mg.logits = final_softcap(b, apply_linear(b.g, out, x, "logits", b.o.gemv_int8));
+    mg.logits = final_softcap(b, apply_linear(b.g, out, x, "logits", b.o.gemv_int8, LinearNorm{norm, c.norm_eps}));
     mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   } else {
     if (!b.o.all_logits) x = ops::add_last_rows(b.g, {.name = "last_hidden", .x = x, .count = 1});
-    x = ops::add_rms_norm(b.g, {.name = "output_norm", .x = x, .weight = norm, .eps = c.norm_eps});
-    mg.logits = final_softcap(b, apply_linear(b.g, out, x, "logits", b.o.gemv_int8));
+    mg.logits = final_softcap(b, apply_linear(b.g, out, x, "logits", b.o.gemv_int8, LinearNorm{norm, c.norm_eps}));
     mg.argmax = ops::add_argmax(b.g, {.name = "argmax", .logits = mg.logits, .out = b.next_token});
   }
   // Bias, penalties and a grammar's mask, in place, on steps that ask (llm/batch.h stage_adjust):
