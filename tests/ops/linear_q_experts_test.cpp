@@ -2,9 +2,11 @@
 // reference: each (token, slot) pair's row of x times its expert's block of the weight
 // (ref::linear on the dequantized rows), plain (down: a row of x per pair) and with the SwiGLU
 // epilogue over the expert's interleaved (gate, up) rows (gate|up: a row of x per token), f32
-// and int8 activations, the live pairs changing step to step on one graph. Tolerances as
+// and int8 activations, the live pairs changing step to step on one graph, through the gemv and
+// (from gemm_from pairs) the grouped gemm over the pairs moe_sort groups by expert. Tolerances as
 // linear_q_fused_test.cpp's gemv: 1e-5 * sum_k |x w|, plus the int8 activation rounding bound
-// (groups of 32) where the gemv takes int8 x; SwiGLU carries them through silu(g) * u.
+// (groups of 32) where the kernel takes int8 x (the gemm always); SwiGLU carries them through
+// silu(g) * u.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -41,6 +43,7 @@ struct ExpertsCase {
   // gate|up choosing each token's experts itself from router logits [tokens, n_experts]
   // (add_linear_q_experts_routed), weights normalized over the chosen (route_norm) or all.
   bool routed = false, route_norm = true;
+  uint32_t gemm_from = 0;  // pairs from which the grouped gemm serves (0: the default)
 };
 
 // Rows [r0, r0 + n) of w [*, k].
@@ -58,6 +61,36 @@ std::vector<float> expert_half(const std::vector<float>& block, uint32_t k, uint
   return out;
 }
 
+// moe_sort's outputs for the pairs' experts ids: `order` lists every pair once, expert by
+// expert; the tiles cover each expert's places in order with runs of at most 64 (the gemm's
+// rows), in order, and the entries after the last have no rows.
+void check_sort(Graph& g, const std::vector<uint32_t>& ids, uint32_t experts) {
+  const std::vector<uint32_t> order = read_output<uint32_t>(g, find_tensor(g, "y.order"));
+  const std::vector<uint32_t> tiles = read_output<uint32_t>(g, find_tensor(g, "y.tiles"));
+  ASSERT_EQ(order.size(), ids.size());
+  std::vector<uint32_t> seen(ids.size()), first(experts + 1);
+  for (uint32_t id : ids) ++first[id + 1];
+  for (uint32_t e = 0; e < experts; ++e) first[e + 1] += first[e];
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    ASSERT_LT(order[i], ids.size());
+    ++seen[order[i]];
+    const uint32_t e = ids[order[i]];
+    EXPECT_TRUE(i >= first[e] && i < first[e + 1]) << "place " << i << " holds pair " << order[i] << " of expert " << e;
+  }
+  EXPECT_EQ(seen, std::vector<uint32_t>(ids.size(), 1u));
+  uint32_t covered = 0, t = 0;
+  for (uint32_t e = 0; e < experts; ++e)
+    for (uint32_t at = first[e]; at < first[e + 1]; at += ops::kLinearQGemmBM, ++t) {
+      ASSERT_LT(4 * t + 3, tiles.size());
+      const uint32_t rows = std::min(ops::kLinearQGemmBM, first[e + 1] - at);
+      EXPECT_EQ((std::vector<uint32_t>{tiles[4 * t], tiles[4 * t + 1], tiles[4 * t + 2]}),
+                (std::vector<uint32_t>{e, at, rows}));
+      covered += rows;
+    }
+  EXPECT_EQ(covered, ids.size());
+  for (; 4 * t + 2 < tiles.size(); ++t) EXPECT_EQ(tiles[4 * t + 2], 0u) << "entry " << t;
+}
+
 void run_experts(const ExpertsCase& c) {
   const uint32_t max_tokens = *std::max_element(c.tokens.begin(), c.tokens.end());
   const uint32_t max_pairs = max_tokens * c.slots;
@@ -73,7 +106,8 @@ void run_experts(const ExpertsCase& c) {
   constexpr float kEps = 1e-5f;
   const ops::LinearQExpertsDesc desc{.name = "y", .format = c.format, .gs = c.gs, .x = x, .ids = ids, .q = wt.q,
                                      .scales = wt.scales, .n_expert = c.n_expert, .x_div = x_div,
-                                     .swiglu = c.swiglu, .gemv_int8 = c.gemv_int8, .norm = nw, .eps = kEps};
+                                     .swiglu = c.swiglu, .gemv_int8 = c.gemv_int8, .norm = nw, .eps = kEps,
+                                     .gemm_from = c.gemm_from};
   ops::ExpertsRouted r{};
   if (c.routed)
     r = ops::add_linear_q_experts_routed(g, desc, {.name = "route", .logits = logits, .n_used = c.slots,
@@ -86,6 +120,10 @@ void run_experts(const ExpertsCase& c) {
     mark_output(g, r.ids);
     mark_output(g, r.weights);
   }
+  if (c.gemm_from) {  // moe_sort's list, checked below
+    mark_output(g, find_tensor(g, "y.order"));
+    mark_output(g, find_tensor(g, "y.tiles"));
+  }
   build(g);
   auto [w, wd] = random_quant_weight(c.format, c.n_experts * c.n_expert, c.k, c.gs, 17 + c.n_expert);
   ops::write_quant_weight(g, wt, w);
@@ -94,7 +132,7 @@ void run_experts(const ExpertsCase& c) {
     nwv = random_floats(c.k, 23, 0.5f, 1.5f);
     write_tensor<float>(g, *nw, nwv);
   }
-  const bool int8 = ops::gemv_takes_int8(device().caps, c.gemv_int8);
+  const bool gemv_int8 = ops::gemv_takes_int8(device().caps, c.gemv_int8);
 
   uint32_t step = 0;
   for (uint32_t tokens : c.tokens) {
@@ -103,6 +141,9 @@ void run_experts(const ExpertsCase& c) {
     auto xv = random_floats(size_t(x_rows) * c.k, 400 + step, -2.f, 2.f);
     std::vector<uint32_t> iv(pairs);
     for (uint32_t j = 0; j < pairs; ++j) iv[j] = (j * 7 + step * 3 + j / c.slots) % c.n_experts;
+    // Past 64 pairs, most to expert 1: more than one gemm tile's rows for one expert.
+    if (pairs > 64)
+      for (uint32_t j = 0; j < pairs; ++j) iv[j] = j % 5 ? 1 : iv[j];
     const std::vector<float> lv = random_floats(size_t(tokens) * c.n_experts, 900 + step, -3.f, 3.f);
     const ref::MoeChoice choice = ref::moe_route(lv, tokens, c.n_experts, c.slots, c.route_norm);
     if (c.routed) iv = choice.ids;
@@ -112,13 +153,20 @@ void run_experts(const ExpertsCase& c) {
                                      {logits, lv.data(), lv.size() * 4}};
     auto got = run_step(g, shapes, {}, inputs, y);
     ASSERT_EQ(live_shape(g, y), (Shape{pairs, n_out}));
+    const bool gemm = c.gemm_from && pairs >= c.gemm_from;
+    const bool int8 = gemm || gemv_int8;
+    if (!c.routed) {
+      EXPECT_EQ(active_route(g, find_node(g, "y")), gemm ? ops::kLinearQExpertsGemm : ops::kLinearQExperts);
+    }
     if (c.routed) {
       // Few tokens route in the gate|up kernel where the device's workgroup memory holds it.
       const uint32_t lanes = ops::linear_q_detail::gemv_lanes(device().caps, c.n_expert, 0, "y", 1);
       const bool in_kernel = tokens <= ops::kExpertsRoutedMaxTokens &&
                              ops::linear_q_detail::experts_routed_workgroup_bytes(lanes) <=
                                  device().caps.limits.maxComputeWorkgroupStorageSize;
-      EXPECT_EQ(active_route(g, find_node(g, "y")), in_kernel ? ops::kLinearQExpertsRouted : ops::kLinearQExperts);
+      EXPECT_EQ(active_route(g, find_node(g, "y")), in_kernel ? ops::kLinearQExpertsRouted
+                                                    : gemm      ? ops::kLinearQExpertsGemm
+                                                                : ops::kLinearQExperts);
       EXPECT_EQ(read_output<uint32_t>(g, r.ids), choice.ids);
       std::vector<float> wb(choice.weights.size());
       for (size_t i = 0; i < wb.size(); ++i) wb[i] = 1e-6f + 4e-6f * c.n_experts * choice.weights[i];
@@ -153,6 +201,7 @@ void run_experts(const ExpertsCase& c) {
                         1e-6f);
     }
     EXPECT_TRUE(within(got, want, bound));
+    if (gemm) check_sort(g, iv, c.n_experts);
   }
 }
 
@@ -190,6 +239,24 @@ std::vector<OpCase> experts_cases() {
                                      int8 ? "_xi8" : ""),
                          [c] { run_experts(c); }});
       }
+  // The grouped gemm from 16 pairs: steps of 3 to 90 pairs over 5 or 12 experts (at 90, 72 of
+  // them for one expert: two tiles), down and gate|up, routed with the norm inside; the steps
+  // below 16 pairs take the gemv on the same graph.
+  for (QuantFormat f : {QuantFormat::Q4gsw, QuantFormat::Q8, QuantFormat::Q4K, QuantFormat::Q6K, QuantFormat::Q5K,
+                        QuantFormat::Q3K, QuantFormat::IQ4XS})
+    for (bool swiglu : {false, true}) {
+      const uint32_t gs = ops::has_block_d(f) ? 256 : 32;
+      ExpertsCase c{f, gs, 512, 5, swiglu ? 96u : 80u, 3, swiglu, 1, {1, 12, 3, 30, 7}};
+      c.gemm_from = 16;
+      cases.push_back({fmt::format("{}_{}_gemm", ops::quant_format_name(f), swiglu ? "gate_up" : "down"),
+                       [c] { run_experts(c); }});
+    }
+  for (QuantFormat f : {QuantFormat::Q4K, QuantFormat::Q8}) {
+    const uint32_t gs = ops::has_block_d(f) ? 256 : 32;
+    ExpertsCase c{f, gs, 512, 12, 64, 3, true, 1, {2, 12, 5, 30, 6}, true, true, f == QuantFormat::Q8};
+    c.gemm_from = 16;
+    cases.push_back({fmt::format("{}_gate_up_routed_gemm", ops::quant_format_name(f)), [c] { run_experts(c); }});
+  }
   return cases;
 }
 

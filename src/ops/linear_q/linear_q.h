@@ -135,7 +135,14 @@ struct LinearQExpertsDesc {
   // x RMS-normalized with this weight [K] inside the gemv (x_div > 1: the FFN's input rows).
   std::optional<graph::TensorId> norm;
   float eps = 1e-5f;
+  // Steps of at least this many pairs take the grouped gemm (0: kExpertsGemmMinPairs, or
+  // WGRT_EXPERTS_GEMM_FROM): moe_sort groups the pairs by expert on the GPU, then a gemm per
+  // expert's rows reads its weights once per 64 pairs (linear_q_matrix.wgsl gemm_experts).
+  uint32_t gemm_from = 0;
 };
+// Pairs from which the grouped gemm serves by default (a pair per expert on average at a
+// router of 128 experts: fewer leave its 64-row tiles mostly empty).
+inline constexpr uint32_t kExpertsGemmMinPairs = 128;
 graph::TensorId add_linear_q_experts(graph::Graph& g, const LinearQExpertsDesc& d);
 // gate|up (swiglu, x a row per token, x_div = the slots) with moe_route's choice made in the
 // node (d.ids unset): for steps of at most kExpertsRoutedMaxTokens tokens each workgroup ranks
@@ -204,7 +211,7 @@ graph::Shape infer_linear_q(const LinearQInferCtx& c);
 // Route ids (graph/routes.h): gemv, small_m, gemm, gemv_m, gemv_multi, gemv_last, experts (the header's
 // table says on which rows).
 inline constexpr graph::RouteId kLinearQGemv{1}, kLinearQSmallM{2}, kLinearQGemm{3}, kLinearQGemvM{4},
-    kLinearQGemvMulti{5}, kLinearQGemvLast{6}, kLinearQExperts{7}, kLinearQExpertsRouted{8};
+    kLinearQGemvMulti{5}, kLinearQGemvLast{6}, kLinearQExperts{7}, kLinearQExpertsRouted{8}, kLinearQExpertsGemm{9};
 // The rows of x the gemv routes serve (G): kLinearQGemvMaxRows, or WGRT_GEMV_MAX_M=1..16 (to
 // measure); the first row count gemv_m takes (F) for a node of n weight rows on this device:
 // kLinearQGemvMFrom or none (linear_q.cpp says where), or WGRT_GEMV_M_FROM=2..17 (17: never);

@@ -45,6 +45,9 @@ uint32_t gemv_lanes(const gpu::DeviceCaps& caps, uint32_t n, uint32_t forced, co
 uint64_t gemv_workgroup_bytes(uint32_t lanes, uint32_t xr);
 // gemv_experts_swiglu_route's: the gemv's (xr 1) and the route's ranking (linear_q_experts.cpp).
 uint64_t experts_routed_workgroup_bytes(uint32_t lanes);
+// The pairs from which the experts' grouped gemm serves: `forced` (LinearQExpertsDesc::gemm_from),
+// else WGRT_EXPERTS_GEMM_FROM, else kExpertsGemmMinPairs; 0: never.
+uint32_t experts_gemm_from(uint32_t forced);
 bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<const LinearQPartPlan> parts);
 
 // The node's scratch tensors (outputs past y), by what their live shape follows.
@@ -99,6 +102,16 @@ RouteRanges route_ranges(LinearQBuild& b);
 
 graph::TensorId add_scratch(LinearQBuild& b, Scratch kind, const char* suffix, graph::DType t, graph::Shape shape);
 void add_route(LinearQBuild& b, graph::RouteId id, const char* name, int64_t lo, int64_t hi, RouteKernels r);
+
+// The pipeline of entry point `entry` for weight wp: the format's constants, then the entry's.
+struct KeyOptions {
+  bool norm = false;
+  bool split = false;   // gemm: split K
+  uint32_t xr = 1;      // gemv: rows of x per workgroup
+  bool xq = false;      // gemv: the one-row kernel (x quantized ahead in, xq out)
+  uint32_t mma_bm = 0;  // gemm_mma: rows of y per workgroup
+};
+gpu::PipelineKey kernel_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry, KeyOptions o = {});
 
 void build_gemv_routes(LinearQBuild& b, const RouteRanges& r);
 // The pipeline of gemv entry point `entry` (one row of x per workgroup, no fusion) for weight wp:

@@ -33,6 +33,9 @@ const knobs::Choice kMmaBm{"WGRT_MMA_BM", "auto|64|128", "auto",
                            "rows of y per matrix-core gemm workgroup (auto: 128 from 4096 rows, else the int8 gemm)",
                            knobs::Lab};
 const knobs::Choice kGemvXq{"WGRT_GEMV_XQ", "auto|0|1", "auto", "0: no gemv reads x quantized ahead", knobs::Lab};
+const knobs::Count kExpertsGemmFrom{"WGRT_EXPERTS_GEMM_FROM", 0, 1 << 24, kExpertsGemmMinPairs,
+                                    "pairs from which a mixture of experts takes the grouped gemm (0: never)",
+                                    knobs::Lab};
 const knobs::Choice kGemvRope{"WGRT_GEMV_ROPE", "auto|0|1", "auto", "0: the q, k, v gemv leaves rope to its own kernel",
                               knobs::Lab};
 }  // namespace
@@ -64,6 +67,10 @@ uint32_t node_gemv_m_from(const gpu::DeviceCaps& caps, uint32_t n, int gemv_int8
   return forced ? std::clamp<uint32_t>(forced, 2, kLinearQGemvMaxRows + 1) : gemv_m_from(caps, n, gemv_int8);
 }
 }  // namespace linear_q_detail
+
+uint32_t linear_q_detail::experts_gemm_from(uint32_t forced) {
+  return forced ? forced : uint32_t(kExpertsGemmFrom.get());
+}
 
 uint32_t gemv_x_rows(uint32_t forced) {
   if (forced) {

@@ -228,6 +228,32 @@ fn q6_to_i8(v: u32) -> u32 {
   return t | ((t & 0x20202020u) * 6u);
 }
 
+// Where a gemm workgroup's tile lies: rows i < live of the tile are x's rows m0 + i (the experts'
+// gemm: the pairs gx_pair[i], x's row pair / ex_xdiv); its columns n0 + c are the weight's rows
+// row0 + n0 + c (an expert's block), zeros from column nlim on.
+struct GemmTile {
+  m0: u32,
+  live: u32,
+  row0: u32,
+  nlim: u32,
+  ex: bool,
+}
+const GEMM_NONE: u32 = 0xFFFFFFFFu;
+var<workgroup> gx_pair: array<u32, BM>;  // the experts' gemm: the tile's pairs
+
+// Tile row i's row of x, GEMM_NONE past the live rows.
+fn gemm_xrow(t: GemmTile, i: u32) -> u32 {
+  if (i >= t.live) { return GEMM_NONE; }
+  if (t.ex) { return gx_pair[i] / p.ex_xdiv; }
+  return t.m0 + i;
+}
+
+// Tile row i's row of y (i < t.live).
+fn gemm_yrow(t: GemmTile, i: u32) -> u32 {
+  if (t.ex) { return gx_pair[i]; }
+  return t.m0 + i;
+}
+
 // The global words of one K step, loaded a step ahead (gemm_fetch, issued before the current
 // step's dot products so that their latency overlaps them) and decoded into workgroup memory at
 // the top of the next step (gemm_store).
@@ -247,34 +273,38 @@ fn b_word(lid: u32, e: u32) -> u32 { return (lid + WG * e) % select(8u, 4u, BITS
 
 // Load e of the B tile (the weight) of step k0: the raw words (lo, hi) of column
 // n0 + b_column(lid, e) (zeros past the last row).
-fn gemm_fetch_b(n0: u32, k0: u32, lid: u32, e: u32) -> vec2<u32> {
+fn gemm_fetch_b(n0: u32, k0: u32, lid: u32, e: u32) -> vec2<u32> { return gemm_fetch_rows(n0, k0, lid, e, 0u, p.n); }
+
+// gemm_fetch_b for the columns of weight rows row0 + n, zeros from column nlim on.
+fn gemm_fetch_rows(n0: u32, k0: u32, lid: u32, e: u32, row0: u32, nlim: u32) -> vec2<u32> {
   let n = n0 + b_column(lid, e);
+  let r = row0 + n;
   let w = b_word(lid, e);
   let rw = q_row_words();
   var lo = 0u;
   var hi = 0u;
   if (BITS == 4u || BITS == 5u) {
     lo = select(0x88888888u, 0u, AFFINE);  // zeros
-    if (n < p.n) {
-      lo = qw[n * rw + k0 / 8u + w];
-      if (BITS == 5u) { hi = qw[n * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
+    if (n < nlim) {
+      lo = qw[r * rw + k0 / 8u + w];
+      if (BITS == 5u) { hi = qw[r * rw + p.k / 8u + k0 / 32u] >> (8u * w); }
     }
-  } else if (n < p.n) {
+  } else if (n < nlim) {
     if (BITS == 6u) {
       // Chunk c of the row: block c / 8, half h, quarter t (quant.h's Q6K, as in the gemv).
       let c = k0 / 32u;
-      let base = n * rw + (c / 8u) * Q6K_WORDS;
+      let base = r * rw + (c / 8u) * Q6K_WORDS;
       lo = qw[base + 16u * ((c / 4u) % 2u) + 8u * ((c % 4u) % 2u) + w];
       hi = qw[base + 32u + 8u * ((c / 4u) % 2u) + w];
     } else if (BITS <= 3u) {
       // The step's 32 values are plane words wq, wq + 1 of block k0 / 256; word w of the step
       // is plane w % 4 of word wq + w / 4 (values 4w .. 4w + 3).
-      let base = n * rw + (k0 / 256u) * q23_block_words();
+      let base = r * rw + (k0 / 256u) * q23_block_words();
       let pw = (k0 % 256u) / 16u + w / 4u;
       lo = qw[base + pw];
       if (BITS == 3u) { hi = qw[base + 16u + pw / 2u]; }
     } else {
-      lo = qw[n * rw + k0 / 4u + w];
+      lo = qw[r * rw + k0 / 4u + w];
     }
   }
   return vec2<u32>(lo, hi);
@@ -316,18 +346,18 @@ fn gemm_col_scale(n: u32, k0: u32) -> ColScale {
   return c;
 }
 
-fn gemm_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> GemmStep {
+fn gemm_fetch(t: GemmTile, n0: u32, k0: u32, lid: u32) -> GemmStep {
   var st: GemmStep;
   let k4 = p.k / 4u;
   for (var e = 0u; e < 2u; e++) {
     let idx = lid + WG * e;
-    let mm = idx / 8u;
+    let xr = gemm_xrow(t, idx / 8u);
     st.xw[e] = 0u;
-    if (m0 + mm < p.m) { st.xw[e] = xq[(m0 + mm) * k4 + k0 / 4u + idx % 8u]; }
+    if (xr != GEMM_NONE) { st.xw[e] = xq[xr * k4 + k0 / 4u + idx % 8u]; }
   }
   let loads = select(4u, 2u, BITS == 4u || BITS == 5u);
   for (var e = 0u; e < loads; e++) {
-    let b = gemm_fetch_b(n0, k0, lid, e);
+    let b = gemm_fetch_rows(n0, k0, lid, e, t.row0, t.nlim);
     st.bw[2u * e] = b.x;
     st.bw[2u * e + 1u] = b.y;
   }
@@ -335,11 +365,12 @@ fn gemm_fetch(m0: u32, n0: u32, k0: u32, lid: u32) -> GemmStep {
   st.mn = 0.0;
   st.k6 = 0u;
   if (lid < BM) {
-    if (m0 + lid < p.m) { st.s = xs[(m0 + lid) * (p.k / p.gs) + k0 / p.gs]; }
+    let xr = gemm_xrow(t, lid);
+    if (xr != GEMM_NONE) { st.s = xs[xr * (p.k / p.gs) + k0 / p.gs]; }
   } else if (lid < BM + BN) {
     let n = n0 + lid - BM;
-    if (n < p.n) {
-      let c = gemm_col_scale(n, k0);
+    if (n < t.nlim) {
+      let c = gemm_col_scale(t.row0 + n, k0);
       st.s = c.s;
       st.mn = c.mn;
       st.k6 = c.k6;
@@ -386,7 +417,7 @@ fn gemm_qwords(v: u32, h: u32, live: bool, w: u32, k0: u32) -> vec2<u32> {
 }
 
 // Step k0's words (fetched by gemm_fetch) into as_, bs_ (int8 quadruples) and the scales.
-fn gemm_store(st: GemmStep, n0: u32, k0: u32, lid: u32) {
+fn gemm_store(st: GemmStep, n0: u32, nlim: u32, k0: u32, lid: u32) {
   for (var e = 0u; e < 2u; e++) {
     let idx = lid + WG * e;
     let a = (idx % 8u) * BM + idx / 8u;  // word idx % 8 of row idx / 8
@@ -396,7 +427,7 @@ fn gemm_store(st: GemmStep, n0: u32, k0: u32, lid: u32) {
   for (var e = 0u; e < loads; e++) {
     let nn = b_column(lid, e);
     let w = b_word(lid, e);
-    let q = gemm_qwords(st.bw[2u * e], st.bw[2u * e + 1u], n0 + nn < p.n, w, k0);
+    let q = gemm_qwords(st.bw[2u * e], st.bw[2u * e + 1u], n0 + nn < nlim, w, k0);
     if (BITS == 4u || BITS == 5u) {
       bs_[((2u * w) * BN + nn) / 4u][nn % 4u] = q.x;
       bs_[((2u * w + 1u) * BN + nn) / 4u][nn % 4u] = q.y;
@@ -434,13 +465,11 @@ fn cols8(v0: vec4<f32>, v1: vec4<f32>) -> array<f32, 8> {
   return array<f32, 8>(v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w);
 }
 
-@compute @workgroup_size(WG)
-fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let m0 = wid.y * BM;
-  let n0 = wid.x * BN;
+// The tile t's outputs at columns n0.., K slice z.
+fn gemm_tile(t: GemmTile, n0: u32, z: u32, lid: u32) {
   let tn = lid % 16u;
   let tm = lid / 16u;
-  let k_begin = wid.z * p.kslice;
+  let k_begin = z * p.kslice;
   let k_end = min(p.k, k_begin + p.kslice);
   var acci: array<array<i32, 8>, 4>;
   var accf: array<array<f32, 8>, 4>;
@@ -450,11 +479,11 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
   nl_grid_load(lid, WG);
   if (NL) { workgroupBarrier(); }
-  var st = gemm_fetch(m0, n0, k_begin, lid);
+  var st = gemm_fetch(t, n0, k_begin, lid);
   for (var k0 = k_begin; k0 < k_end; k0 += 32u) {
-    gemm_store(st, n0, k0, lid);
+    gemm_store(st, n0, t.nlim, k0, lid);
     workgroupBarrier();
-    if (k0 + 32u < k_end) { st = gemm_fetch(m0, n0, k0 + 32u, lid); }
+    if (k0 + 32u < k_end) { st = gemm_fetch(t, n0, k0 + 32u, lid); }
     if (BITS == 6u || BITS <= 3u) {
       // Two halves of 16 values, each weighted in f32 by d times its column's int8 scale (q2k:
       // its 4-bit scale, and its 4-bit min times the half's activation sums xh taken off).
@@ -504,18 +533,41 @@ fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
   }
   for (var i = 0u; i < 4u; i++) {
-    let m = m0 + 4u * tm + i;
-    if (m >= p.m) { continue; }
+    if (4u * tm + i >= t.live) { continue; }
+    let m = gemm_yrow(t, 4u * tm + i);
     for (var j = 0u; j < 8u; j++) {
       let n = n0 + gemm_col(tn, j);
-      if (n >= p.n) { continue; }
+      if (n >= t.nlim) { continue; }
       if (SPLIT) {
-        y[(wid.z * p.m + m) * p.n + n] = accf[i][j];
+        y[(z * p.m + m) * p.n + n] = accf[i][j];
       } else {
         y[m * p.ld + p.y_off + n] = finish_mn(accf[i][j], m, n);
       }
     }
   }
+}
+
+@compute @workgroup_size(WG)
+fn gemm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let m0 = wid.y * BM;
+  gemm_tile(GemmTile(m0, select(0u, p.m - m0, p.m > m0), 0u, p.n, false), wid.x * BN, wid.z, lid);
+}
+
+// ---- the experts' grouped gemm (linear_q_experts.cpp's gemm route, after moe_sort) ----------
+// A workgroup per (column tile, entry of moe_sort's tile list): the entry's rows are pairs of one
+// expert, x's row of pair j is j / p.ex_xdiv and y's row is j (p.ld = p.ex_n); the columns are
+// the expert's block of p.ex_n weight rows (p.n is all experts' rows, for the scales' regions).
+// Entries of 0 rows (past the list's end) return at once.
+@group(0) @binding(21) var<storage, read> gx_order: array<u32>;         // moe_sort's pairs by expert
+@group(0) @binding(22) var<storage, read> gx_tiles: array<vec4<u32>>;  // (expert, first, rows, 0)
+
+@compute @workgroup_size(WG)
+fn gemm_experts(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let tile = gx_tiles[wid.y];
+  if (tile.z == 0u) { return; }  // the whole workgroup: barriers stay uniform
+  if (lid < tile.z) { gx_pair[lid] = gx_order[tile.y + lid]; }
+  workgroupBarrier();
+  gemm_tile(GemmTile(0u, tile.z, tile.x * p.ex_n, p.ex_n, true), wid.x * BN, 0u, lid);
 }
 
 // ---- split K's sums (gemm route, after a SPLIT gemm) -------------------------------------

@@ -56,16 +56,9 @@ void gemv_constants(const LinearQBuild& b, const LinearQPart& wp, std::string_vi
                                {"ROPE_F16", b.rope_caches->f16 ? 1.0 : 0.0}});
 }
 
-struct KeyOptions {
-  bool norm = false;
-  bool split = false;   // gemm: split K
-  uint32_t xr = 1;      // gemv: rows of x per workgroup
-  bool xq = false;      // gemv: the one-row kernel (x quantized ahead in, xq out)
-  uint32_t mma_bm = 0;  // gemm_mma: rows of y per workgroup
-};
+}  // namespace
 
-// The pipeline of entry point `entry` for weight wp: the format's constants, then the entry's.
-gpu::PipelineKey kernel_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry, KeyOptions o = {}) {
+gpu::PipelineKey kernel_key(const LinearQBuild& b, const LinearQPart& wp, const char* entry, KeyOptions o) {
   const KernelFormat& kf = kernel_format(wp.format);
   std::vector<gpu::OverrideConstant> extra = {{"BITS", double(kf.bits)},
                                               {"AFFINE", is_affine(wp.format) ? 1.0 : 0.0},
@@ -90,6 +83,8 @@ gpu::PipelineKey kernel_key(const LinearQBuild& b, const LinearQPart& wp, const 
   pk.sg_shim = true;
   return pk;
 }
+
+namespace {
 
 void add_rope_step(const LinearQBuild& b, RouteKernels& r) {
   r.ks.push_back(rope_qkv_kernel(*b.d.rope, *b.rope_caches, *b.qkv, b.y));

@@ -1,11 +1,12 @@
 // Mixture-of-experts routing and combining (moe.h): moe_route picks each token's experts from
-// the router's logits, moe_combine sums the experts' outputs by their weights onto the residual.
+// the router's logits, moe_sort groups the (token, slot) pairs by expert for the experts' grouped
+// gemm, moe_combine sums the experts' outputs by their weights onto the residual.
 //! use moe_key
 struct Params {
   m: u32,     // tokens
   e: u32,     // experts
-  k: u32,     // experts used per token
-  n: u32,     // moe_combine: the row length
+  k: u32,     // experts used per token; moe_sort: rows per tile
+  n: u32,     // moe_combine: the row length; moe_sort: the tile list's entries
   norm: u32,  // moe_route: 1 the chosen weights sum to 1 (softmax over the chosen logits)
   _pad0: u32,
   _pad1: u32,
@@ -20,6 +21,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read> cw: array<f32>;         // moe_combine: [m * k] the pairs' weights
 @group(0) @binding(6) var<storage, read> res: array<f32>;        // moe_combine: [m, n]
 @group(0) @binding(7) var<storage, read_write> out: array<f32>;  // moe_combine: [m, n]
+@group(0) @binding(8) var<storage, read_write> order: array<u32>;        // moe_sort: [m] pairs by expert
+@group(0) @binding(9) var<storage, read_write> tiles: array<vec4<u32>>;  // moe_sort: [n] (expert, first, rows, 0)
 
 const MR_PER: u32 = MOE_MAX_E / MOE_WG;  // experts a thread holds: i = lid + MOE_WG * s
 var<workgroup> mr_key4: array<vec4<u32>, MOE_MAX_E / 4u>;  // each expert's order key, 4 a word
@@ -104,4 +107,50 @@ fn moe_combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
     acc += cw[j] * dn[j * p.n + c];
   }
   out[i] = acc;
+}
+
+// ---- moe_sort: the pairs (ids, p.m of them) grouped by expert, and the grouped gemm's tiles ----
+// One workgroup. order lists the pairs expert by expert (within an expert in no set order: each
+// row is computed alone, so the outputs do not depend on it); tiles[i] is (expert, its first
+// place in order, rows): up to p.k rows of one expert, the experts in order, and the entries past
+// the last tile have 0 rows (the gemm's workgroups there return). p.n >= ceil(m / k) + min(e, m)
+// holds every tile: an expert of c pairs takes ceil(c / k) <= c / k + 1 of them.
+var<workgroup> ms_count: array<atomic<u32>, MOE_MAX_E>;
+var<workgroup> ms_first: array<u32, MOE_MAX_E>;  // the expert's first place in order
+var<workgroup> ms_tile: array<u32, MOE_MAX_E>;   // the expert's first tile
+var<workgroup> ms_tiles: u32;
+
+@compute @workgroup_size(MOE_WG)
+fn moe_sort(@builtin(local_invocation_index) lid: u32) {
+  for (var e = lid; e < p.e; e += MOE_WG) { atomicStore(&ms_count[e], 0u); }
+  workgroupBarrier();
+  for (var j = lid; j < p.m; j += MOE_WG) { atomicAdd(&ms_count[min(ids[j], p.e - 1u)], 1u); }
+  workgroupBarrier();
+  if (lid == 0u) {
+    var first = 0u;
+    var tile = 0u;
+    for (var e = 0u; e < p.e; e++) {
+      let c = atomicLoad(&ms_count[e]);
+      ms_first[e] = first;
+      ms_tile[e] = tile;
+      first += c;
+      tile += (c + p.k - 1u) / p.k;
+    }
+    ms_tiles = tile;
+  }
+  workgroupBarrier();
+  for (var e = lid; e < p.e; e += MOE_WG) {
+    let c = atomicLoad(&ms_count[e]);
+    for (var t = 0u; t * p.k < c; t++) {
+      tiles[ms_tile[e] + t] = vec4<u32>(e, ms_first[e] + t * p.k, min(p.k, c - t * p.k), 0u);
+    }
+  }
+  for (var i = ms_tiles + lid; i < p.n; i += MOE_WG) { tiles[i] = vec4<u32>(0u); }
+  workgroupBarrier();
+  for (var e = lid; e < p.e; e += MOE_WG) { atomicStore(&ms_count[e], 0u); }  // now each expert's next place
+  workgroupBarrier();
+  for (var j = lid; j < p.m; j += MOE_WG) {
+    let e = min(ids[j], p.e - 1u);
+    order[ms_first[e] + atomicAdd(&ms_count[e], 1u)] = j;
+  }
 }
