@@ -322,9 +322,9 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
   // 16 KiB: an f16 head of 128 with 8 query heads per KV head splits the group.
   EXPECT_LT(ops::attention_variants(small, "attn", 128, 8, true).decode_heads, 8u);
   EXPECT_EQ(ops::attention_variants(small, "attn", 256, 1, false).key_block, 32u);
-  // With subgroups (8 lanes as lavapipe, 32 as the H200): decode_sg wherever a lane's share of a
-  // row fits its registers, within the same limits, all heads of a group of 4 on the fast paths;
-  // decode_vec, when asked for, wherever a row's words fit the lanes.
+  // With subgroups (8 lanes as lavapipe, 32 as the H200): decode_vec wherever a row's words fit
+  // the lanes, decode_sg (also when asked for) wherever a lane's share of a row fits its
+  // registers, within the same limits.
   for (uint32_t sg : {8u, 32u})
     for (uint32_t hd = ops::kMinHeadDim; hd <= ops::kMaxHeadDim; hd += 8)
       for (uint32_t group = 1; group <= 8; ++group)
@@ -344,12 +344,11 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
             EXPECT_LT(vv.vec.lanes / 2, words);
             EXPECT_EQ(vv.vec.threads % sg, 0u);
           }
-          // best: decode_vec first where a workgroup holds the whole group (up to 4 heads).
-          if (words <= sg && group <= 4) {
+          // best: decode_vec first wherever a row's words fit the lanes, whatever the group (up to 4
+          // heads a workgroup); then decode_sg's shape where it is asked for.
+          if (words <= sg) {
             EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::vec);
             sv = ops::attention_variants(small, "attn", hd, group, f16, sg, ops::DecodeKernel::sg);
-          } else if (words <= sg) {
-            EXPECT_NE(sv.decode_kernel, ops::DecodeKernel::vec) << "decode_sg first for groups past 4";
           }
           if (sv.decode_kernel != ops::DecodeKernel::sg) {
             uint32_t lanes = 1;
@@ -366,7 +365,10 @@ TEST(AttentionBuild, VariantsFitTheLimits) {
   for (uint32_t hd : {64u, 128u}) {
     ops::AttentionVariants sv = ops::attention_variants(large, "attn", hd, 4, true, 32);
     EXPECT_EQ(sv.decode_kernel, ops::DecodeKernel::vec);
-    EXPECT_EQ(ops::attention_variants(large, "attn", hd, 8, true, 32).decode_kernel, ops::DecodeKernel::sg);
+    // GQA 8 takes decode_vec too, 4 heads a workgroup (two workgroups a KV head).
+    const ops::AttentionVariants g8 = ops::attention_variants(large, "attn", hd, 8, true, 32);
+    EXPECT_EQ(g8.decode_kernel, ops::DecodeKernel::vec);
+    EXPECT_EQ(g8.decode_heads, 4u);
     // One chunk for 4 of decode_vec's turns: 128 threads, a key group of hd / 8 lanes, 4 keys a turn.
     EXPECT_EQ(sv.one_chunk_keys, 4 * (128 / (hd / 8)) * 4);
     EXPECT_EQ(ops::decode_split(sv.one_chunk_keys, 48, sv.key_block, sv.one_chunk_keys).n_chunks, 1u);

@@ -168,11 +168,13 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
   // lane (WG / row_words of them) holds at most MAX_KPL keys of a block.
   const uint32_t split_block = wg / row_words >= kAttnKeyBlock / max_kpl ? kAttnKeyBlock : kAttnKeyBlock / 2;
   // Candidates fastest first. decode_vec (up to 4 of the group's heads per workgroup, a lane per
-  // row word) where its workgroup holds the whole group: on the H200 it beat decode_sg by 5-30%
-  // in the lab (GQA 4, head dim 64 and 128) and by 4% / 11% in tg128 at depth 0 / 4096
-  // (docs/perf/2026-12-02.md, "decode_vec against decode_sg"). Then decode_sg with all of the group's heads (K/V read once per group)
-  // down to one; decode_vec for larger groups (K/V read once per 4 heads, not measured against
-  // decode_sg there); decode_split likewise.
+  // row word; larger groups over several workgroups, K/V read once per 4 heads): on the H200 it
+  // beat decode_sg by 5-30% in the lab at GQA 4 (head dim 64 and 128) and by 4% / 11% in tg128 at
+  // depth 0 / 4096 (docs/perf/2026-12-02.md, "decode_vec against decode_sg"); on an H100 at GQA 8
+  // and head dim 128 (Qwen3-30B-A3B's) by 2.1x / 2.6x in the lab at 128 / 4,096 keys and by 9% / 44%
+  // in that model's tg128 at depth 0 / 4096 (docs/perf/2026-12-07.md, "Twenty-first session").
+  // Then decode_sg with all of the group's heads (K/V read once per group) down to one, then
+  // decode_split likewise.
   struct Decode {
     DecodeKernel kernel;
     DecodeSgShape sg;
@@ -197,8 +199,7 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
           {wg_var_bytes(subgroups * 2 * 16) + wg_var_bytes(subgroups * head_dim * 16) + xo_bytes(hpw), threads});
     }
   };
-  const bool vec_first = want == DecodeKernel::vec || group <= kVecHeads;
-  if (sg_lanes >= 4 && (any || want == DecodeKernel::vec) && vec_first) add_vec();
+  if (sg_lanes >= 4 && (any || want == DecodeKernel::vec)) add_vec();
   if (sg_lanes >= 4 && (any || want == DecodeKernel::sg)) {
     uint32_t lanes = 1;
     while (lanes * 2 <= std::min(row_words, sg_lanes)) lanes *= 2;
@@ -215,7 +216,6 @@ AttentionVariants attention_variants(const WGPULimits& limits, const std::string
       }
     }
   }
-  if (sg_lanes >= 4 && any && !vec_first) add_vec();
   if (any || want == DecodeKernel::split) {
     for (uint32_t hpw : heads_per_workgroup(group)) {
       decode.push_back({DecodeKernel::split, {}, {}, hpw});
