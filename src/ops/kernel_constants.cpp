@@ -4,6 +4,7 @@
 #include "gpu/pipeline.h"
 #include "ops/attention/attention.h"
 #include "ops/embedding/embedding.h"
+#include "ops/gated_add/gated_add.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
 #include "ops/linear_q/linear_q.h"
@@ -29,6 +30,7 @@ std::span<const KernelConstant> kernel_constants() {
       {"attention_prefill_rt", "RK", kPrefillRtKeys},
       {"attention_prefill_rth", "RHK", kPrefillRthKeys},
       {"embedding", "WG", kEmbeddingWorkgroup},
+      {"gated_add", "WG", kGatedAddWorkgroup},
       {"kv_cache", "WG", kKvCacheWorkgroup},
       {"linear", "ROWS", kLinearGemvRows},
       {"linear", "TILE", kLinearTile},

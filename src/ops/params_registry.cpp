@@ -2,6 +2,7 @@
 #include "ops/attention/attention.h"
 #include "ops/common.h"
 #include "ops/elementwise/elementwise.h"
+#include "ops/gated_add/gated_add.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/linear/linear.h"
 #include "ops/moe/moe.h"
@@ -20,6 +21,7 @@ namespace wgrt::ops {
 std::span<const ParamLayout> param_layouts() {
   static const ParamLayout layouts[] = {
       kElementwiseLayout,
+      kGatedAddLayout,
       kLinearLayout,
       kAttentionLayout,
       kKvCacheLayout,
