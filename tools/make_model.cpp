@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
       {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}, {"iq4_nl", GgmlType::IQ4_NL}, {"iq4_xs", GgmlType::IQ4_XS}};
   std::vector<std::string> type_names;
   for (auto [n, t] : types) type_names.push_back(n);
-  app.add_option("--preset", preset, "tiny, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, phi-3-mini-128k, gemma-3-1b, gemma-2-2b, qwen3-30b-a3b");
+  app.add_option("--preset", preset, "tiny, llama-3.2-1b, llama-3.1-8b, qwen2.5-0.5b, phi-3-mini-128k, gemma-3-1b, gemma-2-2b, "
+                                "qwen3-30b-a3b, qwen1.5-moe-a2.7b, qwen2moe-tiny");
   app.add_option("--type", type, "matrix type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k, iq4_nl, iq4_xs")
       ->check(CLI::IsMember(type_names));
   app.add_option("--embd-type", embd_type, "token_embd and output type (default: f32 and f16 as --type, else q8_0)")

@@ -6,6 +6,7 @@
 
 #include "ops/attention/attention.h"
 #include "ops/elementwise/elementwise.h"
+#include "ops/gated_add/gated_add.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/moe/moe.h"
 #include "ops/norm/norm.h"
@@ -260,6 +261,26 @@ Hidden ffn_moe(BuildContext& b, uint32_t l, const Hidden& x) {
   graph::TensorId down = experts_proj(b, wd, act, route.ids, 1, false, tname("ffn_down", l));
   return {ops::add_moe_combine(b.g, {.name = tname("ffn_residual", l), .experts = down, .weights = route.weights,
                                      .residual = x.x, .n_used = k}),
+          std::nullopt};
+}
+
+// Plain nodes: the norm's rows are the gate|up projections' and the scalar gate's input.
+Hidden ffn_shared_expert(BuildContext& b, uint32_t l, const Hidden& x, const Hidden& moe_out) {
+  const ModelConfig& c = b.c;
+  const uint32_t ff = c.shared_expert_ff;
+  graph::TensorId norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
+  graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_shexp_norm", l), .x = x.x, .weight = norm,
+                                              .eps = c.norm_eps});
+  const LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate_shexp.weight"), ff, c.dim);
+  const LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up_shexp.weight"), ff, c.dim);
+  const LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down_shexp.weight"), c.dim, ff);
+  graph::TensorId act = ops::add_silu_mul(
+      b.g, {.name = tname("ffn_shexp_act", l),
+            .gate = apply_linear(b.g, gate, h, tname("ffn_shexp_gate", l), b.o.gemv_int8),
+            .up = apply_linear(b.g, up, h, tname("ffn_shexp_up", l), b.o.gemv_int8)});
+  graph::TensorId y = apply_linear(b.g, down, act, tname("ffn_shexp_down", l), b.o.gemv_int8);
+  graph::TensorId w = load_vector(b.g, b.loader, wname(l, "ffn_gate_inp_shexp.weight"), c.dim);
+  return {ops::add_gated_add(b.g, {.name = tname("ffn_shexp_residual", l), .x = moe_out.x, .y = y, .h = h, .w = w}),
           std::nullopt};
 }
 

@@ -94,6 +94,12 @@ Hidden ffn_swiglu(BuildContext& b, const LayerPlan& p, uint32_t layer, const Hid
 // where their formats match); moe_combine adds Σ wₑ yₑ to x.
 Hidden ffn_moe(BuildContext& b, uint32_t layer, const Hidden& x);
 
+// Qwen2-MoE's shared expert, after ffn_moe: moe_out + sigmoid(h · w_s) · FFN_s(h), h =
+// ffn_norm(x) of the layer's FFN input x, FFN_s the SwiGLU of ffn_gate_shexp / ffn_up_shexp /
+// ffn_down_shexp (ModelConfig::shared_expert_ff rows), w_s ffn_gate_inp_shexp [dim]
+// (ops/gated_add).
+Hidden ffn_shared_expert(BuildContext& b, uint32_t layer, const Hidden& x, const Hidden& moe_out);
+
 // Final norm, the last position's row (unless all_logits; with several sequences the rows of
 // out_rows), output projection (soft-capped where ModelConfig::final_softcap says) and GPU
 // sampling reductions; fills the graph outputs of `mg`.
@@ -105,6 +111,7 @@ Hidden build_mistral(BuildContext& b);
 Hidden build_qwen2(BuildContext& b);
 Hidden build_qwen3(BuildContext& b);
 Hidden build_qwen3moe(BuildContext& b);
+Hidden build_qwen2moe(BuildContext& b);
 Hidden build_phi3(BuildContext& b);
 Hidden build_gemma(BuildContext& b);  // gemma2 and gemma3
 // The llama layer stack with the attention variant (qwen2's biases, qwen3's q/k norms).

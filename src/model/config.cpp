@@ -21,6 +21,7 @@ const char* arch_name(Arch a) {
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
     case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::Qwen2Moe: return "qwen2moe";
     case Arch::Phi3: return "phi3";
     case Arch::Gemma2: return "gemma2";
     case Arch::Gemma3: return "gemma3";
@@ -78,6 +79,8 @@ void validate_config(const ModelConfig& c, const std::string& where) {
     bad(fmt::format("{} of {} experts per token, each {} wide (wgrt runs 1 to {} of at most {} experts, each a "
                     "multiple of 16 wide)", c.n_experts_used, c.n_experts, c.expert_ff,
                     std::min(c.n_experts, ops::kMoeMaxUsed), ops::kMoeMaxExperts));
+  if (c.shared_expert_ff > 0 && c.n_experts == 0)
+    bad(fmt::format("a shared expert {} wide without experts", c.shared_expert_ff));
   if (c.head_dim % 2) bad(fmt::format("head_dim {} is odd", c.head_dim));
   if (c.head_dim > kMaxHeadDim) bad(fmt::format("head_dim {} is past {}", c.head_dim, kMaxHeadDim));
   if (!c.rope_freq_factors.empty() && c.rope_freq_factors.size() != c.head_dim / 2)
@@ -102,7 +105,8 @@ void validate_config(const ModelConfig& c, const std::string& where) {
     bad(fmt::format("rope attention factor {} is not a finite positive number", c.rope_attn_factor));
   // The q|k|v rows and the gate|up rows are fused into one weight: their counts must fit 32 bits.
   const uint64_t qkv_rows = (uint64_t(c.n_heads) + 2 * uint64_t(c.n_kv_heads)) * c.head_dim;
-  if (qkv_rows > std::numeric_limits<uint32_t>::max() || 2 * uint64_t(c.ff) > std::numeric_limits<uint32_t>::max())
+  if (qkv_rows > std::numeric_limits<uint32_t>::max() ||
+      2 * uint64_t(std::max(c.ff, c.shared_expert_ff)) > std::numeric_limits<uint32_t>::max())
     bad(fmt::format("{} heads and {} kv heads of {} and a feed-forward width of {} are past 32-bit sizes", c.n_heads,
                     c.n_kv_heads, c.head_dim, c.ff));
 }
@@ -198,23 +202,34 @@ void gemma_from_gguf(const GgufFile& f, ModelConfig& c) {
 
 // Mixture of experts as llama.cpp reads it: `<arch>.expert_count` experts (Mixtral's files: a
 // llama with experts), `expert_used_count` chosen per token, each `expert_feed_forward_length`
-// wide (qwen3moe; llama's experts are feed_forward_length wide), their softmax weights
-// renormalized over the chosen ones unless `expert_weights_norm` says false.
+// wide (qwen3moe; qwen2moe, where absent feed_forward_length / expert_used_count; llama's
+// experts are feed_forward_length wide), their softmax weights renormalized over the chosen ones
+// unless `expert_weights_norm` says false (qwen2moe never renormalizes). qwen2moe's shared expert
+// is `expert_shared_feed_forward_length` wide (feed_forward_length where absent).
 void experts_from_gguf(const GgufFile& f, const std::string& a, ModelConfig& c) {
   auto key = [&](const char* k) { return a + "." + k; };
   c.n_experts = gguf_u32(f, key("expert_count"), 0);
+  const bool moe_arch = c.arch == Arch::Qwen3Moe || c.arch == Arch::Qwen2Moe;
   if (c.n_experts == 0) {
-    if (c.arch == Arch::Qwen3Moe)
-      throw ModelError(fmt::format("{}: a qwen3moe file without '{}' (hint: the file is corrupt)", f.path,
+    if (moe_arch)
+      throw ModelError(fmt::format("{}: a {} file without '{}' (hint: the file is corrupt)", f.path, a,
                                    key("expert_count")));
     return;
   }
-  if (c.arch != Arch::Llama && c.arch != Arch::Qwen3Moe)
-    throw ModelError(fmt::format("{}: metadata key '{}' is {}: wgrt runs experts in llama (Mixtral) and qwen3moe "
-                                 "files, not {} (hint: a dense {} model)", f.path, key("expert_count"), c.n_experts,
-                                 a, a));
+  if (c.arch != Arch::Llama && !moe_arch)
+    throw ModelError(fmt::format("{}: metadata key '{}' is {}: wgrt runs experts in llama (Mixtral), qwen3moe and "
+                                 "qwen2moe files, not {} (hint: a dense {} model)", f.path, key("expert_count"),
+                                 c.n_experts, a, a));
   c.n_experts_used = gguf_u32(f, key("expert_used_count"));
-  c.expert_ff = c.arch == Arch::Qwen3Moe ? gguf_u32(f, key("expert_feed_forward_length")) : c.ff;
+  if (c.arch == Arch::Qwen3Moe) c.expert_ff = gguf_u32(f, key("expert_feed_forward_length"));
+  else if (c.arch == Arch::Qwen2Moe)
+    c.expert_ff = gguf_u32(f, key("expert_feed_forward_length"), c.n_experts_used ? c.ff / c.n_experts_used : 0);
+  else c.expert_ff = c.ff;
+  if (c.arch == Arch::Qwen2Moe) {
+    c.expert_norm = false;
+    c.shared_expert_ff = gguf_u32(f, key("expert_shared_feed_forward_length"), c.ff);
+    return;
+  }
   if (f.find(key("expert_weights_norm"))) c.expert_norm = f.get_bool(key("expert_weights_norm"));
 }
 
@@ -228,15 +243,14 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   else if (a == "qwen2") c.arch = Arch::Qwen2;
   else if (a == "qwen3") c.arch = Arch::Qwen3;
   else if (a == "qwen3moe") c.arch = Arch::Qwen3Moe;
+  else if (a == "qwen2moe") c.arch = Arch::Qwen2Moe;
   else if (a == "phi3") c.arch = Arch::Phi3;
   else if (a == "gemma2") c.arch = Arch::Gemma2;
   else if (a == "gemma3") c.arch = Arch::Gemma3;
-  else if (a == "qwen2moe")
-    throw ModelError(fmt::format("{}: general.architecture '{}' is a mixture-of-experts model with shared experts, "
-                                 "which wgrt does not run yet (hint: qwen3moe and Mixtral files run)", f.path, a));
   else
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported (hint: wgrt runs llama, "
-                                 "mistral, qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3 models)", f.path, a));
+                                 "mistral, qwen2, qwen3, qwen3moe, qwen2moe, phi3, gemma2 and gemma3 models)", f.path,
+                                 a));
   auto key = [&](const char* k) { return a + "." + k; };
   c.dim = gguf_u32(f, key("embedding_length"));
   c.n_layers = gguf_u32(f, key("block_count"));
@@ -256,8 +270,8 @@ ModelConfig config_from_gguf(const GgufFile& f) {
     c.n_vocab = derived_u32(f, f.get_array("tokenizer.ggml.tokens").size(), "the length of 'tokenizer.ggml.tokens'");
   c.sliding_window = gguf_u32(f, key("attention.sliding_window"), 0);
   // GGUF stores llama/mistral q and k permuted for interleaved pairs; qwen and phi3 keep HF's halves.
-  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe || c.arch == Arch::Phi3 ||
-                c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
+  c.rope_neox = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe ||
+                c.arch == Arch::Qwen2Moe || c.arch == Arch::Phi3 || c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
   if (const uint32_t n_rot = gguf_u32(f, key("rope.dimension_count"), c.head_dim); n_rot != c.head_dim)
     throw ModelError(fmt::format("{}: metadata key '{}' = {} turns part of each head of {} (hint: wgrt turns whole "
                                  "heads; partial rotary models such as Phi-4-mini are not supported)", f.path,

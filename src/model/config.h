@@ -1,7 +1,7 @@
 // The hyperparameters of a llama-family decoder, from GGUF metadata or a Hugging Face
 // config.json. Architectures: llama (1/2/3/3.1/3.2, and Mixtral: a llama whose FFNs are
 // experts), mistral, qwen2/2.5, qwen3, qwen3moe (Qwen3-MoE: qwen3's attention, experts' FFNs),
-// phi3 (Phi-3 and Phi-4: the llama layer with q|k|v and gate|up fused in the file, and
+// qwen2moe (Qwen1.5-MoE, Qwen2-MoE: qwen2's attention, experts' FFNs and a shared expert), phi3 (Phi-3 and Phi-4: the llama layer with q|k|v and gate|up fused in the file, and
 // LongRoPE), gemma2 and gemma3 (text; model/gemma.cpp).
 #pragma once
 
@@ -19,7 +19,7 @@ struct ModelError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Phi3, Gemma2, Gemma3 };
+enum class Arch : uint8_t { Llama, Mistral, Qwen2, Qwen3, Qwen3Moe, Qwen2Moe, Phi3, Gemma2, Gemma3 };
 const char* arch_name(Arch a);
 
 // How an embedding pools the final normed hidden states of a text's tokens into one vector.
@@ -36,12 +36,16 @@ struct ModelConfig {
   uint32_t n_kv_heads = 0;
   uint32_t head_dim = 0;
   uint32_t ff = 0;           // feed-forward width
-  // Mixture of experts (Qwen3-MoE, Mixtral): every layer's FFN is n_experts SwiGLU experts of
-  // expert_ff rows, n_experts_used of them chosen per token by a router (ffn_gate_inp), their
-  // outputs summed by the router's softmax weights, renormalized over the chosen ones where
-  // expert_norm (model/blocks.h ffn_moe). n_experts 0: a dense FFN of ff rows.
+  // Mixture of experts (Qwen3-MoE, Mixtral, Qwen2-MoE): every layer's FFN is n_experts SwiGLU
+  // experts of expert_ff rows, n_experts_used of them chosen per token by a router
+  // (ffn_gate_inp), their outputs summed by the router's softmax weights, renormalized over the
+  // chosen ones where expert_norm (model/blocks.h ffn_moe). n_experts 0: a dense FFN of ff rows.
   uint32_t n_experts = 0, n_experts_used = 0, expert_ff = 0;
   bool expert_norm = true;
+  // Qwen2-MoE's shared expert: a SwiGLU FFN of this many rows that every token runs beside its
+  // chosen experts, its output times sigmoid(h · ffn_gate_inp_shexp) (model/blocks.h
+  // ffn_shared_expert). 0: none.
+  uint32_t shared_expert_ff = 0;
   uint32_t n_ctx_train = 0;
   float norm_eps = 1e-5f;
   float rope_theta = 10000.f;

@@ -18,7 +18,8 @@ Hidden llama_layers(BuildContext& b, const AttentionVariant& attention) {
     const Hidden a = attend(b, p, l, q, caches);                             // softmax(q Kᵀ / √d) V
     x = linear_residual(b, l, "attn_output", c.dim, q_dim, a, x.x, p.attn_output_xq_norm, "attn_residual");
     if (c.n_experts) {
-      x = ffn_moe(b, l, x);                                                  // x + Σ wₑ FFNₑ(h), top-k experts
+      const Hidden moe = ffn_moe(b, l, x);                                   // x + Σ wₑ FFNₑ(h), top-k experts
+      x = c.shared_expert_ff ? ffn_shared_expert(b, l, x, moe) : moe;        // + σ(h·w_s) FFN_s(h)
       continue;
     }
     const Hidden f = ffn_swiglu(b, p, l, x);                                 // SiLU(h Wgᵀ) ⊙ h Wuᵀ

@@ -66,6 +66,13 @@ std::string gguf_name(const std::string& hf, Arch arch) {
   return "";
 }
 
+// Qwen2-MoE's shared expert gate is one row: [1, dim] in some GGUF files, a [dim] vector in
+// others. It becomes the vector the builder reads (the same bytes).
+void squeeze_shared_gates(ModelFile& mf) {
+  for (auto& [name, w] : mf.weights)
+    if (name.ends_with(".ffn_gate_inp_shexp.weight") && w.dims.size() == 2 && w.dims[1] == 1) w.dims.pop_back();
+}
+
 // Replaces weight `name` (rows = the sum of parts' rows; a vector or a matrix [rows, k]) by
 // views of its consecutive row ranges named `parts`. GGUF and safetensors rows are contiguous
 // whole blocks, so a view is an offset into the same mapped bytes.
@@ -192,6 +199,7 @@ ModelFile from_gguf(GgufFile f) {
     w.n_bytes = t.n_bytes;
     mf.weights.emplace(t.name, std::move(w));
   }
+  squeeze_shared_gates(mf);
   split_fused_weights(mf);
   return mf;
 }

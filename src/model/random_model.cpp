@@ -146,7 +146,9 @@ uint32_t add_metadata(GgufWriter& w, const RandomModelSpec& s) {
   if (s.n_experts) {
     gguf_set_u32(w, a + ".expert_count", s.n_experts);
     gguf_set_u32(w, a + ".expert_used_count", s.n_experts_used);
-    if (s.arch == Arch::Qwen3Moe) gguf_set_u32(w, a + ".expert_feed_forward_length", s.expert_ff);
+    if (s.arch == Arch::Qwen3Moe || s.arch == Arch::Qwen2Moe)
+      gguf_set_u32(w, a + ".expert_feed_forward_length", s.expert_ff);
+    if (s.arch == Arch::Qwen2Moe) gguf_set_u32(w, a + ".expert_shared_feed_forward_length", s.shared_expert_ff);
   }
   if (!s.rope_factors_long.empty()) {
     gguf_set_u32(w, a + ".rope.dimension_count", s.head_dim);
@@ -181,7 +183,7 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
       t.push_back({p + "attn_k.weight", s.matrix_type, {D, KV}, Init::Matrix});
       t.push_back({p + "attn_v.weight", s.matrix_type, {D, KV}, Init::Matrix});
     }
-    if (s.arch == Arch::Qwen2 || s.qkv_bias) {
+    if (s.arch == Arch::Qwen2 || s.arch == Arch::Qwen2Moe || s.qkv_bias) {
       t.push_back({p + "attn_q.bias", GgmlType::F32, {Q}, Init::Bias});
       t.push_back({p + "attn_k.bias", GgmlType::F32, {KV}, Init::Bias});
       t.push_back({p + "attn_v.bias", GgmlType::F32, {KV}, Init::Bias});
@@ -200,6 +202,13 @@ std::vector<PlannedTensor> plan_tensors(const RandomModelSpec& s, uint64_t n_voc
       t.push_back({p + "ffn_gate_exps.weight", s.matrix_type, {D, F, E}, Init::Matrix});
       t.push_back({p + "ffn_up_exps.weight", s.matrix_type, {D, F, E}, Init::Matrix});
       t.push_back({p + "ffn_down_exps.weight", s.matrix_type, {F, D, E}, Init::Matrix});
+      if (s.arch == Arch::Qwen2Moe) {  // the shared expert and its gate (llama.cpp's shapes)
+        const uint64_t S = s.shared_expert_ff;
+        t.push_back({p + "ffn_gate_inp_shexp.weight", GgmlType::F32, {D}, Init::Matrix, {}, 2});
+        t.push_back({p + "ffn_gate_shexp.weight", s.matrix_type, {D, S}, Init::Matrix});
+        t.push_back({p + "ffn_up_shexp.weight", s.matrix_type, {D, S}, Init::Matrix});
+        t.push_back({p + "ffn_down_shexp.weight", s.matrix_type, {S, D}, Init::Matrix});
+      }
       continue;
     }
     if (fused) {
@@ -357,9 +366,23 @@ RandomModelSpec preset_model_spec(const std::string& name) {
     s.n_vocab = 151936, s.rope_theta = 1000000.f, s.n_ctx_train = 40960;
     return s;
   }
+  if (name == "qwen1.5-moe-a2.7b") {
+    // Qwen1.5-MoE-A2.7B's shape: 60 experts of 1408 rows, 4 a token, and a shared expert of 5632.
+    s.arch = Arch::Qwen2Moe;
+    s.dim = 2048, s.n_layers = 24, s.n_heads = 16, s.n_kv_heads = 16, s.head_dim = 128, s.ff = 5632;
+    s.n_experts = 60, s.n_experts_used = 4, s.expert_ff = 1408, s.shared_expert_ff = 5632;
+    s.n_vocab = 151936, s.rope_theta = 1000000.f, s.n_ctx_train = 8192;
+    return s;
+  }
+  if (name == "qwen2moe-tiny") {
+    // tiny's attention; 2 of 8 experts of 128 rows a token and a shared expert of 256.
+    s.arch = Arch::Qwen2Moe;
+    s.n_experts = 8, s.n_experts_used = 2, s.expert_ff = 128, s.shared_expert_ff = 256;
+    return s;
+  }
   throw std::invalid_argument(fmt::format("no model preset '{}' (hint: tiny, llama-3.2-1b, llama-3.1-8b, "
-                                          "qwen2.5-0.5b, phi-3-mini-128k, gemma-3-1b, gemma-2-2b, qwen3-30b-a3b)",
-                                          name));
+                                          "qwen2.5-0.5b, phi-3-mini-128k, gemma-3-1b, gemma-2-2b, qwen3-30b-a3b, "
+                                          "qwen1.5-moe-a2.7b, qwen2moe-tiny)", name));
 }
 
 GgufWriter make_random_model(const RandomModelSpec& s) {

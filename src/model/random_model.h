@@ -16,10 +16,11 @@ struct RandomModelSpec {
                             // gemma2/3: the post-norms (and gemma3's q/k norms), gemma2 tied
   uint32_t dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 64, ff = 128;
   uint32_t n_ctx_train = 2048;
-  // Mixture of experts (qwen3moe, or llama as Mixtral's files): every layer's FFN is n_experts
-  // experts of expert_ff rows (ffn_gate_inp F32 [dim, E], ffn_{gate,up,down}_exps of matrix_type),
-  // n_experts_used per token. 0: a dense FFN of ff rows.
-  uint32_t n_experts = 0, n_experts_used = 0, expert_ff = 0;
+  // Mixture of experts (qwen3moe, qwen2moe, or llama as Mixtral's files): every layer's FFN is
+  // n_experts experts of expert_ff rows (ffn_gate_inp F32 [dim, E], ffn_{gate,up,down}_exps of
+  // matrix_type), n_experts_used per token. 0: a dense FFN of ff rows. qwen2moe's shared expert:
+  // ffn_{gate,up,down}_shexp of shared_expert_ff rows (matrix_type) and ffn_gate_inp_shexp F32 [dim].
+  uint32_t n_experts = 0, n_experts_used = 0, expert_ff = 0, shared_expert_ff = 0;
   // The routers drawn this many times wider than a matrix: tests keep each token's chosen experts
   // clear of the rest by more than rounding.
   float router_scale = 1;
@@ -50,8 +51,9 @@ struct RandomModelSpec {
 };
 
 // Shapes of well-known models with random weights, for benchmarks: "tiny", "llama-3.2-1b",
-// "llama-3.1-8b", "qwen2.5-0.5b", "phi-3-mini-128k", "gemma-3-1b", "gemma-2-2b", "qwen3-30b-a3b". Throws
-// std::invalid_argument for other names.
+// "llama-3.1-8b", "qwen2.5-0.5b", "phi-3-mini-128k", "gemma-3-1b", "gemma-2-2b", "qwen3-30b-a3b",
+// "qwen1.5-moe-a2.7b"; and "qwen2moe-tiny" (tiny's shape with 8 experts and a shared expert), for
+// tests. Throws std::invalid_argument for other names.
 RandomModelSpec preset_model_spec(const std::string& name);
 
 GgufWriter make_random_model(const RandomModelSpec& spec);

@@ -93,6 +93,7 @@ ModelGraph build_model(gpu::Device& dev, const ModelFile& m, const BuildOptions&
     case Arch::Qwen2: x = build_qwen2(b); break;
     case Arch::Qwen3: x = build_qwen3(b); break;
     case Arch::Qwen3Moe: x = build_qwen3moe(b); break;
+    case Arch::Qwen2Moe: x = build_qwen2moe(b); break;
     case Arch::Phi3: x = build_phi3(b); break;
     case Arch::Gemma2:
     case Arch::Gemma3: x = build_gemma(b); break;

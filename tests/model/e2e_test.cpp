@@ -62,6 +62,7 @@ ref::TransformerConfig reference_config(const ModelConfig& c) {
   r.n_experts_used = c.n_experts_used;
   r.expert_ff = c.expert_ff;
   r.expert_norm = c.expert_norm;
+  r.shared_expert_ff = c.shared_expert_ff;
   return r;
 }
 
@@ -80,7 +81,8 @@ struct E2eCase {
   uint64_t max_cache_bytes = 0;   // BuildOptions: KV caches past it split by heads (0: the device's limit)
   bool gpu_routes = false;  // the gemvs' int8 x and x quantized ahead forced, as a GPU takes them
   uint32_t window = 0;      // every layer's sliding window (mistral, phi3)
-  // A mixture of experts (qwen3moe: 256 wide; llama: ff wide). Its cases take f32 x in every gemv
+  // A mixture of experts (qwen3moe: 256 wide; qwen2moe: 128 wide and a shared expert of 384;
+  // llama: ff wide). Its cases take f32 x in every gemv
   // (LinearQDesc::gemv_int8 0; the prompt's 11 rows stay on the gemv routes): rounding then moves
   // a router logit by far less than kRouterMargin, so the GPU chooses the reference's experts.
   uint32_t n_experts = 0, n_experts_used = 0;
@@ -106,7 +108,8 @@ Fixture make_fixture(const E2eCase& c, const GgufFile& vocab) {
   spec.qk_norm = c.qk_norm;       // q/k norms likewise
   spec.sliding_window = c.window;  // on every layer: no layer pattern
   spec.n_experts = c.n_experts, spec.n_experts_used = c.n_experts_used;
-  spec.expert_ff = c.arch == Arch::Qwen3Moe ? 256 : spec.ff;  // llama's experts are ff wide (Mixtral)
+  spec.expert_ff = c.arch == Arch::Qwen3Moe ? 256 : c.arch == Arch::Qwen2Moe ? 128 : spec.ff;  // llama's: ff (Mixtral)
+  if (c.arch == Arch::Qwen2Moe) spec.shared_expert_ff = 384;
   if (c.arch == Arch::Llama) spec.rope_freq_factors.assign(c.head_dim / 2, 1.f), spec.rope_freq_factors.back() = 8.f;
   if (c.arch == Arch::Phi3) {
     // LongRoPE: the long set (1 .. 4 across the pairs) is chosen past 32 positions of context
@@ -495,9 +498,12 @@ INSTANTIATE_TEST_SUITE_P(, ModelEndToEnd,
                                            E2eCase{.arch = Arch::Mistral, .type = GgmlType::F32, .tol = 2e-3f,
                                                    .window = 4},
                                            // Mixtures of experts (model/blocks.h ffn_moe): qwen3moe's 3 of 8
-                                           // experts renormalized, a llama with 2 of 4 (Mixtral's files).
+                                           // experts renormalized, a llama with 2 of 4 (Mixtral's files),
+                                           // qwen2moe's 2 of 4 not renormalized and its gated shared expert.
                                            E2eCase{.arch = Arch::Qwen3Moe, .type = GgmlType::Q8_0, .tol = 3e-2f,
                                                    .n_experts = 8, .n_experts_used = 3},
+                                           E2eCase{.arch = Arch::Qwen2Moe, .type = GgmlType::Q8_0, .tol = 3e-2f,
+                                                   .n_experts = 4, .n_experts_used = 2},
                                            E2eCase{.arch = Arch::Llama, .type = GgmlType::Q4_K, .tol = 3e-2f,
                                                    .n_experts = 4, .n_experts_used = 2}),
                          e2e_case_name);

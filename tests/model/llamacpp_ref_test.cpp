@@ -85,10 +85,13 @@ struct ScratchDir {
 // its own); the random one's greedy check takes near ties as llama.cpp scores them.
 // Qwen3MoePeaked: Peaked's attention and embeddings as a qwen3moe file, each FFN 2 of 4 experts
 // of 256 rows (routers drawn 4x wide, so the chosen experts lead the rest by more than the two
-// runtimes' rounding on most tokens).
-enum class Source { Random, Peaked, Ragged, Phi3, Phi3Peaked, Gemma3, Gemma3Peaked, Gemma2, Qwen3MoePeaked };
+// runtimes' rounding on most tokens). Qwen2MoePeaked: the same as a qwen2moe file (q/k/v
+// biases, the top-k not renormalized) with a shared expert of 256 rows and its sigmoid gate.
+enum class Source { Random, Peaked, Ragged, Phi3, Phi3Peaked, Gemma3, Gemma3Peaked, Gemma2, Qwen3MoePeaked,
+                    Qwen2MoePeaked };
 bool peaked(Source s) {
-  return s == Source::Peaked || s == Source::Phi3Peaked || s == Source::Gemma3Peaked || s == Source::Qwen3MoePeaked;
+  return s == Source::Peaked || s == Source::Phi3Peaked || s == Source::Gemma3Peaked || s == Source::Qwen3MoePeaked ||
+         s == Source::Qwen2MoePeaked;
 }
 bool phi3(Source s) { return s == Source::Phi3 || s == Source::Phi3Peaked; }
 bool gemma3(Source s) { return s == Source::Gemma3 || s == Source::Gemma3Peaked; }
@@ -103,6 +106,7 @@ const char* source_tag(Source s) {
     case Source::Gemma3Peaked: return "gemma3-peaked-";
     case Source::Gemma2: return "gemma2-";
     case Source::Qwen3MoePeaked: return "qwen3moe-peaked-";
+    case Source::Qwen2MoePeaked: return "qwen2moe-peaked-";
   }
   return "?";
 }
@@ -192,9 +196,10 @@ const std::string& quantized_file(lc::Ftype f, Source src = Source::Random) {
         spec.final_softcap = 10.f;
       }
     }
-    if (src == Source::Qwen3MoePeaked) {
-      spec.arch = Arch::Qwen3Moe;
+    if (src == Source::Qwen3MoePeaked || src == Source::Qwen2MoePeaked) {
+      spec.arch = src == Source::Qwen3MoePeaked ? Arch::Qwen3Moe : Arch::Qwen2Moe;
       spec.n_experts = 4, spec.n_experts_used = 2, spec.expert_ff = 256;
+      if (src == Source::Qwen2MoePeaked) spec.shared_expert_ff = 256;
     }
     spec.router_scale = 4;  // F32 routers, 4x wide
     GgufWriter w = make_random_model(spec);
@@ -508,7 +513,8 @@ INSTANTIATE_TEST_SUITE_P(, LlamaCppEndToEnd,
                                            E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Phi3Peaked},
                                            E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Gemma3Peaked},
                                            E2eCase{lc::Ftype::Q4_K_M, 6e-2f, Source::Gemma2},
-                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Qwen3MoePeaked}),
+                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Qwen3MoePeaked},
+                                           E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Qwen2MoePeaked}),
                          e2e_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Wide, LlamaCppEndToEnd,
@@ -524,7 +530,8 @@ INSTANTIATE_TEST_SUITE_P(Wide, LlamaCppEndToEnd,
                                            E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Gemma3Peaked},
                                            E2eCase{lc::Ftype::Q4_0, 3e-2f, Source::Gemma2},
                                            E2eCase{lc::Ftype::Q4_0, 1.5e-2f, Source::Qwen3MoePeaked},
-                                           E2eCase{lc::Ftype::Q6_K, 1.5e-2f, Source::Qwen3MoePeaked}),
+                                           E2eCase{lc::Ftype::Q6_K, 1.5e-2f, Source::Qwen3MoePeaked},
+                                           E2eCase{lc::Ftype::Q4_K_M, 1.5e-2f, Source::Qwen2MoePeaked}),
                          e2e_case_name);
 
 }  // namespace

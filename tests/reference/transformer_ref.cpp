@@ -95,6 +95,24 @@ std::vector<float> moe_ffn(const TransformerConfig& c, const Weights& w, const s
   return {y.begin(), y.end()};
 }
 
+// Qwen2-MoE's shared expert of one normed row h: its SwiGLU's output times the sigmoid of its
+// gate's dot product with h.
+std::vector<float> shared_expert(const TransformerConfig& c, const Weights& w, const std::string& p,
+                                 const std::vector<float>& h) {
+  const size_t D = c.dim, F = c.shared_expert_ff;
+  const std::vector<float>& gate_w = get(w, p + "ffn_gate_inp_shexp.weight");
+  double z = 0;
+  for (size_t i = 0; i < D; ++i) z += double(gate_w[i]) * h[i];
+  const double scale = 1.0 / (1.0 + std::exp(-z));
+  const std::vector<float> g = matvec(get(w, p + "ffn_gate_shexp.weight"), h.data(), F, D, nullptr);
+  const std::vector<float> u = matvec(get(w, p + "ffn_up_shexp.weight"), h.data(), F, D, nullptr);
+  std::vector<float> act(F);
+  for (size_t r = 0; r < F; ++r) act[r] = float(double(g[r]) / (1.0 + std::exp(-double(g[r]))) * u[r]);
+  std::vector<float> y = matvec(get(w, p + "ffn_down_shexp.weight"), act.data(), D, F, nullptr);
+  for (float& v : y) v = float(v * scale);
+  return y;
+}
+
 }  // namespace
 
 std::vector<float> transformer_forward(const TransformerConfig& c, const Weights& w,
@@ -165,6 +183,10 @@ std::vector<float> transformer_forward(const TransformerConfig& c, const Weights
       if (c.n_experts) {
         const std::vector<float> y = moe_ffn(c, w, p, h, margins[t]);
         for (size_t i = 0; i < D; ++i) x[t * D + i] += y[i];
+        if (c.shared_expert_ff) {
+          const std::vector<float> s = shared_expert(c, w, p, h);
+          for (size_t i = 0; i < D; ++i) x[t * D + i] += s[i];
+        }
         continue;
       }
       auto gate = matvec(get(w, p + "ffn_gate.weight"), h.data(), c.ff, D, nullptr);

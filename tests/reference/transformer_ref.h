@@ -1,5 +1,5 @@
 // An independent CPU forward pass for llama-family decoders (llama 2/3, mistral, qwen2,
-// qwen3, phi3 after its split, gemma2/3), on f32 weights, in the plainest loops (double accumulation). It shares no code
+// qwen3, qwen3moe, qwen2moe, phi3 after its split, gemma2/3), on f32 weights, in the plainest loops (double accumulation). It shares no code
 // with src/: it is the yardstick for the GPU graph.
 #pragma once
 
@@ -34,6 +34,10 @@ struct TransformerConfig {
   // expert_ff]: expert e's rows from e times its row count.
   uint32_t n_experts = 0, n_experts_used = 0, expert_ff = 0;
   bool expert_norm = true;
+  // Qwen2-MoE's shared expert, beside the chosen ones: sigmoid(h · ffn_gate_inp_shexp [dim]) times
+  // a SwiGLU of ffn_gate_shexp / ffn_up_shexp [shared_expert_ff, dim], ffn_down_shexp [dim,
+  // shared_expert_ff]. 0: none.
+  uint32_t shared_expert_ff = 0;
 };
 
 // Weights by GGUF-style name, f32, row-major [out, in] for matrices:
