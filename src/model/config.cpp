@@ -460,6 +460,36 @@ void gemma_from_hf(const nlohmann::json& j, ModelConfig& c, const std::string& p
   }
 }
 
+// Mixture of experts from a config.json (transformers' MixtralConfig, Qwen3MoeConfig,
+// Qwen2MoeConfig). Mixtral: num_local_experts experts intermediate_size wide, the top
+// num_experts_per_tok renormalized (its router's softmax over the chosen logits). Qwen3-MoE and
+// Qwen2-MoE: num_experts experts moe_intermediate_size wide, renormalized where norm_topk_prob
+// (false by default, as transformers has it); Qwen2-MoE's shared expert
+// shared_expert_intermediate_size wide. wgrt runs experts on every layer: a config with dense
+// layers among them (decoder_sparse_step past 1, mlp_only_layers) is refused.
+void experts_from_hf(const nlohmann::json& j, ModelConfig& c, const std::string& path) {
+  const bool mixtral = c.arch == Arch::Llama;
+  c.n_experts = hf_uint(j, mixtral ? "num_local_experts" : "num_experts", path);
+  c.n_experts_used = hf_uint(j, "num_experts_per_tok", path);
+  c.expert_ff = mixtral ? c.ff : hf_uint(j, "moe_intermediate_size", path);
+  c.expert_norm = mixtral || hf_bool(j, "norm_topk_prob", false, path);
+  if (c.arch == Arch::Qwen2Moe) c.shared_expert_ff = hf_uint(j, "shared_expert_intermediate_size", path);
+  if (mixtral) return;
+  if (const uint32_t step = hf_uint(j, "decoder_sparse_step", path, 1); step != 1)
+    throw ModelError(fmt::format("{}: \"decoder_sparse_step\" is {}: only every {}th layer has experts (hint: wgrt "
+                                 "runs models whose every layer has experts, decoder_sparse_step 1)", path, step, step));
+  if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+    const auto& dense = j["mlp_only_layers"];
+    if (!dense.is_array())
+      throw ModelError(fmt::format("{}: \"mlp_only_layers\" is not a list of layers (hint: the config is corrupt)",
+                                   path));
+    if (!dense.empty())
+      throw ModelError(fmt::format("{}: \"mlp_only_layers\" names {} dense layers, first {} (hint: wgrt runs models "
+                                   "whose every layer has experts; mlp_only_layers must be empty)", path,
+                                   dense.size(), dense[0].dump()));
+  }
+}
+
 }  // namespace
 
 ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
@@ -473,20 +503,21 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   else if (a == "MistralForCausalLM") c.arch = Arch::Mistral;
   else if (a == "Qwen2ForCausalLM") c.arch = Arch::Qwen2;
   else if (a == "Qwen3ForCausalLM") c.arch = Arch::Qwen3;
+  else if (a == "MixtralForCausalLM") c.arch = Arch::Llama;  // a llama (Mistral) whose FFNs are experts
+  else if (a == "Qwen3MoeForCausalLM") c.arch = Arch::Qwen3Moe;
+  else if (a == "Qwen2MoeForCausalLM") c.arch = Arch::Qwen2Moe;
   else if (a == "Phi3ForCausalLM") c.arch = Arch::Phi3;
   else if (a == "Gemma2ForCausalLM") c.arch = Arch::Gemma2;
   else if (a == "Gemma3ForCausalLM") c.arch = Arch::Gemma3;
-  else if (a == "MixtralForCausalLM" || a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM")
-    throw ModelError(fmt::format("{}: architectures '{}' is a mixture-of-experts model, which wgrt does not run yet "
-                                 "(hint: a dense model of the family)", path, a));
   else if (a == "Gemma3ForConditionalGeneration")
     throw ModelError(fmt::format("{}: Gemma3ForConditionalGeneration (text and vision) is not supported (hint: wgrt "
                                  "runs Gemma 3's text model from a Gemma3ForCausalLM checkpoint such as gemma-3-1b, or "
                                  "a GGUF file of the model)", path));
   else
     throw ModelError(fmt::format("{}: architectures '{}' is not supported (hint: wgrt runs LlamaForCausalLM, "
-                                 "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
-                                 "Gemma2ForCausalLM and Gemma3ForCausalLM)", path, a.empty() ? "(none)" : a));
+                                 "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, Qwen2MoeForCausalLM, "
+                                 "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM and "
+                                 "Gemma3ForCausalLM)", path, a.empty() ? "(none)" : a));
   c.n_vocab = hf_uint(j, "vocab_size", path);
   c.dim = hf_uint(j, "hidden_size", path);
   c.n_layers = hf_uint(j, "num_hidden_layers", path);
@@ -497,9 +528,10 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
   c.n_ctx_train = hf_uint(j, "max_position_embeddings", path, 4096);
   c.norm_eps = hf_float(j, "rms_norm_eps", 1e-6f, path);
   c.rope_theta = hf_float(j, "rope_theta", 10000.f, path);
-  // Qwen2 configs carry a sliding_window that use_sliding_window (false) turns off; Mistral's and
-  // Phi-3's apply.
-  const bool window_default = c.arch == Arch::Mistral || c.arch == Arch::Phi3;
+  // Qwen2 configs carry a sliding_window that use_sliding_window (false) turns off; Mistral's,
+  // Mixtral's and Phi-3's apply.
+  const bool mixtral = a == "MixtralForCausalLM";
+  const bool window_default = c.arch == Arch::Mistral || c.arch == Arch::Phi3 || mixtral;
   if (auto it = j.find("sliding_window");
       it != j.end() && it->is_number_unsigned() && hf_bool(j, "use_sliding_window", window_default, path))
     c.sliding_window = hf_uint(j, "sliding_window", path);
@@ -508,8 +540,11 @@ ModelConfig config_from_hf(const nlohmann::json& j, const std::string& path) {
                                  "whole heads; partial rotary models such as Phi-4-mini are not supported)", path, rot));
   c.rope_neox = true;  // HF rotates halves
   c.tied_embeddings = hf_bool(j, "tie_word_embeddings", false, path);
-  c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path);
-  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3;
+  // Qwen2-MoE's q/k/v biases: its "qkv_bias" (true by default).
+  c.qkv_bias = c.arch == Arch::Qwen2 || hf_bool(j, "attention_bias", false, path) ||
+               (c.arch == Arch::Qwen2Moe && hf_bool(j, "qkv_bias", true, path));
+  c.qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe || c.arch == Arch::Gemma3;
+  if (mixtral || c.arch == Arch::Qwen3Moe || c.arch == Arch::Qwen2Moe) experts_from_hf(j, c, path);
   c.matryoshka = hf_bool(j, "matryoshka", false, path);
   if (c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3) {
     gemma_from_hf(j, c, path);

@@ -53,7 +53,18 @@ std::string gguf_name(const std::string& hf, Arch arch) {
       {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // phi3: gate|up in one matrix of 2 ff rows
       {"mlp.gate_proj.bias", "ffn_gate.bias"},
       {"mlp.up_proj.bias", "ffn_up.bias"},
-      {"mlp.down_proj.bias", "ffn_down.bias"}};
+      {"mlp.down_proj.bias", "ffn_down.bias"},
+      // Mixtral's, Qwen3-MoE's and Qwen2-MoE's routers; Qwen2-MoE's shared expert and its gate.
+      {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+      {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+      {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+      {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+      // Experts as transformers 5 may save them, three-dimensional: down_proj [E, dim, ff] is
+      // ffn_down_exps as it stands; gate_up_proj [E, 2 ff, dim] splits (split_gate_up_experts).
+      {"mlp.experts.down_proj", "ffn_down_exps.weight"},
+      {"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight"}};
   static const std::pair<const char*, const char*> gemma_parts[] = {
       {"post_attention_layernorm.weight", "post_attention_norm.weight"},
       {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
@@ -66,8 +77,92 @@ std::string gguf_name(const std::string& hf, Arch arch) {
   return "";
 }
 
-// Qwen2-MoE's shared expert gate is one row: [1, dim] in some GGUF files, a [dim] vector in
-// others. It becomes the vector the builder reads (the same bytes).
+// A checkpoint's expert matrix: its stacked GGUF name (the matrices of every expert of the
+// layer, ffn_gate_exps / ffn_up_exps / ffn_down_exps) and the expert's index. Mixtral:
+// block_sparse_moe.experts.E.w1 / w3 / w2 (gate / up / down); Qwen3-MoE and Qwen2-MoE:
+// mlp.experts.E.gate_proj / up_proj / down_proj.
+struct ExpertPart {
+  std::string stacked;
+  uint64_t expert = 0;
+};
+std::optional<ExpertPart> expert_part(const std::string& hf) {
+  static const std::regex expert(R"(model\.layers\.(\d+)\.(?:block_sparse_moe|mlp)\.experts\.(\d+)\.(\w+)\.weight)");
+  static const std::pair<const char*, const char*> kinds[] = {
+      {"w1", "ffn_gate_exps"}, {"w3", "ffn_up_exps"}, {"w2", "ffn_down_exps"},
+      {"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}};
+  std::smatch m;
+  if (!std::regex_match(hf, m, expert) || m[2].length() > 9) return std::nullopt;
+  for (auto [from, to] : kinds)
+    if (m[3] == from) return ExpertPart{fmt::format("blk.{}.{}.weight", m[1].str(), to), std::stoull(m[2].str())};
+  return std::nullopt;
+}
+
+// The experts' matrices of each stacked name as one view {k, n, n_experts} (WeightView::stacked):
+// every expert 0 .. n_experts - 1 present once, all of one type and shape.
+void stack_experts(ModelFile& mf, std::map<std::string, std::map<uint64_t, WeightView>>& parts) {
+  const uint32_t n_experts = mf.config.n_experts;
+  for (auto& [name, experts] : parts) {
+    const std::vector<uint64_t> dims = experts.begin()->second.dims;  // copied: the views move below
+    const GgmlType type = experts.begin()->second.type;
+    if (n_experts == 0 || experts.size() != n_experts || experts.rbegin()->first != n_experts - 1)
+      throw ModelError(fmt::format("{}: the checkpoint holds {} experts' matrices for '{}' (indices {} to {}), the "
+                                   "config {} experts (hint: the checkpoint is incomplete or its config.json is of "
+                                   "another model)", mf.path, experts.size(), name, experts.begin()->first,
+                                   experts.rbegin()->first, n_experts));
+    WeightView w;
+    w.name = name;
+    w.type = type;
+    for (auto& [e, v] : experts) {
+      if (v.dims.size() != 2 || v.dims != dims || v.type != type)
+        throw ModelError(fmt::format("{}: expert {} of '{}' has shape {} ({}), expert {} {} ({}) (hint: every expert "
+                                     "of a layer has one shape and type)", mf.path, e, name, dims_str(v.dims),
+                                     ggml_type_name(uint32_t(v.type)), experts.begin()->first, dims_str(dims),
+                                     ggml_type_name(uint32_t(type))));
+      w.n_bytes += v.n_bytes;
+      w.stacked.push_back(std::move(v));
+    }
+    w.dims = {dims[0], dims[1], n_experts};
+    mf.weights.emplace(name, std::move(w));
+  }
+}
+
+// A checkpoint's gate_up_proj {dim, 2 ff, E} (each expert's ff gate rows, then its ff up rows)
+// as ffn_gate_exps and ffn_up_exps {dim, ff, E}, each expert's rows a view of the same bytes.
+void split_gate_up_experts(ModelFile& mf) {
+  std::vector<std::string> fused;  // collected first: splitting changes the map
+  for (const auto& [name, w] : mf.weights)
+    if (name.starts_with("blk.") && name.ends_with(".ffn_gate_up_exps.weight")) fused.push_back(name);
+  for (const std::string& name : fused) {
+    const WeightView w = mf.weights.at(name);
+    const std::string p = name.substr(0, name.size() - std::string("ffn_gate_up_exps.weight").size());
+    if (w.dims.size() != 3 || w.dims[1] % 2 || w.dims[1] == 0 || w.dims[2] == 0)
+      throw ModelError(fmt::format("{}: tensor '{}' has shape {}, expected {{dim, 2 ff, experts}} (hint: the "
+                                   "checkpoint is corrupt)", mf.path, name, dims_str(w.dims)));
+    const uint64_t ff = w.dims[1] / 2, half_bytes = w.n_bytes / w.dims[2] / 2;
+    mf.weights.erase(name);
+    for (const auto& [part, first] : {std::pair{"ffn_gate_exps.weight", 0}, std::pair{"ffn_up_exps.weight", 1}}) {
+      WeightView v;
+      v.name = p + part;
+      v.type = w.type;
+      v.dims = {w.dims[0], ff, w.dims[2]};
+      v.n_bytes = w.n_bytes / 2;
+      for (uint64_t e = 0; e < w.dims[2]; ++e) {
+        WeightView expert = w;
+        expert.name = fmt::format("{}[{}]", v.name, e);
+        expert.dims = {w.dims[0], ff};
+        expert.data = w.data + (2 * e + first) * half_bytes;
+        expert.n_bytes = half_bytes;
+        v.stacked.push_back(std::move(expert));
+      }
+      if (!mf.weights.emplace(v.name, std::move(v)).second)
+        throw ModelError(fmt::format("{}: the checkpoint has both '{}' and a gate_up_proj that holds it (hint: the "
+                                     "checkpoint holds one weight twice)", mf.path, p + part));
+    }
+  }
+}
+
+// Qwen2-MoE's shared expert gate is one row: [1, dim] in checkpoints and some GGUF files, a
+// [dim] vector in others. It becomes the vector the builder reads (the same bytes).
 void squeeze_shared_gates(ModelFile& mf) {
   for (auto& [name, w] : mf.weights)
     if (name.ends_with(".ffn_gate_inp_shexp.weight") && w.dims.size() == 2 && w.dims[1] == 1) w.dims.pop_back();
@@ -160,12 +255,14 @@ ModelFile open_hf_dir(const std::string& dir) {
   }
   mf.checkpoint = open_safetensors_dir(dir);
   std::map<std::string, std::string, std::less<>> source;  // weight name -> checkpoint name
+  std::map<std::string, std::map<uint64_t, WeightView>> experts;  // stacked name -> expert -> matrix
   for (const StTensor& t : mf.checkpoint->tensors) {
     // A name wgrt does not map keeps its own, so the loader's every-tensor check names it;
     // rotary tables some checkpoints carry are recomputed, not read.
     std::string name = gguf_name(t.name, mf.config.arch);
     if (name.empty() && t.name.ends_with("rotary_emb.inv_freq")) continue;
-    if (name.empty()) name = t.name;
+    const std::optional<ExpertPart> part = mf.config.n_experts ? expert_part(t.name) : std::nullopt;
+    if (name.empty()) name = part ? fmt::format("{}[{}]", part->stacked, part->expert) : t.name;
     WeightView w;
     w.name = name;
     w.type = t.dtype == StDtype::F32 ? GgmlType::F32 : t.dtype == StDtype::F16 ? GgmlType::F16 : GgmlType::BF16;
@@ -177,8 +274,16 @@ ModelFile open_hf_dir(const std::string& dir) {
     if (auto [it, fresh] = source.try_emplace(name, t.name); !fresh)
       throw ModelError(fmt::format("{}: tensors '{}' and '{}' both load as '{}' (hint: the checkpoint holds one weight "
                                    "twice under different names)", t.file, it->second, t.name, name));
-    mf.weights.emplace(name, std::move(w));
+    if (part) experts[part->stacked].emplace(part->expert, std::move(w));
+    else mf.weights.emplace(name, std::move(w));
   }
+  for (const auto& [name, parts] : experts)
+    if (source.count(name))
+      throw ModelError(fmt::format("{}: the checkpoint holds '{}' both stacked and as one matrix per expert (hint: the "
+                                   "checkpoint holds one weight twice)", dir, name));
+  stack_experts(mf, experts);
+  split_gate_up_experts(mf);
+  squeeze_shared_gates(mf);
   split_fused_weights(mf);
   fs::path tok = fs::path(dir) / "tokenizer.json";
   if (fs::exists(tok)) mf.tokenizer_json = tok.string();
@@ -246,7 +351,17 @@ const WeightView& get_weight(const ModelFile& m, const std::string& name, const 
 
 std::vector<float> weight_to_f32(const WeightView& w) {
   std::vector<float> out(w.n_elements());
-  dequantize(w.type, w.data, out.data(), out.size());
+  if (w.stacked.empty()) {
+    dequantize(w.type, w.data, out.data(), out.size());
+    return out;
+  }
+  size_t at = 0;
+  for (const WeightView& part : w.stacked) {
+    const size_t n = part.n_elements();
+    if (at + n > out.size()) throw std::logic_error(fmt::format("weight '{}': its parts outgrow its shape", w.name));
+    dequantize(part.type, part.data, out.data() + at, n);
+    at += n;
+  }
   return out;
 }
 

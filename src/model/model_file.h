@@ -22,6 +22,9 @@ struct WeightView {
   std::vector<uint64_t> dims;  // GGUF order: dims[0] fastest (K of a [N, K] matrix)
   const uint8_t* data = nullptr;
   uint64_t n_bytes = 0;
+  // A checkpoint's experts, stored one matrix each: the stacked weight {k, n, n_experts} is these
+  // views' rows one after another (data null; n_bytes their sum). Read through weight_to_f32.
+  std::vector<WeightView> stacked;
   uint64_t n_elements() const;
 };
 
@@ -45,7 +48,8 @@ const WeightView& get_weight(const ModelFile& m, const std::string& name,
                              const std::vector<uint64_t>& dims);
 const WeightView* find_weight(const ModelFile& m, const std::string& name);
 
-// The weight as f32 values (dequantized / widened), for loading and tools.
+// The weight as f32 values (dequantized / widened; a stacked weight's parts in turn), for loading
+// and tools.
 std::vector<float> weight_to_f32(const WeightView& w);
 
 }  // namespace wgrt::model
