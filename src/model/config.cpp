@@ -476,8 +476,9 @@ void experts_from_hf(const nlohmann::json& j, ModelConfig& c, const std::string&
   if (c.arch == Arch::Qwen2Moe) c.shared_expert_ff = hf_uint(j, "shared_expert_intermediate_size", path);
   if (mixtral) return;
   if (const uint32_t step = hf_uint(j, "decoder_sparse_step", path, 1); step != 1)
-    throw ModelError(fmt::format("{}: \"decoder_sparse_step\" is {}: only every {}th layer has experts (hint: wgrt "
-                                 "runs models whose every layer has experts, decoder_sparse_step 1)", path, step, step));
+    throw ModelError(fmt::format("{}: \"decoder_sparse_step\" is {}: dense layers lie between those with experts "
+                                 "(hint: wgrt runs models whose every layer has experts, decoder_sparse_step 1)", path,
+                                 step));
   if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
     const auto& dense = j["mlp_only_layers"];
     if (!dense.is_array())
