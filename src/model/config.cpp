@@ -469,7 +469,10 @@ void gemma_from_hf(const nlohmann::json& j, ModelConfig& c, const std::string& p
 // layers among them (decoder_sparse_step past 1, mlp_only_layers) is refused.
 void experts_from_hf(const nlohmann::json& j, ModelConfig& c, const std::string& path) {
   const bool mixtral = c.arch == Arch::Llama;
-  c.n_experts = hf_uint(j, mixtral ? "num_local_experts" : "num_experts", path);
+  // The experts' count: transformers 5 writes Qwen3-MoE's as num_local_experts too.
+  const char* key = mixtral ? "num_local_experts" : "num_experts";
+  const char* alt = mixtral ? "num_experts" : "num_local_experts";
+  c.n_experts = hf_uint(j, j.contains(key) || !j.contains(alt) ? key : alt, path);
   c.n_experts_used = hf_uint(j, "num_experts_per_tok", path);
   c.expert_ff = mixtral ? c.ff : hf_uint(j, "moe_intermediate_size", path);
   c.expert_norm = mixtral || hf_bool(j, "norm_topk_prob", false, path);

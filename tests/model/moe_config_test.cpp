@@ -121,6 +121,13 @@ TEST(MoeConfig, Qwen3MoeFromHuggingFace) {
   EXPECT_TRUE(c.qk_norm && c.rope_neox && !c.qkv_bias);
   j["norm_topk_prob"] = true;
   EXPECT_TRUE(from(j).expert_norm);
+  // transformers 5 (5.17 on the GPU machine) saves the count as num_local_experts.
+  j.erase("num_experts");
+  j["num_local_experts"] = 12;
+  EXPECT_EQ(from(j).n_experts, 12u);
+  j.erase("num_local_experts");
+  const std::string e = error_of([&] { from(j); });
+  EXPECT_NE(e.find("\"num_experts\""), std::string::npos) << e;
 }
 
 TEST(MoeConfig, Qwen2MoeFromHuggingFace) {
