@@ -19,18 +19,12 @@
 #include "support/device.h"
 #include "support/hf_fixture.h"
 #include "support/random.h"
+#include "support/throws.h"
 
 namespace wgrt::model {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   std::vector<uint8_t> b(v.size() * 4);

@@ -15,18 +15,12 @@
 #include "model/random_model.h"
 #include "support/hf_fixture.h"
 #include "support/random.h"
+#include "support/throws.h"
 
 namespace wgrt::model {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(ModelFile, RandomGgufOpens) {
   RandomModelSpec spec;

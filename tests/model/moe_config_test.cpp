@@ -10,18 +10,12 @@
 
 #include "model/model_file.h"
 #include "model/random_model.h"
+#include "support/throws.h"
 
 namespace wgrt::model {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 RandomModelSpec qwen2moe_spec() {
   RandomModelSpec s;
