@@ -20,8 +20,8 @@
 //             On a device with subgroups, `decode_sg`: key groups of lanes, each with its own
 //             online softmax, merged by shuffles at the end (one barrier in all); a context of
 //             one chunk is written normalized and the plan skips decode_reduce (one dispatch).
-//             `decode_vec`, taken first where its workgroup holds the whole group (GQA up to
-//             4) and a row fits one subgroup, is the same with a lane per row word, up to 4 query
+//             `decode_vec`, taken first where a row fits one subgroup (any group: up to 4 of
+//             its heads a workgroup), is the same with a lane per row word, up to 4 query
 //             heads as vec4 components, every lane value a named register and the next turn's
 //             K/V loaded ahead; it takes a context of up to 4 of its turns in one chunk
 //             (AttentionVariants::one_chunk_keys: 256 keys at head dim 64, 128 at 128). Elsewhere
@@ -68,9 +68,9 @@
 
 namespace wgrt::ops {
 
-// The flash-decoding kernels; `best` takes decode_vec (groups up to 4 heads), decode_sg, decode_vec
-// (larger groups), else decode_split, whichever fits the device (its subgroups, workgroup memory
-// and invocations) first.
+// The flash-decoding kernels; `best` takes decode_vec (up to 4 of the group's heads a workgroup),
+// decode_sg, else decode_split, whichever fits the device (its subgroups, workgroup memory and
+// invocations) first.
 // WGRT_DECODE_KERNEL=vec|sg|split forces one (to measure).
 enum class DecodeKernel : uint8_t { best, vec, sg, split };
 const char* decode_kernel_name(DecodeKernel k);  // the entry point: "decode_vec", ...; "best"
