@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """A Hugging Face checkpoint directory run by wgrt against a numpy forward pass written from the
 architecture's published definition (transformers' Llama and Qwen2 modeling: RMSNorm, rotate-half
-RoPE, grouped-query causal attention, SwiGLU; Qwen2 adds q/k/v biases), independent of wgrt's own
-CPU reference. Each case writes a tiny f32 model (safetensors written here, seeded), has wgrt dump
-the logits of every prompt position (`--quantize none`: the weights as stored), and bounds the
-largest difference by a fraction of the row's largest |logit|. ctest runs it (tests/CMakeLists.txt).
+RoPE, grouped-query causal attention, SwiGLU; Qwen2 adds q/k/v biases; Mixtral and Qwen3-MoE a
+router's softmax, the top 2 of 4 experts, their weights renormalized, each expert a SwiGLU;
+Qwen3-MoE an RMSNorm over each head of q and k before RoPE), independent of wgrt's own CPU
+reference. Each case writes a tiny f32 model (safetensors written here, seeded), has wgrt dump
+the logits of every prompt position (`--quantize none`: the weights as stored, but the experts',
+which wgrt reads quantized to q8: those cases take a bound of 3e-2), and bounds the largest
+difference by a fraction of the row's largest |logit|. ctest runs it (tests/CMakeLists.txt).
 
   hf_numpy_check.py --wgrt PATH --tokenizer models/wgrt-demo-tokenizer.json --out DIR [--bound 2e-3]"""
 import argparse
@@ -20,6 +23,8 @@ import numpy as np
 TEXT = "In the beginning God created the heaven and the earth. And the earth was without form"
 H, L, NH, NKV, FF = 256, 2, 4, 2, 512
 HD = H // NH
+E, K, EFF = 4, 2, 128  # experts, chosen per token, each expert's width
+MOE_BOUND = 3e-2
 
 
 def write_safetensors(path, tensors):
@@ -38,12 +43,27 @@ def write_safetensors(path, tensors):
             f.write(b)
 
 
-def make_weights(rng, vocab, bias):
+def expert_names(arch, layer, e):
+    """(gate, up, down) of expert e in layer `layer`: Mixtral's w1, w3, w2, else Qwen's."""
+    if arch == "mixtral":
+        p = f"model.layers.{layer}.block_sparse_moe.experts.{e}."
+        return p + "w1.weight", p + "w3.weight", p + "w2.weight"
+    p = f"model.layers.{layer}.mlp.experts.{e}."
+    return p + "gate_proj.weight", p + "up_proj.weight", p + "down_proj.weight"
+
+
+def router_name(arch, layer):
+    return f"model.layers.{layer}." + ("block_sparse_moe.gate.weight" if arch == "mixtral" else "mlp.gate.weight")
+
+
+def make_weights(rng, vocab, arch):
+    bias = arch == "qwen2"
+
     def lin(*shape):
         return (rng.standard_normal(shape) * 0.02).astype(np.float32)
 
-    def norm():
-        return (1 + 0.1 * rng.standard_normal(H)).astype(np.float32)
+    def norm(n=H):
+        return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     w = {"model.embed_tokens.weight": lin(vocab, H)}
     for layer in range(L):
@@ -55,6 +75,19 @@ def make_weights(rng, vocab, bias):
             if bias:
                 w[p + f"self_attn.{name}_proj.bias"] = (0.5 * rng.standard_normal(rows)).astype(np.float32)
         w[p + "self_attn.o_proj.weight"] = lin(H, NH * HD)
+        if arch == "qwen3moe":
+            w[p + "self_attn.q_norm.weight"] = norm(HD)
+            w[p + "self_attn.k_norm.weight"] = norm(HD)
+        if arch in ("mixtral", "qwen3moe"):
+            # A router 10x the others' scale: its choices stay clear of ties that the experts'
+            # q8 rounding could flip.
+            w[router_name(arch, layer)] = 10 * lin(E, H)
+            for e in range(E):
+                gate, up, down = expert_names(arch, layer, e)
+                # 2x the scale: the experts' sum weighs in the logits enough that a wrong choice
+                # or weight shows past the bound.
+                w[gate], w[up], w[down] = 2 * lin(EFF, H), 2 * lin(EFF, H), 2 * lin(H, EFF)
+            continue
         w[p + "mlp.gate_proj.weight"] = lin(FF, H)
         w[p + "mlp.up_proj.weight"] = lin(FF, H)
         w[p + "mlp.down_proj.weight"] = lin(H, FF)
@@ -63,8 +96,28 @@ def make_weights(rng, vocab, bias):
     return w
 
 
-def forward(w, ids, eps, theta, bias):
+def swiglu(x, gate, up, down):
+    g, u = x @ gate.T, x @ up.T
+    return (g / (1 + np.exp(-g)) * u) @ down.T
+
+
+def moe(w, arch, layer, x):
+    """Each row's top K of E experts by the router's softmax, their weights renormalized."""
+    logits = x @ w[router_name(arch, layer)].T
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    out = np.zeros_like(x)
+    for r in range(x.shape[0]):
+        top = np.argsort(-p[r], kind="stable")[:K]
+        for e in top:
+            gate, up, down = expert_names(arch, layer, e)
+            out[r] += p[r, e] / p[r, top].sum() * swiglu(x[r:r + 1], w[gate], w[up], w[down])[0]
+    return out
+
+
+def forward(w, ids, eps, theta, arch):
     t = len(ids)
+    bias = arch == "qwen2"
 
     def rms(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
@@ -85,8 +138,11 @@ def forward(w, ids, eps, theta, bias):
     for layer in range(L):
         p = f"model.layers.{layer}."
         x = rms(h, w[p + "input_layernorm.weight"])
-        q = rope(proj(x, p, "q").reshape(t, NH, HD))
-        k = rope(proj(x, p, "k").reshape(t, NKV, HD))
+        q = proj(x, p, "q").reshape(t, NH, HD)
+        k = proj(x, p, "k").reshape(t, NKV, HD)
+        if arch == "qwen3moe":  # each head's RMSNorm before RoPE
+            q, k = rms(q, w[p + "self_attn.q_norm.weight"]), rms(k, w[p + "self_attn.k_norm.weight"])
+        q, k = rope(q), rope(k)
         v = proj(x, p, "v").reshape(t, NKV, HD)
         o = np.zeros((t, NH, HD))
         for head in range(NH):
@@ -96,8 +152,11 @@ def forward(w, ids, eps, theta, bias):
             o[:, head] = (e / e.sum(-1, keepdims=True)) @ v[:, kv]
         h = h + o.reshape(t, H) @ w[p + "self_attn.o_proj.weight"].T
         x = rms(h, w[p + "post_attention_layernorm.weight"])
-        g, u = x @ w[p + "mlp.gate_proj.weight"].T, x @ w[p + "mlp.up_proj.weight"].T
-        h = h + (g / (1 + np.exp(-g)) * u) @ w[p + "mlp.down_proj.weight"].T
+        if arch in ("mixtral", "qwen3moe"):
+            h = h + moe(w, arch, layer, x)
+        else:
+            h = h + swiglu(x, w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"],
+                           w[p + "mlp.down_proj.weight"])
     return rms(h, w["model.norm.weight"]) @ w["lm_head.weight"].T
 
 
@@ -108,32 +167,41 @@ def run(cmd):
     return r.stdout
 
 
+ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "mixtral": "MixtralForCausalLM",
+                 "qwen3moe": "Qwen3MoeForCausalLM"}
+
+
 def check(args, arch, seed):
     vocab = len(json.load(open(args.tokenizer))["model"]["vocab"])
-    bias = arch == "qwen2"
-    eps, theta = (1e-6, 1e6) if bias else (1e-5, 1e4)
+    eps, theta = (1e-6, 1e6) if arch in ("qwen2", "qwen3moe") else (1e-5, 1e4)
     rng = np.random.default_rng(seed)
     d = os.path.join(args.out, arch)
     os.makedirs(d, exist_ok=True)
-    w = make_weights(rng, vocab, bias)
+    w = make_weights(rng, vocab, arch)
     write_safetensors(os.path.join(d, "model.safetensors"), w)
-    cfg = dict(architectures=["Qwen2ForCausalLM" if bias else "LlamaForCausalLM"], model_type=arch,
+    cfg = dict(architectures=[ARCHITECTURES[arch]], model_type=arch,
                vocab_size=vocab, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
                num_key_value_heads=NKV, intermediate_size=FF, rms_norm_eps=eps, rope_theta=theta,
                max_position_embeddings=4096, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
                hidden_act="silu", torch_dtype="float32")
+    if arch == "mixtral":  # each expert intermediate_size wide
+        cfg.update(num_local_experts=E, num_experts_per_tok=K, intermediate_size=EFF, sliding_window=None)
+    if arch == "qwen3moe":
+        cfg.update(num_experts=E, num_experts_per_tok=K, moe_intermediate_size=EFF, norm_topk_prob=True,
+                   head_dim=HD, decoder_sparse_step=1, mlp_only_layers=[], use_sliding_window=False)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(cfg, f)
     shutil.copy(args.tokenizer, os.path.join(d, "tokenizer.json"))
     ids = json.loads(run([args.wgrt, "tokenize", "-m", d, "--json", TEXT]))
     dump = os.path.join(d, "logits.f32")
     run([args.wgrt, "run", "-m", d, "-c", "64", "-n", "0", "--quantize", "none", "--dump-logits", dump, "-p", TEXT])
-    want = forward(w, ids, eps, theta, bias)
+    want = forward(w, ids, eps, theta, arch)
     got = np.fromfile(dump, dtype=np.float32).reshape(want.shape)
     rows = np.abs(got - want).max(1) / np.abs(want).max(1)
-    ok = bool(rows.max() <= args.bound)
+    bound = max(args.bound, MOE_BOUND) if arch in ("mixtral", "qwen3moe") else args.bound
+    ok = bool(rows.max() <= bound)
     print(f"{arch} ({len(ids)} tokens): max |wgrt - numpy| / max |logit| = {rows.max():.3g} over positions "
-          f"(first {rows[0]:.3g}, last {rows[-1]:.3g}; bound {args.bound:g}): {'ok' if ok else 'FAIL'}")
+          f"(first {rows[0]:.3g}, last {rows[-1]:.3g}; bound {bound:g}): {'ok' if ok else 'FAIL'}")
     return ok
 
 
@@ -145,7 +213,7 @@ def main():
     p.add_argument("--bound", type=float, default=2e-3)
     args = p.parse_args()
     ok = True
-    for seed, arch in enumerate(("llama", "qwen2")):
+    for seed, arch in enumerate(("llama", "qwen2", "mixtral", "qwen3moe")):
         ok &= check(args, arch, seed + 7)
     return 0 if ok else 1
 
