@@ -3,7 +3,9 @@
 architecture's published definition (transformers' Llama and Qwen2 modeling: RMSNorm, rotate-half
 RoPE, grouped-query causal attention, SwiGLU; Qwen2 adds q/k/v biases; Mixtral and Qwen3-MoE a
 router's softmax, the top 2 of 4 experts, their weights renormalized, each expert a SwiGLU;
-Qwen3-MoE an RMSNorm over each head of q and k before RoPE), independent of wgrt's own CPU
+Qwen3-MoE an RMSNorm over each head of q and k before RoPE; Qwen2-MoE Qwen2's attention, the
+chosen experts' softmax weights as they are, and a shared expert scaled by the sigmoid of its
+gate), independent of wgrt's own CPU
 reference. Each case writes a tiny f32 model (safetensors written here, seeded), has wgrt dump
 the logits of every prompt position (`--quantize none`: the weights as stored, but the experts',
 which wgrt reads quantized to q8: those cases take a bound of 3e-2), and bounds the largest
@@ -24,6 +26,8 @@ TEXT = "In the beginning God created the heaven and the earth. And the earth was
 H, L, NH, NKV, FF = 256, 2, 4, 2, 512
 HD = H // NH
 E, K, EFF = 4, 2, 128  # experts, chosen per token, each expert's width
+SFF = 192  # Qwen2-MoE's shared expert's width
+MOE = ("mixtral", "qwen3moe", "qwen2moe")
 MOE_BOUND = 3e-2
 
 
@@ -57,7 +61,7 @@ def router_name(arch, layer):
 
 
 def make_weights(rng, vocab, arch):
-    bias = arch == "qwen2"
+    bias = arch in ("qwen2", "qwen2moe")
 
     def lin(*shape):
         return (rng.standard_normal(shape) * 0.02).astype(np.float32)
@@ -78,10 +82,16 @@ def make_weights(rng, vocab, arch):
         if arch == "qwen3moe":
             w[p + "self_attn.q_norm.weight"] = norm(HD)
             w[p + "self_attn.k_norm.weight"] = norm(HD)
-        if arch in ("mixtral", "qwen3moe"):
+        if arch == "qwen2moe":
+            sp = p + "mlp.shared_expert."
+            w[sp + "gate_proj.weight"], w[sp + "up_proj.weight"] = 2 * lin(SFF, H), 2 * lin(SFF, H)
+            w[sp + "down_proj.weight"] = 2 * lin(H, SFF)
+            w[p + "mlp.shared_expert_gate.weight"] = 10 * lin(1, H)
+        if arch in MOE:
             # A router 10x the others' scale: its choices stay clear of ties that the experts'
-            # q8 rounding could flip.
-            w[router_name(arch, layer)] = 10 * lin(E, H)
+            # q8 rounding could flip. Qwen2-MoE's 3x: the chosen experts' weights then fall
+            # short of summing to 1, so a renormalization it does not do would show.
+            w[router_name(arch, layer)] = (3 if arch == "qwen2moe" else 10) * lin(E, H)
             for e in range(E):
                 gate, up, down = expert_names(arch, layer, e)
                 # 2x the scale: the experts' sum weighs in the logits enough that a wrong choice
@@ -102,22 +112,28 @@ def swiglu(x, gate, up, down):
 
 
 def moe(w, arch, layer, x):
-    """Each row's top K of E experts by the router's softmax, their weights renormalized."""
+    """Each row's top K of E experts by the router's softmax, their weights renormalized (not
+    Qwen2-MoE's), plus Qwen2-MoE's shared expert times the sigmoid of its gate."""
     logits = x @ w[router_name(arch, layer)].T
     p = np.exp(logits - logits.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     out = np.zeros_like(x)
     for r in range(x.shape[0]):
         top = np.argsort(-p[r], kind="stable")[:K]
+        total = 1.0 if arch == "qwen2moe" else p[r, top].sum()
         for e in top:
             gate, up, down = expert_names(arch, layer, e)
-            out[r] += p[r, e] / p[r, top].sum() * swiglu(x[r:r + 1], w[gate], w[up], w[down])[0]
+            out[r] += p[r, e] / total * swiglu(x[r:r + 1], w[gate], w[up], w[down])[0]
+    if arch == "qwen2moe":
+        sp = f"model.layers.{layer}.mlp.shared_expert"
+        g = 1 / (1 + np.exp(-(x @ w[sp + "_gate.weight"].T)))
+        out += g * swiglu(x, w[sp + ".gate_proj.weight"], w[sp + ".up_proj.weight"], w[sp + ".down_proj.weight"])
     return out
 
 
 def forward(w, ids, eps, theta, arch):
     t = len(ids)
-    bias = arch == "qwen2"
+    bias = arch in ("qwen2", "qwen2moe")
 
     def rms(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
@@ -152,7 +168,7 @@ def forward(w, ids, eps, theta, arch):
             o[:, head] = (e / e.sum(-1, keepdims=True)) @ v[:, kv]
         h = h + o.reshape(t, H) @ w[p + "self_attn.o_proj.weight"].T
         x = rms(h, w[p + "post_attention_layernorm.weight"])
-        if arch in ("mixtral", "qwen3moe"):
+        if arch in MOE:
             h = h + moe(w, arch, layer, x)
         else:
             h = h + swiglu(x, w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"],
@@ -168,12 +184,12 @@ def run(cmd):
 
 
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "mixtral": "MixtralForCausalLM",
-                 "qwen3moe": "Qwen3MoeForCausalLM"}
+                 "qwen3moe": "Qwen3MoeForCausalLM", "qwen2moe": "Qwen2MoeForCausalLM"}
 
 
 def check(args, arch, seed):
     vocab = len(json.load(open(args.tokenizer))["model"]["vocab"])
-    eps, theta = (1e-6, 1e6) if arch in ("qwen2", "qwen3moe") else (1e-5, 1e4)
+    eps, theta = (1e-6, 1e6) if arch in ("qwen2", "qwen3moe", "qwen2moe") else (1e-5, 1e4)
     rng = np.random.default_rng(seed)
     d = os.path.join(args.out, arch)
     os.makedirs(d, exist_ok=True)
@@ -189,6 +205,10 @@ def check(args, arch, seed):
     if arch == "qwen3moe":
         cfg.update(num_experts=E, num_experts_per_tok=K, moe_intermediate_size=EFF, norm_topk_prob=True,
                    head_dim=HD, decoder_sparse_step=1, mlp_only_layers=[], use_sliding_window=False)
+    if arch == "qwen2moe":
+        cfg.update(num_experts=E, num_experts_per_tok=K, moe_intermediate_size=EFF, norm_topk_prob=False,
+                   shared_expert_intermediate_size=SFF, decoder_sparse_step=1, mlp_only_layers=[],
+                   use_sliding_window=False, qkv_bias=True)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(cfg, f)
     shutil.copy(args.tokenizer, os.path.join(d, "tokenizer.json"))
@@ -198,7 +218,7 @@ def check(args, arch, seed):
     want = forward(w, ids, eps, theta, arch)
     got = np.fromfile(dump, dtype=np.float32).reshape(want.shape)
     rows = np.abs(got - want).max(1) / np.abs(want).max(1)
-    bound = max(args.bound, MOE_BOUND) if arch in ("mixtral", "qwen3moe") else args.bound
+    bound = max(args.bound, MOE_BOUND) if arch in MOE else args.bound
     ok = bool(rows.max() <= bound)
     print(f"{arch} ({len(ids)} tokens): max |wgrt - numpy| / max |logit| = {rows.max():.3g} over positions "
           f"(first {rows[0]:.3g}, last {rows[-1]:.3g}; bound {bound:g}): {'ok' if ok else 'FAIL'}")
@@ -213,7 +233,7 @@ def main():
     p.add_argument("--bound", type=float, default=2e-3)
     args = p.parse_args()
     ok = True
-    for seed, arch in enumerate(("llama", "qwen2", "mixtral", "qwen3moe")):
+    for seed, arch in enumerate(("llama", "qwen2") + MOE):
         ok &= check(args, arch, seed + 7)
     return 0 if ok else 1
 
