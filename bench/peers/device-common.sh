@@ -1,4 +1,4 @@
-# Sourced by the one-call device scripts (run-h200.sh, pending-h200.sh, profile-h200.sh, variants-h200.sh,
+# Sourced by the one-call device scripts (run-h200.sh, moe-h200.sh, pending-h200.sh, profile-h200.sh, variants-h200.sh,
 # prefill-h200.sh, toggles-h200.sh) with `default_out` set: the repository root becomes the
 # working folder; WGRT_CARRY (default .carry-peers), $out (OUT, else $default_out) and $work
 # (PEER_WORK, default /tmp/wgrt-peers) are set and made; tools/device-env.sh is sourced (wgrt and
