@@ -264,24 +264,39 @@ Hidden ffn_moe(BuildContext& b, uint32_t l, const Hidden& x) {
           std::nullopt};
 }
 
-// Plain nodes: the norm's rows are the gate|up projections' and the scalar gate's input.
+// Three nodes where gate and up fuse (one format): gate|up with the norm inside, down, and
+// gated_add normalizing x for its gate itself; else plain nodes around the norm's rows.
 Hidden ffn_shared_expert(BuildContext& b, uint32_t l, const Hidden& x, const Hidden& moe_out) {
   const ModelConfig& c = b.c;
   const uint32_t ff = c.shared_expert_ff;
   graph::TensorId norm = layer_vector(b, wname(l, "ffn_norm.weight"), c.dim);
-  graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_shexp_norm", l), .x = x.x, .weight = norm,
-                                              .eps = c.norm_eps});
-  const LinearWeight gate = load_linear(b.g, b.loader, wname(l, "ffn_gate_shexp.weight"), ff, c.dim);
-  const LinearWeight up = load_linear(b.g, b.loader, wname(l, "ffn_up_shexp.weight"), ff, c.dim);
-  const LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down_shexp.weight"), c.dim, ff);
-  graph::TensorId act = ops::add_silu_mul(
-      b.g, {.name = tname("ffn_shexp_act", l),
-            .gate = apply_linear(b.g, gate, h, tname("ffn_shexp_gate", l), b.o.gemv_int8),
-            .up = apply_linear(b.g, up, h, tname("ffn_shexp_up", l), b.o.gemv_int8)});
-  graph::TensorId y = apply_linear(b.g, down, act, tname("ffn_shexp_down", l), b.o.gemv_int8);
+  const std::string gate_name = wname(l, "ffn_gate_shexp.weight"), up_name = wname(l, "ffn_up_shexp.weight");
   graph::TensorId w = load_vector(b.g, b.loader, wname(l, "ffn_gate_inp_shexp.weight"), c.dim);
-  return {ops::add_gated_add(b.g, {.name = tname("ffn_shexp_residual", l), .x = moe_out.x, .y = y, .h = h, .w = w}),
-          std::nullopt};
+  graph::TensorId act;
+  ops::GatedAddDesc gated{.name = tname("ffn_shexp_residual", l), .x = moe_out.x, .w = w};
+  if (std::optional<LinearWeight> gu = load_linear_fused(b.g, b.loader, {gate_name, up_name}, {ff, ff}, c.dim,
+                                                          FuseLayout::SwiGlu)) {
+    // gate|up with the FFN's norm and SiLU(gate)·up inside one kernel; the gate's sigmoid
+    // normalizes x itself, so no kernel writes the normed rows.
+    act = ops::add_linear_q(b.g, {.name = tname("ffn_shexp_act", l), .format = gu->format, .gs = gu->gs, .x = x.x,
+                                  .q = gu->q.q, .scales = gu->q.scales, .norm = norm, .eps = c.norm_eps,
+                                  .swiglu = true, .gemv_int8 = b.o.gemv_int8});
+    gated.h = x.x;
+    gated.norm = norm;
+    gated.eps = c.norm_eps;
+  } else {
+    graph::TensorId h = ops::add_rms_norm(b.g, {.name = tname("ffn_shexp_norm", l), .x = x.x, .weight = norm,
+                                                .eps = c.norm_eps});
+    const LinearWeight gate = load_linear(b.g, b.loader, gate_name, ff, c.dim);
+    const LinearWeight up = load_linear(b.g, b.loader, up_name, ff, c.dim);
+    act = ops::add_silu_mul(b.g, {.name = tname("ffn_shexp_act", l),
+                                  .gate = apply_linear(b.g, gate, h, tname("ffn_shexp_gate", l), b.o.gemv_int8),
+                                  .up = apply_linear(b.g, up, h, tname("ffn_shexp_up", l), b.o.gemv_int8)});
+    gated.h = h;
+  }
+  const LinearWeight down = load_linear(b.g, b.loader, wname(l, "ffn_down_shexp.weight"), c.dim, ff);
+  gated.y = apply_linear(b.g, down, act, tname("ffn_shexp_down", l), b.o.gemv_int8);
+  return {ops::add_gated_add(b.g, gated), std::nullopt};
 }
 
 namespace {
