@@ -5,6 +5,7 @@
 namespace wgrt::server {
 
 void push_event(Job& j, Event e) {
+  if (e.done) j.ended.store(true);
   {
     std::lock_guard lock(j.m);
     j.events.push_back(std::move(e));

@@ -55,6 +55,10 @@ struct Job {
   // Progress, written by the worker, read by GET /slots.
   std::atomic<uint32_t> n_cached{0};   // tokens in the slot's KV cache (prompt and generated)
   std::atomic<uint32_t> n_decoded{0};  // tokens generated
+  // Set before the job's last event goes out (push_event, an event with done): from then on
+  // GET /slots shows its slot free, though the worker frees it in the scheduler a moment later
+  // (a client that reads /slots after its response finds no job of its own in progress).
+  std::atomic<bool> ended{false};
   // The prompt's first tokens that its slot's KV cache already held (the prompt cache): set by
   // fill_slots when a slot takes the job, before the worker sees it.
   size_t n_reused = 0;
