@@ -48,6 +48,11 @@ uint64_t experts_routed_workgroup_bytes(uint32_t lanes);
 // The pairs from which the experts' grouped gemm serves: `forced` (LinearQExpertsDesc::gemm_from),
 // else WGRT_EXPERTS_GEMM_FROM, else kExpertsGemmMinPairs; 0: never.
 uint32_t experts_gemm_from(uint32_t forced);
+// Whether the device runs gemm_experts: its 9 storage buffers (the int8 gemm's 7, moe_sort's
+// order and tiles) pass WebGPU's default of 8 per stage; without, steps of any length take the
+// gemv route.
+inline constexpr uint32_t kExpertsGemmStorageBuffers = 9;
+bool experts_gemm_runs(const gpu::DeviceCaps& caps);
 bool gemv_turns_rope(const gpu::DeviceCaps& caps, const RopeQkv& r, std::span<const LinearQPartPlan> parts);
 
 // The node's scratch tensors (outputs past y), by what their live shape follows.

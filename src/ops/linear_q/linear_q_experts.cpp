@@ -42,6 +42,10 @@ void check_experts(const graph::Graph& g, const LinearQExpertsDesc& d, uint32_t 
 
 }  // namespace
 
+bool linear_q_detail::experts_gemm_runs(const gpu::DeviceCaps& caps) {
+  return caps.limits.maxStorageBuffersPerShaderStage >= kExpertsGemmStorageBuffers;
+}
+
 uint64_t linear_q_detail::experts_routed_workgroup_bytes(uint32_t lanes) {
   return gemv_workgroup_bytes(lanes, 1) + 2 * uint64_t(kMoeMaxExperts) * 4 + 2 * 16;  // rt_key4, rt_rank; rt_pick, rt_top
 }
@@ -221,7 +225,7 @@ ExpertsRouted experts_node(graph::Graph& g, const LinearQExpertsDesc& d, const M
   // first, as every workgroup's ranking would cost more than the dispatch.
   const uint32_t routed_hi = route && routed_fits(b) ? std::min(kExpertsRoutedMaxTokens, max_rows) : 0;
   // From gemm_lo on (tokens or pairs), the grouped gemm.
-  const bool gemm_fits = experts <= kMoeMaxExperts &&
+  const bool gemm_fits = experts <= kMoeMaxExperts && experts_gemm_runs(b.caps) &&
                          gemm_tile_entries(max_pairs, experts) <= b.caps.limits.maxComputeWorkgroupsPerDimension;
   const uint32_t gemm_pairs = gemm_fits ? experts_gemm_from(d.gemm_from) : 0;
   const uint32_t gemm_lo =
