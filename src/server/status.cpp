@@ -41,15 +41,12 @@ ordered_json slots_json(ServerState& st) {
   }
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const Job* j = jobs[i].get();
-    // A free slot's n_cached: the tokens its KV cache keeps for the next request (prompt cache);
-    // an ended job's slot (its last event sent, not yet freed) is free with the job's cache.
-    if (j && j->ended.load()) {
-      out.push_back({{"id", i}, {"is_processing", false}, {"n_ctx", st.model.n_ctx}, {"request_id", nullptr},
-                     {"n_prompt_tokens", 0}, {"n_prompt_tokens_cached", 0}, {"n_cached", j->n_cached.load()},
-                     {"n_decoded", 0}});
-      continue;
-    }
+    // A free slot's n_cached: the tokens its KV cache keeps for the next request (prompt cache).
+    // An ended job's slot (its last event sent, the worker yet to free it) counts as free, with
+    // the job's cache.
+    const Job* ended = jobs[i] && jobs[i]->ended.load() ? jobs[i].get() : nullptr;
+    const Job* j = ended ? nullptr : jobs[i].get();
+    if (ended) cached[i] = ended->n_cached.load();
     out.push_back({{"id", i},
                    {"is_processing", j != nullptr},
                    {"n_ctx", st.model.n_ctx},
